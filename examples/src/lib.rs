@@ -1,0 +1,1 @@
+//! Models shared by the example benchmarks.

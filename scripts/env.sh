@@ -1,0 +1,24 @@
+# Sourced by the project's scripts: installs libtorch 2.11.0 (PyPI's torch wheel) into
+# a project-local virtual environment when missing, and exports what tch needs to
+# build against it and what the loader needs to run it.
+set -euo pipefail
+
+GPUBENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TORCH_VERSION="2.11.0"
+VENV="${GPUBENCH_VENV:-$GPUBENCH_ROOT/.venv}"
+MARKER="$VENV/.gpubench-torch-$TORCH_VERSION"
+
+if [[ ! -f "$MARKER" ]]; then
+    echo "gpubench: installing libtorch $TORCH_VERSION (PyPI torch wheel) into $VENV (about a minute, ~5 GB)" >&2
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check "torch==$TORCH_VERSION" numpy
+    touch "$MARKER"
+fi
+
+TORCH_DIR="$("$VENV/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')"
+export LIBTORCH="$TORCH_DIR"
+export LIBTORCH_INCLUDE="$TORCH_DIR"
+export LIBTORCH_LIB="$TORCH_DIR"
+export LD_LIBRARY_PATH="$TORCH_DIR/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export GPUBENCH_PYTHON="$VENV/bin/python"
+export PATH="$VENV/bin:$PATH"
