@@ -1,1 +1,3 @@
 //! Models shared by the example benchmarks.
+
+pub mod mlp;

@@ -78,12 +78,17 @@ impl Failure {
 /// Whether a libtorch message reports an out-of-memory condition.
 pub fn is_out_of_memory(message: &str) -> bool {
     let lower = message.to_ascii_lowercase();
-    lower.contains("out of memory") || lower.contains("outofmemoryerror")
+    lower.contains("out of memory")
+        || lower.contains("outofmemoryerror")
+        || lower.contains("can't allocate memory")
 }
 
 /// Caps `message` at [`MESSAGE_CAP_BYTES`] on a character boundary, keeping the head
-/// (where libtorch puts the error) and a note of how much was cut.
+/// (where libtorch puts the error) and a note of how much was cut. A C++ backtrace
+/// that libtorch appends (`frame #0: ...`) is dropped first: it names only library
+/// offsets.
 pub fn cap_message(message: &str) -> String {
+    let message = strip_cpp_backtrace(message);
     if message.len() <= MESSAGE_CAP_BYTES {
         return message.to_string();
     }
@@ -98,6 +103,21 @@ pub fn cap_message(message: &str) -> String {
     )
 }
 
+/// Cuts libtorch's appended C++ backtrace, whether its newlines are real or escaped
+/// (as in a `Debug`-formatted error).
+fn strip_cpp_backtrace(message: &str) -> std::borrow::Cow<'_, str> {
+    const MARKERS: [&str; 4] = [
+        "\nframe #0:",
+        "\\nframe #0:",
+        "\nException raised from",
+        "\\nException raised from",
+    ];
+    match MARKERS.iter().filter_map(|m| message.find(m)).min() {
+        Some(pos) => format!("{} [C++ backtrace cut]", &message[..pos]).into(),
+        None => message.into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +129,19 @@ mod tests {
         assert!(capped.len() < MESSAGE_CAP_BYTES + 64);
         assert!(capped.contains("more bytes cut"));
         assert_eq!(cap_message("short"), "short");
+    }
+
+    #[test]
+    fn cpp_backtraces_are_cut() {
+        let real = "CUDA error: boom\nframe #0: c10::Error + 0x1 (in libc10.so)\nframe #1: x";
+        assert_eq!(cap_message(real), "CUDA error: boom [C++ backtrace cut]");
+        let escaped = r#"Torch("can't allocate\nframe #0: c10::ThrowEnforceNotMet")"#;
+        assert_eq!(
+            cap_message(escaped),
+            "Torch(\"can't allocate [C++ backtrace cut]"
+        );
+        let raised = "bad shape\nException raised from foo at bar.cpp:1";
+        assert_eq!(cap_message(raised), "bad shape [C++ backtrace cut]");
     }
 
     #[test]

@@ -4,9 +4,21 @@
 //! records defined here, and the cargo subcommand reads, analyses and compares them.
 #![warn(missing_docs)]
 
+pub mod baseline;
+pub mod compare;
 pub mod failure;
 pub mod record;
 pub mod stats;
+pub mod summary;
+pub mod synthetic;
+pub mod units;
+
+pub use baseline::{
+    compare_with_baseline, BaselineCompareOptions, BaselineEntry, BaselineError, BaselineStore,
+    ComparisonSet, FailOn,
+};
+pub use compare::{compare_samples, CompareConfig, Comparison, Verdict};
 
 pub use failure::{cap_message, Failure, FailureKind, MESSAGE_CAP_BYTES};
 pub use record::*;
+pub use summary::{BenchmarkSummary, TimeKind};

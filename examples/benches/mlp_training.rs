@@ -1,0 +1,29 @@
+//! An MLP training step (batch 256): the synced step time next to what naive
+//! unsynchronised loops of 20, 100 and 400 steps report, the cold first step, and
+//! host dispatch versus device time.
+
+use gpubench_core::{gpu_bench, Bencher};
+use gpubench_examples::mlp::Mlp;
+use tch::nn::{self, OptimizerConfig};
+use tch::{Kind, Tensor};
+
+#[gpu_bench]
+fn mlp_training_step(b: &mut Bencher) {
+    let device = b.device();
+    let vs = nn::VarStore::new(device);
+    let (width, depth) = if device.is_cuda() { (4096, 6) } else { (512, 3) };
+    let model = Mlp::new(&vs.root(), 1024, width, depth, 10);
+    // Plain SGD: its update is the same kernel in libtorch's C++ optimizer and in
+    // PyTorch's single-tensor one, so docs/gpu-validation.md can cross-check it.
+    let mut opt = nn::Sgd::default().build(&vs, 1e-3).expect("optimizer");
+    let x = Tensor::randn([256, 1024], (Kind::Float, device));
+    let y = Tensor::randint(10, [256], (Kind::Int64, device));
+    b.naive_loops(&[20, 100, 400]);
+    b.iter(|| {
+        let loss = model.forward(&x).cross_entropy_for_logits(&y);
+        opt.backward_step(&loss);
+        loss
+    });
+}
+
+gpubench_core::main!();

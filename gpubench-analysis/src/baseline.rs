@@ -1,0 +1,1149 @@
+//! Saved baselines: the committed on-disk format, the store under
+//! `gpubench/baselines/<name>/`, comparing a run with a baseline, and whether the
+//! outcome should fail CI.
+//!
+//! # Format
+//!
+//! One pretty-printed JSON file per benchmark,
+//! `gpubench/baselines/<name>/<file_stem_for_id(id)>.json`, holding
+//! `format_version`, `id`, the `fingerprint`, the per-iteration `samples` (wall, host
+//! and, when measured, device; ns) and the primary timer's `estimates`. Files are made
+//! for clean git diffs: keys come from structs, so their order is fixed; every time is
+//! rounded to [`SIGNIFICANT_DIGITS`] significant digits (far below the ~1% noise of a
+//! GPU timing, and short enough to read), and estimates are computed from the rounded
+//! samples, so loading and re-saving a baseline reproduces it byte for byte.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::compare::{compare_samples, CompareConfig, CompareError, Comparison, Verdict};
+use crate::failure::Failure;
+use crate::record::{file_stem_for_id, Fingerprint, RawRecord, RunMode};
+use crate::stats::{mean_estimate, median_estimate, rel_noise, Estimate};
+use crate::summary::TimeKind;
+
+/// The baseline format this build writes and the newest it reads.
+pub const BASELINE_FORMAT_VERSION: u32 = 1;
+/// Significant digits kept of every time in a baseline file.
+pub const SIGNIFICANT_DIGITS: usize = 6;
+/// Longest baseline name, in bytes.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// What a valid baseline name looks like, for error messages.
+const VALID_NAME: &str = "a baseline name is 1 to 64 ASCII letters, digits, '.', '_' or '-', \
+     not starting with '.' (e.g. `main`, `pr-123`, `v0.2`)";
+
+/// Errors of baseline files, the store and comparisons with a baseline.
+#[derive(Debug, Error)]
+pub enum BaselineError {
+    /// The name could be a path outside the store, or is otherwise unusable.
+    #[error("invalid baseline name {name:?}: {reason}; {VALID_NAME}")]
+    InvalidName {
+        /// The name given.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// No baseline of that name was saved.
+    #[error("baseline `{name}` not found: {path} does not exist")]
+    NotFound {
+        /// The name.
+        name: String,
+        /// Where it was looked for.
+        path: String,
+    },
+    /// A file or directory could not be read or written.
+    #[error("failed to {action} {path}: {source}")]
+    Io {
+        /// What was being done, e.g. `write baseline file`.
+        action: &'static str,
+        /// The path.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A baseline file is malformed or truncated, or a field is missing.
+    #[error("failed to parse baseline file {path}: {source}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: serde_json::Error,
+    },
+    /// A baseline file was written by a newer gpubench.
+    #[error(
+        "baseline file {path} has format_version {found}, newer than the {supported} this gpubench reads: upgrade cargo-gpubench"
+    )]
+    TooNew {
+        /// The file.
+        path: String,
+        /// Its version.
+        found: u32,
+        /// The newest this build reads.
+        supported: u32,
+    },
+    /// A baseline file parses but its content is unusable.
+    #[error("baseline file {path} is invalid: {reason}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Two baseline files hold the same benchmark id.
+    #[error("benchmark id `{id}` appears in two baseline files: {first} and {second}")]
+    DuplicateId {
+        /// The id.
+        id: String,
+        /// The first file.
+        first: String,
+        /// The second file.
+        second: String,
+    },
+    /// The records to save hold the same benchmark id twice.
+    #[error("benchmark id `{id}` appears more than once in the records to save")]
+    DuplicateRecord {
+        /// The id.
+        id: String,
+    },
+    /// Two benchmark ids map to the same file name.
+    #[error("benchmarks `{first}` and `{second}` would both be saved as {file}: rename one")]
+    FileClash {
+        /// One id.
+        first: String,
+        /// The other id.
+        second: String,
+        /// The shared file name.
+        file: String,
+    },
+    /// The baseline was recorded on another device model.
+    #[error(
+        "the baseline was recorded on `{baseline_device}` but this run is on `{current_device}` (benchmark `{id}`): timings from different device models are not comparable; record a baseline on this device, or explicitly allow comparing across devices"
+    )]
+    DeviceMismatch {
+        /// The first benchmark found on different devices.
+        id: String,
+        /// The baseline's device model.
+        baseline_device: String,
+        /// This run's device model.
+        current_device: String,
+    },
+    /// The comparison settings are invalid.
+    #[error(transparent)]
+    Compare(#[from] CompareError),
+}
+
+/// Checks a baseline name: 1 to [`MAX_NAME_LEN`] ASCII letters, digits, `.`, `_` or
+/// `-`, not starting with `.`; so it is always one plain directory inside the store.
+pub fn validate_name(name: &str) -> Result<(), BaselineError> {
+    let reason = if name.is_empty() {
+        "it is empty"
+    } else if name.len() > MAX_NAME_LEN {
+        "it is too long"
+    } else if name.contains(['/', '\\']) {
+        "it contains a path separator"
+    } else if name.starts_with('.') {
+        "it starts with '.'"
+    } else if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        "it contains a character other than ASCII letters, digits, '.', '_' or '-'"
+    } else {
+        return Ok(());
+    };
+    Err(BaselineError::InvalidName {
+        name: name.to_string(),
+        reason,
+    })
+}
+
+/// Rounds `x` to [`SIGNIFICANT_DIGITS`] significant digits. Going through the decimal
+/// text gives the float nearest that decimal, which JSON then prints exactly as such.
+pub fn round_significant(x: f64) -> f64 {
+    if !x.is_finite() || x == 0.0 {
+        return x;
+    }
+    format!("{:.*e}", SIGNIFICANT_DIGITS - 1, x)
+        .parse()
+        .unwrap_or(x)
+}
+
+/// Per-iteration times of a baseline, ns, in sample order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineSamples {
+    /// Synced wall time per iteration.
+    pub wall_ns: Vec<f64>,
+    /// Host-dispatch time per iteration.
+    pub host_ns: Vec<f64>,
+    /// Device time per iteration, when every sample had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_ns: Option<Vec<f64>>,
+}
+
+impl BaselineSamples {
+    /// The times of timer `kind`.
+    pub fn get(&self, kind: TimeKind) -> Option<&[f64]> {
+        match kind {
+            TimeKind::Wall => Some(&self.wall_ns),
+            TimeKind::Host => Some(&self.host_ns),
+            TimeKind::Device => self.device_ns.as_deref(),
+        }
+    }
+
+    /// Whether every time is finite and non-negative.
+    fn all_valid(&self) -> bool {
+        let device_valid = match &self.device_ns {
+            Some(d) => valid_times(d),
+            None => true,
+        };
+        device_valid && valid_times(&self.wall_ns) && valid_times(&self.host_ns)
+    }
+
+    /// Device time when recorded, else wall time: as [`crate::Measurement::primary_per_iter`].
+    pub fn primary_kind(&self) -> TimeKind {
+        match &self.device_ns {
+            Some(d) if !d.is_empty() => TimeKind::Device,
+            _ => TimeKind::Wall,
+        }
+    }
+}
+
+/// The primary timer's estimates, for people reading the file and its diffs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineEstimates {
+    /// The timer they describe.
+    pub primary: TimeKind,
+    /// Median per iteration with its interval, ns.
+    pub median_ns: Estimate,
+    /// Mean per iteration with its interval, ns.
+    pub mean_ns: Estimate,
+    /// Relative noise, MAD / median; absent for a zero median.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rel_noise: Option<f64>,
+}
+
+/// One benchmark of a baseline: the content of one file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineEntry {
+    /// Format of this file; see [`BASELINE_FORMAT_VERSION`].
+    pub format_version: u32,
+    /// The benchmark id.
+    pub id: String,
+    /// Where and with what it ran.
+    pub fingerprint: Fingerprint,
+    /// The per-iteration times.
+    pub samples: BaselineSamples,
+    /// The primary timer's estimates.
+    pub estimates: BaselineEstimates,
+}
+
+/// Why a record was not saved into a baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotSaved {
+    /// The benchmark failed; the previous file, if any, is kept.
+    Failed,
+    /// A smoke run measures nothing.
+    Smoke,
+    /// The record has no samples.
+    NoSamples,
+    /// A time is NaN, infinite or negative.
+    InvalidSamples,
+}
+
+impl fmt::Display for NotSaved {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NotSaved::Failed => "the benchmark failed",
+            NotSaved::Smoke => "a smoke run measures nothing",
+            NotSaved::NoSamples => "the record has no samples",
+            NotSaved::InvalidSamples => "a time is not a finite non-negative number",
+        })
+    }
+}
+
+fn valid_times(xs: &[f64]) -> bool {
+    xs.iter().all(|x| x.is_finite() && *x >= 0.0)
+}
+
+impl BaselineEntry {
+    /// The entry for a measured record, samples rounded as the module docs say.
+    pub fn from_record(record: &RawRecord) -> Result<Self, NotSaved> {
+        if !record.passed() {
+            return Err(NotSaved::Failed);
+        }
+        if record.config.mode == RunMode::Smoke {
+            return Err(NotSaved::Smoke);
+        }
+        let m = record.measurement.as_ref().ok_or(NotSaved::NoSamples)?;
+        if m.samples.is_empty() {
+            return Err(NotSaved::NoSamples);
+        }
+        let round = |xs: Vec<f64>| -> Vec<f64> { xs.into_iter().map(round_significant).collect() };
+        let samples = BaselineSamples {
+            wall_ns: round(m.wall_per_iter()),
+            host_ns: round(m.host_per_iter()),
+            device_ns: m.device_per_iter().map(round),
+        };
+        let all_valid = samples.all_valid();
+        if !all_valid {
+            return Err(NotSaved::InvalidSamples);
+        }
+        let estimates = estimates_of(&samples);
+        Ok(BaselineEntry {
+            format_version: BASELINE_FORMAT_VERSION,
+            id: record.id.clone(),
+            fingerprint: record.fingerprint.clone(),
+            samples,
+            estimates,
+        })
+    }
+
+    /// Serialises to pretty JSON with a trailing newline.
+    pub fn to_json_pretty(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("baseline entries always serialise");
+        s.push('\n');
+        s
+    }
+
+    /// Parses and checks an entry, refusing newer versions; `origin` names the source
+    /// in errors.
+    pub fn from_json(text: &str, origin: &str) -> Result<Self, BaselineError> {
+        #[derive(Deserialize)]
+        struct Versioned {
+            format_version: u32,
+        }
+        let parse_err = |source| BaselineError::Parse {
+            path: origin.to_string(),
+            source,
+        };
+        let v: Versioned = serde_json::from_str(text).map_err(parse_err)?;
+        if v.format_version > BASELINE_FORMAT_VERSION {
+            return Err(BaselineError::TooNew {
+                path: origin.to_string(),
+                found: v.format_version,
+                supported: BASELINE_FORMAT_VERSION,
+            });
+        }
+        let entry: BaselineEntry = serde_json::from_str(text).map_err(parse_err)?;
+        entry.check().map_err(|reason| BaselineError::Invalid {
+            path: origin.to_string(),
+            reason,
+        })?;
+        Ok(entry)
+    }
+
+    /// Checks what JSON's types cannot: consistent, non-empty, valid times.
+    fn check(&self) -> Result<(), String> {
+        let s = &self.samples;
+        let n = s.wall_ns.len();
+        if self.id.is_empty() {
+            return Err("the benchmark id is empty".into());
+        }
+        if n == 0 {
+            return Err("it has no samples".into());
+        }
+        if s.host_ns.len() != n || s.device_ns.as_ref().is_some_and(|d| d.len() != n) {
+            return Err(format!(
+                "its sample lists differ in length ({n} wall, {} host, {} device)",
+                s.host_ns.len(),
+                s.device_ns.as_ref().map_or(0, Vec::len)
+            ));
+        }
+        let all_valid = s.all_valid();
+        if !all_valid {
+            return Err("a time is negative or not finite".into());
+        }
+        Ok(())
+    }
+}
+
+fn estimates_of(samples: &BaselineSamples) -> BaselineEstimates {
+    let primary = samples.primary_kind();
+    let xs = samples.get(primary).unwrap_or(&samples.wall_ns);
+    let round = |e: Estimate| Estimate {
+        point: round_significant(e.point),
+        lower: round_significant(e.lower),
+        upper: round_significant(e.upper),
+        confidence: e.confidence,
+    };
+    let noise = round_significant(rel_noise(xs));
+    BaselineEstimates {
+        primary,
+        median_ns: round(median_estimate(xs)),
+        mean_ns: round(mean_estimate(xs)),
+        rel_noise: noise.is_finite().then_some(noise),
+    }
+}
+
+/// What [`BaselineStore::save`] did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SaveReport {
+    /// The baseline's directory.
+    pub dir: PathBuf,
+    /// Files written, in record order.
+    pub written: Vec<PathBuf>,
+    /// Records not saved and why; their previous files, if any, are kept.
+    pub skipped: Vec<(String, NotSaved)>,
+}
+
+/// The baselines of a workspace: one directory per name under `root`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaselineStore {
+    /// The directory holding one directory per baseline, usually
+    /// `<workspace>/gpubench/baselines`.
+    pub root: PathBuf,
+}
+
+impl BaselineStore {
+    /// A store rooted at `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        BaselineStore { root: root.into() }
+    }
+
+    /// The store of a workspace: `<workspace_root>/gpubench/baselines`.
+    pub fn for_workspace(workspace_root: &Path) -> Self {
+        Self::new(workspace_root.join("gpubench").join("baselines"))
+    }
+
+    /// The directory of baseline `name`, after checking the name.
+    pub fn dir(&self, name: &str) -> Result<PathBuf, BaselineError> {
+        validate_name(name)?;
+        Ok(self.root.join(name))
+    }
+
+    /// Saves one file per measured record into baseline `name`, creating it when
+    /// needed. Each file is written to a temporary file in the same directory and
+    /// renamed over the old one, so a reader never sees half a file; files of other
+    /// benchmarks are left alone, and so are those of records that are skipped.
+    pub fn save(&self, name: &str, records: &[RawRecord]) -> Result<SaveReport, BaselineError> {
+        let dir = self.dir(name)?;
+        let mut entries = Vec::new();
+        let mut skipped = Vec::new();
+        let mut by_stem: HashMap<String, &str> = HashMap::new();
+        for record in records {
+            let stem = file_stem_for_id(&record.id);
+            if let Some(first) = by_stem.insert(stem.clone(), &record.id) {
+                return Err(if first == record.id {
+                    BaselineError::DuplicateRecord {
+                        id: record.id.clone(),
+                    }
+                } else {
+                    BaselineError::FileClash {
+                        first: first.to_string(),
+                        second: record.id.clone(),
+                        file: format!("{stem}.json"),
+                    }
+                });
+            }
+            match BaselineEntry::from_record(record) {
+                Ok(entry) => entries.push((stem, entry)),
+                Err(why) => skipped.push((record.id.clone(), why)),
+            }
+        }
+        if !entries.is_empty() {
+            std::fs::create_dir_all(&dir).map_err(|source| BaselineError::Io {
+                action: "create baseline directory",
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let mut written = Vec::new();
+        for (stem, entry) in &entries {
+            let path = dir.join(format!("{stem}.json"));
+            write_atomically(&dir, &path, entry.to_json_pretty().as_bytes())?;
+            written.push(path);
+        }
+        Ok(SaveReport {
+            dir,
+            written,
+            skipped,
+        })
+    }
+
+    /// Loads every benchmark of baseline `name`, sorted by id. Any unreadable, corrupt,
+    /// truncated or newer file is an error naming it.
+    pub fn load(&self, name: &str) -> Result<Vec<BaselineEntry>, BaselineError> {
+        let dir = self.dir(name)?;
+        if !dir.is_dir() {
+            return Err(BaselineError::NotFound {
+                name: name.to_string(),
+                path: dir.display().to_string(),
+            });
+        }
+        let io_err = |action, path: &Path| {
+            let path = path.display().to_string();
+            move |source| BaselineError::Io {
+                action,
+                path,
+                source,
+            }
+        };
+        let mut files = Vec::new();
+        for item in std::fs::read_dir(&dir).map_err(io_err("read baseline directory", &dir))? {
+            let path = item
+                .map_err(io_err("read baseline directory", &dir))?
+                .path();
+            let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            // Leading dots are temporary files of an interrupted save.
+            if file_name.ends_with(".json") && !file_name.starts_with('.') && path.is_file() {
+                files.push(path);
+            }
+        }
+        files.sort();
+        let mut entries: Vec<BaselineEntry> = Vec::with_capacity(files.len());
+        let mut seen: HashMap<String, PathBuf> = HashMap::new();
+        for path in files {
+            let text =
+                std::fs::read_to_string(&path).map_err(io_err("read baseline file", &path))?;
+            let entry = BaselineEntry::from_json(&text, &path.display().to_string())?;
+            if let Some(first) = seen.insert(entry.id.clone(), path.clone()) {
+                return Err(BaselineError::DuplicateId {
+                    id: entry.id,
+                    first: first.display().to_string(),
+                    second: path.display().to_string(),
+                });
+            }
+            entries.push(entry);
+        }
+        entries.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(entries)
+    }
+
+    /// Names of the saved baselines, sorted; none when the store does not exist yet.
+    pub fn list(&self) -> Result<Vec<String>, BaselineError> {
+        if !self.root.exists() {
+            return Ok(Vec::new());
+        }
+        let io_err = |source| BaselineError::Io {
+            action: "read baseline store",
+            path: self.root.display().to_string(),
+            source,
+        };
+        let mut names = Vec::new();
+        for item in std::fs::read_dir(&self.root).map_err(io_err)? {
+            let item = item.map_err(io_err)?;
+            if let Some(name) = item.file_name().to_str() {
+                if validate_name(name).is_ok() && item.path().is_dir() {
+                    names.push(name.to_string());
+                }
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+}
+
+fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), BaselineError> {
+    let io_err = |action, p: &Path| {
+        let p = p.display().to_string();
+        move |source| BaselineError::Io {
+            action,
+            path: p,
+            source,
+        }
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".gpubench-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(io_err("create temporary file in", dir))?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(io_err("write baseline file", tmp.path()))?;
+    tmp.persist(path)
+        .map_err(|e| io_err("write baseline file", path)(e.error))?;
+    Ok(())
+}
+
+/// How [`compare_with_baseline`] compares.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct BaselineCompareOptions {
+    /// The statistical settings.
+    pub config: CompareConfig,
+    /// Compare even when the device models differ (the set records each mismatch).
+    pub allow_device_mismatch: bool,
+}
+
+/// A benchmark measured on another device model than its baseline, compared because
+/// [`BaselineCompareOptions::allow_device_mismatch`] was set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrossDevice {
+    /// The benchmark id.
+    pub id: String,
+    /// The baseline's device model.
+    pub baseline_device: String,
+    /// This run's device model.
+    pub current_device: String,
+}
+
+/// What became of one benchmark present in both the run and the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ComparisonOutcome {
+    /// Compared.
+    Compared {
+        /// The timer compared: device when both sides have it, else wall.
+        kind: TimeKind,
+        /// The result.
+        comparison: Comparison,
+    },
+    /// The benchmark failed in this run.
+    Failed {
+        /// Why.
+        failure: Failure,
+    },
+    /// It could not be compared (a smoke run, no samples, unusable samples).
+    NotCompared {
+        /// Why, as a lower-case fragment.
+        reason: String,
+    },
+}
+
+/// One benchmark's comparison with its baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchmarkComparison {
+    /// The benchmark id.
+    pub id: String,
+    /// What became of it.
+    pub outcome: ComparisonOutcome,
+}
+
+impl BenchmarkComparison {
+    /// The verdict, when compared.
+    pub fn verdict(&self) -> Option<Verdict> {
+        match &self.outcome {
+            ComparisonOutcome::Compared { comparison, .. } => Some(comparison.verdict),
+            _ => None,
+        }
+    }
+}
+
+/// How many benchmarks of a set ended each way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerdictCounts {
+    /// Compared and improved.
+    pub improved: usize,
+    /// Compared and regressed.
+    pub regressed: usize,
+    /// Compared, no change.
+    pub no_change: usize,
+    /// Compared, too noisy to tell.
+    pub ambiguous: usize,
+    /// Failed in this run.
+    pub failed: usize,
+    /// Present on both sides but not compared.
+    pub not_compared: usize,
+}
+
+/// A run compared with a baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparisonSet {
+    /// Benchmarks present on both sides, in the run's order.
+    pub comparisons: Vec<BenchmarkComparison>,
+    /// Ids run now that the baseline lacks (new benchmarks), in the run's order.
+    pub missing_in_baseline: Vec<String>,
+    /// Ids in the baseline that were not run now, sorted.
+    pub missing_in_current: Vec<String>,
+    /// Benchmarks compared across device models by request.
+    pub cross_device: Vec<CrossDevice>,
+}
+
+impl ComparisonSet {
+    /// How many benchmarks ended each way.
+    pub fn counts(&self) -> VerdictCounts {
+        let mut c = VerdictCounts::default();
+        for b in &self.comparisons {
+            match &b.outcome {
+                ComparisonOutcome::Compared { comparison, .. } => match comparison.verdict {
+                    Verdict::Improved => c.improved += 1,
+                    Verdict::Regressed => c.regressed += 1,
+                    Verdict::NoChange => c.no_change += 1,
+                    Verdict::Ambiguous => c.ambiguous += 1,
+                },
+                ComparisonOutcome::Failed { .. } => c.failed += 1,
+                ComparisonOutcome::NotCompared { .. } => c.not_compared += 1,
+            }
+        }
+        c
+    }
+}
+
+/// Compares current records with a baseline's entries, matched by id. Ids on one side
+/// only are listed, not errors. A benchmark whose device model
+/// (`fingerprint.device.name`) differs from its baseline's is an error unless
+/// [`BaselineCompareOptions::allow_device_mismatch`] is set.
+pub fn compare_with_baseline(
+    current: &[RawRecord],
+    baseline: &[BaselineEntry],
+    options: &BaselineCompareOptions,
+) -> Result<ComparisonSet, BaselineError> {
+    options.config.validate()?;
+    let by_id: HashMap<&str, &BaselineEntry> =
+        baseline.iter().map(|e| (e.id.as_str(), e)).collect();
+    let current_ids: HashSet<&str> = current.iter().map(|r| r.id.as_str()).collect();
+    let mut set = ComparisonSet {
+        comparisons: Vec::new(),
+        missing_in_baseline: Vec::new(),
+        missing_in_current: Vec::new(),
+        cross_device: Vec::new(),
+    };
+    for record in current {
+        let Some(entry) = by_id.get(record.id.as_str()) else {
+            set.missing_in_baseline.push(record.id.clone());
+            continue;
+        };
+        let outcome = match (&record.failure, &record.measurement) {
+            (Some(failure), _) => ComparisonOutcome::Failed {
+                failure: failure.clone(),
+            },
+            (None, None) => not_compared("the run has no measurement"),
+            (None, Some(_)) if record.config.mode == RunMode::Smoke => {
+                not_compared("a smoke run measures nothing")
+            }
+            (None, Some(m)) => {
+                let (was, now) = (
+                    &entry.fingerprint.device.name,
+                    &record.fingerprint.device.name,
+                );
+                if was != now {
+                    if !options.allow_device_mismatch {
+                        return Err(BaselineError::DeviceMismatch {
+                            id: record.id.clone(),
+                            baseline_device: was.clone(),
+                            current_device: now.clone(),
+                        });
+                    }
+                    set.cross_device.push(CrossDevice {
+                        id: record.id.clone(),
+                        baseline_device: was.clone(),
+                        current_device: now.clone(),
+                    });
+                }
+                let kind = match (TimeKind::primary_of(m), entry.samples.primary_kind()) {
+                    (TimeKind::Device, TimeKind::Device) => TimeKind::Device,
+                    _ => TimeKind::Wall,
+                };
+                let now_times = match kind {
+                    TimeKind::Device => m.device_per_iter().unwrap_or_default(),
+                    _ => m.wall_per_iter(),
+                };
+                let was_times = entry.samples.get(kind).unwrap_or(&entry.samples.wall_ns);
+                match compare_samples(was_times, &now_times, &options.config) {
+                    Ok(comparison) => ComparisonOutcome::Compared { kind, comparison },
+                    Err(e) => not_compared(&e.to_string()),
+                }
+            }
+        };
+        set.comparisons.push(BenchmarkComparison {
+            id: record.id.clone(),
+            outcome,
+        });
+    }
+    set.missing_in_current = baseline
+        .iter()
+        .filter(|e| !current_ids.contains(e.id.as_str()))
+        .map(|e| e.id.clone())
+        .collect();
+    set.missing_in_current.sort();
+    Ok(set)
+}
+
+fn not_compared(reason: &str) -> ComparisonOutcome {
+    ComparisonOutcome::NotCompared {
+        reason: reason.to_string(),
+    }
+}
+
+/// Which comparison outcomes fail a CI run.
+///
+/// * [`FailOn::Regressed`] (the default): a regressed benchmark fails the run.
+/// * [`FailOn::Ambiguous`]: strict; regressed, ambiguous and not-compared benchmarks
+///   all fail it, since none of them shows the code is as fast as before.
+/// * [`FailOn::Never`]: report only.
+///
+/// Benchmarks that failed to run are not counted here: a failed benchmark has its own
+/// exit status, whatever this says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailOn {
+    /// Fail on regressions.
+    #[default]
+    Regressed,
+    /// Fail on regressions and on anything that cannot be told apart from one.
+    Ambiguous,
+    /// Never fail on a comparison.
+    Never,
+}
+
+impl FailOn {
+    /// Every value, for help texts.
+    pub const ALL: [FailOn; 3] = [FailOn::Regressed, FailOn::Ambiguous, FailOn::Never];
+
+    /// The word used on the command line and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailOn::Regressed => "regressed",
+            FailOn::Ambiguous => "ambiguous",
+            FailOn::Never => "never",
+        }
+    }
+
+    /// Whether a benchmark with `verdict` fails the run.
+    pub fn fails(self, verdict: Verdict) -> bool {
+        match self {
+            FailOn::Regressed => verdict == Verdict::Regressed,
+            FailOn::Ambiguous => matches!(verdict, Verdict::Regressed | Verdict::Ambiguous),
+            FailOn::Never => false,
+        }
+    }
+
+    /// Whether `set` fails the run; see the type's docs.
+    pub fn should_fail(self, set: &ComparisonSet) -> bool {
+        set.comparisons.iter().any(|b| match &b.outcome {
+            ComparisonOutcome::Compared { comparison, .. } => self.fails(comparison.verdict),
+            ComparisonOutcome::NotCompared { .. } => self == FailOn::Ambiguous,
+            ComparisonOutcome::Failed { .. } => false,
+        })
+    }
+}
+
+impl fmt::Display for FailOn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An unknown [`FailOn`] word.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("unknown fail-on mode {0:?}: expected `regressed`, `ambiguous` or `never`")]
+pub struct UnknownFailOn(pub String);
+
+impl FromStr for FailOn {
+    type Err = UnknownFailOn;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        FailOn::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| UnknownFailOn(s.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::failure::FailureKind;
+    use crate::synthetic::GpuLikeSamples;
+    use rand::SeedableRng;
+    use rand_pcg::Pcg64Mcg;
+
+    const H200: &str = "NVIDIA H200";
+
+    fn records(ids: &[&str], slowdown: f64, seed: u64) -> Vec<RawRecord> {
+        let mut rng = Pcg64Mcg::seed_from_u64(seed);
+        let model = GpuLikeSamples::default().scaled(slowdown);
+        ids.iter()
+            .map(|id| model.record(id, H200, 30, &mut rng))
+            .collect()
+    }
+
+    fn store() -> (tempfile::TempDir, BaselineStore) {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = BaselineStore::for_workspace(tmp.path());
+        (tmp, store)
+    }
+
+    #[test]
+    fn save_then_load_round_trips_and_is_byte_stable() {
+        let (_tmp, store) = store();
+        let recs = records(&["matmul/4096", "conv", "attn/bf16"], 1.0, 1);
+        let report = store.save("main", &recs).unwrap();
+        assert_eq!(report.written.len(), 3);
+        assert!(report.skipped.is_empty());
+        let file = report
+            .dir
+            .join(format!("{}.json", file_stem_for_id("matmul/4096")));
+        assert_eq!(report.written[0], file);
+        assert!(file.starts_with(store.root.join("main")));
+        assert!(store.root.ends_with("gpubench/baselines"));
+
+        let loaded = store.load("main").unwrap();
+        let ids: Vec<&str> = loaded.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["attn/bf16", "conv", "matmul/4096"]);
+        let entry = loaded.iter().find(|e| e.id == "matmul/4096").unwrap();
+        assert_eq!(entry, &BaselineEntry::from_record(&recs[0]).unwrap());
+        assert_eq!(entry.fingerprint, recs[0].fingerprint);
+        assert_eq!(entry.samples.wall_ns.len(), 30);
+        assert_eq!(entry.estimates.primary, TimeKind::Device);
+
+        // Re-saving what was loaded reproduces the file byte for byte.
+        let before = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(entry.to_json_pretty(), before);
+        assert!(before.contains("\"format_version\": 1,"), "{before}");
+        assert_eq!(store.list().unwrap(), ["main"]);
+    }
+
+    #[test]
+    fn saved_times_have_six_significant_digits() {
+        assert_eq!(round_significant(1_234_567.891), 1_234_570.0);
+        assert_eq!(round_significant(0.000_123_456_78), 0.000_123_457);
+        assert_eq!(round_significant(0.0), 0.0);
+        let mut recs = records(&["a"], 1.0, 2);
+        recs[0].measurement.as_mut().unwrap().samples[0].wall_ns = 10.0 * 1_234_567.891;
+        let text = BaselineEntry::from_record(&recs[0])
+            .unwrap()
+            .to_json_pretty();
+        assert!(text.contains("\n      1234570.0,\n"), "{text}");
+    }
+
+    #[test]
+    fn save_keeps_other_files_and_skips_failed_records() {
+        let (_tmp, store) = store();
+        store.save("main", &records(&["a", "b"], 1.0, 3)).unwrap();
+        let dir = store.dir("main").unwrap();
+        let old_b = std::fs::read_to_string(dir.join("b.json")).unwrap();
+        std::fs::write(dir.join("notes.txt"), "keep me").unwrap();
+
+        let mut now = records(&["a", "b"], 1.1, 4);
+        now[1].measurement = None;
+        now[1].failure = Some(Failure::new(FailureKind::Crash, "signal 11"));
+        let report = store.save("main", &now[..]).unwrap();
+        assert_eq!(report.written, [dir.join("a.json")]);
+        assert_eq!(report.skipped, [("b".to_string(), NotSaved::Failed)]);
+        assert_eq!(std::fs::read_to_string(dir.join("b.json")).unwrap(), old_b);
+        assert!(dir.join("notes.txt").exists());
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(names.is_empty(), "temporary files left: {names:?}");
+    }
+
+    #[test]
+    fn bad_names_are_refused_with_what_a_valid_name_is() {
+        let (tmp, store) = store();
+        let long = "x".repeat(65);
+        for name in [
+            "", "..", ".hidden", "a/b", "a\\b", "../x", "a b", "ü", &long,
+        ] {
+            let err = store.save(name, &records(&["a"], 1.0, 5)).unwrap_err();
+            assert!(
+                matches!(err, BaselineError::InvalidName { .. }),
+                "{name}: {err}"
+            );
+            let msg = err.to_string();
+            assert!(
+                msg.contains("a baseline name is 1 to 64 ASCII letters"),
+                "{msg}"
+            );
+            assert!(store.load(name).is_err());
+        }
+        // Nothing escaped the store.
+        assert!(!tmp.path().join("x").exists() && !tmp.path().join("gpubench").exists());
+        for name in ["main", "pr-123", "v0.2", "a_b", "x..y"] {
+            validate_name(name).unwrap();
+        }
+        let msg = validate_name("a/b").unwrap_err().to_string();
+        assert!(msg.starts_with("invalid baseline name \"a/b\": it contains a path separator"));
+    }
+
+    #[test]
+    fn corrupt_truncated_and_newer_files_are_errors_naming_the_file() {
+        let (_tmp, store) = store();
+        store.save("main", &records(&["a", "b"], 1.0, 6)).unwrap();
+        let dir = store.dir("main").unwrap();
+        let good = std::fs::read_to_string(dir.join("a.json")).unwrap();
+        let file = dir.join("a.json");
+        let name = file.display().to_string();
+
+        let newer = good.replacen("\"format_version\": 1", "\"format_version\": 2", 1);
+        let cases: Vec<(&str, String)> = vec![
+            ("truncated", good[..good.len() / 2].to_string()),
+            ("empty", String::new()),
+            ("not json", "<html>".into()),
+            ("newer", newer),
+            ("wrong type", good.replacen("\"id\": \"a\"", "\"id\": 7", 1)),
+            (
+                "uneven samples",
+                good.replacen("\"host_ns\": [\n", "\"host_ns\": [\n      1.0,\n", 1),
+            ),
+        ];
+        for (what, text) in cases {
+            std::fs::write(&file, &text).unwrap();
+            let err = store.load("main").unwrap_err();
+            let msg = err.to_string();
+            assert!(msg.contains(&name), "{what}: {msg}");
+            if what == "newer" {
+                assert!(
+                    matches!(err, BaselineError::TooNew { found: 2, .. }),
+                    "{msg}"
+                );
+                assert!(msg.contains("upgrade"), "{msg}");
+            }
+        }
+        std::fs::write(&file, good.replacen("\"id\": \"a\"", "\"id\": \"b\"", 1)).unwrap();
+        let err = store.load("main").unwrap_err();
+        assert!(matches!(err, BaselineError::DuplicateId { .. }), "{err}");
+    }
+
+    #[test]
+    fn missing_baseline_and_empty_store() {
+        let (_tmp, store) = store();
+        assert!(store.list().unwrap().is_empty());
+        let err = store.load("main").unwrap_err();
+        assert!(matches!(err, BaselineError::NotFound { .. }));
+        assert!(
+            err.to_string().starts_with("baseline `main` not found"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn duplicate_ids_in_one_save_are_refused_before_writing() {
+        let (_tmp, store) = store();
+        let recs = records(&["a", "a"], 1.0, 7);
+        let err = store.save("main", &recs).unwrap_err();
+        assert!(
+            matches!(err, BaselineError::DuplicateRecord { .. }),
+            "{err}"
+        );
+        assert!(!store.root.join("main").exists());
+    }
+
+    #[test]
+    fn comparing_a_run_with_a_baseline() {
+        let base: Vec<BaselineEntry> = records(&["same", "slower", "gone"], 1.0, 8)
+            .iter()
+            .map(|r| BaselineEntry::from_record(r).unwrap())
+            .collect();
+        let mut now = records(&["same"], 1.0, 9);
+        now.extend(records(&["slower"], 1.2, 10));
+        now.extend(records(&["new", "broke"], 1.0, 11));
+        let mut base = base;
+        base.push(BaselineEntry::from_record(&now[3]).unwrap());
+        now[3].measurement = None;
+        now[3].failure = Some(Failure::new(FailureKind::OutOfMemory, "CUDA out of memory"));
+
+        let set = compare_with_baseline(&now, &base, &BaselineCompareOptions::default()).unwrap();
+        assert_eq!(set.missing_in_baseline, ["new"]);
+        assert_eq!(set.missing_in_current, ["gone"]);
+        let verdicts: Vec<(&str, Option<Verdict>)> = set
+            .comparisons
+            .iter()
+            .map(|c| (c.id.as_str(), c.verdict()))
+            .collect();
+        assert_eq!(
+            verdicts,
+            [
+                ("same", Some(Verdict::NoChange)),
+                ("slower", Some(Verdict::Regressed)),
+                ("broke", None)
+            ]
+        );
+        assert!(matches!(
+            &set.comparisons[1].outcome,
+            ComparisonOutcome::Compared {
+                kind: TimeKind::Device,
+                ..
+            }
+        ));
+        assert!(matches!(
+            &set.comparisons[2].outcome,
+            ComparisonOutcome::Failed { .. }
+        ));
+        let c = set.counts();
+        assert_eq!((c.no_change, c.regressed, c.failed), (1, 1, 1));
+        assert!(FailOn::Regressed.should_fail(&set));
+        assert!(FailOn::Ambiguous.should_fail(&set));
+        assert!(!FailOn::Never.should_fail(&set));
+
+        let json = serde_json::to_value(&set).unwrap();
+        assert_eq!(json["comparisons"][1]["outcome"]["status"], "compared");
+        assert_eq!(
+            json["comparisons"][1]["outcome"]["comparison"]["verdict"],
+            "regressed"
+        );
+        let back: ComparisonSet = serde_json::from_value(json).unwrap();
+        assert_eq!(back, set);
+    }
+
+    #[test]
+    fn a_baseline_from_another_device_is_refused_unless_allowed() {
+        let mut rng = Pcg64Mcg::seed_from_u64(12);
+        let model = GpuLikeSamples::default();
+        let base = [
+            BaselineEntry::from_record(&model.record("mm", "NVIDIA A100", 30, &mut rng)).unwrap(),
+        ];
+        let now = [model.record("mm", H200, 30, &mut rng)];
+        let err =
+            compare_with_baseline(&now, &base, &BaselineCompareOptions::default()).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("`NVIDIA A100`") && msg.contains("`NVIDIA H200`"),
+            "{msg}"
+        );
+        let allow = BaselineCompareOptions {
+            allow_device_mismatch: true,
+            ..Default::default()
+        };
+        let set = compare_with_baseline(&now, &base, &allow).unwrap();
+        assert_eq!(set.cross_device.len(), 1);
+        assert!(set.comparisons[0].verdict().is_some());
+    }
+
+    #[test]
+    fn wall_time_is_compared_when_one_side_lacks_device_events() {
+        let mut now = records(&["a"], 1.0, 13);
+        let base = [BaselineEntry::from_record(&records(&["a"], 1.0, 14)[0]).unwrap()];
+        for s in &mut now[0].measurement.as_mut().unwrap().samples {
+            s.device_ns = None;
+        }
+        let set = compare_with_baseline(&now, &base, &BaselineCompareOptions::default()).unwrap();
+        assert!(matches!(
+            &set.comparisons[0].outcome,
+            ComparisonOutcome::Compared {
+                kind: TimeKind::Wall,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn fail_on_modes() {
+        use Verdict::*;
+        let table = [
+            (FailOn::Regressed, [false, true, false, false]),
+            (FailOn::Ambiguous, [false, true, false, true]),
+            (FailOn::Never, [false, false, false, false]),
+        ];
+        for (mode, expected) in table {
+            let got = [Improved, Regressed, NoChange, Ambiguous].map(|v| mode.fails(v));
+            assert_eq!(got, expected, "{mode}");
+            assert_eq!(mode.as_str().parse::<FailOn>().unwrap(), mode);
+        }
+        assert_eq!(FailOn::default(), FailOn::Regressed);
+        let err = "sometimes".parse::<FailOn>().unwrap_err().to_string();
+        assert!(err.contains("`regressed`, `ambiguous` or `never`"), "{err}");
+
+        let not_compared = ComparisonSet {
+            comparisons: vec![BenchmarkComparison {
+                id: "x".into(),
+                outcome: not_compared("a smoke run measures nothing"),
+            }],
+            missing_in_baseline: vec![],
+            missing_in_current: vec![],
+            cross_device: vec![],
+        };
+        assert!(FailOn::Ambiguous.should_fail(&not_compared));
+        assert!(!FailOn::Regressed.should_fail(&not_compared));
+    }
+}

@@ -1,0 +1,63 @@
+//! Human-readable durations, sizes and ratios for terminal and report output.
+
+/// Formats nanoseconds with a unit that keeps 3–4 significant digits: `812 ns`,
+/// `12.3 µs`, `1.446 ms`, `2.51 s`.
+pub fn format_ns(ns: f64) -> String {
+    if !ns.is_finite() {
+        return "n/a".into();
+    }
+    let (value, unit) = if ns < 1e3 {
+        (ns, "ns")
+    } else if ns < 1e6 {
+        (ns / 1e3, "µs")
+    } else if ns < 1e9 {
+        (ns / 1e6, "ms")
+    } else {
+        (ns / 1e9, "s")
+    };
+    let digits = if value >= 100.0 {
+        1
+    } else if value >= 10.0 {
+        2
+    } else {
+        3
+    };
+    format!("{value:.digits$} {unit}")
+}
+
+/// Formats a byte count in binary units: `512 B`, `1.50 KiB`, `402.0 MiB`, `3.25 GiB`.
+pub fn format_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.2} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_pick_a_readable_unit() {
+        assert_eq!(format_ns(812.0), "812.0 ns");
+        assert_eq!(format_ns(12_345.0), "12.35 µs");
+        assert_eq!(format_ns(1_446_000.0), "1.446 ms");
+        assert_eq!(format_ns(2.5e9), "2.500 s");
+        assert_eq!(format_ns(f64::NAN), "n/a");
+    }
+
+    #[test]
+    fn sizes_use_binary_units() {
+        assert_eq!(format_bytes(512), "512 B");
+        assert_eq!(format_bytes(1536), "1.50 KiB");
+        assert_eq!(format_bytes(3 << 30), "3.00 GiB");
+    }
+}

@@ -1,0 +1,230 @@
+//! The `Bencher` a benchmark function receives: it declares what to time and hands
+//! it to the measurement engine.
+
+use std::hint::black_box;
+use std::rc::Rc;
+use std::time::Instant;
+
+use gpubench_analysis::{Measurement, MeasurementConfig, Throughput};
+
+use crate::device::DeviceBackend;
+use crate::engine::{Engine, EngineOptions, Workload};
+use crate::shapes::InputShape;
+
+/// Passed to every `#[gpu_bench]` function; call one of the `iter*` methods once.
+pub struct Bencher {
+    backend: Rc<dyn DeviceBackend>,
+    config: MeasurementConfig,
+    options: EngineOptions,
+    id: String,
+    pub(crate) measurement: Option<Measurement>,
+    pub(crate) comparison: Option<serde_json::Value>,
+}
+
+impl Bencher {
+    /// A bencher for benchmark `id` measuring on `backend`.
+    pub fn new(id: &str, backend: Rc<dyn DeviceBackend>, config: MeasurementConfig) -> Self {
+        Bencher {
+            backend,
+            config,
+            options: EngineOptions::default(),
+            id: id.to_string(),
+            measurement: None,
+            comparison: None,
+        }
+    }
+
+    /// The device the benchmark should put its tensors on (`--device`).
+    pub fn device(&self) -> tch::Device {
+        self.backend.tch_device()
+    }
+
+    /// The benchmark's id, e.g. `matmul/4096`.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Whether this run measures (`--bench`) or only smoke-tests one call.
+    pub fn is_measuring(&self) -> bool {
+        self.config.mode == gpubench_analysis::RunMode::Bench
+    }
+
+    /// Declares the work one iteration does, so rates (TFLOP/s, GB/s) are reported.
+    pub fn throughput(&mut self, throughput: Throughput) -> &mut Self {
+        self.options.throughput = Some(throughput);
+        self
+    }
+
+    /// Iteration counts of the "what a naive timer would have said" loops
+    /// (default: one loop of 20 when it costs at most a second).
+    pub fn naive_loops(&mut self, counts: &[u64]) -> &mut Self {
+        self.options.naive_loops = Some(counts.to_vec());
+        self
+    }
+
+    /// Times `routine`. Its return value (tensors included) is kept alive until
+    /// after the closing device sync, and is never optimised away.
+    pub fn iter<O, R>(&mut self, routine: R)
+    where
+        R: FnMut() -> O,
+    {
+        let mut workload = Repeat {
+            routine,
+            last: None,
+        };
+        self.run(&mut workload);
+    }
+
+    /// Times `routine` on fresh inputs made by `setup`; `setup` is never timed.
+    pub fn iter_with_setup<I, O, S, R>(&mut self, setup: S, routine: R)
+    where
+        S: FnMut() -> I,
+        R: FnMut(I) -> O,
+    {
+        let mut workload = WithSetup {
+            setup,
+            routine,
+            inputs: Vec::new(),
+            last: None,
+        };
+        self.run(&mut workload);
+    }
+
+    /// Times `routine` over a stream of `inputs` taken in turn; the first call at
+    /// each new input shape is timed on its own as a cold call.
+    pub fn iter_inputs<I, O, R>(&mut self, inputs: Vec<I>, routine: R)
+    where
+        I: InputShape,
+        R: FnMut(&I) -> O,
+    {
+        assert!(
+            !inputs.is_empty(),
+            "benchmark {}: iter_inputs needs at least one input",
+            self.id
+        );
+        let mut workload = Stream {
+            inputs,
+            routine,
+            cursor: 0,
+            last: None,
+        };
+        self.run(&mut workload);
+    }
+
+    /// Records an eager-versus-compiled comparison with this benchmark.
+    pub fn set_comparison(&mut self, comparison: serde_json::Value) {
+        self.comparison = Some(comparison);
+    }
+
+    /// The measurement engine's settings.
+    pub fn config(&self) -> &MeasurementConfig {
+        &self.config
+    }
+
+    fn run(&mut self, workload: &mut dyn Workload) {
+        assert!(
+            self.measurement.is_none(),
+            "benchmark {} called b.iter twice: a benchmark measures one routine",
+            self.id
+        );
+        let engine = Engine::new(self.backend.as_ref(), &self.config);
+        self.measurement = Some(engine.measure(workload, &self.options));
+    }
+}
+
+struct Repeat<R, O> {
+    routine: R,
+    last: Option<O>,
+}
+
+impl<R: FnMut() -> O, O> Workload for Repeat<R, O> {
+    fn run(&mut self, iters: u64) -> Instant {
+        for _ in 0..iters {
+            self.last = Some(black_box((self.routine)()));
+        }
+        Instant::now()
+    }
+    fn release(&mut self) {
+        self.last = None;
+    }
+}
+
+struct WithSetup<S, R, I, O> {
+    setup: S,
+    routine: R,
+    inputs: Vec<I>,
+    last: Option<O>,
+}
+
+impl<S: FnMut() -> I, R: FnMut(I) -> O, I, O> Workload for WithSetup<S, R, I, O> {
+    fn prepare(&mut self, iters: u64) {
+        self.inputs.clear();
+        self.inputs.extend((0..iters).map(|_| (self.setup)()));
+    }
+    fn run(&mut self, _iters: u64) -> Instant {
+        for input in self.inputs.drain(..) {
+            self.last = Some(black_box((self.routine)(black_box(input))));
+        }
+        Instant::now()
+    }
+    fn release(&mut self) {
+        self.last = None;
+    }
+}
+
+struct Stream<I, R, O> {
+    inputs: Vec<I>,
+    routine: R,
+    cursor: usize,
+    last: Option<O>,
+}
+
+impl<I, R, O> Stream<I, R, O>
+where
+    I: InputShape,
+{
+    /// Index of the first input of each distinct shape, in stream order.
+    fn first_of_each_shape(&self) -> Vec<(usize, String)> {
+        let mut seen = std::collections::HashSet::new();
+        self.inputs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, x)| {
+                let key = x.shape_key();
+                seen.insert(key.clone()).then_some((i, key))
+            })
+            .collect()
+    }
+}
+
+impl<I: InputShape, R: FnMut(&I) -> O, O> Workload for Stream<I, R, O> {
+    fn run(&mut self, iters: u64) -> Instant {
+        for _ in 0..iters {
+            let input = &self.inputs[self.cursor];
+            self.last = Some(black_box((self.routine)(input)));
+            self.cursor = (self.cursor + 1) % self.inputs.len();
+        }
+        Instant::now()
+    }
+    fn release(&mut self) {
+        self.last = None;
+    }
+    fn cold_labels(&self) -> Vec<String> {
+        self.first_of_each_shape()
+            .into_iter()
+            .enumerate()
+            .map(|(n, (_, key))| {
+                if n == 0 {
+                    format!("first call, shape {key}")
+                } else {
+                    format!("new shape {key}")
+                }
+            })
+            .collect()
+    }
+    fn run_cold(&mut self, which: usize) -> Instant {
+        let (index, _) = self.first_of_each_shape()[which].clone();
+        self.last = Some(black_box((self.routine)(&self.inputs[index])));
+        Instant::now()
+    }
+}

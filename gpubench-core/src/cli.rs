@@ -1,0 +1,117 @@
+//! The bench executable's command line: libtest-compatible, every option also read
+//! from a `GPUBENCH_*` environment variable.
+
+use std::path::PathBuf;
+
+use clap::builder::BoolishValueParser;
+use clap::{ArgAction, Parser};
+
+/// Command line of a `harness = false` bench target using `gpubench_core::main()`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "gpubench",
+    about = "Runs the #[gpu_bench] benchmarks of this target",
+    long_about = "Runs the #[gpu_bench] benchmarks of this target. Without --bench each \
+                  benchmark runs once as a smoke test (what `cargo test --benches` does); \
+                  with --bench it is measured.\n\nExit codes: 0 all passed, 101 a benchmark \
+                  failed, 2 bad usage or setup (unknown device, duplicate ids)."
+)]
+pub struct HarnessArgs {
+    /// Run only benchmarks whose id contains this (or equals it, with --exact).
+    pub filter: Option<String>,
+    /// List benchmarks instead of running them.
+    #[arg(long)]
+    pub list: bool,
+    /// Output format of --list: `pretty` or `terse` (libtest's).
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// The filter must match the id exactly.
+    #[arg(long)]
+    pub exact: bool,
+    /// Run (or list) only benchmarks marked `ignore`.
+    #[arg(long, env = "GPUBENCH_IGNORED", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub ignored: bool,
+    /// Run ignored benchmarks too.
+    #[arg(long)]
+    pub include_ignored: bool,
+    /// Skip benchmarks whose id contains this (repeatable).
+    #[arg(long, value_name = "FILTER")]
+    pub skip: Vec<String>,
+    /// Measure (what `cargo bench` passes); without it each benchmark runs once.
+    #[arg(long)]
+    pub bench: bool,
+    /// Smoke-test mode (the default; accepted for libtest compatibility).
+    #[arg(long, hide = true)]
+    pub test: bool,
+    /// Device to measure on: `cpu`, `cuda` or `cuda:N` (default: cuda:0 if available, else cpu).
+    #[arg(long, env = "GPUBENCH_DEVICE", value_name = "DEVICE")]
+    pub device: Option<String>,
+    /// Shorter time bounds (0.2 s warm-up, 1 s measurement).
+    #[arg(long, env = "GPUBENCH_QUICK", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub quick: bool,
+    /// Write one raw JSON record per benchmark into this directory.
+    #[arg(long, env = "GPUBENCH_RECORD_DIR", value_name = "DIR")]
+    pub record_dir: Option<PathBuf>,
+    /// Warm-up time bound in seconds (default 1, quick 0.2).
+    #[arg(
+        long,
+        env = "GPUBENCH_WARM_UP_TIME",
+        allow_negative_numbers = true,
+        value_name = "SECS"
+    )]
+    pub warm_up_time: Option<f64>,
+    /// Measurement time bound in seconds (default 5, quick 1).
+    #[arg(
+        long,
+        env = "GPUBENCH_MEASUREMENT_TIME",
+        allow_negative_numbers = true,
+        value_name = "SECS"
+    )]
+    pub measurement_time: Option<f64>,
+    /// Target duration of one sample in seconds (default 0.01).
+    #[arg(
+        long,
+        env = "GPUBENCH_SAMPLE_TIME",
+        allow_negative_numbers = true,
+        value_name = "SECS"
+    )]
+    pub sample_time: Option<f64>,
+    /// Fewest samples (default 10, quick 5).
+    #[arg(long, env = "GPUBENCH_MIN_SAMPLES", value_name = "N")]
+    pub min_samples: Option<u32>,
+    /// Most samples (default 200).
+    #[arg(long, env = "GPUBENCH_MAX_SAMPLES", value_name = "N")]
+    pub max_samples: Option<u32>,
+    /// Stop once the median's 95% interval is within ± this fraction (default 0.01).
+    #[arg(
+        long,
+        env = "GPUBENCH_TARGET_REL_CI",
+        allow_negative_numbers = true,
+        value_name = "FRACTION"
+    )]
+    pub target_rel_ci: Option<f64>,
+    /// Overwrite a buffer larger than the last-level cache before each timed call.
+    #[arg(long, env = "GPUBENCH_FLUSH_L2", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub flush_l2: bool,
+    /// Accepted for libtest compatibility (output is never captured).
+    #[arg(long, hide = true)]
+    pub nocapture: bool,
+    /// Accepted for libtest compatibility.
+    #[arg(long, hide = true)]
+    pub show_output: bool,
+    /// Accepted for libtest compatibility (benchmarks always run one at a time).
+    #[arg(long, hide = true, value_name = "N")]
+    pub test_threads: Option<String>,
+    /// Accepted for libtest compatibility.
+    #[arg(short = 'q', long, hide = true)]
+    pub quiet: bool,
+    /// Accepted for libtest compatibility.
+    #[arg(long, hide = true, value_name = "WHEN")]
+    pub color: Option<String>,
+    /// Accepted for libtest compatibility.
+    #[arg(long, hide = true, value_name = "PATH")]
+    pub logfile: Option<String>,
+    /// Accepted for libtest compatibility.
+    #[arg(short = 'Z', hide = true, value_name = "FLAG")]
+    pub unstable: Vec<String>,
+}

@@ -1,0 +1,154 @@
+//! libtorch devices: the CPU, where every sync is a no-op, and CUDA devices, timed
+//! with CUDA events and watched through the caching allocator (via the C++ shim).
+
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
+use gpubench_analysis::{DeviceIdentity, MemoryStats};
+use tch::{Device, Kind, Tensor};
+
+use super::{DeviceBackend, DeviceTimer};
+use crate::shim;
+
+/// A libtorch device.
+pub struct TorchDevice {
+    device: Device,
+    /// Square matrices whose product is queued as "blocker" work, with the measured
+    /// time of one product.
+    blocker: RefCell<Option<(Tensor, f64)>>,
+    flush_buffer: RefCell<Option<Tensor>>,
+}
+
+impl TorchDevice {
+    /// Wraps a tch device.
+    pub fn new(device: Device) -> Self {
+        TorchDevice {
+            device,
+            blocker: RefCell::new(None),
+            flush_buffer: RefCell::new(None),
+        }
+    }
+
+    fn cuda_index(&self) -> Option<usize> {
+        match self.device {
+            Device::Cuda(i) => Some(i),
+            _ => None,
+        }
+    }
+}
+
+struct CudaTimer {
+    device: usize,
+    start: shim::CudaEvent,
+    stop: shim::CudaEvent,
+}
+
+impl DeviceTimer for CudaTimer {
+    fn start(&mut self) {
+        if let Err(e) = self.start.record(self.device) {
+            panic!("failed to record a CUDA event: {e}");
+        }
+    }
+    fn stop(&mut self) {
+        if let Err(e) = self.stop.record(self.device) {
+            panic!("failed to record a CUDA event: {e}");
+        }
+    }
+    fn elapsed_ns(&mut self) -> Option<f64> {
+        self.start.elapsed_ms(&self.stop).ok().map(|ms| ms * 1e6)
+    }
+}
+
+impl DeviceBackend for TorchDevice {
+    fn identity(&self) -> DeviceIdentity {
+        match self.cuda_index() {
+            Some(i) => DeviceIdentity {
+                kind: "cuda".into(),
+                index: Some(i as u32),
+                name: crate::fingerprint::cuda_device_name(i)
+                    .unwrap_or_else(|| "unknown CUDA device".into()),
+                total_memory_bytes: shim::memory_info(i).ok().map(|(_, total)| total),
+            },
+            None => DeviceIdentity {
+                kind: "cpu".into(),
+                index: None,
+                name: crate::fingerprint::cpu_model().unwrap_or_else(|| "unknown CPU".into()),
+                total_memory_bytes: None,
+            },
+        }
+    }
+
+    fn tch_device(&self) -> Device {
+        self.device
+    }
+
+    fn is_async(&self) -> bool {
+        self.cuda_index().is_some()
+    }
+
+    fn synchronize(&self) {
+        if let Some(i) = self.cuda_index() {
+            if let Err(e) = shim::cuda_synchronize(i) {
+                panic!("failed to synchronize cuda:{i}: {e}");
+            }
+        }
+    }
+
+    fn timer(&self) -> Option<Box<dyn DeviceTimer + '_>> {
+        let device = self.cuda_index()?;
+        let start = shim::CudaEvent::new().ok()?;
+        let stop = shim::CudaEvent::new().ok()?;
+        Some(Box::new(CudaTimer {
+            device,
+            start,
+            stop,
+        }))
+    }
+
+    fn reset_memory(&self) {
+        if let Some(i) = self.cuda_index() {
+            self.synchronize();
+            let _ = shim::memory_empty_cache();
+            let _ = shim::memory_reset_peak(i);
+        }
+    }
+
+    fn memory(&self) -> Option<MemoryStats> {
+        shim::memory_stats(self.cuda_index()?).ok()
+    }
+
+    fn enqueue_blocker(&self, duration: Duration) -> bool {
+        if !self.is_async() {
+            return false;
+        }
+        let mut slot = self.blocker.borrow_mut();
+        if slot.is_none() {
+            let m = Tensor::randn([2048, 2048], (Kind::Float, self.device));
+            let _ = m.matmul(&m);
+            self.synchronize();
+            let t0 = Instant::now();
+            for _ in 0..4 {
+                let _ = m.matmul(&m);
+            }
+            self.synchronize();
+            let one = t0.elapsed().as_secs_f64() / 4.0;
+            *slot = Some((m, one.max(1e-6)));
+        }
+        let (m, one) = slot.as_ref().expect("blocker initialised above");
+        let n = (duration.as_secs_f64() / one).ceil().max(1.0) as usize;
+        let mut acc = m.matmul(m);
+        for _ in 1..n {
+            acc = m.matmul(m);
+        }
+        drop(acc);
+        true
+    }
+
+    fn flush_cache(&self) {
+        let mut slot = self.flush_buffer.borrow_mut();
+        // 256 MiB: larger than any current GPU's L2 (H200: 60 MB) or a CPU's LLC.
+        let buf = slot
+            .get_or_insert_with(|| Tensor::zeros([64 * 1024 * 1024], (Kind::Float, self.device)));
+        let _ = buf.fill_(1.0);
+    }
+}

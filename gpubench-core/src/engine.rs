@@ -1,0 +1,357 @@
+//! The measurement engine: cold calls, warm-up, synchronized samples with device
+//! timers, naive-loop figures, adaptive stopping, memory and flags.
+//!
+//! Every timed region is `sync; t0; k calls; sync; t1`: queued work is never taken
+//! for finished work. The host-dispatch time (when the k-th call returned) and the
+//! device time (events around the k calls) are kept beside the synced wall time.
+
+use std::time::{Duration, Instant};
+
+use gpubench_analysis::stats::{bootstrap, median, DEFAULT_CONFIDENCE, DEFAULT_SEED};
+use gpubench_analysis::{
+    ColdCall, Flag, Measurement, MeasurementConfig, NaiveLoop, RunMode, Sample, StopReason,
+    Throughput, WarmupPoint,
+};
+
+use crate::device::DeviceBackend;
+
+/// What the engine times. Implemented by the [`crate::Bencher`] adapters.
+pub trait Workload {
+    /// Untimed preparation of the inputs for the next `iters` calls.
+    fn prepare(&mut self, _iters: u64) {}
+    /// Makes `iters` calls back to back and returns when the last one returned.
+    /// Outputs stay alive until [`Workload::release`].
+    fn run(&mut self, iters: u64) -> Instant;
+    /// Drops outputs kept alive since the last `run` (called after the closing sync).
+    fn release(&mut self) {}
+    /// Labels of the cold calls: the first call ever, then one per new input shape.
+    fn cold_labels(&self) -> Vec<String> {
+        vec!["first call".into()]
+    }
+    /// Makes the `which`-th cold call (index into [`Workload::cold_labels`]).
+    fn run_cold(&mut self, _which: usize) -> Instant {
+        self.prepare(1);
+        self.run(1)
+    }
+}
+
+/// Samples checked for convergence use fewer resamples than reported intervals:
+/// the check runs after every sample and only needs to be roughly right.
+const STOP_CHECK_RESAMPLES: usize = 500;
+/// Device time queued ahead of the hidden-sync probe.
+const PROBE_BLOCK: Duration = Duration::from_millis(50);
+
+/// Options of one measurement beyond the record's config.
+#[derive(Debug, Clone, Default)]
+pub struct EngineOptions {
+    /// Iteration counts of the naive-loop figures (`None`: the engine's default).
+    pub naive_loops: Option<Vec<u64>>,
+    /// Work per iteration.
+    pub throughput: Option<Throughput>,
+}
+
+/// Measures workloads on one device.
+pub struct Engine<'a> {
+    device: &'a dyn DeviceBackend,
+    config: &'a MeasurementConfig,
+}
+
+impl<'a> Engine<'a> {
+    /// An engine for `device` with `config`.
+    pub fn new(device: &'a dyn DeviceBackend, config: &'a MeasurementConfig) -> Self {
+        Engine { device, config }
+    }
+
+    /// Runs the whole measurement of `workload`.
+    pub fn measure(&self, workload: &mut dyn Workload, options: &EngineOptions) -> Measurement {
+        let device_timer = self.device.timer().is_some();
+        let sync_cost_ns = self.sync_cost_ns();
+        let mut cold = Vec::new();
+        let labels = workload.cold_labels();
+        let cold_count = if self.config.mode == RunMode::Smoke {
+            1
+        } else {
+            labels.len()
+        };
+        for (which, label) in labels.into_iter().take(cold_count).enumerate() {
+            cold.push(self.cold_call(workload, which, label));
+        }
+        if self.config.mode == RunMode::Smoke {
+            return Measurement {
+                sync_cost_ns,
+                cold,
+                warmup: vec![],
+                samples: vec![],
+                naive: vec![],
+                throughput: options.throughput,
+                memory: self.device.memory(),
+                stop_reason: StopReason::Smoke,
+                flags: vec![],
+                device_timer,
+            };
+        }
+
+        let (warmup, estimate_ns) = self.warm_up(workload);
+        let iters = self.iters_per_sample(estimate_ns);
+        let (samples, stop_reason) = self.sample(workload, iters);
+        let per_iter = median(
+            &samples
+                .iter()
+                .map(Sample::per_iter_wall)
+                .collect::<Vec<_>>(),
+        );
+        let naive = self.naive_loops(workload, per_iter, options.naive_loops.as_deref());
+        let mut flags = classify(&samples);
+        if stop_reason != StopReason::Converged {
+            flags.push(Flag::Unstable);
+        }
+        if self.syncs_inside(workload, &samples) {
+            flags.push(Flag::SyncsInsideRoutine);
+        }
+        Measurement {
+            sync_cost_ns,
+            cold,
+            warmup,
+            samples,
+            naive,
+            throughput: options.throughput,
+            memory: self.device.memory(),
+            stop_reason,
+            flags,
+            device_timer,
+        }
+    }
+
+    /// Median of `t0; sync; t1` on an idle device.
+    fn sync_cost_ns(&self) -> f64 {
+        self.device.synchronize();
+        let costs: Vec<f64> = (0..21)
+            .map(|_| {
+                let t0 = Instant::now();
+                self.device.synchronize();
+                t0.elapsed().as_nanos() as f64
+            })
+            .collect();
+        median(&costs)
+    }
+
+    fn cold_call(&self, workload: &mut dyn Workload, which: usize, label: String) -> ColdCall {
+        let mut timer = self.device.timer();
+        self.device.synchronize();
+        let t0 = Instant::now();
+        if let Some(t) = timer.as_mut() {
+            t.start();
+        }
+        let returned = workload.run_cold(which);
+        if let Some(t) = timer.as_mut() {
+            t.stop();
+        }
+        self.device.synchronize();
+        let t1 = Instant::now();
+        workload.release();
+        ColdCall {
+            label,
+            wall_ns: (t1 - t0).as_nanos() as f64,
+            host_ns: returned.saturating_duration_since(t0).as_nanos() as f64,
+            device_ns: timer.as_mut().and_then(|t| t.elapsed_ns()),
+        }
+    }
+
+    /// One synced sample of `iters` calls.
+    fn timed_sample(&self, workload: &mut dyn Workload, iters: u64) -> Sample {
+        let mut timer = self.device.timer();
+        workload.prepare(iters);
+        if self.config.flush_l2 {
+            self.device.flush_cache();
+        }
+        self.device.synchronize();
+        let t0 = Instant::now();
+        if let Some(t) = timer.as_mut() {
+            t.start();
+        }
+        let returned = workload.run(iters);
+        if let Some(t) = timer.as_mut() {
+            t.stop();
+        }
+        self.device.synchronize();
+        let t1 = Instant::now();
+        workload.release();
+        Sample {
+            iters,
+            wall_ns: (t1 - t0).as_nanos() as f64,
+            host_ns: returned.saturating_duration_since(t0).as_nanos() as f64,
+            device_ns: timer.as_mut().and_then(|t| t.elapsed_ns()),
+        }
+    }
+
+    /// Doubles the batch until one batch lasts a sample's target and the
+    /// per-iteration estimate is stable (three batches within 5%), or the time bound.
+    fn warm_up(&self, workload: &mut dyn Workload) -> (Vec<WarmupPoint>, f64) {
+        let bound = Duration::from_secs_f64(self.config.warmup_time_s);
+        let target_ns = self.config.sample_target_s * 1e9;
+        let start = Instant::now();
+        let mut trace = Vec::new();
+        let mut estimates: Vec<f64> = Vec::new();
+        let mut iters = 1u64;
+        loop {
+            let s = self.timed_sample(workload, iters);
+            trace.push(WarmupPoint {
+                iters,
+                wall_ns: s.wall_ns,
+            });
+            estimates.push(s.per_iter_wall());
+            let long_enough = s.wall_ns >= target_ns || self.config.flush_l2;
+            let stable = estimates.len() >= 3 && {
+                let last = &estimates[estimates.len() - 3..];
+                let hi = last.iter().cloned().fold(f64::MIN, f64::max);
+                let lo = last.iter().cloned().fold(f64::MAX, f64::min);
+                hi <= lo * 1.05
+            };
+            if (long_enough && stable) || start.elapsed() >= bound {
+                break;
+            }
+            if !long_enough {
+                iters = iters.saturating_mul(2);
+            }
+        }
+        let tail = &estimates[estimates.len().saturating_sub(3)..];
+        (trace, median(tail))
+    }
+
+    fn iters_per_sample(&self, estimate_ns: f64) -> u64 {
+        if self.config.flush_l2 {
+            // The cache is flushed before each timed call, so a sample holds one.
+            return 1;
+        }
+        let target_ns = self.config.sample_target_s * 1e9;
+        ((target_ns / estimate_ns.max(1.0)).round() as u64).max(1)
+    }
+
+    /// Takes samples until the median's interval is narrow enough (never fewer than
+    /// `min_samples`), or the time or sample bound is hit.
+    fn sample(&self, workload: &mut dyn Workload, iters: u64) -> (Vec<Sample>, StopReason) {
+        let bound = Duration::from_secs_f64(self.config.measurement_time_s);
+        let min = self.config.min_samples.max(2) as usize;
+        let max = (self.config.max_samples as usize).max(min);
+        let start = Instant::now();
+        let mut samples = Vec::new();
+        loop {
+            samples.push(self.timed_sample(workload, iters));
+            let n = samples.len();
+            if n >= min && (n < 50 || n % 5 == 0) {
+                let xs: Vec<f64> = samples.iter().map(primary_per_iter).collect();
+                let est = bootstrap(
+                    &xs,
+                    median,
+                    DEFAULT_CONFIDENCE,
+                    STOP_CHECK_RESAMPLES,
+                    DEFAULT_SEED,
+                );
+                if est.rel_half_width() <= self.config.target_rel_ci {
+                    return (samples, StopReason::Converged);
+                }
+            }
+            if n >= min && start.elapsed() >= bound {
+                return (samples, StopReason::TimeBound);
+            }
+            if n >= max {
+                return (samples, StopReason::SampleBound);
+            }
+        }
+    }
+
+    /// What an unsynchronised loop reports: host time until the last call returned,
+    /// next to the same loop closed by a sync.
+    fn naive_loops(
+        &self,
+        workload: &mut dyn Workload,
+        per_iter_ns: f64,
+        requested: Option<&[u64]>,
+    ) -> Vec<NaiveLoop> {
+        let counts: Vec<u64> = match requested {
+            Some(c) => c.to_vec(),
+            // By default one loop of 20, when it costs at most a second.
+            None if per_iter_ns * 20.0 <= 1e9 => vec![20],
+            None => vec![],
+        };
+        counts
+            .into_iter()
+            .filter(|&n| n > 0)
+            .map(|n| {
+                workload.prepare(n);
+                self.device.synchronize();
+                let t0 = Instant::now();
+                let returned = workload.run(n);
+                self.device.synchronize();
+                let t1 = Instant::now();
+                workload.release();
+                NaiveLoop {
+                    iters: n,
+                    naive_ns_per_iter: returned.saturating_duration_since(t0).as_nanos() as f64
+                        / n as f64,
+                    synced_ns_per_iter: (t1 - t0).as_nanos() as f64 / n as f64,
+                }
+            })
+            .collect()
+    }
+
+    /// Queues a long block of device work, then makes one call: a routine that
+    /// returns only after the block finished waited on the device (a `.item()`, a
+    /// print, a copy to the host).
+    fn syncs_inside(&self, workload: &mut dyn Workload, samples: &[Sample]) -> bool {
+        if !self.device.is_async() {
+            return false;
+        }
+        let host = median(
+            &samples
+                .iter()
+                .map(Sample::per_iter_host)
+                .collect::<Vec<_>>(),
+        );
+        let block = PROBE_BLOCK.max(Duration::from_nanos((host * 4.0) as u64));
+        workload.prepare(1);
+        self.device.synchronize();
+        if !self.device.enqueue_blocker(block) {
+            return false;
+        }
+        let t0 = Instant::now();
+        let returned = workload.run(1);
+        let waited = returned.saturating_duration_since(t0);
+        self.device.synchronize();
+        workload.release();
+        waited.as_secs_f64() >= 0.5 * block.as_secs_f64()
+    }
+}
+
+fn primary_per_iter(s: &Sample) -> f64 {
+    s.per_iter_device().unwrap_or_else(|| s.per_iter_wall())
+}
+
+/// Device-bound when the host returns well before the device finishes; launch-bound
+/// when the device sits idle for a good part of the synced time.
+fn classify(samples: &[Sample]) -> Vec<Flag> {
+    let device: Option<Vec<f64>> = samples.iter().map(Sample::per_iter_device).collect();
+    let Some(device) = device.filter(|d| !d.is_empty()) else {
+        return vec![];
+    };
+    let d = median(&device);
+    let w = median(
+        &samples
+            .iter()
+            .map(Sample::per_iter_wall)
+            .collect::<Vec<_>>(),
+    );
+    let h = median(
+        &samples
+            .iter()
+            .map(Sample::per_iter_host)
+            .collect::<Vec<_>>(),
+    );
+    if d < 0.7 * w {
+        vec![Flag::LaunchBound]
+    } else if h < 0.7 * d {
+        vec![Flag::DeviceBound]
+    } else {
+        vec![]
+    }
+}

@@ -1,0 +1,311 @@
+//! `gpubench_core::main()`: lists, smoke-tests or measures the registered
+//! benchmarks, one at a time, turning panics and libtorch errors into failed
+//! records and moving on.
+
+use std::cell::RefCell;
+use std::io::Write;
+use std::panic::{self, AssertUnwindSafe};
+use std::path::Path;
+use std::rc::Rc;
+use std::time::Instant;
+
+use clap::Parser;
+use gpubench_analysis::{
+    cap_message, file_stem_for_id, Failure, FailureKind, MeasurementConfig, RawRecord, RunMode,
+    RECORD_FORMAT_VERSION,
+};
+
+use crate::cli::HarnessArgs;
+use crate::cuda_loader::{self, CudaLoad};
+use crate::device::{DeviceBackend, TorchDevice};
+use crate::registry::{self, Case};
+use crate::{fingerprint, output, Bencher};
+
+/// Exit code when a benchmark failed (libtest's).
+pub const EXIT_FAILED: i32 = 101;
+/// Exit code for bad usage or setup.
+pub const EXIT_USAGE: i32 = 2;
+
+thread_local! {
+    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Parses the process's arguments, runs, and exits with the harness's exit code.
+pub fn main() {
+    let args = HarnessArgs::parse();
+    std::process::exit(run(args));
+}
+
+/// Runs the harness with parsed arguments; returns the exit code.
+pub fn run(args: HarnessArgs) -> i32 {
+    let cases = match registry::cases() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let total = cases.len();
+    let selected = select(cases, &args);
+    if args.list {
+        print_list(&selected, &args);
+        return 0;
+    }
+    let config = match measurement_config(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let backend: Rc<dyn DeviceBackend> = match select_device(args.device.as_deref()) {
+        Ok(d) => Rc::new(d),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    install_panic_hook();
+    let started = Instant::now();
+    let filtered_out = total - selected.len();
+    let (mut passed, mut failed, mut ignored) = (0, 0, 0);
+    let runs_ignored = args.ignored || args.include_ignored;
+    for case in &selected {
+        if case.ignore && !runs_ignored {
+            ignored += 1;
+            if config.mode == RunMode::Smoke {
+                println!("test {} ... ignored", case.id);
+            }
+            continue;
+        }
+        let record = run_case(case, &backend, &config);
+        if let Some(dir) = &args.record_dir {
+            if let Err(e) = write_record(dir, &record) {
+                eprintln!("error: failed to write the record of {}: {e}", case.id);
+                return EXIT_USAGE;
+            }
+        }
+        match config.mode {
+            RunMode::Smoke => {
+                let status = if record.passed() { "ok" } else { "FAILED" };
+                println!("test {} ... {status}", case.id);
+                if !record.passed() {
+                    print!("{}", output::summary(&record));
+                }
+            }
+            RunMode::Bench => print!("{}", output::summary(&record)),
+        }
+        let _ = std::io::stdout().flush();
+        if record.passed() {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+    }
+    let verdict = if failed == 0 { "ok" } else { "FAILED" };
+    let (passed_n, measured_n) = match config.mode {
+        RunMode::Smoke => (passed, 0),
+        RunMode::Bench => (0, passed),
+    };
+    println!(
+        "\ntest result: {verdict}. {passed_n} passed; {failed} failed; {ignored} ignored; {measured_n} measured; {filtered_out} filtered out; finished in {:.2}s\n",
+        started.elapsed().as_secs_f64()
+    );
+    if failed == 0 {
+        0
+    } else {
+        EXIT_FAILED
+    }
+}
+
+/// libtest's selection: filter (substring, or exact), `--skip`, and `--ignored`
+/// keeping only ignored benchmarks.
+pub(crate) fn select(cases: Vec<Case>, args: &HarnessArgs) -> Vec<Case> {
+    cases
+        .into_iter()
+        .filter(|c| match &args.filter {
+            Some(f) if args.exact => c.id == *f,
+            Some(f) => c.id.contains(f.as_str()),
+            None => true,
+        })
+        .filter(|c| !args.skip.iter().any(|s| c.id.contains(s.as_str())))
+        .filter(|c| !args.ignored || c.ignore)
+        .collect()
+}
+
+fn print_list(cases: &[Case], args: &HarnessArgs) {
+    for c in cases {
+        println!("{}: benchmark", c.id);
+    }
+    if args.format.as_deref() != Some("terse") {
+        println!("\n{} benchmarks", cases.len());
+    }
+}
+
+fn measurement_config(args: &HarnessArgs) -> Result<MeasurementConfig, String> {
+    let mut c = if args.quick {
+        MeasurementConfig::quick()
+    } else {
+        MeasurementConfig::standard()
+    };
+    c.mode = if args.bench {
+        RunMode::Bench
+    } else {
+        RunMode::Smoke
+    };
+    let positive = |v: f64, flag: &str| {
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err(format!(
+                "{flag} must be a positive number of seconds, got {v}"
+            ))
+        }
+    };
+    if let Some(v) = args.warm_up_time {
+        c.warmup_time_s = positive(v, "--warm-up-time (GPUBENCH_WARM_UP_TIME)")?;
+    }
+    if let Some(v) = args.measurement_time {
+        c.measurement_time_s = positive(v, "--measurement-time (GPUBENCH_MEASUREMENT_TIME)")?;
+    }
+    if let Some(v) = args.sample_time {
+        c.sample_target_s = positive(v, "--sample-time (GPUBENCH_SAMPLE_TIME)")?;
+    }
+    if let Some(v) = args.min_samples {
+        c.min_samples = v.max(2);
+    }
+    if let Some(v) = args.max_samples {
+        c.max_samples = v;
+    }
+    if c.max_samples < c.min_samples {
+        return Err(format!(
+            "--max-samples ({}) is below --min-samples ({})",
+            c.max_samples, c.min_samples
+        ));
+    }
+    if let Some(v) = args.target_rel_ci {
+        if !(v > 0.0 && v < 1.0) {
+            return Err(format!("--target-rel-ci must be between 0 and 1, got {v}"));
+        }
+        c.target_rel_ci = v;
+    }
+    c.flush_l2 = args.flush_l2;
+    Ok(c)
+}
+
+/// `cpu`, `cuda`, `cuda:N`, or automatic (first CUDA device, else CPU).
+pub(crate) fn select_device(requested: Option<&str>) -> Result<TorchDevice, String> {
+    let requested = requested
+        .map(str::trim)
+        .filter(|s| !s.is_empty() && *s != "auto");
+    let cuda_index = match requested {
+        Some("cpu") => return Ok(TorchDevice::new(tch::Device::Cpu)),
+        None => None,
+        Some("cuda") => Some(0),
+        Some(other) => match other.strip_prefix("cuda:").map(str::parse::<usize>) {
+            Some(Ok(i)) => Some(i),
+            _ => {
+                return Err(format!(
+                    "unknown device `{other}` (--device / GPUBENCH_DEVICE): use cpu, cuda or cuda:N"
+                ))
+            }
+        },
+    };
+    let load = cuda_loader::ensure_loaded();
+    let count = if tch::Cuda::is_available() {
+        tch::Cuda::device_count().max(0) as usize
+    } else {
+        0
+    };
+    match cuda_index {
+        None if count > 0 => Ok(TorchDevice::new(tch::Device::Cuda(0))),
+        None => Ok(TorchDevice::new(tch::Device::Cpu)),
+        Some(i) if i < count => Ok(TorchDevice::new(tch::Device::Cuda(i))),
+        Some(i) => {
+            let why = match load {
+                CudaLoad::Unavailable(reason) => {
+                    format!("libtorch_cuda could not be loaded: {reason}")
+                }
+                CudaLoad::Loaded(_) if count == 0 => {
+                    "no CUDA device is visible (no driver or GPU)".to_string()
+                }
+                CudaLoad::Loaded(_) => format!("only {count} CUDA device(s) are visible"),
+            };
+            Err(format!("--device cuda:{i} requested but {why}"))
+        }
+    }
+}
+
+fn install_panic_hook() {
+    panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic with a non-string payload".to_string());
+        let location = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let full = cap_message(&format!("panicked{location}: {msg}"));
+        eprintln!("{full}");
+        LAST_PANIC.with(|p| *p.borrow_mut() = Some(full));
+    }));
+}
+
+fn run_case(case: &Case, backend: &Rc<dyn DeviceBackend>, config: &MeasurementConfig) -> RawRecord {
+    backend.reset_memory();
+    let fingerprint = fingerprint::collect(backend.as_ref());
+    let mut bencher = Bencher::new(&case.id, Rc::clone(backend), config.clone());
+    LAST_PANIC.with(|p| p.borrow_mut().take());
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| (case.run)(&mut bencher)));
+    let failure = match outcome {
+        Ok(()) if bencher.measurement.is_some() => None,
+        Ok(()) => Some(Failure::new(
+            FailureKind::Setup,
+            format!(
+                "benchmark {} returned without calling b.iter, b.iter_with_setup or b.iter_inputs",
+                case.id
+            ),
+        )),
+        Err(_) => {
+            let msg = LAST_PANIC
+                .with(|p| p.borrow_mut().take())
+                .unwrap_or_else(|| "panicked".to_string());
+            let mut f = Failure::from_panic_message(&msg);
+            if f.kind == FailureKind::OutOfMemory {
+                f.memory_at_failure = backend.memory();
+            }
+            Some(f)
+        }
+    };
+    let record = RawRecord {
+        format_version: RECORD_FORMAT_VERSION,
+        id: case.id.clone(),
+        name: case.name.clone(),
+        arg: case.arg.clone(),
+        fingerprint,
+        config: config.clone(),
+        measurement: if failure.is_none() {
+            bencher.measurement.take()
+        } else {
+            None
+        },
+        failure,
+        comparison: bencher.comparison.take(),
+    };
+    drop(bencher);
+    backend.reset_memory();
+    record
+}
+
+/// Writes `<dir>/<stem>.json` through a temporary file and a rename, so a reader
+/// never sees half a record.
+fn write_record(dir: &Path, record: &RawRecord) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let stem = file_stem_for_id(&record.id);
+    let tmp = dir.join(format!(".{stem}.json.tmp"));
+    std::fs::write(&tmp, record.to_json_pretty())?;
+    std::fs::rename(&tmp, dir.join(format!("{stem}.json")))
+}

@@ -1,0 +1,106 @@
+//! The readable per-benchmark summary the harness prints.
+
+use gpubench_analysis::stats::median_estimate;
+use gpubench_analysis::units::{format_bytes, format_ns};
+use gpubench_analysis::{RawRecord, StopReason};
+
+/// A few lines describing one record.
+pub fn summary(record: &RawRecord) -> String {
+    let mut out = String::new();
+    if let Some(f) = &record.failure {
+        out.push_str(&format!(
+            "{}: FAILED ({}): {}\n",
+            record.id,
+            f.kind.label(),
+            first_line(&f.message)
+        ));
+        if let Some(m) = &f.memory_at_failure {
+            out.push_str(&format!(
+                "    allocator at failure: {} allocated, {} reserved, {} OOMs\n",
+                format_bytes(m.allocated_bytes),
+                format_bytes(m.reserved_bytes),
+                m.num_ooms
+            ));
+        }
+        return out;
+    }
+    let Some(m) = &record.measurement else {
+        return format!("{}: no measurement\n", record.id);
+    };
+    let device = record.fingerprint.device.label();
+    if m.stop_reason == StopReason::Smoke {
+        let cold = m
+            .cold
+            .first()
+            .map(|c| format_ns(c.wall_ns))
+            .unwrap_or_default();
+        return format!("{}: ran once on {device} ({cold})\n", record.id);
+    }
+    let primary = median_estimate(&m.primary_per_iter());
+    let which = if m.device_timer { "device" } else { "synced" };
+    out.push_str(&format!(
+        "{:<32} {which} {} [{} {}] per iteration on {device}\n",
+        record.id,
+        format_ns(primary.point),
+        format_ns(primary.lower),
+        format_ns(primary.upper),
+    ));
+    let wall = median_estimate(&m.wall_per_iter()).point;
+    let host = median_estimate(&m.host_per_iter()).point;
+    let mut parts = vec![
+        format!("synced wall {}", format_ns(wall)),
+        format!("host dispatch {}", format_ns(host)),
+    ];
+    if let Some(d) = m.device_per_iter() {
+        parts.push(format!(
+            "device {}",
+            format_ns(gpubench_analysis::stats::median(&d))
+        ));
+    }
+    out.push_str(&format!("    {}\n", parts.join(" · ")));
+    let mut parts = Vec::new();
+    for c in &m.cold {
+        parts.push(format!("{} {}", c.label, format_ns(c.wall_ns)));
+    }
+    if let Some(t) = &m.throughput {
+        parts.push(t.format_rate(primary.point));
+    }
+    if let Some(mem) = &m.memory {
+        parts.push(format!(
+            "peak memory {} (reserved {})",
+            format_bytes(mem.peak_allocated_bytes),
+            format_bytes(mem.peak_reserved_bytes)
+        ));
+    }
+    out.push_str(&format!("    cold: {}\n", parts.join(" · ")));
+    let iters = m.samples.first().map_or(0, |s| s.iters);
+    let stop = match m.stop_reason {
+        StopReason::Converged => "converged",
+        StopReason::TimeBound => "stopped at the time bound",
+        StopReason::SampleBound => "stopped at the sample bound",
+        StopReason::Smoke => "smoke",
+    };
+    out.push_str(&format!(
+        "    {} samples × {iters} iterations, {stop}; empty sync costs {}\n",
+        m.samples.len(),
+        format_ns(m.sync_cost_ns)
+    ));
+    for n in &m.naive {
+        let ratio = n.synced_ns_per_iter / n.naive_ns_per_iter.max(1.0);
+        out.push_str(&format!(
+            "    a naive timer over {} iterations says {} per iteration; synced: {} ({ratio:.1}× longer)\n",
+            n.iters,
+            format_ns(n.naive_ns_per_iter),
+            format_ns(n.synced_ns_per_iter)
+        ));
+    }
+    if !m.flags.is_empty() {
+        let flags: Vec<&str> = m.flags.iter().map(|f| f.label()).collect();
+        out.push_str(&format!("    flags: {}\n", flags.join(", ")));
+    }
+    out
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}

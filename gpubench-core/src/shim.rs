@@ -1,0 +1,192 @@
+//! Safe wrappers over the C++ shim (device events, allocator statistics, library
+//! location). Every call returns a `Result` whose error is the C++ exception text.
+
+use std::ffi::{c_char, c_int, c_long, c_void, CStr};
+
+const ERR_LEN: usize = 1024;
+
+#[repr(C)]
+#[derive(Default)]
+struct RawMemoryStats {
+    allocated_current: i64,
+    allocated_peak: i64,
+    reserved_current: i64,
+    reserved_peak: i64,
+    num_alloc_retries: i64,
+    num_ooms: i64,
+}
+
+extern "C" {
+    fn gpubench_cuda_device_count(out: *mut c_int, err: *mut c_char, err_len: usize) -> c_int;
+    fn gpubench_cuda_synchronize(device: c_int, err: *mut c_char, err_len: usize) -> c_int;
+    fn gpubench_event_create(err: *mut c_char, err_len: usize) -> *mut c_void;
+    fn gpubench_event_record(
+        ev: *mut c_void,
+        device: c_int,
+        err: *mut c_char,
+        err_len: usize,
+    ) -> c_int;
+    fn gpubench_event_elapsed_ms(
+        start: *mut c_void,
+        end: *mut c_void,
+        ms: *mut f64,
+        err: *mut c_char,
+        err_len: usize,
+    ) -> c_int;
+    fn gpubench_event_destroy(ev: *mut c_void);
+    fn gpubench_memory_stats(
+        device: c_int,
+        out: *mut RawMemoryStats,
+        err: *mut c_char,
+        err_len: usize,
+    ) -> c_int;
+    fn gpubench_memory_reset_peak(device: c_int, err: *mut c_char, err_len: usize) -> c_int;
+    fn gpubench_memory_empty_cache(err: *mut c_char, err_len: usize) -> c_int;
+    fn gpubench_memory_info(
+        device: c_int,
+        free: *mut u64,
+        total: *mut u64,
+        err: *mut c_char,
+        err_len: usize,
+    ) -> c_int;
+    fn gpubench_cuda_runtime_version() -> c_long;
+    fn gpubench_cudnn_version() -> c_long;
+    fn gpubench_libtorch_lib_dir(out: *mut c_char, out_len: usize) -> c_int;
+    fn gpubench_torch_version() -> *const c_char;
+}
+
+/// The libtorch version whose headers the shim was compiled against.
+pub fn torch_version() -> String {
+    // SAFETY: returns a static NUL-terminated string literal.
+    unsafe { CStr::from_ptr(gpubench_torch_version()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Calls a shim function that reports errors through a buffer.
+fn call(f: impl FnOnce(*mut c_char, usize) -> c_int) -> Result<(), String> {
+    let mut buf = vec![0 as c_char; ERR_LEN];
+    if f(buf.as_mut_ptr(), ERR_LEN) == 0 {
+        Ok(())
+    } else {
+        // SAFETY: the shim always NUL-terminates within ERR_LEN.
+        let msg = unsafe { CStr::from_ptr(buf.as_ptr()) };
+        Err(gpubench_analysis::cap_message(&msg.to_string_lossy()))
+    }
+}
+
+/// Number of CUDA devices, or why CUDA is unavailable.
+pub fn cuda_device_count() -> Result<usize, String> {
+    let mut n: c_int = 0;
+    // SAFETY: `n` outlives the call; the buffer is sized as passed.
+    call(|e, l| unsafe { gpubench_cuda_device_count(&mut n, e, l) })?;
+    Ok(n.max(0) as usize)
+}
+
+/// Blocks until all work queued on `device` has finished.
+pub fn cuda_synchronize(device: usize) -> Result<(), String> {
+    // SAFETY: plain values and a sized buffer.
+    call(|e, l| unsafe { gpubench_cuda_synchronize(device as c_int, e, l) })
+}
+
+/// A CUDA event with timing enabled, recorded on the device's current stream.
+pub struct CudaEvent {
+    raw: *mut c_void,
+}
+
+impl CudaEvent {
+    /// Creates an event.
+    pub fn new() -> Result<Self, String> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: the shim returns null on error and fills the buffer.
+        call(|e, l| unsafe {
+            raw = gpubench_event_create(e, l);
+            c_int::from(raw.is_null())
+        })?;
+        Ok(CudaEvent { raw })
+    }
+
+    /// Records the event on `device`'s current stream.
+    pub fn record(&self, device: usize) -> Result<(), String> {
+        // SAFETY: `raw` is a live event owned by self.
+        call(|e, l| unsafe { gpubench_event_record(self.raw, device as c_int, e, l) })
+    }
+
+    /// Milliseconds between `self` and `end`, waiting for `end` to complete.
+    pub fn elapsed_ms(&self, end: &CudaEvent) -> Result<f64, String> {
+        let mut ms = 0.0;
+        // SAFETY: both events are live; `ms` outlives the call.
+        call(|e, l| unsafe { gpubench_event_elapsed_ms(self.raw, end.raw, &mut ms, e, l) })?;
+        Ok(ms)
+    }
+}
+
+impl Drop for CudaEvent {
+    fn drop(&mut self) {
+        // SAFETY: `raw` was created by gpubench_event_create and is dropped once.
+        unsafe { gpubench_event_destroy(self.raw) }
+    }
+}
+
+/// The caching allocator's statistics for a device.
+pub fn memory_stats(device: usize) -> Result<gpubench_analysis::MemoryStats, String> {
+    let mut raw = RawMemoryStats::default();
+    // SAFETY: `raw` is repr(C) and matches the shim's struct.
+    call(|e, l| unsafe { gpubench_memory_stats(device as c_int, &mut raw, e, l) })?;
+    let u = |x: i64| x.max(0) as u64;
+    Ok(gpubench_analysis::MemoryStats {
+        peak_allocated_bytes: u(raw.allocated_peak),
+        peak_reserved_bytes: u(raw.reserved_peak),
+        allocated_bytes: u(raw.allocated_current),
+        reserved_bytes: u(raw.reserved_current),
+        alloc_retries: u(raw.num_alloc_retries),
+        num_ooms: u(raw.num_ooms),
+    })
+}
+
+/// Resets the allocator's peak and accumulated statistics for `device`.
+pub fn memory_reset_peak(device: usize) -> Result<(), String> {
+    // SAFETY: plain values and a sized buffer.
+    call(|e, l| unsafe { gpubench_memory_reset_peak(device as c_int, e, l) })
+}
+
+/// Returns cached, unused blocks to the driver.
+pub fn memory_empty_cache() -> Result<(), String> {
+    // SAFETY: sized buffer only.
+    call(|e, l| unsafe { gpubench_memory_empty_cache(e, l) })
+}
+
+/// Free and total bytes of `device`.
+pub fn memory_info(device: usize) -> Result<(u64, u64), String> {
+    let (mut free, mut total) = (0u64, 0u64);
+    // SAFETY: outputs outlive the call.
+    call(|e, l| unsafe { gpubench_memory_info(device as c_int, &mut free, &mut total, e, l) })?;
+    Ok((free, total))
+}
+
+/// CUDA runtime version libtorch was built with (e.g. 13000), if CUDA is loaded.
+pub fn cuda_runtime_version() -> Option<i64> {
+    // SAFETY: no arguments; errors are mapped to -1 in C++.
+    let v = unsafe { gpubench_cuda_runtime_version() };
+    (v > 0).then_some(v as i64)
+}
+
+/// cuDNN version (e.g. 91000), if available.
+pub fn cudnn_version() -> Option<i64> {
+    // SAFETY: as above.
+    let v = unsafe { gpubench_cudnn_version() };
+    (v > 0).then_some(v as i64)
+}
+
+/// The directory the loader took libc10.so from.
+pub fn libtorch_lib_dir() -> Option<std::path::PathBuf> {
+    let mut buf = vec![0 as c_char; 4096];
+    // SAFETY: the shim writes a NUL-terminated string within the buffer.
+    let rc = unsafe { gpubench_libtorch_lib_dir(buf.as_mut_ptr(), buf.len()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: NUL-terminated by the shim.
+    let s = unsafe { CStr::from_ptr(buf.as_ptr()) };
+    Some(std::path::PathBuf::from(s.to_string_lossy().into_owned()))
+}

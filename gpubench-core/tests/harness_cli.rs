@@ -1,0 +1,177 @@
+//! Drives a real bench executable (the `fixture_benches` example) through the
+//! libtest-compatible command line.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use gpubench_analysis::{file_stem_for_id, FailureKind, RawRecord};
+
+fn fixture() -> PathBuf {
+    // target/<profile>/deps/harness_cli-<hash> → target/<profile>/examples/fixture_benches
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(|p| p.parent()).unwrap();
+    let path = profile_dir.join("examples").join("fixture_benches");
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo test -p gpubench-core` (it builds the example this test drives)",
+        path.display()
+    );
+    path
+}
+
+fn run(args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(fixture());
+    cmd.args(args)
+        .env_remove("GPUBENCH_RECORD_DIR")
+        .env("GPUBENCH_DEVICE", "cpu");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("fixture runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn list_terse_is_libtests_format() {
+    let out = run(&["--list", "--format", "terse"], &[]);
+    assert!(out.status.success());
+    insta::assert_snapshot!(stdout(&out));
+}
+
+#[test]
+fn filter_exact_and_ignored_behave_like_libtest() {
+    let ids = |args: &[&str]| -> Vec<String> {
+        let mut a = vec!["--list", "--format", "terse"];
+        a.extend_from_slice(args);
+        stdout(&run(&a, &[]))
+            .lines()
+            .map(|l| l.trim_end_matches(": benchmark").to_string())
+            .collect()
+    };
+    assert_eq!(ids(&["sized"]), ["sized/8", "sized/64", "sized/512"]);
+    assert_eq!(ids(&["sized/6"]), ["sized/64"]);
+    assert_eq!(ids(&["--exact", "sized"]), Vec::<String>::new());
+    assert_eq!(ids(&["--exact", "sized/8"]), ["sized/8"]);
+    assert_eq!(ids(&["--ignored"]), ["slow_ignored"]);
+    assert_eq!(
+        ids(&["--skip", "sized", "a"]),
+        ["adds", "panics", "renamed"]
+    );
+}
+
+#[test]
+fn without_bench_every_benchmark_runs_once_and_failures_do_not_stop_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        &[],
+        &[("GPUBENCH_RECORD_DIR", dir.path().to_str().unwrap())],
+    );
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(101), "{text}");
+    for id in ["adds", "renamed", "sized/8", "sized/64", "sized/512"] {
+        assert!(text.contains(&format!("test {id} ... ok")), "{id}: {text}");
+    }
+    assert!(text.contains("test panics ... FAILED"), "{text}");
+    assert!(text.contains("test slow_ignored ... ignored"), "{text}");
+    assert!(
+        text.contains("test result: FAILED. 5 passed; 2 failed; 1 ignored"),
+        "{text}"
+    );
+
+    let read = |id: &str| {
+        RawRecord::read(&dir.path().join(format!("{}.json", file_stem_for_id(id)))).unwrap()
+    };
+    let panicked = read("panics");
+    let failure = panicked.failure.expect("panics failed");
+    assert_eq!(failure.kind, FailureKind::Panic);
+    assert!(failure
+        .message
+        .contains("deliberate failure inside the routine"));
+    // The benchmark after the panicking one still ran and passed.
+    assert!(read("renamed").passed());
+    let torch = read("torch_error")
+        .failure
+        .expect("shape mismatch is a failure");
+    assert!(
+        torch.message.contains("must match the size"),
+        "{}",
+        torch.message
+    );
+    assert!(torch.message.len() < 5000, "libtorch messages are capped");
+    assert!(!dir
+        .path()
+        .join(format!("{}.json", file_stem_for_id("slow_ignored")))
+        .exists());
+}
+
+#[test]
+fn bench_mode_measures_and_writes_a_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        &["--bench", "--exact", "sized/64"],
+        &[
+            ("GPUBENCH_RECORD_DIR", dir.path().to_str().unwrap()),
+            ("GPUBENCH_QUICK", "1"),
+            ("GPUBENCH_MEASUREMENT_TIME", "0.3"),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout(&out).contains("per iteration on cpu"));
+    let record = RawRecord::read(
+        &dir.path()
+            .join(format!("{}.json", file_stem_for_id("sized/64"))),
+    )
+    .unwrap();
+    assert_eq!(record.arg.as_deref(), Some("64"));
+    assert_eq!(record.name, "sized");
+    assert_eq!(record.fingerprint.device.kind, "cpu");
+    assert!(record.fingerprint.libtorch_version.starts_with("2.11"));
+    let m = record.measurement.unwrap();
+    assert!(m.samples.len() >= 5);
+    assert!(m.memory.is_none());
+    assert_eq!(m.cold.len(), 1);
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "only the selected benchmark ran"
+    );
+}
+
+#[test]
+fn bad_options_are_usage_errors_that_name_the_flag() {
+    let out = run(&["--bench"], &[("GPUBENCH_DEVICE", "tpu:0")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("tpu:0") && err.contains("--device"), "{err}");
+    let out = run(&["--bench", "--measurement-time", "-1"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--measurement-time"));
+}
+
+#[test]
+fn libtest_flags_cargo_passes_are_accepted() {
+    let out = run(
+        &[
+            "--nocapture",
+            "--test-threads",
+            "1",
+            "-q",
+            "--exact",
+            "adds",
+        ],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout(&out).contains("test adds ... ok"));
+}

@@ -1,0 +1,8 @@
+//! Wrong signatures under `#[gpu_bench]` fail to compile with a message that says
+//! what the signature must be.
+
+#[test]
+fn bad_signatures_are_clear_compile_errors() {
+    let t = trybuild::TestCases::new();
+    t.compile_fail("tests/compile_fail/*.rs");
+}
