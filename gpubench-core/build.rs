@@ -28,6 +28,7 @@ fn main() {
         .include(include.join("torch/csrc/api/include"))
         .define("_GLIBCXX_USE_CXX11_ABI", "1")
         .file("shim/device_shim.cpp")
+        .file("shim/aoti_shim.cpp")
         .compile("gpubench_shim");
     println!("cargo:rustc-link-search=native={}", lib.display());
     println!("cargo:rustc-link-lib=c10");

@@ -1,15 +1,52 @@
 //! Matrix-multiply sweep over sizes and dtypes, with TFLOP/s.
+//!
+//! `GPUBENCH_EXAMPLE_SLOWDOWN=<factor>` (a number ≥ 1; absent means 1) plants a real
+//! regression for trying out baselines and CI gates: see [`slowdown`].
 
 use gpubench_core::{gpu_bench, Bencher, Throughput};
 use tch::{Kind, Tensor};
+
+/// The environment variable that plants a slowdown.
+const SLOWDOWN_VAR: &str = "GPUBENCH_EXAMPLE_SLOWDOWN";
+
+/// The planted slowdown factor: 1 when the variable is absent. A bad value panics,
+/// which the harness records as a failed benchmark naming the variable.
+fn slowdown() -> f64 {
+    match std::env::var(SLOWDOWN_VAR) {
+        Err(_) => 1.0,
+        Ok(v) => match v.trim().parse::<f64>() {
+            Ok(f) if f.is_finite() && f >= 1.0 => f,
+            _ => panic!("{SLOWDOWN_VAR} must be a number of at least 1, got {v:?}"),
+        },
+    }
+}
 
 fn matmul(b: &mut Bencher, n: i64, kind: Kind) {
     // Large sizes are for GPUs; on the CPU the sweep stays small enough for CI.
     let n = if b.device().is_cuda() { n } else { n / 16 };
     let x = Tensor::randn([n, n], (kind, b.device()));
     let y = Tensor::randn([n, n], (kind, b.device()));
+    // The declared work stays one n×n matmul, so a planted slowdown shows as lower
+    // TFLOP/s, as a real regression would.
     b.throughput(Throughput::Flops(2.0 * (n as f64).powi(3)));
-    b.iter(|| x.matmul(&y));
+    // A slowdown of f does f times the work for real (nothing sleeps): floor(f) full
+    // matmuls, plus one over the first (f − floor(f))·n rows of x, whose cost is
+    // proportional to its rows. The extra results are kept alive with the last one
+    // so they are not skipped.
+    let factor = slowdown();
+    if factor == 1.0 {
+        b.iter(|| x.matmul(&y));
+        return;
+    }
+    let extra_full = factor.floor() as usize - 1;
+    let extra_rows = ((factor - factor.floor()) * n as f64).round() as i64;
+    let partial = (extra_rows > 0).then(|| x.narrow(0, 0, extra_rows));
+    b.iter(|| {
+        let mut out = vec![x.matmul(&y)];
+        out.extend((0..extra_full).map(|_| x.matmul(&y)));
+        out.extend(partial.as_ref().map(|p| p.matmul(&y)));
+        out
+    });
 }
 
 #[gpu_bench(args = [1024, 4096, 8192])]

@@ -6,11 +6,19 @@ use gpubench_examples::mlp::Mlp;
 use tch::nn;
 use tch::{Kind, Tensor};
 
-#[gpu_bench(args = [64, 256, 1024])]
+/// Activations grow with the batch (width 4096 on a GPU: 16 MiB per 1024 rows and
+/// layer), the weights stay; the peak shows both.
+#[gpu_bench(args = [256, 1024, 4096, 16384])]
 fn mlp_forward_batch(b: &mut Bencher, batch: i64) {
-    let vs = nn::VarStore::new(b.device());
-    let model = Mlp::new(&vs.root(), 512, 1024, 3, 10);
-    let x = Tensor::randn([batch, 512], (Kind::Float, b.device()));
+    let device = b.device();
+    let (width, batch) = if device.is_cuda() {
+        (4096, batch)
+    } else {
+        (256, batch / 16)
+    };
+    let vs = nn::VarStore::new(device);
+    let model = Mlp::new(&vs.root(), width, width, 4, 10);
+    let x = Tensor::randn([batch, width], (Kind::Float, device));
     b.iter(|| tch::no_grad(|| model.forward(&x)));
 }
 

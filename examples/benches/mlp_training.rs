@@ -11,7 +11,11 @@ use tch::{Kind, Tensor};
 fn mlp_training_step(b: &mut Bencher) {
     let device = b.device();
     let vs = nn::VarStore::new(device);
-    let (width, depth) = if device.is_cuda() { (4096, 6) } else { (512, 3) };
+    let (width, depth) = if device.is_cuda() {
+        (4096, 6)
+    } else {
+        (512, 3)
+    };
     let model = Mlp::new(&vs.root(), 1024, width, depth, 10);
     // Plain SGD: its update is the same kernel in libtorch's C++ optimizer and in
     // PyTorch's single-tensor one, so docs/gpu-validation.md can cross-check it.

@@ -47,12 +47,18 @@ def mlp(width=4096, depth=6, inp=1024, out=10):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out")
+    parser.add_argument("--only", help="measure only this benchmark id")
     args = parser.parse_args()
     dev = torch.device("cuda:0")
     results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__}
 
+    def wanted(op_id):
+        return args.only is None or args.only == op_id
+
     for n in (1024, 4096, 8192):
         for kind, dtype in (("f32", torch.float32), ("bf16", torch.bfloat16)):
+            if not wanted(f"matmul_{kind}/{n}"):
+                continue
             x = torch.randn(n, n, device=dev, dtype=dtype)
             y = torch.randn(n, n, device=dev, dtype=dtype)
             # Rust samples last ~10 ms; use the same batch length here.
@@ -60,7 +66,17 @@ def main():
             iters = max(1, round(1e7 / probe["median_ns"]))
             results[f"matmul_{kind}/{n}"] = event_time_ns(lambda: x @ y, iters)
 
-    model = mlp().to(dev)
+    if wanted("mlp_training_step"):
+        results["mlp_training_step"] = train_step_time(mlp().to(dev), dev)
+
+    text = json.dumps(results, indent=2)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+
+
+def train_step_time(model, dev):
     # foreach=False: the per-parameter update libtorch's C++ SGD also runs.
     opt = torch.optim.SGD(model.parameters(), lr=1e-3, foreach=False)
     xb = torch.randn(256, 1024, device=dev)
@@ -73,13 +89,7 @@ def main():
         opt.step()
         return loss
 
-    results["mlp_training_step"] = event_time_ns(step, 3)
-
-    text = json.dumps(results, indent=2)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+    return event_time_ns(step, 3)
 
 
 if __name__ == "__main__":

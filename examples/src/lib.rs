@@ -1,3 +1,4 @@
 //! Models shared by the example benchmarks.
 
+pub mod encoder;
 pub mod mlp;

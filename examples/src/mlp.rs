@@ -16,7 +16,12 @@ impl Mlp {
         let mut layers = Vec::new();
         let mut dim = input;
         for i in 0..depth {
-            layers.push(nn::linear(path / format!("l{i}"), dim, width, Default::default()));
+            layers.push(nn::linear(
+                path / format!("l{i}"),
+                dim,
+                width,
+                Default::default(),
+            ));
             dim = width;
         }
         let head = nn::linear(path / "head", dim, output, Default::default());

@@ -6,6 +6,7 @@
 
 pub mod baseline;
 pub mod compare;
+pub mod comparison;
 pub mod failure;
 pub mod record;
 pub mod stats;

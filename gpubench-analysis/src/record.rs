@@ -70,7 +70,7 @@ pub struct RawRecord {
     pub failure: Option<Failure>,
     /// Eager-versus-compiled comparison, when the benchmark is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub comparison: Option<serde_json::Value>,
+    pub comparison: Option<crate::comparison::EagerCompiled>,
 }
 
 impl RawRecord {
@@ -355,14 +355,23 @@ pub enum Throughput {
 }
 
 impl Throughput {
-    /// The rate at `ns_per_iter`, formatted with its unit (`TFLOP/s`, `GB/s`, `Melem/s`).
+    /// The rate at `ns_per_iter`, formatted with a unit that fits its size
+    /// (`760.1 TFLOP/s`, `51.2 GFLOP/s`, `1.21 TB/s`, `3.4 Melem/s`).
     pub fn format_rate(&self, ns_per_iter: f64) -> String {
-        let per_s = |x: f64| x / (ns_per_iter * 1e-9);
-        match *self {
-            Throughput::Flops(f) => format!("{:.2} TFLOP/s", per_s(f) / 1e12),
-            Throughput::Bytes(b) => format!("{:.2} GB/s", per_s(b) / 1e9),
-            Throughput::Elements(e) => format!("{:.2} Melem/s", per_s(e) / 1e6),
+        let rate = self.rate(ns_per_iter);
+        let (unit, prefixes): (&str, &[(f64, &str)]) = match self {
+            Throughput::Flops(_) => ("FLOP/s", &[(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]),
+            Throughput::Bytes(_) => ("B/s", &[(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]),
+            Throughput::Elements(_) => {
+                ("elem/s", &[(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")])
+            }
+        };
+        for &(scale, prefix) in prefixes {
+            if rate >= scale {
+                return format!("{:.1} {prefix}{unit}", rate / scale);
+            }
         }
+        format!("{rate:.1} {unit}")
     }
 
     /// The rate in the unit's base per second (FLOP/s, B/s, elem/s).

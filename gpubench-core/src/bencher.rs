@@ -18,7 +18,7 @@ pub struct Bencher {
     options: EngineOptions,
     id: String,
     pub(crate) measurement: Option<Measurement>,
-    pub(crate) comparison: Option<serde_json::Value>,
+    pub(crate) comparison: Option<gpubench_analysis::comparison::EagerCompiled>,
 }
 
 impl Bencher {
@@ -111,9 +111,35 @@ impl Bencher {
         self.run(&mut workload);
     }
 
-    /// Records an eager-versus-compiled comparison with this benchmark.
-    pub fn set_comparison(&mut self, comparison: serde_json::Value) {
-        self.comparison = Some(comparison);
+    /// Compares an eager and a compiled variant of the same model for speed,
+    /// numerical agreement and per-shape cold cost (see [`crate::compare`]). The
+    /// compiled variant's steady state becomes this benchmark's measurement and the
+    /// side-by-side result its record's `comparison`. A compiled variant that cannot
+    /// be built or run fails the benchmark, with the comparison still recorded.
+    pub fn compare(
+        &mut self,
+        comparison: crate::compare::Comparison<'_>,
+    ) -> &gpubench_analysis::comparison::EagerCompiled {
+        assert!(
+            self.measurement.is_none(),
+            "benchmark {} called b.iter or b.compare twice: a benchmark measures one routine",
+            self.id
+        );
+        let outcome = comparison
+            .run(self.backend.as_ref(), &self.config, &self.options)
+            .unwrap_or_else(|e| panic!("benchmark {}: {e}", self.id));
+        let failure = outcome.failure();
+        self.measurement = outcome.measurement;
+        let record = self.comparison.insert(outcome.record);
+        if let Some(failure) = failure {
+            panic!("{failure}");
+        }
+        record
+    }
+
+    /// The measurement, once an `iter*` method has run.
+    pub fn measurement(&self) -> Option<&Measurement> {
+        self.measurement.as_ref()
     }
 
     /// The measurement engine's settings.

@@ -101,12 +101,13 @@ impl<'a> Engine<'a> {
                 .collect::<Vec<_>>(),
         );
         let naive = self.naive_loops(workload, per_iter, options.naive_loops.as_deref());
-        let mut flags = classify(&samples);
+        let syncs_inside = self.syncs_inside(workload, &samples);
+        let mut flags = classify(&samples, self.device.is_async(), syncs_inside);
+        if syncs_inside {
+            flags.push(Flag::SyncsInsideRoutine);
+        }
         if stop_reason != StopReason::Converged {
             flags.push(Flag::Unstable);
-        }
-        if self.syncs_inside(workload, &samples) {
-            flags.push(Flag::SyncsInsideRoutine);
         }
         Measurement {
             sync_cost_ns,
@@ -158,7 +159,7 @@ impl<'a> Engine<'a> {
     }
 
     /// One synced sample of `iters` calls.
-    fn timed_sample(&self, workload: &mut dyn Workload, iters: u64) -> Sample {
+    pub(crate) fn timed_sample(&self, workload: &mut dyn Workload, iters: u64) -> Sample {
         let mut timer = self.device.timer();
         workload.prepare(iters);
         if self.config.flush_l2 {
@@ -327,14 +328,16 @@ fn primary_per_iter(s: &Sample) -> f64 {
     s.per_iter_device().unwrap_or_else(|| s.per_iter_wall())
 }
 
-/// Device-bound when the host returns well before the device finishes; launch-bound
-/// when the device sits idle for a good part of the synced time.
-fn classify(samples: &[Sample]) -> Vec<Flag> {
-    let device: Option<Vec<f64>> = samples.iter().map(Sample::per_iter_device).collect();
-    let Some(device) = device.filter(|d| !d.is_empty()) else {
+/// Device-bound when the host returned well before the device finished (work was
+/// queued ahead); launch-bound when the host never got ahead (the k-th call returned
+/// only as the device finished) or the device sat idle for a good part of the synced
+/// time. Device events alone cannot tell launch-bound from busy: a device waiting for
+/// launches still has its events ticking. Only meaningful on an asynchronous device,
+/// and a routine that syncs inside is reported as that instead.
+fn classify(samples: &[Sample], is_async: bool, syncs_inside: bool) -> Vec<Flag> {
+    if !is_async || samples.is_empty() {
         return vec![];
-    };
-    let d = median(&device);
+    }
     let w = median(
         &samples
             .iter()
@@ -347,10 +350,14 @@ fn classify(samples: &[Sample]) -> Vec<Flag> {
             .map(Sample::per_iter_host)
             .collect::<Vec<_>>(),
     );
-    if d < 0.7 * w {
-        vec![Flag::LaunchBound]
-    } else if h < 0.7 * d {
+    let device: Option<Vec<f64>> = samples.iter().map(Sample::per_iter_device).collect();
+    let idle_device = device
+        .filter(|d| !d.is_empty())
+        .is_some_and(|d| median(&d) < 0.7 * w);
+    if h < 0.7 * w && !idle_device {
         vec![Flag::DeviceBound]
+    } else if !syncs_inside && (idle_device || h >= 0.9 * w) {
+        vec![Flag::LaunchBound]
     } else {
         vec![]
     }

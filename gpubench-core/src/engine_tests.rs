@@ -63,7 +63,8 @@ fn in_one_of_three(mut attempt: impl FnMut() -> Result<(), String>) {
 
 macro_rules! ensure {
     ($cond:expr, $($fmt:tt)*) => {
-        if !$cond {
+        let holds: bool = $cond;
+        if !holds {
             return Err(format!($($fmt)*));
         }
     };
@@ -236,6 +237,29 @@ fn a_routine_that_waits_on_the_device_is_flagged() {
         })
     });
     assert!(m.flags.contains(&Flag::SyncsInsideRoutine), "{:?}", m.flags);
+    assert!(!m.flags.contains(&Flag::LaunchBound), "{:?}", m.flags);
+}
+
+#[test]
+fn a_routine_whose_host_work_outlasts_its_device_work_is_launch_bound() {
+    in_one_of_three(|| {
+        let dev = Rc::new(SimulatedDevice::new());
+        let d = Rc::clone(&dev);
+        let m = measure_on(dev.clone(), fast_config(), move |b| {
+            b.iter(|| {
+                // 200 µs of host-side dispatch for 20 µs of device work.
+                spin(Duration::from_micros(200));
+                d.launch(Duration::from_micros(20));
+            })
+        });
+        ensure!(m.flags.contains(&Flag::LaunchBound), "{:?}", m.flags);
+        ensure!(
+            !m.flags.contains(&Flag::SyncsInsideRoutine),
+            "{:?}",
+            m.flags
+        );
+        Ok(())
+    });
 }
 
 #[test]

@@ -20,8 +20,10 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod aoti;
 mod bencher;
 pub mod cli;
+pub mod compare;
 pub mod cuda_loader;
 pub mod device;
 pub mod engine;
@@ -33,6 +35,7 @@ pub mod shapes;
 pub mod shim;
 
 pub use bencher::Bencher;
+pub use compare::{Comparison, Compiled};
 pub use gpubench_analysis::Throughput;
 pub use gpubench_macros::gpu_bench;
 pub use harness::main;

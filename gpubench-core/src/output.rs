@@ -98,6 +98,9 @@ pub fn summary(record: &RawRecord) -> String {
         let flags: Vec<&str> = m.flags.iter().map(|f| f.label()).collect();
         out.push_str(&format!("    flags: {}\n", flags.join(", ")));
     }
+    if let Some(c) = &record.comparison {
+        out.push_str(&crate::compare::summary(c));
+    }
     out
 }
 

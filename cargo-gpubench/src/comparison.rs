@@ -1,0 +1,491 @@
+//! A run (or a stored side of `compare`) judged against a baseline, as the subcommand
+//! decides, stores and words it.
+//!
+//! A run's comparison is stored with it, for the HTML report and later readers:
+//!
+//! ```text
+//! runs/<run-id>/comparison.json           this RunComparison
+//! runs/<run-id>/baseline/<stem>.json      the baseline files it was judged against
+//! ```
+//!
+//! The copy keeps what the run was compared with even after `--save-baseline` (in the
+//! same run or a later one) overwrites the baseline: read it with
+//! `BaselineStore::new(run_dir).load(BASELINE_COPY)`.
+//!
+//! Statistics and verdicts come from `gpubench_analysis`; this module only decides
+//! what a device mismatch means here: those benchmarks are *not compared* (never
+//! silently compared), unless `--allow-device-mismatch` asks for it.
+
+use std::path::Path;
+
+use gpubench_analysis::baseline::{
+    BenchmarkComparison, ComparisonOutcome, CrossDevice, VerdictCounts,
+};
+use gpubench_analysis::stats::Estimate;
+use gpubench_analysis::{
+    compare_with_baseline, BaselineCompareOptions, BaselineEntry, BaselineError, CompareConfig,
+    ComparisonSet, FailOn, RawRecord,
+};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::store::{self, StoreError};
+
+/// The file of a run's comparison.
+pub const COMPARISON_FILE: &str = "comparison.json";
+/// The directory, inside a run, holding a copy of the baseline files it was judged
+/// against; a baseline name, so `BaselineStore::new(run_dir)` loads it.
+pub const BASELINE_COPY: &str = "baseline";
+/// The comparison format this build writes and the newest it reads.
+pub const COMPARISON_FORMAT_VERSION: u32 = 1;
+
+/// Errors reading a stored comparison.
+#[derive(Debug, Error)]
+pub enum ComparisonFileError {
+    /// The file could not be read.
+    #[error("failed to read comparison {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Malformed JSON.
+    #[error("failed to parse comparison {path}: {source}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: serde_json::Error,
+    },
+    /// Written by a newer cargo-gpubench.
+    #[error("comparison {path} has format_version {found}, newer than the {supported} this cargo-gpubench reads: upgrade cargo-gpubench")]
+    TooNew {
+        /// The file.
+        path: String,
+        /// Its version.
+        found: u64,
+        /// The newest this build reads.
+        supported: u32,
+    },
+}
+
+/// Whether a side of a comparison is a saved baseline or a stored run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// A saved baseline, `gpubench/baselines/<name>/`.
+    Baseline,
+    /// A stored run, `target/gpubench/runs/<id>/`.
+    Run,
+}
+
+/// One side of a comparison: what it is and where it lives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Source {
+    /// A baseline or a run.
+    pub kind: SourceKind,
+    /// The baseline's name or the run's id.
+    pub name: String,
+    /// Its directory.
+    pub path: String,
+    /// Whether it was chosen by default (the baseline `main`) rather than asked for.
+    #[serde(default)]
+    pub default: bool,
+    /// Its device model (of its first benchmark that has one), e.g. `NVIDIA H200`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+}
+
+impl Source {
+    /// `baseline `main`` or `run `2026…``, for sentences.
+    pub fn describe(&self) -> String {
+        match self.kind {
+            SourceKind::Baseline => format!("baseline `{}`", self.name),
+            SourceKind::Run => format!("run `{}`", self.name),
+        }
+    }
+}
+
+/// How a comparison decides and what fails the run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct VerdictSettings {
+    /// The statistics' settings (`--significance`, `--noise-threshold`).
+    pub config: CompareConfig,
+    /// `--fail-on`.
+    pub fail_on: FailOn,
+    /// `--allow-device-mismatch`.
+    pub allow_device_mismatch: bool,
+}
+
+/// A set of benchmarks judged against a baseline: what `comparison.json` holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunComparison {
+    /// See [`COMPARISON_FORMAT_VERSION`].
+    pub format_version: u32,
+    /// What it was judged against.
+    pub baseline: Source,
+    /// The device model of the judged side, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_device: Option<String>,
+    /// How it was decided.
+    pub settings: VerdictSettings,
+    /// Benchmarks whose baseline was recorded on another device model and that were
+    /// therefore not compared (empty with `--allow-device-mismatch`, which compares
+    /// them and lists them in `set.cross_device`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_mismatch: Vec<CrossDevice>,
+    /// Every benchmark's outcome, and the ids on one side only.
+    pub set: ComparisonSet,
+    /// How many benchmarks ended each way.
+    pub counts: VerdictCounts,
+    /// Whether the `--fail-on` gate tripped (exit code 4 unless a benchmark failed).
+    pub gate_tripped: bool,
+}
+
+impl RunComparison {
+    /// Judges `current` against `baseline`'s `entries`. A benchmark whose baseline
+    /// was recorded on another device model is not compared unless
+    /// `settings.allow_device_mismatch`; ids on one side only are listed.
+    pub fn judge(
+        current: &[RawRecord],
+        entries: &[BaselineEntry],
+        mut baseline: Source,
+        settings: VerdictSettings,
+    ) -> Result<Self, BaselineError> {
+        let options = BaselineCompareOptions {
+            config: settings.config,
+            // Mismatches are handled below, per benchmark, so the rest still compare.
+            allow_device_mismatch: true,
+        };
+        let mut set = compare_with_baseline(current, entries, &options)?;
+        let mut device_mismatch = Vec::new();
+        if !settings.allow_device_mismatch {
+            for x in std::mem::take(&mut set.cross_device) {
+                if let Some(b) = set.comparisons.iter_mut().find(|b| b.id == x.id) {
+                    b.outcome = ComparisonOutcome::NotCompared {
+                        reason: format!(
+                            "the baseline was recorded on `{}`, this run on `{}`",
+                            x.baseline_device, x.current_device
+                        ),
+                    };
+                }
+                device_mismatch.push(x);
+            }
+        }
+        baseline.device = baseline.device.or_else(|| {
+            entries
+                .iter()
+                .map(|e| e.fingerprint.device.name.clone())
+                .find(|n| n != "unknown")
+        });
+        let current_device = current
+            .iter()
+            .filter(|r| r.passed())
+            .map(|r| r.fingerprint.device.name.clone())
+            .find(|n| n != "unknown");
+        let counts = set.counts();
+        let gate_tripped = settings.fail_on.should_fail(&set);
+        Ok(RunComparison {
+            format_version: COMPARISON_FORMAT_VERSION,
+            baseline,
+            current_device,
+            settings,
+            device_mismatch,
+            set,
+            counts,
+            gate_tripped,
+        })
+    }
+
+    /// Benchmark `id`'s comparison, when the baseline has it.
+    pub fn get(&self, id: &str) -> Option<&BenchmarkComparison> {
+        self.set.comparisons.iter().find(|c| c.id == id)
+    }
+
+    /// Whether `id` was run but the baseline lacks it (a new benchmark).
+    pub fn is_new(&self, id: &str) -> bool {
+        self.set.missing_in_baseline.iter().any(|m| m == id)
+    }
+
+    /// Whether `id` was left out because its baseline ran on another device model
+    /// (the [`RunComparison::device_mismatch_message`] covers those).
+    pub fn is_device_mismatch(&self, id: &str) -> bool {
+        self.device_mismatch.iter().any(|x| x.id == id)
+    }
+
+    /// The sentence about a device mismatch, when benchmarks were left out for one.
+    pub fn device_mismatch_message(&self) -> Option<String> {
+        let first = self.device_mismatch.first()?;
+        let n = self.device_mismatch.len();
+        Some(format!(
+            "{} was recorded on `{}` but this run is on `{}`: timings from different device \
+             models are not comparable, so {n} benchmark{} {} not compared \
+             (--allow-device-mismatch compares them anyway)",
+            self.baseline.describe(),
+            first.baseline_device,
+            first.current_device,
+            plural(n),
+            if n == 1 { "was" } else { "were" },
+        ))
+    }
+
+    /// The ids whose outcome trips the gate, in order.
+    pub fn tripping(&self) -> Vec<&str> {
+        let fail_on = self.settings.fail_on;
+        self.set
+            .comparisons
+            .iter()
+            .filter(|b| match &b.outcome {
+                ComparisonOutcome::Compared { comparison, .. } => fail_on.fails(comparison.verdict),
+                ComparisonOutcome::NotCompared { .. } => fail_on == FailOn::Ambiguous,
+                ComparisonOutcome::Failed { .. } => false,
+            })
+            .map(|b| b.id.as_str())
+            .collect()
+    }
+
+    /// `1 regressed, 2 no change, 1 failed`: the non-zero counts, worst first.
+    pub fn counts_text(&self) -> String {
+        let c = &self.counts;
+        let parts: Vec<String> = [
+            (c.regressed, "regressed"),
+            (c.ambiguous, "ambiguous"),
+            (c.improved, "improved"),
+            (c.no_change, "no change"),
+            (c.not_compared, "not compared"),
+            (c.failed, "failed"),
+            (self.set.missing_in_baseline.len(), "new"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, word)| format!("{n} {word}"))
+        .collect();
+        if parts.is_empty() {
+            "nothing to compare".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    /// Pretty JSON with a trailing newline.
+    pub fn to_json_pretty(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("comparisons always serialise");
+        s.push('\n');
+        s
+    }
+
+    /// Stores this comparison in `run_dir` with a copy of the baseline's `entries`;
+    /// every file is written atomically.
+    pub fn store(&self, run_dir: &Path, entries: &[BaselineEntry]) -> Result<(), StoreError> {
+        let copy = run_dir.join(BASELINE_COPY);
+        std::fs::create_dir_all(&copy).map_err(|source| StoreError::Io {
+            action: "create",
+            path: copy.display().to_string(),
+            source,
+        })?;
+        for entry in entries {
+            let file = copy.join(format!(
+                "{}.json",
+                gpubench_analysis::file_stem_for_id(&entry.id)
+            ));
+            store::write_atomic(&file, entry.to_json_pretty().as_bytes())?;
+        }
+        store::write_atomic(
+            &run_dir.join(COMPARISON_FILE),
+            self.to_json_pretty().as_bytes(),
+        )
+    }
+
+    /// Reads `comparison.json` of `run_dir`, when the run was compared.
+    pub fn read(run_dir: &Path) -> Result<Option<Self>, ComparisonFileError> {
+        let path = run_dir.join(COMPARISON_FILE);
+        let p = || path.display().to_string();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(ComparisonFileError::Io { path: p(), source }),
+        };
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|source| ComparisonFileError::Parse { path: p(), source })?;
+        let found = value
+            .get("format_version")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
+        if found > u64::from(COMPARISON_FORMAT_VERSION) {
+            return Err(ComparisonFileError::TooNew {
+                path: p(),
+                found,
+                supported: COMPARISON_FORMAT_VERSION,
+            });
+        }
+        serde_json::from_value(value)
+            .map(Some)
+            .map_err(|source| ComparisonFileError::Parse { path: p(), source })
+    }
+}
+
+/// `+12.3%`: a relative change in percent with one decimal, never `-0.0%`.
+pub fn percent(x: f64) -> String {
+    if !x.is_finite() {
+        return if x > 0.0 {
+            "+inf%".into()
+        } else {
+            "n/a".into()
+        };
+    }
+    let r = (x * 1000.0).round() / 10.0 + 0.0;
+    format!("{:+.1}%", if r == 0.0 { 0.0 } else { r })
+}
+
+/// `+12.3% [+10.1%, +14.6%]`: a change with its interval.
+pub fn change_text(change: &Estimate) -> String {
+    format!(
+        "{} [{}, {}]",
+        percent(change.point),
+        percent(change.lower),
+        percent(change.upper)
+    )
+}
+
+/// The word for a benchmark's outcome: a verdict, `failed` or `not compared`.
+pub fn outcome_word(outcome: &ComparisonOutcome) -> &'static str {
+    match outcome {
+        ComparisonOutcome::Compared { comparison, .. } => comparison.verdict.label(),
+        ComparisonOutcome::Failed { .. } => "failed",
+        ComparisonOutcome::NotCompared { .. } => "not compared",
+    }
+}
+
+/// `s` when `n` is not 1.
+pub fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpubench_analysis::synthetic::GpuLikeSamples;
+    use gpubench_analysis::{Failure, FailureKind};
+    use rand::SeedableRng;
+    use rand_pcg::Pcg64Mcg;
+
+    fn settings(fail_on: FailOn, allow: bool) -> VerdictSettings {
+        VerdictSettings {
+            config: CompareConfig::default(),
+            fail_on,
+            allow_device_mismatch: allow,
+        }
+    }
+
+    fn source() -> Source {
+        Source {
+            kind: SourceKind::Baseline,
+            name: "main".into(),
+            path: "/ws/gpubench/baselines/main".into(),
+            default: true,
+            device: None,
+        }
+    }
+
+    fn records(ids: &[&str], device: &str, factor: f64, seed: u64) -> Vec<RawRecord> {
+        let mut rng = Pcg64Mcg::seed_from_u64(seed);
+        let model = GpuLikeSamples::default().scaled(factor);
+        ids.iter()
+            .map(|id| model.record(id, device, 30, &mut rng))
+            .collect()
+    }
+
+    fn entries(records: &[RawRecord]) -> Vec<BaselineEntry> {
+        records
+            .iter()
+            .map(|r| BaselineEntry::from_record(r).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn another_device_is_not_compared_unless_allowed_and_says_both_devices() {
+        let base = entries(&records(&["mm", "conv"], "NVIDIA A100", 1.0, 1));
+        let now = records(&["mm", "conv"], "NVIDIA H200", 1.5, 2);
+        let c = RunComparison::judge(&now, &base, source(), settings(FailOn::Regressed, false))
+            .unwrap();
+        assert_eq!(c.counts.not_compared, 2);
+        assert!(!c.gate_tripped, "not compared is not a regression");
+        assert_eq!(c.baseline.device.as_deref(), Some("NVIDIA A100"));
+        assert_eq!(c.current_device.as_deref(), Some("NVIDIA H200"));
+        let msg = c.device_mismatch_message().unwrap();
+        assert!(
+            msg.contains(
+                "baseline `main` was recorded on `NVIDIA A100` but this run is on `NVIDIA H200`"
+            ) && msg.contains("2 benchmarks were not compared")
+                && msg.contains("--allow-device-mismatch"),
+            "{msg}"
+        );
+        let strict =
+            RunComparison::judge(&now, &base, source(), settings(FailOn::Ambiguous, false))
+                .unwrap();
+        assert!(strict.gate_tripped);
+        assert_eq!(strict.tripping(), ["mm", "conv"]);
+
+        let allowed =
+            RunComparison::judge(&now, &base, source(), settings(FailOn::Regressed, true)).unwrap();
+        assert_eq!(allowed.counts.regressed, 2);
+        assert!(allowed.gate_tripped && allowed.device_mismatch.is_empty());
+        assert_eq!(allowed.set.cross_device.len(), 2);
+        assert!(allowed.device_mismatch_message().is_none());
+    }
+
+    #[test]
+    fn stored_with_a_copy_of_the_baseline_and_read_back() {
+        let base_records = records(&["mm", "gone", "broke"], "GPU", 1.0, 3);
+        let base = entries(&base_records);
+        let mut now = records(&["mm", "new"], "GPU", 1.0, 4);
+        now.push(records(&["broke"], "GPU", 1.0, 5).remove(0));
+        now[2].measurement = None;
+        now[2].failure = Some(Failure::new(FailureKind::Panic, "boom"));
+        let c = RunComparison::judge(&now, &base, source(), settings(FailOn::Regressed, false))
+            .unwrap();
+        assert_eq!(c.counts_text(), "1 no change, 1 failed, 1 new");
+        assert!(c.is_new("new") && !c.is_new("mm"));
+        assert_eq!(c.set.missing_in_current, ["gone"]);
+
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(RunComparison::read(tmp.path()).unwrap(), None);
+        c.store(tmp.path(), &base).unwrap();
+        assert_eq!(RunComparison::read(tmp.path()).unwrap(), Some(c.clone()));
+        let copy = gpubench_analysis::BaselineStore::new(tmp.path())
+            .load(BASELINE_COPY)
+            .unwrap();
+        let mut sorted = base.clone();
+        sorted.sort_by(|a, b| a.id.cmp(&b.id));
+        assert_eq!(copy, sorted);
+
+        let text = std::fs::read_to_string(tmp.path().join(COMPARISON_FILE)).unwrap();
+        let newer = text.replacen("\"format_version\": 1", "\"format_version\": 7", 1);
+        std::fs::write(tmp.path().join(COMPARISON_FILE), newer).unwrap();
+        let err = RunComparison::read(tmp.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("format_version 7") && err.contains("upgrade"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn percentages_read_well() {
+        assert_eq!(percent(0.1234), "+12.3%");
+        assert_eq!(percent(-0.0004), "+0.0%");
+        assert_eq!(percent(-0.05), "-5.0%");
+        assert_eq!(percent(1.0), "+100.0%");
+        let e = Estimate {
+            point: 0.5,
+            lower: 0.48,
+            upper: 0.521,
+            confidence: 0.95,
+        };
+        assert_eq!(change_text(&e), "+50.0% [+48.0%, +52.1%]");
+    }
+}

@@ -1,0 +1,259 @@
+//! The exit codes of `cargo gpubench`, and which error ends a run with which code.
+//!
+//! | code | meaning |
+//! |------|---------|
+//! | 0    | every selected benchmark passed (or `--list` succeeded), and the `--fail-on` gate did not trip |
+//! | 1    | at least one benchmark failed: panic, out of memory, crash, timeout, bad exit code |
+//! | 2    | usage error or bad input: a bad option, an unknown package or bench target, no benchmark matched, two benchmarks share an id, a bad or unknown baseline name, a corrupt or newer baseline, record, manifest or comparison file |
+//! | 3    | the bench targets failed to build |
+//! | 4    | regression found: the comparison with the baseline tripped the `--fail-on` gate |
+//! | 5    | setup error: libtorch not found, cargo or a bench executable could not be run, another run holds the lock, results or the HTML report could not be written |
+//! | 130  | interrupted (Ctrl-C or SIGTERM); finished records and the manifest are kept |
+//!
+//! CI can gate on these: 1 and 4 are verdicts about the code measured, 2, 3 and 5 are
+//! problems with the invocation or the machine.
+//!
+//! When several verdicts apply, the first of 130, 1, 4, 0 wins: an interrupted run
+//! says so; a failed benchmark (1) wins over a regression (4), because a benchmark
+//! that did not run cannot be judged and fixing it comes first (the summary still
+//! lists every regression). Errors (2, 3, 5) end the invocation with their own code
+//! whatever the verdicts, except an HTML report that could not be written: it exits 5
+//! only when no verdict (130, 1, 4) applies, since the records are stored and the
+//! verdict about them matters more. See [`Exit::of_verdicts`]. `cargo gpubench compare` uses
+//! the same codes (1 when the judged side holds a failed benchmark).
+
+use gpubench_analysis::compare::CompareError;
+use gpubench_analysis::{BaselineError, RecordError};
+
+use crate::comparison::ComparisonFileError;
+use crate::compile::CompileError;
+use crate::discover::DiscoverError;
+use crate::libtorch::LibtorchError;
+use crate::listing::ListError;
+use crate::manifest::ManifestError;
+use crate::reference::ReferenceError;
+use crate::select::SelectError;
+use crate::store::StoreError;
+use crate::UsageError;
+
+/// How a `cargo gpubench` invocation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Everything selected passed.
+    Success,
+    /// At least one benchmark failed.
+    BenchmarkFailed,
+    /// Bad options or input.
+    Usage,
+    /// The bench targets did not build.
+    BuildFailed,
+    /// The comparison with the baseline tripped the `--fail-on` gate.
+    RegressionFound,
+    /// The machine or environment is not set up to run benchmarks.
+    Setup,
+    /// Stopped by Ctrl-C or SIGTERM.
+    Interrupted,
+}
+
+impl Exit {
+    /// The process exit code.
+    pub fn code(self) -> u8 {
+        match self {
+            Exit::Success => 0,
+            Exit::BenchmarkFailed => 1,
+            Exit::Usage => 2,
+            Exit::BuildFailed => 3,
+            Exit::RegressionFound => 4,
+            Exit::Setup => 5,
+            Exit::Interrupted => 130,
+        }
+    }
+
+    /// The verdict of a run (or of `compare`) that ended without an error: the first
+    /// of interrupted, a failed benchmark, a tripped `--fail-on` gate, success.
+    pub fn of_verdicts(interrupted: bool, failed: bool, gate_tripped: bool) -> Exit {
+        if interrupted {
+            Exit::Interrupted
+        } else if failed {
+            Exit::BenchmarkFailed
+        } else if gate_tripped {
+            Exit::RegressionFound
+        } else {
+            Exit::Success
+        }
+    }
+
+    /// A word for JSON, e.g. `regression_found`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Exit::Success => "success",
+            Exit::BenchmarkFailed => "benchmark_failed",
+            Exit::Usage => "usage",
+            Exit::BuildFailed => "build_failed",
+            Exit::RegressionFound => "regression_found",
+            Exit::Setup => "setup",
+            Exit::Interrupted => "interrupted",
+        }
+    }
+
+    /// The exit code an error ends the run with: the first cause in its chain that
+    /// this crate knows decides; anything else is a setup error.
+    pub fn for_error(err: &anyhow::Error) -> Exit {
+        for cause in err.chain() {
+            if cause.is::<UsageError>() || cause.is::<SelectError>() || cause.is::<CompareError>() {
+                return Exit::Usage;
+            }
+            // A file that cannot be read is the machine's problem (5); one that reads
+            // but is corrupt, newer or misnamed is bad input (2).
+            if let Some(e) = cause.downcast_ref::<ReferenceError>() {
+                return match e {
+                    ReferenceError::Baseline(e) => baseline_exit(e),
+                    ReferenceError::Record(e) => record_exit(e),
+                    ReferenceError::Manifest(e) => manifest_exit(e),
+                    _ => Exit::Usage,
+                };
+            }
+            if let Some(e) = cause.downcast_ref::<BaselineError>() {
+                return baseline_exit(e);
+            }
+            if let Some(e) = cause.downcast_ref::<RecordError>() {
+                return record_exit(e);
+            }
+            if let Some(e) = cause.downcast_ref::<ManifestError>() {
+                return manifest_exit(e);
+            }
+            if let Some(e) = cause.downcast_ref::<ComparisonFileError>() {
+                return match e {
+                    ComparisonFileError::Io { .. } => Exit::Setup,
+                    _ => Exit::Usage,
+                };
+            }
+            if let Some(e) = cause.downcast_ref::<DiscoverError>() {
+                return e.exit();
+            }
+            if let Some(e) = cause.downcast_ref::<CompileError>() {
+                return e.exit();
+            }
+            if cause.is::<LibtorchError>() || cause.is::<ListError>() || cause.is::<StoreError>() {
+                return Exit::Setup;
+            }
+        }
+        Exit::Setup
+    }
+}
+
+fn baseline_exit(e: &BaselineError) -> Exit {
+    match e {
+        BaselineError::Io { .. } => Exit::Setup,
+        _ => Exit::Usage,
+    }
+}
+
+fn record_exit(e: &RecordError) -> Exit {
+    match e {
+        RecordError::Io { .. } => Exit::Setup,
+        _ => Exit::Usage,
+    }
+}
+
+fn manifest_exit(e: &ManifestError) -> Exit {
+    match e {
+        ManifestError::Io { .. } => Exit::Setup,
+        _ => Exit::Usage,
+    }
+}
+
+/// The exit-code table of `--help`.
+pub const HELP: &str = "\
+Exit codes:
+  0    every selected benchmark passed (or --list succeeded) and the --fail-on gate
+       did not trip
+  1    at least one benchmark failed (panic, out of memory, crash, timeout, bad exit code)
+  2    usage error or bad input: bad option, unknown package or bench target,
+       no benchmark matched, two benchmarks share an id, a bad or unknown baseline
+       name, a corrupt or newer baseline, record, manifest or comparison file
+  3    the bench targets failed to build
+  4    regression found: the comparison with the baseline tripped --fail-on
+       (default: a benchmark regressed)
+  5    setup error: libtorch not found, cargo or a bench executable could not be run,
+       another run holds the lock, results or the HTML report could not be written
+  130  interrupted (Ctrl-C or SIGTERM); finished records and the manifest are kept
+
+When several apply: 130 wins over 1, 1 (a benchmark failed) over 4 (regression
+found), 4 over 0; the summary lists failures and regressions either way. A report
+that could not be written exits 5 only when none of them applies.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_distinct_and_match_the_help_text() {
+        let all = [
+            Exit::Success,
+            Exit::BenchmarkFailed,
+            Exit::Usage,
+            Exit::BuildFailed,
+            Exit::RegressionFound,
+            Exit::Setup,
+            Exit::Interrupted,
+        ];
+        let mut codes: Vec<u8> = all.iter().map(|e| e.code()).collect();
+        codes.dedup();
+        assert_eq!(codes.len(), all.len());
+        for code in codes {
+            assert!(
+                HELP.lines()
+                    .any(|l| l.trim_start().starts_with(&format!("{code} "))),
+                "exit code {code} is not documented in --help"
+            );
+        }
+    }
+
+    #[test]
+    fn errors_map_to_their_codes_through_context() {
+        let build = anyhow::Error::new(CompileError::Failed {
+            status: "exit status: 101".into(),
+        })
+        .context("failed to build bench targets");
+        assert_eq!(Exit::for_error(&build), Exit::BuildFailed);
+        let usage =
+            anyhow::Error::new(UsageError("no such file".into())).context("failed to start");
+        assert_eq!(Exit::for_error(&usage), Exit::Usage);
+        let other = anyhow::anyhow!("something else");
+        assert_eq!(Exit::for_error(&other), Exit::Setup);
+        let name = anyhow::Error::new(BaselineError::NotFound {
+            name: "main".into(),
+            path: "/ws/gpubench/baselines/main".into(),
+        })
+        .context("failed to load the baseline");
+        assert_eq!(Exit::for_error(&name), Exit::Usage);
+        let io = anyhow::Error::new(BaselineError::Io {
+            action: "write baseline file",
+            path: "/ro/x.json".into(),
+            source: std::io::ErrorKind::PermissionDenied.into(),
+        });
+        assert_eq!(Exit::for_error(&io), Exit::Setup);
+        let ambiguous = anyhow::Error::new(ReferenceError::Ambiguous {
+            reference: "r".into(),
+            candidates: "two runs".into(),
+            how: "say more".into(),
+        })
+        .context("failed to resolve BASELINE `r`");
+        assert_eq!(Exit::for_error(&ambiguous), Exit::Usage);
+        let unreadable = anyhow::Error::new(ReferenceError::Manifest(ManifestError::Io {
+            path: "/runs/r/manifest.json".into(),
+            source: std::io::ErrorKind::PermissionDenied.into(),
+        }));
+        assert_eq!(Exit::for_error(&unreadable), Exit::Setup);
+    }
+
+    #[test]
+    fn failures_win_over_regressions_and_interruptions_over_both() {
+        assert_eq!(Exit::of_verdicts(false, false, false), Exit::Success);
+        assert_eq!(Exit::of_verdicts(false, false, true), Exit::RegressionFound);
+        assert_eq!(Exit::of_verdicts(false, true, true), Exit::BenchmarkFailed);
+        assert_eq!(Exit::of_verdicts(true, true, true), Exit::Interrupted);
+        assert!(HELP.contains("1 (a benchmark failed) over 4 (regression\nfound)"));
+    }
+}

@@ -1,0 +1,227 @@
+//! `manifest.json`, the index of a stored run: when and how it ran, and every selected
+//! benchmark with its status and record file.
+//!
+//! It is rewritten after every benchmark, so an interrupted or killed run still leaves
+//! an accurate index of what finished.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// The manifest format this build writes and the newest it reads.
+pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+
+/// The file name of a run's manifest.
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+/// Errors reading a manifest.
+#[derive(Debug, Error)]
+pub enum ManifestError {
+    /// The file could not be read.
+    #[error("failed to read run manifest {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Malformed JSON.
+    #[error("failed to parse run manifest {path}: {source}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: serde_json::Error,
+    },
+    /// Written by a newer cargo-gpubench.
+    #[error("run manifest {path} has format_version {found}, newer than the {supported} this cargo-gpubench reads: upgrade cargo-gpubench")]
+    TooNew {
+        /// The file.
+        path: String,
+        /// Its version.
+        found: u32,
+        /// The newest this build reads.
+        supported: u32,
+    },
+}
+
+/// The state of a whole run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Still running (or the subcommand was killed).
+    Running,
+    /// Every selected benchmark ran.
+    Completed,
+    /// Stopped by Ctrl-C or SIGTERM.
+    Interrupted,
+}
+
+/// The state of one benchmark in a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BenchStatus {
+    /// Not run yet.
+    Pending,
+    /// Ran and passed.
+    Passed,
+    /// Ran and failed; the record says how.
+    Failed,
+    /// Stopped by Ctrl-C; no record.
+    Interrupted,
+}
+
+/// A bench executable of the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestExecutable {
+    /// Its package, when built from a workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
+    /// Its bench target.
+    pub target: String,
+    /// The executable.
+    pub path: String,
+}
+
+/// One selected benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManifestBenchmark {
+    /// Its id.
+    pub id: String,
+    /// Its bench target.
+    pub target: String,
+    /// Its package, when built from a workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
+    /// Where it is.
+    pub status: BenchStatus,
+    /// The failure's kind (`FailureKind`'s snake_case name), when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_kind: Option<gpubench_analysis::FailureKind>,
+    /// Its record, relative to the run directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<String>,
+    /// Wall time of its process, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
+}
+
+/// The index of a stored run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunManifest {
+    /// See [`MANIFEST_FORMAT_VERSION`].
+    pub format_version: u32,
+    /// The run's id (its directory name).
+    pub run_id: String,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    /// RFC 3339, UTC; absent while running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    /// The run's state.
+    pub status: RunStatus,
+    /// The command line, as given.
+    pub command_line: Vec<String>,
+    /// The requested device (`default` when the harness chose).
+    pub device: String,
+    /// Whether `--quick` was given.
+    pub quick: bool,
+    /// Whether `--flush-l2` was given.
+    pub flush_l2: bool,
+    /// The time limit of one benchmark process, seconds.
+    pub timeout_s: f64,
+    /// The libtorch library directory benchmarks loaded.
+    pub libtorch_lib: String,
+    /// The bench executables.
+    pub executables: Vec<ManifestExecutable>,
+    /// Every selected benchmark, in the order they run.
+    pub benchmarks: Vec<ManifestBenchmark>,
+}
+
+impl RunManifest {
+    /// Pretty JSON with a trailing newline.
+    pub fn to_json_pretty(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("manifests always serialise");
+        s.push('\n');
+        s
+    }
+
+    /// Reads a manifest, refusing newer format versions.
+    pub fn read(path: &Path) -> Result<Self, ManifestError> {
+        let p = || path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ManifestError::Io { path: p(), source })?;
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|source| ManifestError::Parse { path: p(), source })?;
+        let found = value
+            .get("format_version")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
+        if found > u64::from(MANIFEST_FORMAT_VERSION) {
+            return Err(ManifestError::TooNew {
+                path: p(),
+                found: found as u32,
+                supported: MANIFEST_FORMAT_VERSION,
+            });
+        }
+        serde_json::from_value(value).map_err(|source| ManifestError::Parse { path: p(), source })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest() -> RunManifest {
+        RunManifest {
+            format_version: MANIFEST_FORMAT_VERSION,
+            run_id: "20260101T000000.000Z-1a2b".into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            finished_at: None,
+            status: RunStatus::Running,
+            command_line: vec!["cargo-gpubench".into(), "gpubench".into()],
+            device: "default".into(),
+            quick: false,
+            flush_l2: false,
+            timeout_s: 300.0,
+            libtorch_lib: "/venv/torch/lib".into(),
+            executables: vec![ManifestExecutable {
+                package: Some("gpu".into()),
+                target: "suite".into(),
+                path: "/t/suite-0123".into(),
+            }],
+            benchmarks: vec![ManifestBenchmark {
+                id: "matmul".into(),
+                target: "suite".into(),
+                package: Some("gpu".into()),
+                status: BenchStatus::Failed,
+                failure_kind: Some(gpubench_analysis::FailureKind::OutOfMemory),
+                record: Some("matmul.json".into()),
+                duration_s: Some(1.5),
+            }],
+        }
+    }
+
+    #[test]
+    fn round_trips_and_refuses_newer_versions() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(MANIFEST_FILE);
+        std::fs::write(&path, manifest().to_json_pretty()).unwrap();
+        assert_eq!(RunManifest::read(&path).unwrap(), manifest());
+        let text = manifest().to_json_pretty();
+        assert!(
+            text.contains("\"failure_kind\": \"out_of_memory\""),
+            "{text}"
+        );
+
+        let mut v: serde_json::Value = serde_json::to_value(manifest()).unwrap();
+        v["format_version"] = 99.into();
+        std::fs::write(&path, v.to_string()).unwrap();
+        let err = RunManifest::read(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("format_version 99") && err.contains("upgrade"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,74 @@
+//! Progress on stderr while benchmarks run: a bar with the current benchmark and how
+//! many remain when stderr is a terminal, and one line per finished benchmark always
+//! (so CI logs show progress too).
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Progress of a run.
+#[derive(Debug)]
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    total: usize,
+    done: usize,
+}
+
+impl Progress {
+    /// Progress over `total` benchmarks; the bar shows only when `bar_wanted` and
+    /// stderr is a terminal.
+    pub fn new(total: usize, bar_wanted: bool) -> Self {
+        let bar = (bar_wanted && std::io::stderr().is_terminal()).then(|| {
+            let bar =
+                ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} [{pos}/{len}] {wide_msg} {elapsed:>4}")
+                    .expect("the template is valid"),
+            );
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        });
+        Progress {
+            bar,
+            total,
+            done: 0,
+        }
+    }
+
+    /// `name` starts.
+    pub fn start(&self, name: &str) {
+        if let Some(bar) = &self.bar {
+            let after = self.total.saturating_sub(self.done + 1);
+            bar.set_message(format!("{name} (then {after} more)"));
+        }
+    }
+
+    /// A benchmark finished with `status` (`passed`, `failed`, ...) after `seconds`;
+    /// `reason` says why it failed.
+    pub fn finish_one(&mut self, name: &str, status: &str, reason: Option<&str>, seconds: f64) {
+        self.done += 1;
+        let mut line = format!(
+            "{status:>11} [{}/{}] {name} ({seconds:.1} s)",
+            self.done, self.total
+        );
+        if let Some(reason) = reason {
+            line.push_str(": ");
+            line.push_str(reason);
+        }
+        match &self.bar {
+            Some(bar) => {
+                bar.println(line);
+                bar.inc(1);
+            }
+            None => eprintln!("{line}"),
+        }
+    }
+
+    /// Removes the bar.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,1440 @@
+//! What the templates see: every figure of the report computed, formatted and
+//! labelled once, plus the charts each page links to.
+
+use std::collections::BTreeSet;
+
+use gpubench_analysis::baseline::ComparisonOutcome;
+use gpubench_analysis::stats::{self, Estimate, OutlierCounts};
+use gpubench_analysis::{
+    file_stem_for_id, BenchmarkSummary, Fingerprint, Measurement, RawRecord, RunMode, StopReason,
+    Throughput, TimeKind, Verdict,
+};
+use serde::Serialize;
+
+use super::charts::{self, palette, Axis, AxisFormat, Note, Plot, Rule, Series, SeriesKind};
+use super::comparison::{ComparisonView, FlagView, SpeedupView};
+use super::format;
+use super::peaks::{device_peaks, dtype_from_id, normalise_dtype};
+use super::{ReportBenchmark, ReportInput};
+
+/// The summary and every benchmark page.
+pub struct Views {
+    /// The summary page.
+    pub summary: SummaryView,
+    /// One per benchmark, in input order.
+    pub benchmarks: Vec<BenchmarkView>,
+}
+
+/// A benchmark's status: its verdict, or why it has none.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusView {
+    /// CSS class, e.g. `regressed`.
+    pub class: &'static str,
+    /// The word, e.g. `regressed`.
+    pub label: &'static str,
+    /// Severity for sorting: 0 (failed) first.
+    pub rank: u8,
+}
+
+const STATUS_FAILED: StatusView = StatusView {
+    class: "failed",
+    label: "failed",
+    rank: 0,
+};
+const STATUS_NOT_COMPARED: StatusView = StatusView {
+    class: "notcompared",
+    label: "not compared",
+    rank: 3,
+};
+const STATUS_NO_BASELINE: StatusView = StatusView {
+    class: "nobaseline",
+    label: "no baseline",
+    rank: 6,
+};
+
+fn status_of(verdict: Verdict) -> StatusView {
+    let (class, rank) = match verdict {
+        Verdict::Regressed => ("regressed", 1),
+        Verdict::Ambiguous => ("ambiguous", 2),
+        Verdict::Improved => ("improved", 4),
+        Verdict::NoChange => ("nochange", 5),
+    };
+    StatusView {
+        class,
+        label: verdict.label(),
+        rank,
+    }
+}
+
+/// A table cell: text, an optional smaller second line, and a sort key.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Cell {
+    /// Main text.
+    pub text: String,
+    /// Second line (an interval, a percentage), or empty.
+    pub detail: String,
+    /// The key sortable tables order by; empty sorts last.
+    pub sort: String,
+}
+
+impl Cell {
+    fn duration(ns: Option<f64>) -> Self {
+        match ns.filter(|v| v.is_finite()) {
+            Some(v) => Cell {
+                text: format::duration(v),
+                detail: String::new(),
+                sort: format!("{v}"),
+            },
+            None => Cell::default(),
+        }
+    }
+}
+
+/// One row of the summary table.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryRow {
+    /// Benchmark id.
+    pub id: String,
+    /// The id cut after each `/`, `_`, `-`, `.` or `:`, where a narrow column may
+    /// wrap it.
+    pub id_parts: Vec<String>,
+    /// Link to its page, relative to `index.html`.
+    pub href: String,
+    /// Verdict or failure.
+    pub status: StatusView,
+    /// Steady-state median per iteration, with its interval.
+    pub median: Cell,
+    /// Change against the baseline, with its interval.
+    pub change: Cell,
+    /// Host-dispatch time per iteration.
+    pub host: Cell,
+    /// Device time per iteration.
+    pub device: Cell,
+    /// First cold call.
+    pub cold: Cell,
+    /// Throughput, with % of the device's peak.
+    pub throughput: Cell,
+    /// Peak device memory.
+    pub memory: Cell,
+    /// Failure reason, flags, or the baseline's note.
+    pub note: String,
+}
+
+/// One row of the eager-versus-compiled scorecard.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScorecardRow {
+    /// Benchmark id.
+    pub id: String,
+    /// Link to its page.
+    pub href: String,
+    /// Speedup of compiled over eager.
+    pub speedup: Option<SpeedupView>,
+    /// One line about numerical agreement.
+    pub agreement: String,
+    /// Whether outputs disagreed.
+    pub disagrees: bool,
+    /// Flags raised.
+    pub flags: Vec<FlagView>,
+}
+
+/// A count of benchmarks with one status, for the header.
+#[derive(Debug, Clone, Serialize)]
+pub struct CountView {
+    /// The status.
+    pub status: StatusView,
+    /// How many.
+    pub n: usize,
+}
+
+/// The summary page.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryView {
+    /// Page title.
+    pub title: String,
+    /// Baseline compared against.
+    pub baseline_name: Option<String>,
+    /// The baseline's device, commit and time, in words.
+    pub baseline_origin: Option<String>,
+    /// When generated.
+    pub generated_at: Option<String>,
+    /// Benchmarks per status, most severe first.
+    pub counts: Vec<CountView>,
+    /// Total benchmarks.
+    pub total: usize,
+    /// The environment the run measured on, as rows.
+    pub environment: Vec<(String, String)>,
+    /// A warning when records come from several devices.
+    pub environment_warning: Option<String>,
+    /// The peaks "% of peak" compares with, in words, or `None` for an unknown device.
+    pub peaks: Option<String>,
+    /// The main table.
+    pub rows: Vec<SummaryRow>,
+    /// Benchmarks the baseline has that this run did not run.
+    pub missing_in_current: Vec<String>,
+    /// Eager-versus-compiled scorecard; empty when no benchmark is one.
+    pub scorecard: Vec<ScorecardRow>,
+}
+
+/// A chart of a benchmark page.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChartView {
+    /// File name inside the benchmark's chart folder, e.g. `distribution.svg`.
+    pub file: String,
+    /// Path relative to the benchmark page.
+    pub src: String,
+    /// Text alternative.
+    pub alt: String,
+    /// A sentence under the chart.
+    pub caption: String,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    #[serde(skip)]
+    plot: Plot,
+}
+
+impl ChartView {
+    /// Draws the chart's SVG.
+    pub fn draw(&self) -> Result<String, String> {
+        self.plot.to_svg()
+    }
+}
+
+/// The charts of one page; absent when there is nothing to draw.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PageCharts {
+    /// Distribution of samples, this run against the baseline.
+    pub distribution: Option<ChartView>,
+    /// Samples in time order.
+    pub timeline: Option<ChartView>,
+    /// Host-dispatch, device and synced wall time per sample.
+    pub host_device: Option<ChartView>,
+    /// The warm-up trace.
+    pub warmup: Option<ChartView>,
+    /// Cold calls against the steady state.
+    pub cold: Option<ChartView>,
+    /// Eager and compiled latency over the shape stream.
+    pub comparison: Option<ChartView>,
+}
+
+impl PageCharts {
+    /// Every chart present.
+    pub fn iter(&self) -> impl Iterator<Item = &ChartView> {
+        [
+            &self.distribution,
+            &self.timeline,
+            &self.host_device,
+            &self.warmup,
+            &self.cold,
+            &self.comparison,
+        ]
+        .into_iter()
+        .flatten()
+    }
+
+    /// Whether there is no chart.
+    pub fn is_empty(&self) -> bool {
+        self.iter().next().is_none()
+    }
+}
+
+/// A label and a value, with an optional explanation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Fact {
+    /// What.
+    pub label: String,
+    /// The figure.
+    pub value: String,
+    /// A smaller note (interval, meaning), or empty.
+    pub detail: String,
+}
+
+fn fact(label: &str, value: impl Into<String>, detail: impl Into<String>) -> Fact {
+    Fact {
+        label: label.into(),
+        value: value.into(),
+        detail: detail.into(),
+    }
+}
+
+/// A cold call next to the steady state.
+#[derive(Debug, Clone, Serialize)]
+pub struct ColdRow {
+    /// What made it cold.
+    pub label: String,
+    /// Synced wall time.
+    pub wall: String,
+    /// When it returned to the host.
+    pub host: String,
+    /// Device time, or empty.
+    pub device: String,
+    /// How many steady-state iterations it costs, e.g. `75×`.
+    pub ratio: String,
+}
+
+/// What an unsynchronised loop would have reported.
+#[derive(Debug, Clone, Serialize)]
+pub struct NaiveRow {
+    /// Iterations of the loop.
+    pub iters: u64,
+    /// Per iteration without a final sync.
+    pub naive: String,
+    /// Per iteration with it.
+    pub synced: String,
+    /// How much the naive figure understates, e.g. `1.7× too fast`.
+    pub error: String,
+}
+
+/// A failed benchmark's failure.
+#[derive(Debug, Clone, Serialize)]
+pub struct FailureView {
+    /// The kind, e.g. `out of memory`.
+    pub kind: String,
+    /// The message.
+    pub message: String,
+    /// The allocator's view at the failure.
+    pub memory: Vec<Fact>,
+}
+
+/// One benchmark page.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchmarkView {
+    /// Benchmark id.
+    pub id: String,
+    /// File stem of its page and chart folder.
+    pub stem: String,
+    /// Verdict or failure.
+    pub status: StatusView,
+    /// The failure, when it failed.
+    pub failure: Option<FailureView>,
+    /// Whether it was measured (not failed, not empty).
+    pub measured: bool,
+    /// Whether it was only smoke-tested (one call).
+    pub smoke: bool,
+    /// Which time the steady-state figures are: device or synced wall.
+    pub primary_label: String,
+    /// The headline figures.
+    pub key_facts: Vec<Fact>,
+    /// A sentence on what the timings say, e.g. that it is device-bound.
+    pub reading: Vec<String>,
+    /// Host, device and wall medians.
+    pub timing_facts: Vec<Fact>,
+    /// Cold calls.
+    pub cold_rows: Vec<ColdRow>,
+    /// Naive unsynchronised loops.
+    pub naive_rows: Vec<NaiveRow>,
+    /// Throughput and memory.
+    pub resource_facts: Vec<Fact>,
+    /// The baseline's note, e.g. why it was not compared.
+    pub baseline_note: Option<String>,
+    /// Charts.
+    pub charts: PageCharts,
+    /// Eager versus compiled, when the benchmark is one.
+    pub comparison: Option<ComparisonView>,
+    /// Where and with what it ran.
+    pub environment: Vec<(String, String)>,
+    /// The measurement options.
+    pub config: Vec<(String, String)>,
+}
+
+/// Builds every view of the report.
+pub fn build_all(input: &ReportInput) -> Views {
+    let (benchmarks, rows): (Vec<BenchmarkView>, Vec<SummaryRow>) =
+        super::parallel::map(&input.benchmarks, build_one)
+            .into_iter()
+            .unzip();
+    let scorecard = benchmarks
+        .iter()
+        .filter_map(|v| {
+            let c = v.comparison.as_ref()?;
+            Some(ScorecardRow {
+                id: v.id.clone(),
+                href: format!("bench/{}.html", v.stem),
+                speedup: c.speedup.clone(),
+                agreement: c.agreement_summary.clone(),
+                disagrees: c.disagrees,
+                flags: c.flags.clone(),
+            })
+        })
+        .collect();
+    let mut counts: Vec<CountView> = Vec::new();
+    for v in &benchmarks {
+        match counts.iter_mut().find(|c| c.status.class == v.status.class) {
+            Some(c) => c.n += 1,
+            None => counts.push(CountView {
+                status: v.status.clone(),
+                n: 1,
+            }),
+        }
+    }
+    counts.sort_by_key(|c| c.status.rank);
+
+    let records: Vec<&RawRecord> = input.benchmarks.iter().map(|b| &b.record).collect();
+    let known: Vec<&Fingerprint> = records
+        .iter()
+        .map(|r| &r.fingerprint)
+        .filter(|f| f.device.name != "unknown")
+        .collect();
+    let devices: BTreeSet<&str> = known.iter().map(|f| f.device.name.as_str()).collect();
+    let environment = known
+        .first()
+        .or(records.first().map(|r| &r.fingerprint).as_ref())
+        .map(|f| {
+            let mut rows = environment_rows(f);
+            let stamps: BTreeSet<&str> = known.iter().map(|f| f.timestamp.as_str()).collect();
+            if let (Some(first), Some(last)) = (stamps.first(), stamps.last()) {
+                if first != last {
+                    if let Some(row) = rows.iter_mut().find(|(k, _)| k == "measured at") {
+                        row.1 = format!("{first} to {last}");
+                    }
+                }
+            }
+            rows
+        })
+        .unwrap_or_default();
+    let environment_warning = (devices.len() > 1).then(|| {
+        format!(
+            "These records come from {} different devices ({}); compare figures only within one device.",
+            devices.len(),
+            devices.iter().copied().collect::<Vec<_>>().join(", ")
+        )
+    });
+    let peaks = devices.first().and_then(|name| {
+        let p = device_peaks(name)?;
+        let flops: Vec<String> = p
+            .tflops
+            .iter()
+            .map(|(d, tf)| format!("{d} {tf} TFLOP/s"))
+            .collect();
+        Some(format!(
+            "{}: dense {}; memory {} GB/s",
+            p.model,
+            flops.join(", "),
+            p.memory_gb_s
+        ))
+    });
+    let baseline_origin = input.baseline_fingerprint.as_ref().map(|f| {
+        let mut s = format!("{} ({})", f.device.name, f.device.label());
+        if let Some(c) = &f.git_commit {
+            s.push_str(&format!(", commit {}", short_commit(c)));
+        }
+        s.push_str(&format!(", measured {}", f.timestamp));
+        s
+    });
+    let title = if input.title.trim().is_empty() {
+        "cargo gpubench report".to_string()
+    } else {
+        input.title.clone()
+    };
+    Views {
+        summary: SummaryView {
+            title,
+            baseline_name: input.baseline_name.clone(),
+            baseline_origin,
+            generated_at: input.generated_at.clone(),
+            counts,
+            total: benchmarks.len(),
+            environment,
+            environment_warning,
+            peaks,
+            rows,
+            missing_in_current: input.missing_in_current.clone(),
+            scorecard,
+        },
+        benchmarks,
+    }
+}
+
+fn short_commit(c: &str) -> &str {
+    c.get(..12).unwrap_or(c)
+}
+
+fn environment_rows(f: &Fingerprint) -> Vec<(String, String)> {
+    let mut device = format!("{} ({})", f.device.name, f.device.label());
+    if let Some(m) = f.device.total_memory_bytes {
+        device.push_str(&format!(", {}", format::bytes(m)));
+    }
+    let mut rows = vec![("device".to_string(), device)];
+    let mut push = |k: &str, v: Option<&String>| {
+        if let Some(v) = v {
+            rows.push((k.to_string(), v.clone()));
+        }
+    };
+    push("CUDA", f.cuda_version.as_ref());
+    push("cuDNN", f.cudnn_version.as_ref());
+    push("libtorch", Some(&f.libtorch_version));
+    push("tch", Some(&f.tch_version));
+    push("gpubench", Some(&f.gpubench_version));
+    push("host CPU", f.cpu_model.as_ref());
+    push("OS", Some(&f.os));
+    push("git commit", f.git_commit.as_ref());
+    push("measured at", Some(&f.timestamp));
+    rows
+}
+
+/// Figures of one measurement, shared by the summary row and the page.
+struct Figures {
+    /// Per-iteration samples of the primary timer, in time order.
+    primary: Vec<f64>,
+    /// Per-iteration samples of the timer compared with the baseline.
+    compared: Vec<f64>,
+    /// Which timer `compared` is.
+    compared_kind: TimeKind,
+    primary_is_device: bool,
+    median: Estimate,
+    mean: Estimate,
+    noise: Option<f64>,
+    outliers: OutlierCounts,
+    host: f64,
+    device: Option<f64>,
+    wall: f64,
+    throughput: Option<(String, f64)>,
+}
+
+impl Figures {
+    fn of(m: &Measurement, s: &BenchmarkSummary, compared: Option<TimeKind>) -> Option<Self> {
+        let primary_kind = s.primary_kind?;
+        let p = s.primary()?;
+        let samples_of = |kind: TimeKind| match kind {
+            TimeKind::Device => m.device_per_iter().unwrap_or_default(),
+            TimeKind::Host => m.host_per_iter(),
+            TimeKind::Wall => m.wall_per_iter(),
+        };
+        let compared_kind = compared.unwrap_or(primary_kind);
+        Some(Figures {
+            primary: samples_of(primary_kind),
+            compared: samples_of(compared_kind),
+            compared_kind,
+            primary_is_device: primary_kind == TimeKind::Device,
+            median: p.median,
+            mean: p.mean,
+            noise: p.rel_noise,
+            outliers: p.outliers,
+            host: s.host.as_ref().map_or(f64::NAN, |h| h.median.point),
+            device: s.device.as_ref().map(|d| d.median.point),
+            wall: s.wall.as_ref().map_or(f64::NAN, |w| w.median.point),
+            throughput: s
+                .throughput
+                .as_ref()
+                .map(|t| (t.rate.clone(), t.rate_per_s)),
+        })
+    }
+}
+
+fn benchmark_status(b: &ReportBenchmark) -> StatusView {
+    if b.record.failure.is_some() {
+        return STATUS_FAILED;
+    }
+    match b.baseline.as_ref().map(|c| &c.outcome) {
+        None => STATUS_NO_BASELINE,
+        Some(ComparisonOutcome::Compared { comparison, .. }) => status_of(comparison.verdict),
+        Some(ComparisonOutcome::Failed { .. }) => STATUS_FAILED,
+        Some(ComparisonOutcome::NotCompared { .. }) => STATUS_NOT_COMPARED,
+    }
+}
+
+/// The comparison's result, when the benchmark was compared.
+fn compared(b: &ReportBenchmark) -> Option<&gpubench_analysis::Comparison> {
+    match b.baseline.as_ref().map(|c| &c.outcome) {
+        Some(ComparisonOutcome::Compared { comparison, .. }) => Some(comparison),
+        _ => None,
+    }
+}
+
+/// What the reader should know about the baseline of `b`: the caller's note and why
+/// it was not compared.
+fn baseline_note(b: &ReportBenchmark) -> Option<String> {
+    let c = b.baseline.as_ref()?;
+    let reason = match &c.outcome {
+        ComparisonOutcome::NotCompared { reason } => Some(format!("Not compared: {reason}.")),
+        _ => None,
+    };
+    match (c.note.clone(), reason) {
+        (Some(n), Some(r)) => Some(format!("{n} {r}")),
+        (n, r) => n.or(r),
+    }
+}
+
+/// A benchmark's page and its summary row, sharing the (costly) estimates.
+fn build_one(b: &ReportBenchmark) -> (BenchmarkView, SummaryRow) {
+    let summary = match &b.summary {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => std::borrow::Cow::Owned(BenchmarkSummary::from_record(&b.record)),
+    };
+    let compared_kind = b.baseline.as_ref().and_then(|c| c.kind());
+    let fig = b
+        .record
+        .measurement
+        .as_ref()
+        .and_then(|m| Figures::of(m, &summary, compared_kind));
+    let view = benchmark_view(b, fig.as_ref());
+    let row = summary_row(b, &view, fig.as_ref());
+    (view, row)
+}
+
+fn summary_row(b: &ReportBenchmark, v: &BenchmarkView, fig: Option<&Figures>) -> SummaryRow {
+    let r = &b.record;
+    let m = r.measurement.as_ref();
+    let median = match fig {
+        Some(f) => Cell {
+            text: format::duration(f.median.point),
+            detail: format::duration_interval(f.median.point, f.median.lower, f.median.upper),
+            sort: format!("{}", f.median.point),
+        },
+        None => Cell::default(),
+    };
+    let change = compared(b)
+        .map(|c| c.change)
+        .map(|e| Cell {
+            text: format::percent_change(e.point),
+            detail: format::percent_interval(e.lower, e.upper),
+            sort: format!("{}", e.point),
+        })
+        .unwrap_or_default();
+    let host = Cell::duration(fig.map(|f| f.host));
+    let device = Cell::duration(fig.and_then(|f| f.device));
+    let cold = Cell::duration(m.and_then(|m| m.cold.first()).map(|c| c.wall_ns));
+    let throughput = match (m.and_then(|m| m.throughput), fig) {
+        (
+            Some(t),
+            Some(Figures {
+                throughput: Some((rate, per_s)),
+                median,
+                ..
+            }),
+        ) => Cell {
+            text: rate.clone(),
+            detail: percent_of_peak(b, t, median.point)
+                .map(|(p, of)| format!("{p:.0}% of {of}"))
+                .unwrap_or_default(),
+            sort: format!("{per_s}"),
+        },
+        _ => Cell::default(),
+    };
+    let memory = m
+        .and_then(|m| m.memory)
+        .map(|mem| Cell {
+            text: format::bytes(mem.peak_allocated_bytes),
+            detail: format!("{} reserved", format::bytes(mem.peak_reserved_bytes)),
+            sort: mem.peak_allocated_bytes.to_string(),
+        })
+        .unwrap_or_default();
+    let note = if let Some(f) = &r.failure {
+        format!("{}: {}", f.kind.label(), first_line(&f.message, 160))
+    } else {
+        let mut parts: Vec<String> = m
+            .map(|m| m.flags.iter().map(|f| f.label().to_string()).collect())
+            .unwrap_or_default();
+        match baseline_note(b) {
+            Some(n) => parts.push(n),
+            None if r.config.mode == RunMode::Smoke => parts.push("smoke run (one call)".into()),
+            None => {}
+        }
+        parts.join("; ")
+    };
+    SummaryRow {
+        id: r.id.clone(),
+        id_parts: wrap_points(&r.id),
+        href: format!("bench/{}.html", v.stem),
+        status: v.status.clone(),
+        median,
+        change,
+        host,
+        device,
+        cold,
+        throughput,
+        memory,
+        note,
+    }
+}
+
+/// The rate as a percentage of the device's peak, with what peak: `(62.0, "bf16
+/// peak")`. `None` when the device, or for FLOPs the dtype, is unknown.
+fn percent_of_peak(b: &ReportBenchmark, t: Throughput, ns_per_iter: f64) -> Option<(f64, String)> {
+    let peaks = device_peaks(&b.record.fingerprint.device.name)?;
+    let rate = t.rate(ns_per_iter);
+    match t {
+        Throughput::Flops(_) => {
+            let dtype = b
+                .dtype
+                .as_deref()
+                .and_then(normalise_dtype)
+                .or_else(|| dtype_from_id(&b.record.id))?;
+            let peak = peaks.tflops_for(dtype)?;
+            Some((rate / 1e12 / peak * 100.0, format!("{dtype} peak")))
+        }
+        Throughput::Bytes(_) => Some((
+            rate / 1e9 / peaks.memory_gb_s * 100.0,
+            "memory bandwidth".into(),
+        )),
+        Throughput::Elements(_) => None,
+    }
+}
+
+/// `matmul_bf16/4096` → `["matmul_", "bf16/", "4096"]`.
+fn wrap_points(id: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    for c in id.chars() {
+        current.push(c);
+        if matches!(c, '/' | '_' | '-' | '.' | ':') {
+            parts.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() || parts.is_empty() {
+        parts.push(current);
+    }
+    parts
+}
+
+/// `p = 0.023`, or `p < 0.001` below that.
+fn p_value(p: f64) -> String {
+    if p < 0.001 {
+        "p < 0.001".into()
+    } else {
+        format!("p = {p:.3}")
+    }
+}
+
+fn first_line(s: &str, max_chars: usize) -> String {
+    let line = s.lines().next().unwrap_or("");
+    if line.chars().count() > max_chars {
+        let cut: String = line.chars().take(max_chars).collect();
+        format!("{cut}…")
+    } else if s.lines().nth(1).is_some() {
+        format!("{line} …")
+    } else {
+        line.to_string()
+    }
+}
+
+fn benchmark_view(b: &ReportBenchmark, fig: Option<&Figures>) -> BenchmarkView {
+    let r = &b.record;
+    let stem = file_stem_for_id(&r.id);
+    let status = benchmark_status(b);
+    let m = r.measurement.as_ref();
+    let failure = r.failure.as_ref().map(|f| FailureView {
+        kind: f.kind.label().to_string(),
+        message: f.message.clone(),
+        memory: f.memory_at_failure.map(memory_facts).unwrap_or_default(),
+    });
+    let comparison = r.comparison.as_ref().map(ComparisonView::new);
+    let mut view = BenchmarkView {
+        id: r.id.clone(),
+        stem: stem.clone(),
+        status,
+        failure,
+        measured: fig.is_some(),
+        smoke: r.config.mode == RunMode::Smoke,
+        primary_label: String::new(),
+        key_facts: Vec::new(),
+        reading: Vec::new(),
+        timing_facts: Vec::new(),
+        cold_rows: Vec::new(),
+        naive_rows: Vec::new(),
+        resource_facts: Vec::new(),
+        baseline_note: baseline_note(b),
+        charts: PageCharts::default(),
+        comparison,
+        environment: environment_rows(&r.fingerprint),
+        config: config_rows(r),
+    };
+    if let Some(plot) = view
+        .comparison
+        .as_ref()
+        .and_then(ComparisonView::latency_plot)
+    {
+        view.charts.comparison = Some(chart(
+            &stem,
+            "comparison.svg",
+            plot,
+            "Per-request latency of each variant over the shape stream",
+            "Each dot is one request, in the order served; rings mark cold calls (the first request at a new shape). Rings after the first requests mean a variant pays again for every new shape.",
+        ));
+    }
+    let (Some(m), Some(fig)) = (m, fig) else {
+        return view;
+    };
+    view.primary_label = if fig.primary_is_device {
+        "device time".into()
+    } else {
+        "synced wall time".into()
+    };
+    fill_facts(&mut view, b, m, fig);
+    fill_charts(&mut view, b, m, fig);
+    view
+}
+
+fn fill_facts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, fig: &Figures) {
+    let med = fig.median;
+    view.key_facts.push(fact(
+        "median",
+        format::duration(med.point),
+        format!(
+            "{:.0}% interval {}",
+            med.confidence * 100.0,
+            format::duration_interval(med.point, med.lower, med.upper)
+        ),
+    ));
+    view.key_facts.push(fact(
+        "mean",
+        format::duration(fig.mean.point),
+        format!(
+            "{:.0}% interval {}",
+            fig.mean.confidence * 100.0,
+            format::duration_interval(fig.mean.point, fig.mean.lower, fig.mean.upper)
+        ),
+    ));
+    if let Some(c) = compared(b) {
+        let e = c.change;
+        view.key_facts.push(fact(
+            "change vs baseline",
+            format::percent_change(e.point),
+            format!(
+                "{:.0}% interval {}; {}; noise threshold ±{}",
+                e.confidence * 100.0,
+                format::percent_interval(e.lower, e.upper),
+                p_value(c.p_value),
+                format::percent_change(c.noise_threshold).trim_start_matches('+'),
+            ),
+        ));
+        view.key_facts.push(fact(
+            "baseline median",
+            format::duration(c.baseline_median),
+            format!(
+                "{} samples of {} time",
+                c.baseline_samples,
+                fig.compared_kind.label()
+            ),
+        ));
+    }
+    if let Some(noise) = fig.noise {
+        view.key_facts.push(fact(
+            "noise",
+            format!("±{:.2}%", noise * 100.0),
+            "median absolute deviation over the median",
+        ));
+    }
+    let o = fig.outliers;
+    if o.total() > 0 {
+        view.key_facts.push(fact(
+            "outliers",
+            format!("{} of {}", o.outliers(), o.total()),
+            format!(
+                "{} mild, {} severe (Tukey fences)",
+                o.low_mild + o.high_mild,
+                o.low_severe + o.high_severe
+            ),
+        ));
+    }
+    let iters: Vec<u64> = m.samples.iter().map(|s| s.iters).collect();
+    let (lo, hi) = (
+        iters.iter().min().copied().unwrap_or(0),
+        iters.iter().max().copied().unwrap_or(0),
+    );
+    view.key_facts.push(fact(
+        "samples",
+        m.samples.len().to_string(),
+        if lo == hi {
+            format!("{lo} iterations each")
+        } else {
+            format!("{lo}–{hi} iterations each")
+        },
+    ));
+    view.key_facts.push(fact(
+        "stopped because",
+        match m.stop_reason {
+            StopReason::Converged => "interval narrow enough",
+            StopReason::TimeBound => "time bound hit",
+            StopReason::SampleBound => "sample bound hit",
+            StopReason::Smoke => "smoke run (one call)",
+        },
+        format!(
+            "target ±{:.1}%, reached ±{:.1}%",
+            b.record.config.target_rel_ci * 100.0,
+            med.rel_half_width() * 100.0
+        ),
+    ));
+    view.key_facts.push(fact(
+        "sync cost",
+        format::duration(m.sync_cost_ns),
+        "an empty sync; amortised over each sample",
+    ));
+
+    view.timing_facts.push(fact(
+        "synced wall",
+        format::duration(fig.wall),
+        "sync; start; k calls; sync; stop — per call",
+    ));
+    if let Some(d) = fig.device {
+        view.timing_facts
+            .push(fact("device", format::duration(d), "from device events"));
+    }
+    view.timing_facts.push(fact(
+        "host dispatch",
+        format::duration(fig.host),
+        "until the k-th call returned to the host",
+    ));
+    let busy = fig.device.unwrap_or(fig.wall);
+    if fig.host < 0.6 * busy {
+        view.reading.push(format!(
+            "The host returns after {} per call while the device needs {}: the device is the bottleneck (device-bound). A timer stopped without a sync would report the host figure.",
+            format::duration(fig.host),
+            format::duration(busy)
+        ));
+    } else if fig.device.is_some_and(|d| d < 0.7 * fig.host) {
+        view.reading.push(format!(
+            "The device needs {} per call but the host takes {} to dispatch it: the device waits on the host (launch-bound). Fewer, larger kernels or a compiled graph help here.",
+            format::duration(busy),
+            format::duration(fig.host)
+        ));
+    }
+    for flag in &m.flags {
+        if *flag == gpubench_analysis::Flag::SyncsInsideRoutine {
+            view.reading.push("Host-dispatch time tracks device time: something inside the routine synchronises (e.g. `.item()`, printing a tensor, a copy to the CPU).".into());
+        }
+        if *flag == gpubench_analysis::Flag::Unstable {
+            view.reading.push("The samples never settled within the time bound; treat the figures as rough and look at the time-order chart for drift or throttling.".into());
+        }
+    }
+
+    // Cold calls are synced wall times, so they compare with the steady wall time.
+    let steady_wall = fig.wall;
+    let steady = fig.median.point;
+    view.cold_rows = m
+        .cold
+        .iter()
+        .map(|c| ColdRow {
+            label: c.label.clone(),
+            wall: format::duration(c.wall_ns),
+            host: format::duration(c.host_ns),
+            device: c.device_ns.map(format::duration).unwrap_or_default(),
+            ratio: if steady_wall > 0.0 {
+                format!("{:.0}×", c.wall_ns / steady_wall)
+            } else {
+                String::new()
+            },
+        })
+        .collect();
+    view.naive_rows = m
+        .naive
+        .iter()
+        .map(|n| NaiveRow {
+            iters: n.iters,
+            naive: format::duration(n.naive_ns_per_iter),
+            synced: format::duration(n.synced_ns_per_iter),
+            error: if n.naive_ns_per_iter > 0.0 && n.synced_ns_per_iter > n.naive_ns_per_iter {
+                format!(
+                    "{:.1}× too fast",
+                    n.synced_ns_per_iter / n.naive_ns_per_iter
+                )
+            } else {
+                "about right".into()
+            },
+        })
+        .collect();
+
+    if let (Some(t), Some((rate, _))) = (m.throughput, &fig.throughput) {
+        let detail = percent_of_peak(b, t, steady)
+            .map(|(p, of)| format!("{p:.0}% of {of}"))
+            .unwrap_or_else(|| "device peak unknown".into());
+        view.resource_facts
+            .push(fact("throughput", rate.clone(), detail));
+    }
+    if let Some(mem) = m.memory {
+        view.resource_facts.extend(memory_facts(mem));
+    }
+}
+
+fn memory_facts(mem: gpubench_analysis::MemoryStats) -> Vec<Fact> {
+    let mut facts = vec![
+        fact(
+            "peak allocated",
+            format::bytes(mem.peak_allocated_bytes),
+            "held by tensors",
+        ),
+        fact(
+            "peak reserved",
+            format::bytes(mem.peak_reserved_bytes),
+            "held by the caching allocator",
+        ),
+    ];
+    if mem.alloc_retries > 0 || mem.num_ooms > 0 {
+        facts.push(fact(
+            "allocator retries / OOMs",
+            format!("{} / {}", mem.alloc_retries, mem.num_ooms),
+            "retries mean the cache was flushed to fit an allocation",
+        ));
+    }
+    facts
+}
+
+fn config_rows(r: &RawRecord) -> Vec<(String, String)> {
+    let c = &r.config;
+    vec![
+        (
+            "mode".into(),
+            match c.mode {
+                RunMode::Bench => "bench".into(),
+                RunMode::Smoke => "smoke (one call)".into(),
+            },
+        ),
+        ("warm-up bound".into(), format!("{} s", c.warmup_time_s)),
+        (
+            "measurement bound".into(),
+            format!("{} s", c.measurement_time_s),
+        ),
+        (
+            "sample target".into(),
+            format::duration(c.sample_target_s * 1e9),
+        ),
+        (
+            "samples".into(),
+            format!("{} to {}", c.min_samples, c.max_samples),
+        ),
+        (
+            "interval target".into(),
+            format!("±{:.1}% (median, 95%)", c.target_rel_ci * 100.0),
+        ),
+        (
+            "L2 flushed".into(),
+            if c.flush_l2 { "yes" } else { "no" }.into(),
+        ),
+    ]
+}
+
+fn chart(stem: &str, file: &str, plot: Plot, alt: &str, caption: &str) -> ChartView {
+    ChartView {
+        file: file.to_string(),
+        src: format!("{stem}/{file}"),
+        alt: alt.to_string(),
+        caption: caption.to_string(),
+        width: charts::WIDTH,
+        height: plot.height,
+        plot,
+    }
+}
+
+fn fill_charts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, fig: &Figures) {
+    let stem = view.stem.clone();
+    let base: &[f64] = b
+        .baseline
+        .as_ref()
+        .map(|c| c.baseline_samples_ns.as_slice())
+        .unwrap_or(&[]);
+    let unit = charts::axis_unit(fig.median.point);
+    let what = &view.primary_label;
+
+    if fig.compared.len() >= 2 || base.len() >= 2 {
+        let compared_label = match fig.compared_kind {
+            TimeKind::Device => "device time",
+            TimeKind::Host => "host dispatch",
+            TimeKind::Wall => "synced wall time",
+        };
+        let (plot, hidden) = distribution_plot(&fig.compared, base, unit, compared_label);
+        let mut caption = if base.is_empty() {
+            "Density of this run's per-call times; ticks along the axis are the samples, the dashed line the median.".to_string()
+        } else {
+            "This run (blue) against the baseline (grey): shifted curves are a change, wider ones more noise. Dashed lines are the medians.".to_string()
+        };
+        if hidden > 0 {
+            caption.push_str(&format!(
+                " {hidden} far outlier(s) lie beyond the axis; the time-order chart shows them."
+            ));
+        }
+        view.charts.distribution = Some(chart(
+            &stem,
+            "distribution.svg",
+            plot,
+            "Distribution of per-call times, this run against the baseline",
+            &caption,
+        ));
+    }
+
+    if fig.primary.len() >= 2 {
+        let pts: Vec<(f64, f64)> = fig
+            .primary
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| (i as f64 + 1.0, v))
+            .collect();
+        let mut plot = Plot::new(
+            Axis::linear(
+                "sample (in time order)",
+                0.5..pts.len() as f64 + 0.5,
+                AxisFormat::Index,
+            ),
+            Axis::linear(
+                format!("{what} per call ({})", unit.symbol),
+                charts::padded_range(fig.primary.iter().copied(), 0.15, false),
+                AxisFormat::Time(unit),
+            ),
+        );
+        plot.rules.push(Rule {
+            horizontal: true,
+            at: fig.median.point,
+            color: palette::BASELINE,
+            dashed: true,
+            label: Some("median".into()),
+        });
+        plot.series.push(Series {
+            name: None,
+            color: palette::NEW,
+            points: pts,
+            kind: SeriesKind::LineMarkers,
+        });
+        view.charts.timeline = Some(chart(
+            &stem,
+            "timeline.svg",
+            plot,
+            "Per-call time of every sample in the order taken",
+            "A steady run is a flat band. A slope is drift (clocks, heat); a step is throttling or another process; a slow start means warm-up ended too early.",
+        ));
+    }
+
+    let hosts = m.host_per_iter();
+    let walls = m.wall_per_iter();
+    let devices = m.device_per_iter().filter(|d| !d.is_empty());
+    if !walls.is_empty() {
+        let all = walls
+            .iter()
+            .chain(hosts.iter())
+            .chain(devices.iter().flatten())
+            .copied();
+        let top = charts::padded_range(all, 0.1, false).end;
+        let n = walls.len();
+        let idx = |v: &[f64]| -> Vec<(f64, f64)> {
+            v.iter()
+                .enumerate()
+                .map(|(i, &x)| (i as f64 + 1.0, x))
+                .collect()
+        };
+        let kind = if n == 1 {
+            SeriesKind::Markers {
+                size: 5,
+                hollow: false,
+            }
+        } else {
+            SeriesKind::Line
+        };
+        let mut plot = Plot::new(
+            Axis::linear(
+                "sample (in time order)",
+                0.5..n as f64 + 0.5,
+                AxisFormat::Index,
+            ),
+            Axis::linear(
+                format!("per call ({})", unit.symbol),
+                0.0..top * 1.25,
+                AxisFormat::Time(unit),
+            ),
+        );
+        plot.series.push(Series {
+            name: Some("synced wall".into()),
+            color: palette::NEW,
+            points: idx(&walls),
+            kind,
+        });
+        if let Some(d) = &devices {
+            plot.series.push(Series {
+                name: Some("device".into()),
+                color: palette::DEVICE,
+                points: idx(d),
+                kind,
+            });
+        }
+        plot.series.push(Series {
+            name: Some("host dispatch".into()),
+            color: palette::HOST,
+            points: idx(&hosts),
+            kind,
+        });
+        view.charts.host_device = Some(chart(
+            &stem,
+            "host-device.svg",
+            plot,
+            "Host-dispatch, device and synced wall time per call for every sample",
+            "Host dispatch far below device time: device-bound (the host queues ahead). Host dispatch near wall time with device time below it: launch-bound.",
+        ));
+    }
+
+    if !m.warmup.is_empty() {
+        let per_iter: Vec<f64> = m
+            .warmup
+            .iter()
+            .map(|w| w.wall_ns / w.iters.max(1) as f64)
+            .collect();
+        let values = per_iter.iter().copied().chain([fig.median.point]);
+        let log = charts::wants_log(values.clone());
+        let wunit = charts::axis_unit(fig.median.point);
+        let n = per_iter.len();
+        let mut plot = Plot::new(
+            Axis::linear("warm-up batch", 0.5..n as f64 + 0.5, AxisFormat::Index),
+            Axis {
+                desc: if log {
+                    "synced wall per call (log scale)".into()
+                } else {
+                    format!("synced wall per call ({})", wunit.symbol)
+                },
+                range: charts::padded_range(values, 0.15, log),
+                log,
+                format: if log {
+                    AxisFormat::Duration
+                } else {
+                    AxisFormat::Time(wunit)
+                },
+            },
+        );
+        plot.rules.push(Rule {
+            horizontal: true,
+            at: fig.median.point,
+            color: palette::DEVICE,
+            dashed: true,
+            label: Some("steady-state median".into()),
+        });
+        plot.series.push(Series {
+            name: None,
+            color: palette::HOST,
+            points: per_iter
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| (i as f64 + 1.0, v))
+                .collect(),
+            kind: SeriesKind::LineMarkers,
+        });
+        view.charts.warmup = Some(chart(
+            &stem,
+            "warmup.svg",
+            plot,
+            "Per-call time of each warm-up batch against the steady-state median",
+            "Warm-up runs until the per-call time stops changing; these batches are not part of the samples.",
+        ));
+    }
+
+    if !m.cold.is_empty() && fig.wall > 0.0 {
+        view.charts.cold = Some(chart(
+            &stem,
+            "cold.svg",
+            cold_plot(m, fig.wall),
+            "Cold calls against one steady-state call",
+            "Cold calls include lazy initialisation, library heuristics, allocator growth and compilation; they are reported on their own, never mixed into the samples.",
+        ));
+    }
+}
+
+/// Gaussian kernel density of `new` and `base`, with medians and a rug of `new`.
+/// Returns the plot and how many samples fall outside the axis.
+fn distribution_plot(
+    new: &[f64],
+    base: &[f64],
+    unit: format::TimeUnit,
+    what: &str,
+) -> (Plot, usize) {
+    let all: Vec<f64> = new.iter().chain(base).copied().collect();
+    // Far outliers (a throttling spike) would squash the curves into one column: show
+    // what lies within either side's outer Tukey fences.
+    let fences: Vec<(f64, f64)> = [new, base]
+        .into_iter()
+        .filter(|xs| !xs.is_empty())
+        .map(|xs| {
+            let s = stats::sorted(xs);
+            let q1 = stats::quantile_sorted(&s, 0.25);
+            let q3 = stats::quantile_sorted(&s, 0.75);
+            let iqr = (q3 - q1).max(q3.abs() * 1e-3);
+            (q1 - 3.0 * iqr, q3 + 3.0 * iqr)
+        })
+        .collect();
+    let shown = |v: &&f64| fences.iter().any(|(lo, hi)| **v >= *lo && **v <= *hi);
+    let hidden = all.iter().filter(|v| !shown(v)).count();
+    let visible: Vec<f64> = all.iter().filter(shown).copied().collect();
+    let bw_new = bandwidth(new);
+    let bw_base = bandwidth(base);
+    let bw = bw_new.max(bw_base);
+    let range = charts::padded_range(visible.iter().copied(), 0.0, false);
+    let x = (range.start - 2.5 * bw)..(range.end + 2.5 * bw);
+
+    let curve = |xs: &[f64], h: f64| -> Vec<(f64, f64)> {
+        let xs: Vec<f64> = xs.iter().filter(shown).copied().collect();
+        let steps = 160;
+        (0..=steps)
+            .map(|i| {
+                let at = x.start + (x.end - x.start) * i as f64 / steps as f64;
+                (at, kde(&xs, h, at))
+            })
+            .collect()
+    };
+    let new_curve = if new.len() >= 2 {
+        curve(new, bw_new)
+    } else {
+        Vec::new()
+    };
+    let base_curve = if base.len() >= 2 {
+        curve(base, bw_base)
+    } else {
+        Vec::new()
+    };
+    let peak = new_curve
+        .iter()
+        .chain(&base_curve)
+        .map(|p| p.1)
+        .fold(0.0f64, f64::max)
+        .max(f64::MIN_POSITIVE);
+    let mut plot = Plot::new(
+        Axis::linear(
+            format!("{what} per call ({})", unit.symbol),
+            x,
+            AxisFormat::Time(unit),
+        ),
+        Axis::linear("", 0.0..peak * 1.18, AxisFormat::Hidden),
+    );
+    if !base_curve.is_empty() {
+        plot.series.push(Series {
+            name: Some(format!("baseline (n={})", base.len())),
+            color: palette::BASELINE,
+            points: base_curve,
+            kind: SeriesKind::Area,
+        });
+        plot.rules.push(Rule {
+            horizontal: false,
+            at: stats::median(base),
+            color: palette::BASELINE,
+            dashed: true,
+            label: None,
+        });
+    }
+    if !new_curve.is_empty() {
+        plot.series.push(Series {
+            name: Some(format!("this run (n={})", new.len())),
+            color: palette::NEW,
+            points: new_curve,
+            kind: SeriesKind::Area,
+        });
+        plot.rules.push(Rule {
+            horizontal: false,
+            at: stats::median(new),
+            color: palette::NEW,
+            dashed: true,
+            label: None,
+        });
+    }
+    plot.series.push(Series {
+        name: None,
+        color: palette::NEW,
+        points: new
+            .iter()
+            .filter(shown)
+            .map(|&v| (v, peak * 0.06))
+            .collect(),
+        kind: SeriesKind::Rug,
+    });
+    (plot, hidden)
+}
+
+/// Silverman's rule of thumb, floored so identical samples still draw a peak.
+fn bandwidth(xs: &[f64]) -> f64 {
+    if xs.len() < 2 {
+        return 0.0;
+    }
+    let mean = stats::mean(xs);
+    let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (xs.len() - 1) as f64).sqrt();
+    let s = stats::sorted(xs);
+    let iqr = stats::quantile_sorted(&s, 0.75) - stats::quantile_sorted(&s, 0.25);
+    let spread = if iqr > 0.0 { sd.min(iqr / 1.34) } else { sd };
+    let h = 0.9 * spread * (xs.len() as f64).powf(-0.2);
+    h.max(mean.abs() * 2e-3).max(1e-9)
+}
+
+fn kde(xs: &[f64], h: f64, at: f64) -> f64 {
+    if xs.is_empty() || h <= 0.0 {
+        return 0.0;
+    }
+    let norm = 1.0 / (xs.len() as f64 * h * (2.0 * std::f64::consts::PI).sqrt());
+    xs.iter()
+        .map(|x| {
+            let z = (at - x) / h;
+            (-0.5 * z * z).exp()
+        })
+        .sum::<f64>()
+        * norm
+}
+
+/// Horizontal bars on a log axis: each cold call and one steady-state call, labelled
+/// with its time and ratio.
+fn cold_plot(m: &Measurement, steady: f64) -> Plot {
+    let mut bars: Vec<(String, f64, bool)> = m
+        .cold
+        .iter()
+        .map(|c| (c.label.clone(), c.wall_ns, true))
+        .collect();
+    bars.push(("steady state (median wall)".into(), steady, false));
+    let lo = bars.iter().map(|b| b.1).fold(f64::INFINITY, f64::min) / 3.0;
+    let hi = bars.iter().map(|b| b.1).fold(0.0f64, f64::max);
+    // Room on the right for the labels.
+    let x = lo..hi * 400.0;
+    let n = bars.len();
+    let mut plot = Plot::new(
+        Axis {
+            desc: "synced wall time (log scale)".into(),
+            range: x,
+            log: true,
+            format: AxisFormat::Duration,
+        },
+        Axis::linear("", -0.6..n as f64 - 0.4, AxisFormat::Hidden),
+    );
+    plot.height = (70 + 44 * n as u32).clamp(150, 480);
+    let row = |i: usize| (n - 1 - i) as f64;
+    plot.series.push(Series {
+        name: None,
+        color: palette::COLD,
+        points: bars
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.2)
+            .map(|(i, b)| (b.1, row(i)))
+            .collect(),
+        kind: SeriesKind::HorizontalBars { half_height: 0.3 },
+    });
+    plot.series.push(Series {
+        name: None,
+        color: palette::DEVICE,
+        points: bars
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| !b.2)
+            .map(|(i, b)| (b.1, row(i)))
+            .collect(),
+        kind: SeriesKind::HorizontalBars { half_height: 0.3 },
+    });
+    for (i, (label, v, cold)) in bars.iter().enumerate() {
+        let text = if *cold {
+            format!(
+                "{label}: {} ({:.0}× steady)",
+                format::duration(*v),
+                v / steady
+            )
+        } else {
+            format!("{label}: {}", format::duration(*v))
+        };
+        plot.notes.push(Note {
+            at: (v * 1.15, row(i)),
+            text,
+        });
+    }
+    plot
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn density_integrates_to_about_one() {
+        let xs = [10.0, 11.0, 12.0, 11.5, 10.5];
+        let h = bandwidth(&xs);
+        let step = 0.01;
+        let area: f64 = (0..3000).map(|i| kde(&xs, h, i as f64 * step) * step).sum();
+        assert!((area - 1.0).abs() < 0.01, "{area}");
+        assert!(bandwidth(&[5.0, 5.0, 5.0]) > 0.0);
+    }
+}

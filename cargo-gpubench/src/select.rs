@@ -1,0 +1,315 @@
+//! Which listed benchmarks run: the filters, `--exact`, and what happens to the ones
+//! marked ignored.
+
+use std::cmp::Ordering;
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+/// Errors selecting benchmarks.
+#[derive(Debug, Error)]
+pub enum SelectError {
+    /// Two bench targets define the same id; records are keyed by id.
+    #[error("benchmark id `{id}` is defined in bench targets `{first}` and `{second}`: records and baselines are keyed by id, so ids must be unique; select one target with --bench or -p, or rename one")]
+    DuplicateId {
+        /// The id.
+        id: String,
+        /// One target.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// Nothing matched.
+    #[error("no benchmark to run: {why}")]
+    NothingSelected {
+        /// What was asked and what there is.
+        why: String,
+    },
+}
+
+/// A benchmark of a bench executable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Benchmark {
+    /// The package of its bench target, when built from a workspace.
+    pub package: Option<String>,
+    /// Its bench target.
+    pub target: String,
+    /// The executable that runs it.
+    pub exe: PathBuf,
+    /// Its id.
+    pub id: String,
+    /// Whether it is marked ignored.
+    pub ignored: bool,
+}
+
+impl Benchmark {
+    /// `<target>/<id>`, the name `--list` prints.
+    pub fn qualified(&self) -> String {
+        format!("{}/{}", self.target, self.id)
+    }
+}
+
+/// What to do with benchmarks marked ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ignored {
+    /// Skip them (the default).
+    Skip,
+    /// Run only them (`--ignored`).
+    Only,
+    /// Run them too (`--include-ignored`).
+    Include,
+}
+
+/// A selection of benchmarks.
+#[derive(Debug, Clone)]
+pub struct Filter {
+    /// Substrings (or, with `exact`, whole names); empty selects everything.
+    pub patterns: Vec<String>,
+    /// Match whole names.
+    pub exact: bool,
+    /// Ignored benchmarks.
+    pub ignored: Ignored,
+}
+
+impl Filter {
+    /// Whether `b`'s name matches, ignoring whether it is marked ignored. A pattern
+    /// matches the id or `<target>/<id>`.
+    pub fn matches_name(&self, b: &Benchmark) -> bool {
+        if self.patterns.is_empty() {
+            return true;
+        }
+        let qualified = b.qualified();
+        self.patterns.iter().any(|p| {
+            if self.exact {
+                b.id == *p || qualified == *p
+            } else {
+                qualified.contains(p.as_str())
+            }
+        })
+    }
+
+    /// Whether `b` runs.
+    pub fn selects(&self, b: &Benchmark) -> bool {
+        let ignored_ok = match self.ignored {
+            Ignored::Skip => !b.ignored,
+            Ignored::Only => b.ignored,
+            Ignored::Include => true,
+        };
+        ignored_ok && self.matches_name(b)
+    }
+}
+
+/// The benchmarks `filter` selects, in [`natural_cmp`] order of `<target>/<id>`.
+pub fn select(all: &[Benchmark], filter: &Filter) -> Vec<Benchmark> {
+    let mut chosen: Vec<Benchmark> = all.iter().filter(|b| filter.selects(b)).cloned().collect();
+    sort(&mut chosen);
+    chosen
+}
+
+/// Sorts benchmarks by `<target>/<id>` in [`natural_cmp`] order.
+pub fn sort(benchmarks: &mut [Benchmark]) {
+    benchmarks.sort_by(|a, b| natural_cmp(&a.qualified(), &b.qualified()));
+}
+
+/// Orders names so that runs of digits compare as numbers: `mlp/256` before
+/// `mlp/1024` (a sweep reads in the order of its sizes), otherwise byte by byte.
+pub fn natural_cmp(a: &str, b: &str) -> Ordering {
+    let (mut a, mut b) = (a.as_bytes(), b.as_bytes());
+    loop {
+        match (a.first(), b.first()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(x), Some(y)) if x.is_ascii_digit() && y.is_ascii_digit() => {
+                let (na, ra) = split_digits(a);
+                let (nb, rb) = split_digits(b);
+                // Compare by value: drop leading zeros, then length, then digits.
+                let (va, vb) = (trim_zeros(na), trim_zeros(nb));
+                let by_value = va.len().cmp(&vb.len()).then_with(|| va.cmp(vb));
+                match by_value.then_with(|| na.len().cmp(&nb.len())) {
+                    Ordering::Equal => (a, b) = (ra, rb),
+                    other => return other,
+                }
+            }
+            (Some(x), Some(y)) => match x.cmp(y) {
+                Ordering::Equal => (a, b) = (&a[1..], &b[1..]),
+                other => return other,
+            },
+        }
+    }
+}
+
+fn split_digits(s: &[u8]) -> (&[u8], &[u8]) {
+    let n = s.iter().take_while(|c| c.is_ascii_digit()).count();
+    s.split_at(n)
+}
+
+fn trim_zeros(s: &[u8]) -> &[u8] {
+    let n = s.iter().take_while(|c| **c == b'0').count();
+    &s[n..]
+}
+
+/// Refuses two benchmarks of different targets that share an id.
+pub fn check_unique_ids(benchmarks: &[Benchmark]) -> Result<(), SelectError> {
+    let mut by_id: Vec<&Benchmark> = benchmarks.iter().collect();
+    by_id.sort_by(|a, b| a.id.cmp(&b.id).then(a.target.cmp(&b.target)));
+    for pair in by_id.windows(2) {
+        if pair[0].id == pair[1].id {
+            return Err(SelectError::DuplicateId {
+                id: pair[0].id.clone(),
+                first: pair[0].target.clone(),
+                second: pair[1].target.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Why nothing was selected, in words that suggest the fix.
+pub fn explain_empty(all: &[Benchmark], filter: &Filter) -> SelectError {
+    let named = all.iter().filter(|b| filter.matches_name(b)).count();
+    let ignored = all
+        .iter()
+        .filter(|b| filter.matches_name(b) && b.ignored)
+        .count();
+    let why = if all.is_empty() {
+        "the bench targets list no benchmarks".to_string()
+    } else if named == 0 {
+        format!(
+            "no benchmark matches {} {} ({} listed; see --list)",
+            if filter.exact {
+                "exactly"
+            } else {
+                "the filter"
+            },
+            filter
+                .patterns
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            all.len()
+        )
+    } else if filter.ignored == Ignored::Only {
+        "none of the matching benchmarks is marked ignored".to_string()
+    } else {
+        format!("the {ignored} matching benchmark(s) are marked ignored; pass --include-ignored to run them")
+    };
+    SelectError::NothingSelected { why }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(target: &str, id: &str, ignored: bool) -> Benchmark {
+        Benchmark {
+            package: None,
+            target: target.into(),
+            exe: format!("/bin/{target}").into(),
+            id: id.into(),
+            ignored,
+        }
+    }
+
+    fn all() -> Vec<Benchmark> {
+        vec![
+            b("suite", "matmul/4096", false),
+            b("suite", "matmul/1024", false),
+            b("conv", "conv2d", false),
+            b("suite", "huge", true),
+        ]
+    }
+
+    fn filter(patterns: &[&str], exact: bool, ignored: Ignored) -> Filter {
+        Filter {
+            patterns: patterns.iter().map(|s| s.to_string()).collect(),
+            exact,
+            ignored,
+        }
+    }
+
+    fn names(v: Vec<Benchmark>) -> Vec<String> {
+        v.iter().map(Benchmark::qualified).collect()
+    }
+
+    #[test]
+    fn default_runs_everything_but_ignored_sorted() {
+        let got = names(select(&all(), &filter(&[], false, Ignored::Skip)));
+        assert_eq!(
+            got,
+            ["conv/conv2d", "suite/matmul/1024", "suite/matmul/4096"]
+        );
+    }
+
+    #[test]
+    fn substring_and_exact_filters() {
+        let got = names(select(&all(), &filter(&["matmul"], false, Ignored::Skip)));
+        assert_eq!(got, ["suite/matmul/1024", "suite/matmul/4096"]);
+        let got = names(select(
+            &all(),
+            &filter(&["matmul/1024"], true, Ignored::Skip),
+        ));
+        assert_eq!(got, ["suite/matmul/1024"]);
+        let got = names(select(&all(), &filter(&["matmul"], true, Ignored::Skip)));
+        assert!(got.is_empty());
+        // The target name takes part in matching.
+        let got = names(select(
+            &all(),
+            &filter(&["conv/conv2d"], true, Ignored::Skip),
+        ));
+        assert_eq!(got, ["conv/conv2d"]);
+    }
+
+    #[test]
+    fn ignored_benchmarks_run_only_when_asked() {
+        let got = names(select(&all(), &filter(&[], false, Ignored::Only)));
+        assert_eq!(got, ["suite/huge"]);
+        let got = names(select(&all(), &filter(&[], false, Ignored::Include)));
+        assert_eq!(got.len(), 4);
+        let err = explain_empty(&all(), &filter(&["huge"], false, Ignored::Skip));
+        assert!(err.to_string().contains("--include-ignored"), "{err}");
+        let err = explain_empty(&all(), &filter(&["nope"], false, Ignored::Skip));
+        assert!(err.to_string().contains("`nope`"), "{err}");
+    }
+
+    #[test]
+    fn sweeps_sort_by_size() {
+        let mut sorted = vec![
+            "mlp/4096",
+            "mlp/256",
+            "mlp/16384",
+            "conv",
+            "mlp/1024",
+            "mlp/0256",
+            "a10b",
+            "a9c",
+        ];
+        sorted.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(
+            sorted,
+            [
+                "a9c",
+                "a10b",
+                "conv",
+                "mlp/256",
+                "mlp/0256",
+                "mlp/1024",
+                "mlp/4096",
+                "mlp/16384"
+            ]
+        );
+        let sweep = [b("s", "mlp/4096", false), b("s", "mlp/256", false)];
+        let got = names(select(&sweep, &filter(&[], false, Ignored::Skip)));
+        assert_eq!(got, ["s/mlp/256", "s/mlp/4096"]);
+    }
+
+    #[test]
+    fn shared_ids_across_targets_are_refused() {
+        let mut v = all();
+        v.push(b("other", "conv2d", false));
+        let err = check_unique_ids(&v).unwrap_err().to_string();
+        assert!(err.contains("`conv2d`") && err.contains("`conv`") && err.contains("`other`"));
+        assert!(check_unique_ids(&all()).is_ok());
+    }
+}

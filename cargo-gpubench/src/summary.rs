@@ -1,0 +1,687 @@
+//! The end-of-run summary: a table for the terminal (with a "change vs baseline"
+//! column when the run was compared), or one JSON document with `--format json`
+//! (`--format markdown` is [`crate::markdown`]). Figures come from
+//! `gpubench_analysis::summary` and verdicts from [`crate::comparison`]; this module
+//! only lays them out.
+
+use std::fmt::Write as _;
+
+use gpubench_analysis::baseline::ComparisonOutcome;
+use gpubench_analysis::summary::BenchmarkSummary;
+use gpubench_analysis::units::{format_bytes, format_ns};
+use serde::Serialize;
+
+use crate::baselines::SavedBaseline;
+use crate::comparison::{change_text, outcome_word, plural, RunComparison};
+use crate::exit::Exit;
+use crate::manifest::{BenchStatus, RunStatus};
+
+/// Characters of a failure's first line shown in the table's status column.
+const REASON_CHARS: usize = 60;
+/// Lines of a failure message shown under the table.
+const DETAIL_LINES: usize = 12;
+
+/// One benchmark of the run, as the summary shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryEntry {
+    /// `<target>/<id>`.
+    pub name: String,
+    /// The bench target.
+    pub target: String,
+    /// The benchmark id.
+    pub id: String,
+    /// Where it is.
+    pub status: BenchStatus,
+    /// Its record, relative to the run directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<String>,
+    /// The figures, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<BenchmarkSummary>,
+    /// Its comparison with the baseline, when the baseline has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<ComparisonOutcome>,
+}
+
+/// How an invocation ends, for JSON readers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ExitVerdict {
+    /// The process exit code.
+    pub code: u8,
+    /// What it means, e.g. `regression_found`.
+    pub verdict: &'static str,
+}
+
+impl From<Exit> for ExitVerdict {
+    fn from(exit: Exit) -> Self {
+        ExitVerdict {
+            code: exit.code(),
+            verdict: exit.word(),
+        }
+    }
+}
+
+/// Fills each entry's comparison from `comparison`.
+pub fn attach_comparison(entries: &mut [SummaryEntry], comparison: &RunComparison) {
+    for e in entries {
+        e.comparison = comparison.get(&e.id).map(|c| c.outcome.clone());
+    }
+}
+
+/// The whole run, as `--format json` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    /// The run id.
+    pub run_id: String,
+    /// The run directory.
+    pub run_dir: String,
+    /// Completed or interrupted.
+    pub status: RunStatus,
+    /// Benchmarks that passed.
+    pub passed: usize,
+    /// Benchmarks that failed.
+    pub failed: usize,
+    /// Benchmarks stopped or never started because of Ctrl-C.
+    pub not_run: usize,
+    /// Wall time of the whole run, seconds.
+    pub elapsed_s: f64,
+    /// Every selected benchmark, in run order.
+    pub benchmarks: Vec<SummaryEntry>,
+    /// The comparison with the baseline (with its verdict counts), when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<RunComparison>,
+    /// The baseline this run saved, with `--save-baseline`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saved_baseline: Option<SavedBaseline>,
+    /// The HTML report's summary page (`<out-dir>/report/index.html`), when written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report: Option<String>,
+    /// Why the HTML report could not be written (the run then exits 5 unless a
+    /// verdict already fails it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report_error: Option<String>,
+    /// How the run ends: the exit code and its meaning.
+    pub exit: ExitVerdict,
+}
+
+impl RunSummary {
+    /// Builds the summary, counting statuses.
+    pub fn new(
+        run_id: String,
+        run_dir: String,
+        status: RunStatus,
+        elapsed_s: f64,
+        benchmarks: Vec<SummaryEntry>,
+    ) -> Self {
+        let count = |s: BenchStatus| benchmarks.iter().filter(|b| b.status == s).count();
+        let passed = count(BenchStatus::Passed);
+        let failed = count(BenchStatus::Failed);
+        let mut summary = RunSummary {
+            run_id,
+            run_dir,
+            status,
+            passed,
+            failed,
+            not_run: benchmarks.len() - passed - failed,
+            elapsed_s,
+            benchmarks,
+            comparison: None,
+            saved_baseline: None,
+            report: None,
+            report_error: None,
+            exit: Exit::Success.into(),
+        };
+        summary.exit = summary.exit_code().into();
+        summary
+    }
+
+    /// The summary with the run's comparison attached.
+    pub fn with_comparison(mut self, comparison: RunComparison) -> Self {
+        attach_comparison(&mut self.benchmarks, &comparison);
+        self.comparison = Some(comparison);
+        self.exit = self.exit_code().into();
+        self
+    }
+
+    /// The summary with where the HTML report was written, or why it was not.
+    pub fn with_report(mut self, report: Result<std::path::PathBuf, String>) -> Self {
+        match report {
+            Ok(index) => self.report = Some(index.display().to_string()),
+            Err(error) => self.report_error = Some(error),
+        }
+        self.exit = self.exit_code().into();
+        self
+    }
+
+    /// How the run ends; see [`Exit::of_verdicts`] for the precedence. A report that
+    /// could not be written is a setup error (5) when no verdict fails the run.
+    pub fn exit_code(&self) -> Exit {
+        let verdict = Exit::of_verdicts(
+            self.status == RunStatus::Interrupted,
+            self.failed > 0,
+            self.comparison.as_ref().is_some_and(|c| c.gate_tripped),
+        );
+        if verdict == Exit::Success && self.report_error.is_some() {
+            Exit::Setup
+        } else {
+            verdict
+        }
+    }
+
+    /// Pretty JSON with a trailing newline.
+    pub fn to_json_pretty(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("summaries always serialise");
+        s.push('\n');
+        s
+    }
+
+    /// The terminal table, the failures in detail, a closing line, and what the
+    /// comparison with the baseline found.
+    pub fn render_human(&self) -> String {
+        let mut out = render_table(&self.benchmarks, self.comparison.as_ref());
+        out.push_str(&render_failures(&self.benchmarks));
+        let mut closing = format!(
+            "\n{} benchmark{}: {} passed, {} failed",
+            self.benchmarks.len(),
+            if self.benchmarks.len() == 1 { "" } else { "s" },
+            self.passed,
+            self.failed
+        );
+        if self.not_run > 0 {
+            let _ = write!(closing, ", {} not run (interrupted)", self.not_run);
+        }
+        let _ = writeln!(
+            closing,
+            " in {}; records in {}",
+            format_ns(self.elapsed_s * 1e9),
+            self.run_dir
+        );
+        out.push_str(&closing);
+        if let Some(c) = &self.comparison {
+            out.push_str(&render_comparison(c, &self.benchmarks, self.exit_code()));
+        }
+        out
+    }
+}
+
+/// The failed benchmarks in detail (empty when none failed).
+pub fn render_failures(entries: &[SummaryEntry]) -> String {
+    let mut out = String::new();
+    let failures: Vec<&SummaryEntry> = entries
+        .iter()
+        .filter(|b| b.status == BenchStatus::Failed)
+        .collect();
+    if !failures.is_empty() {
+        out.push_str("\nfailures:\n");
+        for b in failures {
+            let Some(f) = b.summary.as_ref().and_then(|s| s.failure.as_ref()) else {
+                continue;
+            };
+            let _ = writeln!(out, "\n  {} ({})", b.name, f.kind.label());
+            for line in excerpt(&f.message, DETAIL_LINES) {
+                let _ = writeln!(out, "    {line}");
+            }
+        }
+    }
+    out
+}
+
+/// What the comparison found, under the table: the baseline and the counts, what
+/// was not compared and why, benchmarks on one side only, and the gate.
+pub fn render_comparison(c: &RunComparison, entries: &[SummaryEntry], exit: Exit) -> String {
+    let mut out = String::new();
+    let how = if c.baseline.default {
+        " (the default when it is saved: --baseline NAME picks another, --no-baseline skips)"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "compared with {}{how}: {}",
+        c.baseline.describe(),
+        c.counts_text()
+    );
+    if let Some(msg) = c.device_mismatch_message() {
+        let _ = writeln!(out, "  warning: {msg}");
+    }
+    for x in &c.set.cross_device {
+        let _ = writeln!(
+            out,
+            "  compared across devices (--allow-device-mismatch): {} ran on `{}` in the baseline, on `{}` now",
+            x.id, x.baseline_device, x.current_device
+        );
+    }
+    let name_of = |id: &str| {
+        entries
+            .iter()
+            .find(|e| e.id == id)
+            .map_or_else(|| id.to_string(), |e| e.name.clone())
+    };
+    let not_compared: Vec<String> = c
+        .set
+        .comparisons
+        .iter()
+        .filter_map(|b| match &b.outcome {
+            ComparisonOutcome::NotCompared { reason } if !c.is_device_mismatch(&b.id) => {
+                Some(format!("{} ({reason})", name_of(&b.id)))
+            }
+            _ => None,
+        })
+        .collect();
+    if !not_compared.is_empty() {
+        let _ = writeln!(out, "  not compared: {}", not_compared.join(", "));
+    }
+    if !c.set.missing_in_baseline.is_empty() {
+        let names: Vec<String> = c
+            .set
+            .missing_in_baseline
+            .iter()
+            .map(|id| name_of(id))
+            .collect();
+        let _ = writeln!(out, "  new, not in the baseline: {}", names.join(", "));
+    }
+    if !c.set.missing_in_current.is_empty() {
+        let _ = writeln!(
+            out,
+            "  in the baseline but not run: {}",
+            c.set.missing_in_current.join(", ")
+        );
+    }
+    let fail_on = c.settings.fail_on;
+    if c.gate_tripped {
+        let tripping: Vec<String> = c.tripping().iter().map(|id| name_of(id)).collect();
+        let _ = writeln!(
+            out,
+            "regression found (--fail-on {fail_on}): {}{}",
+            tripping.join(", "),
+            if exit == Exit::RegressionFound {
+                " (exit code 4)".to_string()
+            } else {
+                format!(
+                    " (exit code {}: a failed benchmark wins over a regression)",
+                    exit.code()
+                )
+            }
+        );
+    } else {
+        let _ = writeln!(out, "no regression (--fail-on {fail_on})");
+    }
+    out
+}
+
+/// The change column's cell: `+12.3% [+10.1%, +14.6%] regressed`, `new`, ...
+fn change_cell(e: &SummaryEntry, comparison: &RunComparison) -> String {
+    match comparison.get(&e.id).map(|b| &b.outcome) {
+        Some(o @ ComparisonOutcome::Compared { comparison: c, .. }) => {
+            format!("{} {}", change_text(&c.change), outcome_word(o))
+        }
+        // The status column says how it failed.
+        Some(ComparisonOutcome::Failed { .. }) => "—".to_string(),
+        Some(o @ ComparisonOutcome::NotCompared { .. }) => outcome_word(o).to_string(),
+        None if comparison.is_new(&e.id) => "new".to_string(),
+        None => "—".to_string(),
+    }
+}
+
+/// The table: one row per benchmark, columns aligned; with a comparison, a
+/// `change vs NAME` column after the median.
+pub fn render_table(entries: &[SummaryEntry], comparison: Option<&RunComparison>) -> String {
+    let confidence = entries
+        .iter()
+        .filter_map(|e| e.summary.as_ref()?.primary())
+        .map(|p| p.median.confidence)
+        .next()
+        .unwrap_or(0.95);
+    let mut header = vec![
+        "benchmark".to_string(),
+        format!("median [{:.0}% CI]", confidence * 100.0),
+        "host/iter".into(),
+        "device/iter".into(),
+        "cold call".into(),
+        "throughput".into(),
+        "peak mem".into(),
+        "status".into(),
+    ];
+    let mut rows: Vec<Vec<String>> = entries.iter().map(|e| row(e).to_vec()).collect();
+    if let Some(c) = comparison {
+        header.insert(2, format!("change vs {}", c.baseline.name));
+        for (r, e) in rows.iter_mut().zip(entries) {
+            r.insert(2, change_cell(e, c));
+        }
+    }
+    align(&header, &rows)
+}
+
+/// Rows under a header, columns aligned with two spaces between them.
+pub fn align(header: &[String], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for r in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
+        let mut line = String::new();
+        for (i, (cell, w)) in r.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            line.push_str(cell);
+            if i + 1 < r.len() {
+                line.extend(std::iter::repeat_n(' ', w - cell.chars().count()));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The passed/failed counts of `entries`, e.g. `3 benchmarks: 2 passed, 1 failed`.
+pub fn count_line(entries: &[SummaryEntry]) -> String {
+    let passed = entries
+        .iter()
+        .filter(|e| e.status == BenchStatus::Passed)
+        .count();
+    let failed = entries
+        .iter()
+        .filter(|e| e.status == BenchStatus::Failed)
+        .count();
+    format!(
+        "{} benchmark{}: {passed} passed, {failed} failed",
+        entries.len(),
+        plural(entries.len())
+    )
+}
+
+fn row(e: &SummaryEntry) -> [String; 8] {
+    let dash = || "—".to_string();
+    let s = e.summary.as_ref();
+    let median = s
+        .and_then(BenchmarkSummary::primary)
+        .map(|p| interval(p.median.point, p.median.lower, p.median.upper))
+        .unwrap_or_else(dash);
+    let host = s
+        .and_then(|s| s.host.as_ref())
+        .map(|h| format_ns(h.median.point))
+        .unwrap_or_else(dash);
+    let device = s
+        .and_then(|s| s.device.as_ref())
+        .map(|d| format_ns(d.median.point))
+        .unwrap_or_else(dash);
+    let cold = s
+        .and_then(|s| s.cold.first())
+        .map(|c| format_ns(c.wall_ns))
+        .unwrap_or_else(dash);
+    let throughput = s
+        .and_then(|s| s.throughput.as_ref())
+        .map(|t| t.rate.clone())
+        .unwrap_or_else(dash);
+    let memory = s
+        .and_then(|s| s.memory)
+        .map(|m| format_bytes(m.peak_allocated_bytes))
+        .unwrap_or_else(dash);
+    [
+        e.name.clone(),
+        median,
+        host,
+        device,
+        cold,
+        throughput,
+        memory,
+        status_cell(e),
+    ]
+}
+
+fn status_cell(e: &SummaryEntry) -> String {
+    match e.status {
+        BenchStatus::Passed => {
+            let flags: Vec<&str> = e
+                .summary
+                .iter()
+                .flat_map(|s| s.flags.iter().map(|f| f.label()))
+                .collect();
+            if flags.is_empty() {
+                "passed".into()
+            } else {
+                format!("passed ({})", flags.join(", "))
+            }
+        }
+        BenchStatus::Failed => match e.summary.as_ref().and_then(|s| s.failure.as_ref()) {
+            Some(f) => {
+                let first = f.message.lines().next().unwrap_or("").trim();
+                format!("{}: {}", f.kind.label(), shorten(first, REASON_CHARS))
+            }
+            None => "failed".into(),
+        },
+        BenchStatus::Interrupted => "interrupted".into(),
+        BenchStatus::Pending => "not run".into(),
+    }
+}
+
+/// `16.12 ms [16.05, 16.20]`: bounds drop the unit when it is the point's.
+pub fn interval(point: f64, lower: f64, upper: f64) -> String {
+    let p = format_ns(point);
+    let unit = p.rsplit_once(' ').map(|(_, u)| u).unwrap_or("");
+    let bound = |x: f64| {
+        let b = format_ns(x);
+        match b.rsplit_once(' ') {
+            Some((num, u)) if u == unit => num.to_string(),
+            _ => b,
+        }
+    };
+    format!("{p} [{}, {}]", bound(lower), bound(upper))
+}
+
+/// `s` cut to `max` characters, with `…` when cut.
+pub fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let cut: String = s.chars().take(max - 1).collect();
+    format!("{cut}…")
+}
+
+/// At most `max` lines of `message`: the first two and the last ones, which is where
+/// a headline and the end of a quoted stderr are.
+fn excerpt(message: &str, max: usize) -> Vec<String> {
+    let lines: Vec<&str> = message.lines().collect();
+    if lines.len() <= max {
+        return lines.iter().map(|l| l.to_string()).collect();
+    }
+    let tail = max - 3;
+    let mut out: Vec<String> = lines[..2].iter().map(|l| l.to_string()).collect();
+    out.push(format!("… ({} lines)", lines.len() - 2 - tail));
+    out.extend(lines[lines.len() - tail..].iter().map(|l| l.to_string()));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpubench_analysis::{
+        ColdCall, DeviceIdentity, Failure, FailureKind, Fingerprint, Flag, Measurement,
+        MeasurementConfig, MemoryStats, RawRecord, Sample, StopReason, Throughput,
+        RECORD_FORMAT_VERSION,
+    };
+
+    fn passed_record() -> RawRecord {
+        let samples = (0..20)
+            .map(|i| Sample {
+                iters: 10,
+                wall_ns: 16.2e6 + i as f64 * 1e3,
+                host_ns: 4.9e6,
+                device_ns: Some(16.1e6 + i as f64 * 1e3),
+            })
+            .collect();
+        RawRecord {
+            format_version: RECORD_FORMAT_VERSION,
+            id: "matmul/4096".into(),
+            name: "matmul".into(),
+            arg: Some("4096".into()),
+            fingerprint: Fingerprint {
+                device: DeviceIdentity {
+                    kind: "cuda".into(),
+                    index: Some(0),
+                    name: "NVIDIA H200".into(),
+                    total_memory_bytes: None,
+                },
+                ..Fingerprint::unknown("cuda:0", "t".into())
+            },
+            config: MeasurementConfig::standard(),
+            measurement: Some(Measurement {
+                sync_cost_ns: 1e4,
+                cold: vec![ColdCall {
+                    label: "first call".into(),
+                    wall_ns: 132e6,
+                    host_ns: 1e6,
+                    device_ns: None,
+                }],
+                warmup: vec![],
+                samples,
+                naive: vec![],
+                throughput: Some(Throughput::Flops(2.0 * 4096f64.powi(3) / 10.0)),
+                memory: Some(MemoryStats {
+                    peak_allocated_bytes: 3 << 29,
+                    peak_reserved_bytes: 2 << 30,
+                    allocated_bytes: 0,
+                    reserved_bytes: 0,
+                    alloc_retries: 0,
+                    num_ooms: 0,
+                }),
+                stop_reason: StopReason::Converged,
+                flags: vec![Flag::DeviceBound],
+                device_timer: true,
+            }),
+            failure: None,
+            comparison: None,
+        }
+    }
+
+    fn entry(record: &RawRecord, status: BenchStatus) -> SummaryEntry {
+        SummaryEntry {
+            name: format!("suite/{}", record.id),
+            target: "suite".into(),
+            id: record.id.clone(),
+            status,
+            record: Some(format!("{}.json", record.id)),
+            summary: Some(BenchmarkSummary::from_record(record)),
+            comparison: None,
+        }
+    }
+
+    fn failed_record() -> RawRecord {
+        let mut r = passed_record();
+        r.id = "boom".into();
+        r.measurement = None;
+        r.failure = Some(Failure::new(
+            FailureKind::Crash,
+            "killed by signal 6 (SIGABRT)\nstderr ends with:\nabort() called",
+        ));
+        r
+    }
+
+    #[test]
+    fn table_shows_figures_and_failures() {
+        let entries = vec![
+            entry(&passed_record(), BenchStatus::Passed),
+            entry(&failed_record(), BenchStatus::Failed),
+            SummaryEntry {
+                name: "suite/later".into(),
+                target: "suite".into(),
+                id: "later".into(),
+                status: BenchStatus::Pending,
+                record: None,
+                summary: None,
+                comparison: None,
+            },
+        ];
+        let s = RunSummary::new(
+            "r1".into(),
+            "/t/runs/r1".into(),
+            RunStatus::Interrupted,
+            2.5,
+            entries,
+        );
+        assert_eq!((s.passed, s.failed, s.not_run), (1, 1, 1));
+        let text = s.render_human();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with("benchmark") && lines[0].contains("median [95% CI]"),
+            "{text}"
+        );
+        let matmul = lines[1];
+        // Device time is primary: ~1.61 ms per iteration, with its interval.
+        assert!(matmul.contains("1.611 ms ["), "{matmul}");
+        assert!(matmul.contains("490.0 µs"), "host/iter: {matmul}");
+        assert!(matmul.contains("132.0 ms"), "cold call: {matmul}");
+        assert!(matmul.contains("TFLOP/s"), "{matmul}");
+        assert!(matmul.contains("1.50 GiB"), "{matmul}");
+        assert!(matmul.ends_with("passed (device-bound)"), "{matmul}");
+        assert!(
+            lines[2].ends_with("crash: killed by signal 6 (SIGABRT)"),
+            "{text}"
+        );
+        assert!(lines[3].ends_with("not run"), "{text}");
+        assert!(
+            text.contains("\n  suite/boom (crash)\n    killed by signal 6"),
+            "{text}"
+        );
+        assert!(text.contains("    abort() called"), "{text}");
+        assert!(
+            text.contains("3 benchmarks: 1 passed, 1 failed, 1 not run (interrupted) in 2.500 s; records in /t/runs/r1"),
+            "{text}"
+        );
+        // Columns line up: every row's status starts where the header's does.
+        let col = lines[0].find("status").unwrap();
+        assert_eq!(
+            lines[1].char_indices().nth(col).map(|(_, c)| c),
+            Some('p'),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn json_carries_the_figures() {
+        let s = RunSummary::new(
+            "r1".into(),
+            "/d".into(),
+            RunStatus::Completed,
+            1.0,
+            vec![entry(&passed_record(), BenchStatus::Passed)],
+        );
+        let v: serde_json::Value = serde_json::from_str(&s.to_json_pretty()).unwrap();
+        assert_eq!(v["passed"], 1);
+        assert_eq!(v["benchmarks"][0]["status"], "passed");
+        assert_eq!(v["benchmarks"][0]["summary"]["primary_kind"], "device");
+        assert!(
+            v["benchmarks"][0]["summary"]["device"]["median"]["point"]
+                .as_f64()
+                .unwrap()
+                > 1e6
+        );
+    }
+
+    #[test]
+    fn intervals_share_the_points_unit() {
+        assert_eq!(
+            interval(16.12e6, 16.05e6, 16.2e6),
+            "16.12 ms [16.05, 16.20]"
+        );
+        assert_eq!(
+            interval(1.001e6, 999.0e3, 1.01e6),
+            "1.001 ms [999.0 µs, 1.010]"
+        );
+    }
+
+    #[test]
+    fn long_messages_are_excerpted() {
+        let msg: String = (0..40).map(|i| format!("line {i}\n")).collect();
+        let e = excerpt(&msg, 12);
+        assert_eq!(e.len(), 12);
+        assert_eq!(e[0], "line 0");
+        assert_eq!(e.last().unwrap(), "line 39");
+        assert!(e[2].contains("29 lines"), "{e:?}");
+    }
+}

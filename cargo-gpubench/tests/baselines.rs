@@ -1,0 +1,614 @@
+//! Baselines end to end against a stand-in bench executable (`run --exe`): saving,
+//! the default `main` comparison, `--fail-on` and exit codes, device mismatches,
+//! corrupt files and bad names, the Markdown and JSON summaries, the stored
+//! comparison, and `cargo gpubench compare` over what was stored. The stand-in hands
+//! back records the test prepares (synthetic GPU-like samples, seeded), so every
+//! verdict here is deterministic; `planted_slowdown.rs` does the same with real
+//! benchmarks.
+#![cfg(unix)]
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use cargo_gpubench::comparison::{RunComparison, BASELINE_COPY};
+use gpubench_analysis::synthetic::GpuLikeSamples;
+use gpubench_analysis::{
+    file_stem_for_id, BaselineStore, Failure, FailureKind, RawRecord, Verdict,
+};
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+use support::{cargo_gpubench, exe_arg, latest_run, run, Ran};
+
+/// Lists the ids in `ids` (none of them ignored); measures one by copying the record prepared for it, and
+/// exits 101 (the harness's "measured a failure") when a `fails` marker is there.
+const STAND_IN: &str = r#"#!/bin/sh
+here=$(dirname "$0")
+case " $* " in
+*" --list "*)
+    case " $* " in
+    *" --ignored "*) ;;
+    *) cat "$here/ids" ;;
+    esac
+    exit 0 ;;
+esac
+[ "$1 $2" = "--bench --exact" ] || { echo "unexpected arguments: $*" >&2; exit 64; }
+d="$here/records/$(echo "$3" | tr / _)"
+cp "$d"/*.json "$GPUBENCH_RECORD_DIR/" || exit 3
+[ -f "$d/fails" ] && exit 101
+exit 0
+"#;
+
+const GPU: &str = "NVIDIA H200";
+
+struct Bench {
+    dir: tempfile::TempDir,
+}
+
+impl Bench {
+    /// A stand-in executable `fake` with benchmarks `mm/64` and `conv` (1 ms each on
+    /// an H200) and `panics` (fails).
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let exe = bin.join("fake-0123456789abcdef");
+        std::fs::write(&exe, STAND_IN).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(
+            bin.join("ids"),
+            "conv: benchmark\nmm/64: benchmark\npanics: benchmark\n",
+        )
+        .unwrap();
+        let lib = dir.path().join("libtorch/lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::write(lib.join("libtorch_cpu.so"), b"").unwrap();
+        std::fs::create_dir_all(dir.path().join("work")).unwrap();
+        let b = Bench { dir };
+        b.measure("mm/64", GPU, 1.0, 1);
+        b.measure("conv", GPU, 1.0, 2);
+        let mut failed = record("panics", GPU, 1.0, 3);
+        failed.measurement = None;
+        failed.failure = Some(Failure::new(
+            FailureKind::Panic,
+            "panicked at benches/fake.rs:9: boom",
+        ));
+        b.prepare(&failed, true);
+        b
+    }
+
+    /// What the next run measures for `id`: the model slowed by `factor` on `device`.
+    fn measure(&self, id: &str, device: &str, factor: f64, seed: u64) {
+        self.prepare(&record(id, device, factor, seed), false);
+    }
+
+    fn prepare(&self, record: &RawRecord, fails: bool) {
+        let d = self
+            .dir
+            .path()
+            .join("bin/records")
+            .join(record.id.replace('/', "_"));
+        std::fs::create_dir_all(&d).unwrap();
+        let file = d.join(format!("{}.json", file_stem_for_id(&record.id)));
+        std::fs::write(file, record.to_json_pretty()).unwrap();
+        if fails {
+            std::fs::write(d.join("fails"), "").unwrap();
+        }
+    }
+
+    fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+
+    /// Where runs go by default with `--exe`.
+    fn out_dir(&self) -> PathBuf {
+        self.work().join("target/gpubench")
+    }
+
+    /// Where baselines go by default with `--exe`: `./gpubench/baselines`.
+    fn baselines(&self) -> BaselineStore {
+        BaselineStore::new(self.work().join("gpubench/baselines"))
+    }
+
+    /// `cargo-gpubench run --exe <fake> ARGS` in `work/`.
+    fn run(&self, args: &[&str]) -> Ran {
+        let mut cmd = cargo_gpubench();
+        cmd.current_dir(self.work())
+            .env("LIBTORCH", self.dir.path().join("libtorch"))
+            .arg("run")
+            .arg(exe_arg(&self.dir.path().join("bin/fake-0123456789abcdef")))
+            .args(args);
+        run(&mut cmd)
+    }
+
+    /// `cargo-gpubench compare ARGS` in `work/`.
+    fn compare(&self, args: &[&str]) -> Ran {
+        let mut cmd = cargo_gpubench();
+        cmd.current_dir(self.work()).arg("compare").args(args);
+        run(&mut cmd)
+    }
+}
+
+fn record(id: &str, device: &str, factor: f64, seed: u64) -> RawRecord {
+    let mut rng = Pcg64Mcg::seed_from_u64(seed);
+    GpuLikeSamples::default()
+        .scaled(factor)
+        .record(id, device, 30, &mut rng)
+}
+
+/// The line of `text` that starts with `start`.
+fn line<'a>(text: &'a str, start: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(start))
+        .unwrap_or_else(|| panic!("no line starting with {start:?} in:\n{text}"))
+}
+
+#[test]
+fn a_saved_main_baseline_is_compared_by_default_and_a_regression_exits_4() {
+    let b = Bench::new();
+    let ran = b
+        .run(&["--save-baseline", "main", "mm", "conv"])
+        .expect_code(0);
+    assert!(
+        ran.stderr
+            .contains("saved baseline `main`: 2 benchmarks in"),
+        "{}",
+        ran.stderr
+    );
+    // One small pretty file per benchmark, at ./gpubench/baselines/main/ with --exe.
+    let dir = b.work().join("gpubench/baselines/main");
+    let mm_file = dir.join(format!("{}.json", file_stem_for_id("mm/64")));
+    let saved = std::fs::read_to_string(&mm_file).unwrap();
+    assert!(
+        saved.starts_with("{\n  \"format_version\": 1,\n  \"id\": \"mm/64\""),
+        "{saved}"
+    );
+    assert!(dir.join("conv.json").is_file());
+    // Saving the same measurements again writes the same bytes.
+    b.run(&["--save-baseline", "main", "mm", "conv"])
+        .expect_code(0);
+    assert_eq!(std::fs::read_to_string(&mm_file).unwrap(), saved);
+
+    // Unchanged: compared with `main` by default, said so, and no regression.
+    let ran = b.run(&["mm", "conv"]).expect_code(0);
+    assert!(
+        ran.stderr.contains("comparing with baseline `main`")
+            && ran.stderr.contains("--no-baseline skips"),
+        "{}",
+        ran.stderr
+    );
+    let header = line(&ran.stdout, "benchmark");
+    assert!(header.contains("change vs main"), "{}", ran.stdout);
+    assert!(
+        line(&ran.stdout, "fake/mm/64 ").contains("no change"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout
+            .contains("compared with baseline `main` (the default"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("no regression (--fail-on regressed)"),
+        "{}",
+        ran.stdout
+    );
+
+    // 30% slower: regressed, exit 4, and the stored comparison says so.
+    b.measure("mm/64", GPU, 1.3, 4);
+    let ran = b.run(&["mm", "conv"]).expect_code(4);
+    let mm = line(&ran.stdout, "fake/mm/64 ");
+    assert!(mm.contains("regressed") && mm.contains("+3"), "{mm}");
+    assert!(
+        ran.stdout
+            .contains("regression found (--fail-on regressed): fake/mm/64 (exit code 4)"),
+        "{}",
+        ran.stdout
+    );
+    let run_dir = latest_run(&b.out_dir());
+    let stored = RunComparison::read(&run_dir)
+        .unwrap()
+        .expect("comparison.json");
+    assert!(stored.gate_tripped && stored.baseline.default);
+    assert_eq!(
+        stored.get("mm/64").unwrap().verdict(),
+        Some(Verdict::Regressed)
+    );
+    assert_eq!(
+        stored.get("conv").unwrap().verdict(),
+        Some(Verdict::NoChange)
+    );
+    // The baseline it was judged against travels with the run.
+    let copy = BaselineStore::new(&run_dir).load(BASELINE_COPY).unwrap();
+    assert_eq!(copy, b.baselines().load("main").unwrap());
+
+    // The gate decides the exit code; the verdict stays.
+    let ran = b.run(&["--fail-on", "never", "mm", "conv"]).expect_code(0);
+    assert!(line(&ran.stdout, "fake/mm/64 ").contains("regressed"));
+    // A noise threshold above the change makes it no regression.
+    b.run(&["--noise-threshold", "50%", "mm", "conv"])
+        .expect_code(0);
+    // --no-baseline skips the comparison altogether.
+    let ran = b.run(&["--no-baseline", "mm", "conv"]).expect_code(0);
+    assert!(!ran.stdout.contains("change vs"), "{}", ran.stdout);
+    assert!(!ran.stderr.contains("comparing with"), "{}", ran.stderr);
+    assert!(RunComparison::read(&latest_run(&b.out_dir()))
+        .unwrap()
+        .is_none());
+}
+
+#[test]
+fn a_failed_benchmark_wins_over_a_regression_and_both_are_reported() {
+    let b = Bench::new();
+    b.run(&["--save-baseline", "main", "mm"]).expect_code(0);
+    b.measure("mm/64", GPU, 1.5, 5);
+    let ran = b
+        .run(&["--format", "markdown", "mm", "panics"])
+        .expect_code(1);
+    let md = &ran.stdout;
+    assert!(md.starts_with("### cargo gpubench: run `"), "{md}");
+    assert!(
+        md.contains("| `fake/mm/64` | 1.00") && md.contains("| **regressed** |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| `fake/panics` | — | — | — | failed |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- `fake/panics` (panic): panicked at benches/fake.rs:9: boom"),
+        "{md}"
+    );
+    assert!(
+        md.contains("**New** (not in the baseline): `fake/panics`"),
+        "{md}"
+    );
+    assert!(
+        md.contains("**Result: 1 benchmark failed** (exit code 1); a regression was also found: `fake/mm/64` regressed (`--fail-on regressed`)."),
+        "{md}"
+    );
+}
+
+#[test]
+fn comparing_and_saving_in_one_run_compares_with_the_files_as_they_were() {
+    let b = Bench::new();
+    let dir = b.dir.path().join("elsewhere/baselines");
+    let dir_arg = dir.to_str().unwrap();
+    b.run(&["--baselines-dir", dir_arg, "--save-baseline", "main", "mm"])
+        .expect_code(0);
+    assert!(
+        !b.work().join("gpubench").exists(),
+        "--baselines-dir is where they go"
+    );
+    b.measure("mm/64", GPU, 1.5, 6);
+    let ran = b
+        .run(&[
+            "--baselines-dir",
+            dir_arg,
+            "--baseline",
+            "main",
+            "--save-baseline",
+            "main",
+            "mm",
+        ])
+        .expect_code(4);
+    assert!(
+        line(&ran.stdout, "fake/mm/64 ").contains("regressed"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stderr.contains("saved baseline `main`"),
+        "{}",
+        ran.stderr
+    );
+    // The slower measurement is the baseline now, so measuring it again is no change.
+    b.measure("mm/64", GPU, 1.5, 7);
+    let ran = b.run(&["--baselines-dir", dir_arg, "mm"]).expect_code(0);
+    assert!(
+        line(&ran.stdout, "fake/mm/64 ").contains("no change"),
+        "{}",
+        ran.stdout
+    );
+    // GPUBENCH_BASELINES_DIR says the same as the option.
+    let mut cmd = cargo_gpubench();
+    cmd.current_dir(b.work())
+        .env("LIBTORCH", b.dir.path().join("libtorch"))
+        .env("GPUBENCH_BASELINES_DIR", &dir)
+        .args(["run", "--exe"])
+        .arg(b.dir.path().join("bin/fake-0123456789abcdef"))
+        .args(["--", "mm"]);
+    let ran = run(&mut cmd).expect_code(0);
+    assert!(
+        ran.stderr.contains("comparing with baseline `main`"),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn a_baseline_from_another_device_is_not_compared_unless_allowed() {
+    let b = Bench::new();
+    b.measure("mm/64", "NVIDIA A100-SXM4-80GB", 1.0, 8);
+    b.run(&["--save-baseline", "main", "mm"]).expect_code(0);
+    b.measure("mm/64", GPU, 1.5, 9);
+
+    let ran = b.run(&["mm"]).expect_code(0);
+    let warning =
+        "baseline `main` was recorded on `NVIDIA A100-SXM4-80GB` but this run is on `NVIDIA H200`";
+    assert!(ran.stderr.contains(warning), "{}", ran.stderr);
+    assert!(ran.stdout.contains(warning), "{}", ran.stdout);
+    assert!(
+        line(&ran.stdout, "fake/mm/64 ").contains("not compared"),
+        "{}",
+        ran.stdout
+    );
+    // Strict CI fails when nothing shows the code is as fast as before.
+    b.run(&["--fail-on", "ambiguous", "mm"]).expect_code(4);
+    // Asked for, it compares, and says it did.
+    let ran = b.run(&["--allow-device-mismatch", "mm"]).expect_code(4);
+    assert!(
+        line(&ran.stdout, "fake/mm/64 ").contains("regressed"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("compared across devices"),
+        "{}",
+        ran.stdout
+    );
+}
+
+#[test]
+fn corrupt_newer_and_missing_baselines_stop_the_run_before_it_starts() {
+    let b = Bench::new();
+    b.run(&["--save-baseline", "main", "mm", "conv"])
+        .expect_code(0);
+    let file = b.work().join("gpubench/baselines/main/conv.json");
+    let good = std::fs::read_to_string(&file).unwrap();
+    let runs_before = std::fs::read_dir(b.out_dir().join("runs")).unwrap().count();
+
+    std::fs::write(&file, &good[..good.len() / 3]).unwrap();
+    let ran = b.run(&["mm"]).expect_code(2);
+    assert!(
+        ran.stderr
+            .contains("failed to load baseline `main` to compare with")
+            && ran
+                .stderr
+                .contains(&format!("failed to parse baseline file {}", file.display())),
+        "{}",
+        ran.stderr
+    );
+    assert!(ran.stderr.contains("--no-baseline skips"), "{}", ran.stderr);
+    assert!(!ran.stderr.contains("panicked"), "{}", ran.stderr);
+
+    std::fs::write(
+        &file,
+        good.replacen("\"format_version\": 1", "\"format_version\": 9", 1),
+    )
+    .unwrap();
+    let ran = b.run(&["mm"]).expect_code(2);
+    assert!(
+        ran.stderr.contains(&format!(
+            "baseline file {} has format_version 9",
+            file.display()
+        )) && ran.stderr.contains("upgrade cargo-gpubench"),
+        "{}",
+        ran.stderr
+    );
+    // Nothing ran for either.
+    assert_eq!(
+        std::fs::read_dir(b.out_dir().join("runs")).unwrap().count(),
+        runs_before
+    );
+    // --no-baseline gets past it.
+    b.run(&["--no-baseline", "mm"]).expect_code(0);
+
+    let ran = b.run(&["--baseline", "nightly", "mm"]).expect_code(2);
+    assert!(
+        ran.stderr.contains("baseline `nightly` not found")
+            && ran.stderr.contains("(saved baselines: main)"),
+        "{}",
+        ran.stderr
+    );
+    for bad in ["../escape", ".hidden", "a b"] {
+        let ran = b.run(&["--save-baseline", bad, "mm"]).expect_code(2);
+        assert!(
+            ran.stderr
+                .contains("a baseline name is 1 to 64 ASCII letters"),
+            "{bad}: {}",
+            ran.stderr
+        );
+    }
+    assert!(!b.work().join("gpubench/escape").exists());
+
+    // A baseline that cannot be written is a setup error, after the summary.
+    let blocked = b.work().join("not-a-dir");
+    std::fs::write(&blocked, "").unwrap();
+    let ran = b
+        .run(&[
+            "--baselines-dir",
+            blocked.to_str().unwrap(),
+            "--save-baseline",
+            "main",
+            "mm",
+        ])
+        .expect_code(5);
+    assert!(
+        line(&ran.stdout, "fake/mm/64 ").ends_with("passed"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stderr
+            .contains("error: failed to save baseline `main`: failed to create baseline directory"),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn json_and_the_summary_file_carry_the_comparison_and_the_exit_verdict() {
+    let b = Bench::new();
+    b.run(&["--save-baseline", "main", "mm", "conv"])
+        .expect_code(0);
+    b.measure("mm/64", GPU, 1.3, 10);
+    let ran = b
+        .run(&[
+            "--format",
+            "json",
+            "--summary-file",
+            "ci/summary.md",
+            "mm",
+            "conv",
+        ])
+        .expect_code(4);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", ran.stdout));
+    assert_eq!(v["exit"]["code"], 4);
+    assert_eq!(v["exit"]["verdict"], "regression_found");
+    assert_eq!(v["comparison"]["baseline"]["name"], "main");
+    assert_eq!(v["comparison"]["counts"]["regressed"], 1);
+    assert_eq!(v["comparison"]["counts"]["no_change"], 1);
+    assert_eq!(v["comparison"]["settings"]["fail_on"], "regressed");
+    assert_eq!(
+        v["comparison"]["settings"]["config"]["noise_threshold"],
+        0.02
+    );
+    let mm = v["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == "mm/64")
+        .unwrap();
+    assert_eq!(mm["comparison"]["status"], "compared");
+    assert_eq!(mm["comparison"]["comparison"]["verdict"], "regressed");
+    assert!(mm["summary"]["device"]["median"]["point"].as_f64().unwrap() > 1.2e6);
+    assert!(v["run_id"].as_str().is_some());
+
+    let md = std::fs::read_to_string(b.work().join("ci/summary.md")).unwrap();
+    assert!(
+        md.contains("| `fake/mm/64` |") && md.contains("**regressed**"),
+        "{md}"
+    );
+    assert!(
+        md.contains("**Result: regression found** (exit code 4)"),
+        "{md}"
+    );
+}
+
+#[test]
+fn compare_judges_stored_baselines_and_runs_by_name() {
+    let b = Bench::new();
+    b.run(&["--save-baseline", "main", "mm", "conv"])
+        .expect_code(0);
+    let first = latest_run(&b.out_dir());
+    b.measure("mm/64", GPU, 1.3, 11);
+    b.run(&["--no-baseline", "--save-baseline", "pr-7", "mm", "conv"])
+        .expect_code(0);
+    let second = latest_run(&b.out_dir());
+    let id = |p: &Path| p.file_name().unwrap().to_string_lossy().into_owned();
+
+    // Two baselines: deterministic, so pinned.
+    let ran = b
+        .compare(&["main", "pr-7", "--format", "markdown"])
+        .expect_code(4);
+    insta::assert_snapshot!(ran.stdout, @r#"
+        ### cargo gpubench: baseline `pr-7` against baseline `main`
+
+        **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed`, significance 0.05, noise threshold ±2%
+
+        | Benchmark | Baseline median | Current median | Change [95% CI] | Verdict |
+        | :-- | --: | --: | --: | :-- |
+        | `conv` | 1.003 ms | 1.003 ms | +0.0% [-0.6%, +0.6%] | no change |
+        | `mm/64` | 1.002 ms | 1.301 ms | +29.8% [+28.7%, +30.8%] | **regressed** |
+
+        **Verdicts:** 1 regressed, 1 no change.
+
+        **Result: regression found** (exit code 4): `mm/64` regressed (`--fail-on regressed`).
+    "#);
+
+    // A run against a baseline, by `latest`, by id and by path.
+    let ran = b.compare(&["main", "latest"]).expect_code(4);
+    assert!(
+        ran.stdout
+            .starts_with(&format!("comparing run `{}`", id(&second))),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        line(&ran.stdout, "fake/mm/64 ").ends_with("regressed"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        line(&ran.stdout, "fake/conv ").ends_with("no change"),
+        "{}",
+        ran.stdout
+    );
+    b.compare(&[&format!("run:{}", id(&first)), &id(&second)])
+        .expect_code(4);
+    b.compare(&[
+        first.to_str().unwrap(),
+        second.to_str().unwrap(),
+        "--fail-on",
+        "never",
+    ])
+    .expect_code(0);
+    // Judged the other way round, it is an improvement.
+    let ran = b.compare(&["pr-7", "main"]).expect_code(0);
+    assert!(
+        line(&ran.stdout, "mm/64 ").ends_with("improved"),
+        "{}",
+        ran.stdout
+    );
+
+    // A baseline named like a run id's start is ambiguous; the prefixes pick one.
+    let prefix = &id(&second)[..8];
+    BaselineStore::new(b.work().join("gpubench/baselines"))
+        .save(prefix, &[record("mm/64", GPU, 1.0, 12)])
+        .unwrap();
+    let ran = b.compare(&["main", prefix]).expect_code(2);
+    assert!(
+        ran.stderr.contains(&format!("`{prefix}` is ambiguous"))
+            && ran
+                .stderr
+                .contains(&format!("write `baseline:{prefix}` or `run:{prefix}`")),
+        "{}",
+        ran.stderr
+    );
+    b.compare(&["main", &format!("baseline:{prefix}")])
+        .expect_code(0);
+    let ran = b.compare(&["main", "nope"]).expect_code(2);
+    assert!(
+        ran.stderr
+            .contains("`nope` is neither a saved baseline nor a stored run")
+            && ran.stderr.contains("saved baselines:")
+            && ran.stderr.contains(&id(&second)),
+        "{}",
+        ran.stderr
+    );
+
+    // JSON for programs.
+    let ran = b
+        .compare(&["main", "pr-7", "--format", "json"])
+        .expect_code(4);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(v["baseline"]["kind"], "baseline");
+    assert_eq!(v["current"]["name"], "pr-7");
+    assert_eq!(v["comparison"]["counts"]["regressed"], 1);
+    assert_eq!(v["exit"]["verdict"], "regression_found");
+
+    // A corrupt file on either side is an error naming it.
+    let file = b.work().join("gpubench/baselines/pr-7/conv.json");
+    std::fs::write(&file, "{\"format_version\": 1, \"id\": ").unwrap();
+    let ran = b.compare(&["main", "pr-7"]).expect_code(2);
+    assert!(
+        ran.stderr.contains(&file.display().to_string()),
+        "{}",
+        ran.stderr
+    );
+}

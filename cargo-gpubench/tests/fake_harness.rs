@@ -1,0 +1,519 @@
+//! `cargo-gpubench run --exe` against a stand-in bench executable: a shell script
+//! that speaks the harness protocol and behaves per benchmark id (passes, panics,
+//! aborts, hangs, exits oddly). Needs no libtorch and no build, so it pins the
+//! runner's behaviour on any Unix machine; `fixture_workspace.rs` does the same with
+//! real bench targets.
+#![cfg(unix)]
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use cargo_gpubench::manifest::{BenchStatus, RunStatus};
+use gpubench_analysis::{
+    file_stem_for_id, ColdCall, Failure, FailureKind, Fingerprint, Measurement, MeasurementConfig,
+    RawRecord, Sample, StopReason, RECORD_FORMAT_VERSION,
+};
+use support::{cargo_gpubench, entry, exe_arg, latest_run, manifest, record, run};
+
+/// The stand-in harness. `--list` prints the ids; `--bench --exact <id>` does what the
+/// id says. Records to hand back are prepared by the test in `records/<id with / as _>/`.
+const FAKE_HARNESS: &str = r#"#!/bin/sh
+here=$(dirname "$0")
+case " $* " in
+*" --list "*)
+    case " $* " in
+    *" --ignored "*) echo "slow_ignored: benchmark" ;;
+    *) for id in passes matmul/64 panics aborts sleeps exits_2 no_record slow_ignored; do
+           echo "$id: benchmark"
+       done ;;
+    esac
+    exit 0 ;;
+esac
+[ "$1 $2" = "--bench --exact" ] || { echo "unexpected arguments: $*" >&2; exit 64; }
+id=$3
+echo "$id args=[$*] quick_env=${GPUBENCH_QUICK-unset} ignored_env=${GPUBENCH_IGNORED-unset}" >> "$here/calls.log"
+case ":$LD_LIBRARY_PATH:" in
+*":$FAKE_EXPECT_LIB:"*) ;;
+*) echo "libtorch is not on LD_LIBRARY_PATH: $LD_LIBRARY_PATH" >&2; exit 127 ;;
+esac
+copy_record() { cp "$here/records/$(echo "$1" | tr / _)/"*.json "$GPUBENCH_RECORD_DIR/"; }
+case "$id" in
+passes|matmul/64) copy_record "$id"; echo "measured $id"; exit 0 ;;
+panics) echo "panicked at benches/suite.rs:3: boom" >&2; copy_record panics; exit 101 ;;
+aborts) echo "fake: about to abort" >&2; kill -ABRT $$ ;;
+sleeps) sleep 30 & echo $! > "$here/sleeps.pid"; wait; exit 0 ;;
+exits_2) echo "error: unexpected argument '--frobnicate'" >&2; exit 2 ;;
+no_record) exit 0 ;;
+slow_ignored)
+    case " $* " in
+    *" --ignored "*) copy_record slow_ignored; exit 0 ;;
+    *) exit 0 ;;
+    esac ;;
+esac
+echo "unknown benchmark $id" >&2
+exit 3
+"#;
+
+/// A temporary directory with the stand-in executable and a fake libtorch.
+struct Fake {
+    dir: tempfile::TempDir,
+}
+
+impl Fake {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        // Named like cargo names bench executables: the hash is not part of the target.
+        let exe = bin.join("fake-0123456789abcdef");
+        std::fs::write(&exe, FAKE_HARNESS).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for id in ["passes", "matmul/64", "slow_ignored"] {
+            Self::prepare(&bin, &passed_record(id));
+        }
+        let mut panicked = passed_record("panics");
+        panicked.measurement = None;
+        panicked.failure = Some(Failure::new(
+            FailureKind::Panic,
+            "panicked at benches/suite.rs:3: boom",
+        ));
+        Self::prepare(&bin, &panicked);
+        let lib = dir.path().join("libtorch/lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::write(lib.join("libtorch_cpu.so"), b"").unwrap();
+        std::fs::create_dir_all(dir.path().join("work")).unwrap();
+        Fake { dir }
+    }
+
+    fn prepare(bin: &Path, record: &RawRecord) {
+        let d = bin.join("records").join(record.id.replace('/', "_"));
+        std::fs::create_dir_all(&d).unwrap();
+        let file = d.join(format!("{}.json", file_stem_for_id(&record.id)));
+        std::fs::write(file, record.to_json_pretty()).unwrap();
+    }
+
+    fn exe(&self) -> PathBuf {
+        self.dir.path().join("bin/fake-0123456789abcdef")
+    }
+
+    /// Where runs go by default with `--exe`: `./target/gpubench` of the working dir.
+    fn out_dir(&self) -> PathBuf {
+        self.dir.path().join("work/target/gpubench")
+    }
+
+    fn calls(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("bin/calls.log")).unwrap_or_default()
+    }
+
+    /// `cargo-gpubench run --exe <fake>` in `work/`, with the fake libtorch.
+    fn command(&self) -> std::process::Command {
+        let mut cmd = cargo_gpubench();
+        cmd.current_dir(self.dir.path().join("work"))
+            .env("LIBTORCH", self.dir.path().join("libtorch"))
+            .env("FAKE_EXPECT_LIB", self.dir.path().join("libtorch/lib"))
+            .arg("run")
+            .arg(exe_arg(&self.exe()));
+        cmd
+    }
+}
+
+fn passed_record(id: &str) -> RawRecord {
+    let (name, arg) = match id.split_once('/') {
+        Some((n, a)) => (n.to_string(), Some(a.to_string())),
+        None => (id.to_string(), None),
+    };
+    RawRecord {
+        format_version: RECORD_FORMAT_VERSION,
+        id: id.into(),
+        name,
+        arg,
+        fingerprint: Fingerprint::unknown("cpu", "2026-01-01T00:00:00Z".into()),
+        config: MeasurementConfig::quick(),
+        measurement: Some(Measurement {
+            sync_cost_ns: 50.0,
+            cold: vec![ColdCall {
+                label: "first call".into(),
+                wall_ns: 2.5e6,
+                host_ns: 2.5e6,
+                device_ns: None,
+            }],
+            warmup: vec![],
+            samples: (0..10)
+                .map(|i| Sample {
+                    iters: 100,
+                    wall_ns: 1.0e6 + f64::from(i) * 1e3,
+                    host_ns: 1.0e6,
+                    device_ns: None,
+                })
+                .collect(),
+            naive: vec![],
+            throughput: None,
+            memory: None,
+            stop_reason: StopReason::Converged,
+            flags: vec![],
+            device_timer: false,
+        }),
+        failure: None,
+        comparison: None,
+    }
+}
+
+fn pid_alive(pid: i32) -> bool {
+    // A killed process may stay a zombie where nothing reaps orphans.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+        // Without /proc, signal 0 probes existence.
+        // SAFETY: signal 0 sends nothing.
+        Err(_) => unsafe { libc::kill(pid, 0) == 0 },
+    }
+}
+
+#[test]
+fn every_outcome_becomes_a_record_and_the_run_exits_1() {
+    let fake = Fake::new();
+    let started = Instant::now();
+    let ran = run(fake
+        .command()
+        .args(["--timeout", "2"])
+        .env("GPUBENCH_QUICK", "1"))
+    .expect_code(1);
+    // The hanging benchmark was cut at its timeout, not waited for.
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+
+    let run_dir = latest_run(&fake.out_dir());
+    let m = manifest(&run_dir);
+    assert_eq!(m.status, RunStatus::Completed);
+    assert!(m.finished_at.is_some());
+    assert!(m.quick);
+    assert_eq!(m.executables.len(), 1);
+    assert_eq!(m.executables[0].target, "fake");
+    let ids: Vec<&str> = m.benchmarks.iter().map(|b| b.id.as_str()).collect();
+    // Sorted, and the ignored benchmark left out.
+    assert_eq!(
+        ids,
+        [
+            "aborts",
+            "exits_2",
+            "matmul/64",
+            "no_record",
+            "panics",
+            "passes",
+            "sleeps"
+        ]
+    );
+
+    for id in ["passes", "matmul/64"] {
+        let b = entry(&m, "fake", id);
+        assert_eq!(b.status, BenchStatus::Passed, "{id}");
+        assert_eq!(
+            record(&run_dir, b),
+            passed_record(id),
+            "{id} is stored as written"
+        );
+    }
+    assert_eq!(
+        entry(&m, "fake", "matmul/64").record.as_deref(),
+        Some(format!("{}.json", file_stem_for_id("matmul/64")).as_str())
+    );
+
+    let failure = |id: &str| {
+        let b = entry(&m, "fake", id);
+        assert_eq!(b.status, BenchStatus::Failed, "{id}");
+        let r = record(&run_dir, b);
+        assert_eq!(r.id, id);
+        let f = r.failure.expect("a failed record has a failure");
+        assert_eq!(b.failure_kind, Some(f.kind));
+        f
+    };
+    let f = failure("panics");
+    assert_eq!(
+        (f.kind, f.message.as_str()),
+        (FailureKind::Panic, "panicked at benches/suite.rs:3: boom")
+    );
+    let f = failure("aborts");
+    assert_eq!(f.kind, FailureKind::Crash);
+    assert!(
+        f.message.contains("SIGABRT") && f.message.contains("fake: about to abort"),
+        "{}",
+        f.message
+    );
+    let f = failure("sleeps");
+    assert_eq!(f.kind, FailureKind::Timeout);
+    assert!(f.message.contains("timed out after 2 s"), "{}", f.message);
+    let f = failure("exits_2");
+    assert_eq!(f.kind, FailureKind::ExitCode);
+    assert!(
+        f.message.contains("exited with code 2") && f.message.contains("--frobnicate"),
+        "{}",
+        f.message
+    );
+    let f = failure("no_record");
+    assert_eq!(f.kind, FailureKind::ExitCode);
+    assert!(
+        f.message.contains("without writing a record"),
+        "{}",
+        f.message
+    );
+
+    // The hanging benchmark's own child went down with it.
+    let pid: i32 = std::fs::read_to_string(fake.dir.path().join("bin/sleeps.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        !pid_alive(pid),
+        "the timed-out benchmark's child {pid} survived"
+    );
+
+    // Options reach the harness as arguments; the subcommand's variables do not leak.
+    let calls = fake.calls();
+    let passes = calls.lines().find(|l| l.starts_with("passes ")).unwrap();
+    assert!(
+        passes.contains("--quick") && passes.contains("quick_env=unset"),
+        "{passes}"
+    );
+    assert!(!calls.contains("--ignored"), "{calls}");
+
+    // The summary table: one row per benchmark with its status.
+    let row = |name: &str| {
+        ran.stdout
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{}", ran.stdout))
+            .to_string()
+    };
+    let passes = row("fake/passes ");
+    assert!(
+        passes.contains("10.0") && passes.contains(" µs ["),
+        "{passes}"
+    );
+    assert!(row("fake/passes ").ends_with("passed"));
+    assert!(row("fake/aborts ").contains("crash: killed by signal 6 (SIGABRT)"));
+    assert!(row("fake/sleeps ").contains("timeout: timed out after 2 s"));
+    assert!(row("fake/panics ").contains("panic: panicked at benches/suite.rs:3: boom"));
+    assert!(
+        ran.stdout.contains("7 benchmarks: 2 passed, 5 failed"),
+        "{}",
+        ran.stdout
+    );
+    assert!(ran
+        .stdout
+        .contains(&run_dir.file_name().unwrap().to_string_lossy().into_owned()));
+    // Progress lines on stderr (not a terminal: no bar).
+    assert!(
+        ran.stderr.contains("passed [6/7] fake/passes"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!run_dir.join(".incoming").exists());
+}
+
+#[test]
+fn list_prints_sorted_names_and_marks_ignored_ones() {
+    let fake = Fake::new();
+    let ran = run(fake.command().arg("--list")).expect_code(0);
+    insta::assert_snapshot!(ran.stdout, @r"
+    fake/aborts
+    fake/exits_2
+    fake/matmul/64
+    fake/no_record
+    fake/panics
+    fake/passes
+    fake/sleeps
+    fake/slow_ignored (ignored)
+    ");
+    // Listing runs nothing and stores nothing.
+    assert_eq!(fake.calls(), "");
+    assert!(!fake.out_dir().exists());
+    let ran = run(fake.command().args(["--list", "--ignored"])).expect_code(0);
+    assert_eq!(ran.stdout, "fake/slow_ignored (ignored)\n");
+    let ran = run(fake
+        .command()
+        .args(["--list", "--format", "json", "matmul"]))
+    .expect_code(0);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(v[0]["name"], "fake/matmul/64");
+    assert_eq!(v[0]["ignored"], false);
+}
+
+#[test]
+fn filters_select_and_ignored_benchmarks_run_only_when_asked() {
+    let fake = Fake::new();
+    let ran = run(fake.command().args(["--exact", "passes"])).expect_code(0);
+    assert!(
+        ran.stdout.contains("1 benchmark: 1 passed, 0 failed"),
+        "{}",
+        ran.stdout
+    );
+    assert_eq!(manifest(&latest_run(&fake.out_dir())).benchmarks.len(), 1);
+
+    // `--ignored` runs the ignored one, and tells the harness so.
+    run(fake.command().arg("--ignored")).expect_code(0);
+    let m = manifest(&latest_run(&fake.out_dir()));
+    let ids: Vec<&str> = m.benchmarks.iter().map(|b| b.id.as_str()).collect();
+    assert_eq!(ids, ["slow_ignored"]);
+    assert!(fake
+        .calls()
+        .contains("slow_ignored args=[--bench --exact slow_ignored --ignored]"));
+
+    let ran = run(fake.command().arg("nothing_matches")).expect_code(2);
+    assert!(
+        ran.stderr
+            .contains("no benchmark matches the filter `nothing_matches`"),
+        "{}",
+        ran.stderr
+    );
+    let ran = run(fake.command().arg("slow_ignored")).expect_code(2);
+    assert!(ran.stderr.contains("--include-ignored"), "{}", ran.stderr);
+}
+
+#[test]
+fn json_format_prints_one_document() {
+    let fake = Fake::new();
+    let ran = run(fake
+        .command()
+        .args(["--format", "json", "passes", "panics"]))
+    .expect_code(1);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", ran.stdout));
+    assert_eq!(
+        (v["passed"].as_u64(), v["failed"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(v["status"], "completed");
+    let panics = &v["benchmarks"][0];
+    assert_eq!(panics["name"], "fake/panics");
+    assert_eq!(panics["summary"]["failure"]["kind"], "panic");
+    let passes = &v["benchmarks"][1];
+    let median = passes["summary"]["wall"]["median"]["point"]
+        .as_f64()
+        .unwrap();
+    assert!((median - 10_045.0).abs() < 10.0, "{median}");
+}
+
+#[test]
+fn a_second_run_on_a_locked_output_dir_fails_naming_the_lock() {
+    let fake = Fake::new();
+    let held = cargo_gpubench::store::RunStore::open(&fake.out_dir()).unwrap();
+    let ran = run(fake.command().arg("passes")).expect_code(5);
+    let lock = fake.out_dir().join("lock");
+    assert!(
+        ran.stderr.contains(&lock.display().to_string()),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.contains("another cargo gpubench run"),
+        "{}",
+        ran.stderr
+    );
+    drop(held);
+    run(fake.command().arg("passes")).expect_code(0);
+}
+
+#[test]
+fn ctrl_c_kills_the_running_benchmark_and_keeps_what_finished() {
+    let fake = Fake::new();
+    let child = fake
+        .command()
+        .args(["--timeout", "60", "passes", "sleeps"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid_file = fake.dir.path().join("bin/sleeps.pid");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !pid_file.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the sleeping benchmark never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let sent = Instant::now();
+    // SAFETY: sends SIGINT to the child this test spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let output = child.wait_with_output().unwrap();
+    assert!(sent.elapsed() < Duration::from_secs(10));
+    let ran = support::Ran::of(output).expect_code(130);
+
+    let run_dir = latest_run(&fake.out_dir());
+    let m = manifest(&run_dir);
+    assert_eq!(m.status, RunStatus::Interrupted);
+    let passes = entry(&m, "fake", "passes");
+    assert_eq!(passes.status, BenchStatus::Passed);
+    assert_eq!(record(&run_dir, passes), passed_record("passes"));
+    let sleeps = entry(&m, "fake", "sleeps");
+    assert_eq!(sleeps.status, BenchStatus::Interrupted);
+    assert!(sleeps.record.is_none());
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        !pid_alive(pid),
+        "the interrupted benchmark's child {pid} survived"
+    );
+    assert!(
+        ran.stdout
+            .contains("1 passed, 0 failed, 1 not run (interrupted)"),
+        "{}",
+        ran.stdout
+    );
+}
+
+#[test]
+fn missing_libtorch_is_a_setup_error_that_says_how_to_install_it() {
+    let fake = Fake::new();
+    let empty = fake.dir.path().join("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let ran = run(fake
+        .command()
+        .env_remove("LIBTORCH")
+        .env_remove("LD_LIBRARY_PATH")
+        // No python3 to ask, and no .venv in the working directory.
+        .env("PATH", &empty))
+    .expect_code(5);
+    assert!(
+        ran.stderr.contains("failed to find libtorch"),
+        "{}",
+        ran.stderr
+    );
+    assert!(ran.stderr.contains("scripts/env.sh"), "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("pip install torch==2.11.0"),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn usage_mistakes_exit_2_and_help_documents_exit_codes() {
+    let fake = Fake::new();
+    let ran = run(cargo_gpubench().args(["run", "--exe", "/no/such/bench"])).expect_code(2);
+    assert!(
+        ran.stderr.contains("/no/such/bench does not exist"),
+        "{}",
+        ran.stderr
+    );
+    run(fake.command().args(["--device", "tpu"])).expect_code(2);
+    let ran = run(cargo_gpubench().args(["gpubench", "--help"])).expect_code(0);
+    assert!(ran.stdout.contains("Exit codes:"), "{}", ran.stdout);
+    assert!(
+        ran.stdout.contains("Usage: cargo gpubench"),
+        "{}",
+        ran.stdout
+    );
+}

@@ -1,0 +1,107 @@
+//! The CI gate end to end on the real examples workspace: save a baseline of
+//! `matmul_f32/4096` (on the CPU, `--quick`), plant a real 2× slowdown with
+//! `GPUBENCH_EXAMPLE_SLOWDOWN=2` (the example then does twice the matmul work per
+//! iteration), and expect exit code 4 with a Markdown summary that names the benchmark
+//! as regressed; without the slowdown, expect no regression.
+//!
+//! Baselines go to a temporary `--baselines-dir`, never the repository's
+//! `gpubench/baselines`. This builds the examples against libtorch, so it needs
+//! `LIBTORCH` (`source scripts/env.sh`); nested builds use `<repo>/target/nested`.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use support::{cargo_gpubench, run};
+
+const BENCHMARK: &str = "matmul_f32/4096";
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("cargo-gpubench is inside the workspace")
+        .to_path_buf()
+}
+
+/// `cargo gpubench` on the examples' matmul benchmark, storing runs in `tmp/out` and
+/// baselines in `tmp/baselines`.
+fn gpubench(tmp: &Path) -> Command {
+    assert!(
+        std::env::var_os("LIBTORCH").is_some_and(|v| !v.is_empty()),
+        "LIBTORCH is not set: this test builds the examples against libtorch; run \
+         `source scripts/env.sh` in the workspace root first"
+    );
+    let mut cmd = cargo_gpubench();
+    cmd.arg("gpubench")
+        .arg("--manifest-path")
+        .arg(repo_root().join("Cargo.toml"))
+        .args(["-p", "gpubench-examples", "--bench", "matmul"])
+        .arg("--out-dir")
+        .arg(tmp.join("out"))
+        .arg("--baselines-dir")
+        .arg(tmp.join("baselines"))
+        .args(["--device", "cpu", "--quick", "--exact", BENCHMARK])
+        .env("CARGO_TARGET_DIR", repo_root().join("target/nested"))
+        // One thread: on a shared CI machine, a multi-threaded matmul's time swings
+        // with whatever else runs.
+        .env("OMP_NUM_THREADS", "1");
+    cmd
+}
+
+#[test]
+fn a_planted_slowdown_trips_the_gate_and_an_unchanged_run_does_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let summary = tmp.path().join("summary.md");
+
+    let ran = run(gpubench(tmp.path()).args(["--save-baseline", "main"])).expect_code(0);
+    assert!(
+        ran.stderr.contains("saved baseline `main`: 1 benchmark in"),
+        "{}",
+        ran.stderr
+    );
+    let saved = gpubench_analysis::BaselineStore::new(tmp.path().join("baselines"))
+        .load("main")
+        .expect("the baseline reads back");
+    assert_eq!(saved.len(), 1);
+    assert_eq!(saved[0].id, BENCHMARK);
+
+    let ran = run(gpubench(tmp.path())
+        .env("GPUBENCH_EXAMPLE_SLOWDOWN", "2")
+        .args(["--fail-on", "regressed", "--format", "markdown"])
+        .arg("--summary-file")
+        .arg(&summary))
+    .expect_code(4);
+    let md = &ran.stdout;
+    let row = md
+        .lines()
+        .find(|l| l.starts_with(&format!("| `matmul/{BENCHMARK}` |")))
+        .unwrap_or_else(|| panic!("no row for {BENCHMARK}:\n{md}"));
+    assert!(row.ends_with("| **regressed** |"), "{row}");
+    assert!(
+        md.contains("**Result: regression found** (exit code 4)"),
+        "{md}"
+    );
+    assert!(md.contains("**Baseline:** `main`"), "{md}");
+    assert_eq!(std::fs::read_to_string(&summary).unwrap(), *md);
+
+    // Unchanged code is not a regression. Timings on a shared CPU move by tens of
+    // percent between runs, so this assertion (only this one) uses a noise threshold
+    // of 100%: a 2× slowdown is what it takes to trip it.
+    let ran = run(gpubench(tmp.path()).args([
+        "--fail-on",
+        "regressed",
+        "--noise-threshold",
+        "1.0",
+        "--format",
+        "markdown",
+    ]))
+    .expect_code(0);
+    assert!(
+        ran.stdout
+            .contains("**Result: no regression** (exit code 0"),
+        "{}",
+        ran.stdout
+    );
+    assert!(!ran.stdout.contains("**regressed**"), "{}", ran.stdout);
+}

@@ -1,0 +1,90 @@
+//! Helpers shared by the integration tests: running the built `cargo-gpubench` and
+//! reading what a run stored.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use cargo_gpubench::manifest::{ManifestBenchmark, RunManifest, MANIFEST_FILE};
+use gpubench_analysis::RawRecord;
+
+/// The binary under test, with the test environment's `GPUBENCH_*` variables
+/// removed so only what a test sets applies.
+pub fn cargo_gpubench() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cargo-gpubench"));
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("GPUBENCH_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
+/// What a finished command printed, and its exit code.
+pub struct Ran {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ran {
+    pub fn of(output: Output) -> Self {
+        Ran {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// Panics with both streams unless the exit code is `code`.
+    pub fn expect_code(self, code: i32) -> Self {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "unexpected exit code\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+}
+
+/// `--exe=PATH`: one executable, so filters may follow it.
+pub fn exe_arg(path: &Path) -> std::ffi::OsString {
+    let mut arg = std::ffi::OsString::from("--exe=");
+    arg.push(path);
+    arg
+}
+
+pub fn run(cmd: &mut Command) -> Ran {
+    Ran::of(cmd.output().expect("cargo-gpubench runs"))
+}
+
+/// The run `<out_dir>/latest` points at.
+pub fn latest_run(out_dir: &Path) -> PathBuf {
+    let run = cargo_gpubench::store::resolve_latest(out_dir)
+        .unwrap_or_else(|| panic!("no latest run in {}", out_dir.display()));
+    assert!(run.is_dir(), "{} is not a directory", run.display());
+    run
+}
+
+pub fn manifest(run: &Path) -> RunManifest {
+    RunManifest::read(&run.join(MANIFEST_FILE)).expect("the manifest reads back")
+}
+
+/// The manifest entry of `target/id`.
+pub fn entry<'a>(m: &'a RunManifest, target: &str, id: &str) -> &'a ManifestBenchmark {
+    m.benchmarks
+        .iter()
+        .find(|b| b.target == target && b.id == id)
+        .unwrap_or_else(|| panic!("{target}/{id} is not in the manifest: {m:#?}"))
+}
+
+/// The stored record of a manifest entry.
+pub fn record(run: &Path, b: &ManifestBenchmark) -> RawRecord {
+    let file = b
+        .record
+        .as_ref()
+        .unwrap_or_else(|| panic!("{} has no record", b.id));
+    RawRecord::read(&run.join(file)).expect("the record reads back")
+}
