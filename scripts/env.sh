@@ -1,7 +1,7 @@
 # Sourced by the project's scripts: installs libtorch 2.11.0 (PyPI's torch wheel) into
 # a project-local virtual environment when missing, and exports what tch needs to
-# build against it and what the loader needs to run it.
-set -euo pipefail
+# build against it and what the loader needs to run it. Safe to source in an
+# interactive shell: it changes no shell options and returns non-zero on failure.
 
 GPUBENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TORCH_VERSION="2.11.0"
@@ -10,12 +10,18 @@ MARKER="$VENV/.gpubench-torch-$TORCH_VERSION"
 
 if [[ ! -f "$MARKER" ]]; then
     echo "gpubench: installing libtorch $TORCH_VERSION (PyPI torch wheel) into $VENV (about a minute, ~5 GB)" >&2
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check "torch==$TORCH_VERSION" numpy
-    touch "$MARKER"
+    python3 -m venv "$VENV" &&
+        "$VENV/bin/pip" install --quiet --disable-pip-version-check "torch==$TORCH_VERSION" numpy &&
+        touch "$MARKER" || {
+        echo "gpubench: failed to install torch==$TORCH_VERSION into $VENV (needs python3 with venv and pip, and access to PyPI)" >&2
+        return 1 2>/dev/null || exit 1
+    }
 fi
 
-TORCH_DIR="$("$VENV/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')"
+TORCH_DIR="$("$VENV/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')" || {
+    echo "gpubench: the venv at $VENV has no working torch: remove $MARKER and source this again" >&2
+    return 1 2>/dev/null || exit 1
+}
 export LIBTORCH="$TORCH_DIR"
 export LIBTORCH_INCLUDE="$TORCH_DIR"
 export LIBTORCH_LIB="$TORCH_DIR"

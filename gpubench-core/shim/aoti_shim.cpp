@@ -4,6 +4,8 @@
 // heap-allocated `at::Tensor*` that the Rust side owns. Every C++ exception becomes
 // an error string: a package that cannot load (missing file, another device, built
 // for another libtorch) is an error, never a crash.
+#include "guard.h"
+
 #include <ATen/Tensor.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
@@ -16,26 +18,8 @@
 
 namespace {
 
-void write_error(char* err, size_t err_len, const char* msg) {
-  if (err == nullptr || err_len == 0) return;
-  std::strncpy(err, msg, err_len - 1);
-  err[err_len - 1] = '\0';
-}
-
-template <typename F>
-int guarded(char* err, size_t err_len, F&& body) {
-  try {
-    body();
-    return 0;
-  } catch (const c10::Error& e) {
-    write_error(err, err_len, e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    write_error(err, err_len, e.what());
-  } catch (...) {
-    write_error(err, err_len, "unknown C++ exception");
-  }
-  return 1;
-}
+using gpubench::guarded;
+using gpubench::write_error;
 
 using Loader = torch::inductor::AOTIModelPackageLoader;
 

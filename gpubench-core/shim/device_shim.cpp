@@ -2,6 +2,8 @@
 // allocator statistics, and where libtorch was loaded from. Only c10 and ATen
 // interfaces are used, so no CUDA headers are needed; on a machine without CUDA
 // every call reports an error instead of throwing across the FFI boundary.
+#include "guard.h"
+
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/Device.h>
@@ -18,26 +20,8 @@
 
 namespace {
 
-void write_error(char* err, size_t err_len, const char* msg) {
-  if (err == nullptr || err_len == 0) return;
-  std::strncpy(err, msg, err_len - 1);
-  err[err_len - 1] = '\0';
-}
-
-template <typename F>
-int guarded(char* err, size_t err_len, F&& body) {
-  try {
-    body();
-    return 0;
-  } catch (const c10::Error& e) {
-    write_error(err, err_len, e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    write_error(err, err_len, e.what());
-  } catch (...) {
-    write_error(err, err_len, "unknown C++ exception");
-  }
-  return 1;
-}
+using gpubench::guarded;
+using gpubench::write_error;
 
 const c10::impl::DeviceGuardImplInterface* cuda_impl() {
   return c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);

@@ -313,3 +313,26 @@ fn smoke_mode_makes_exactly_one_call() {
     assert_eq!(m.stop_reason, StopReason::Smoke);
     assert!(m.samples.is_empty());
 }
+
+#[test]
+fn flush_l2_times_one_call_per_sample_after_a_flush() {
+    let dev = Rc::new(SimulatedDevice::new());
+    let d = Rc::clone(&dev);
+    let config = MeasurementConfig {
+        flush_l2: true,
+        ..fast_config()
+    };
+    let m = measure_on(dev.clone(), config, move |b| {
+        b.iter(|| d.launch(Duration::from_micros(50)))
+    });
+    assert!(
+        m.samples.iter().all(|s| s.iters == 1),
+        "a flushed sample holds one call"
+    );
+    let timed_regions = (m.warmup.len() + m.samples.len()) as u64;
+    assert!(
+        dev.cache_flushes() >= timed_regions,
+        "{} flushes for {timed_regions} timed regions",
+        dev.cache_flushes()
+    );
+}

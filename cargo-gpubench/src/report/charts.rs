@@ -83,18 +83,14 @@ impl Axis {
         match self.format {
             AxisFormat::Time(unit) => {
                 let x = v / unit.ns;
-                let a = x.abs();
-                if a == 0.0 {
-                    "0".into()
-                } else if a >= 100.0 {
-                    format!("{x:.0}")
-                } else if a >= 10.0 {
-                    trim_zeros(format!("{x:.1}"))
-                } else if a >= 1.0 {
-                    trim_zeros(format!("{x:.2}"))
-                } else {
-                    trim_zeros(format!("{x:.3}"))
+                if x == 0.0 {
+                    return "0".into();
                 }
+                // Enough decimals that ticks about a seventh of the span apart stay
+                // distinct (a narrow band around 3.64 ms needs 3.635, 3.640, ...).
+                let step = ((self.range.end - self.range.start).abs() / unit.ns / 7.0).max(1e-12);
+                let digits = (-step.log10().floor()).clamp(0.0, 6.0) as usize;
+                trim_zeros(format!("{x:.digits$}"))
             }
             AxisFormat::Duration => {
                 let unit = format::time_unit(v);

@@ -15,6 +15,7 @@ struct Queue {
     busy_until: Instant,
     allocated: u64,
     peak: u64,
+    flushes: u64,
 }
 
 /// A device with a single in-order queue, timed with the host clock.
@@ -37,6 +38,7 @@ impl SimulatedDevice {
                 busy_until: Instant::now(),
                 allocated: 0,
                 peak: 0,
+                flushes: 0,
             }),
         }
     }
@@ -69,6 +71,11 @@ impl SimulatedDevice {
     pub fn free(&self, bytes: u64) {
         let mut q = self.queue.lock().expect("simulated queue poisoned");
         q.allocated = q.allocated.saturating_sub(bytes);
+    }
+
+    /// How many times the cache was flushed (`--flush-l2`).
+    pub fn cache_flushes(&self) -> u64 {
+        self.queue.lock().expect("simulated queue poisoned").flushes
     }
 
     fn completion_time(&self) -> Instant {
@@ -146,5 +153,7 @@ impl DeviceBackend for SimulatedDevice {
         self.launch(duration);
         true
     }
-    fn flush_cache(&self) {}
+    fn flush_cache(&self) {
+        self.queue.lock().expect("simulated queue poisoned").flushes += 1;
+    }
 }
