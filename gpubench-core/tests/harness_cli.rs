@@ -13,7 +13,7 @@ fn fixture() -> PathBuf {
     let path = profile_dir.join("examples").join("fixture_benches");
     assert!(
         path.exists(),
-        "{} is missing: run `cargo test -p gpubench-core` (it builds the example this test drives)",
+        "{} is missing: run `cargo build -p gpubench-core --examples` first (or `cargo test -p gpubench-core`, which builds it)",
         path.display()
     );
     path
