@@ -50,6 +50,16 @@ impl Shapes {
     }
 }
 
+/// Pays the process-wide first-use costs (the cuBLAS handle, the caching
+/// allocator's first block, the first kernel launch) before either variant runs, so
+/// they are not charged to whichever variant happens to go first: the build of a
+/// trace, or eager's first request when the compiled variant is a package.
+fn warm_up_device(device: &dyn DeviceBackend) {
+    let x = Tensor::ones([64, 64], (Kind::Float, device.tch_device()));
+    let _ = (x.matmul(&x) + 1.0).sum(Kind::Float);
+    device.synchronize();
+}
+
 pub(crate) fn run(
     comparison: Comparison<'_>,
     device: &dyn DeviceBackend,
@@ -74,6 +84,7 @@ pub(crate) fn run(
         return Err(CompareError::EmptyRequest { index });
     }
     let _no_grad = tch::no_grad_guard();
+    warm_up_device(device);
     let engine = Engine::new(device, config);
     let mut eager = ClosureVariant::new(eager);
     let (compiled_info, built) = variant::build(compiled, &mut eager, &requests[0], device);
