@@ -5,6 +5,7 @@
 //! for finished work. The host-dispatch time (when the k-th call returned) and the
 //! device time (events around the k calls) are kept beside the synced wall time.
 
+use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use gpubench_analysis::stats::{bootstrap, median, DEFAULT_CONFIDENCE, DEFAULT_SEED};
@@ -13,7 +14,7 @@ use gpubench_analysis::{
     Throughput, WarmupPoint,
 };
 
-use crate::device::DeviceBackend;
+use crate::device::{DeviceBackend, DeviceTimer};
 
 /// What the engine times. Implemented by the [`crate::Bencher`] adapters.
 pub trait Workload {
@@ -54,17 +55,30 @@ pub struct EngineOptions {
 pub struct Engine<'a> {
     device: &'a dyn DeviceBackend,
     config: &'a MeasurementConfig,
+    /// One pair of device events, made once and re-recorded for every timed region.
+    timer: RefCell<Option<Box<dyn DeviceTimer + 'a>>>,
+}
+
+/// What one synced, timed region measured, ns.
+struct Bracketed {
+    wall_ns: f64,
+    host_ns: f64,
+    device_ns: Option<f64>,
 }
 
 impl<'a> Engine<'a> {
     /// An engine for `device` with `config`.
     pub fn new(device: &'a dyn DeviceBackend, config: &'a MeasurementConfig) -> Self {
-        Engine { device, config }
+        Engine {
+            device,
+            config,
+            timer: RefCell::new(device.timer()),
+        }
     }
 
     /// Runs the whole measurement of `workload`.
     pub fn measure(&self, workload: &mut dyn Workload, options: &EngineOptions) -> Measurement {
-        let device_timer = self.device.timer().is_some();
+        let device_timer = self.timer.borrow().is_some();
         let sync_cost_ns = self.sync_cost_ns();
         let mut cold = Vec::new();
         let labels = workload.cold_labels();
@@ -136,52 +150,52 @@ impl<'a> Engine<'a> {
         median(&costs)
     }
 
-    fn cold_call(&self, workload: &mut dyn Workload, which: usize, label: String) -> ColdCall {
-        let mut timer = self.device.timer();
+    /// `sync; t0; start event; run(); stop event; sync; t1`: `run` returns when its
+    /// last call returned to the host.
+    fn bracket(&self, run: impl FnOnce() -> Instant) -> Bracketed {
+        let mut timer = self.timer.borrow_mut();
         self.device.synchronize();
         let t0 = Instant::now();
         if let Some(t) = timer.as_mut() {
             t.start();
         }
-        let returned = workload.run_cold(which);
+        let returned = run();
         if let Some(t) = timer.as_mut() {
             t.stop();
         }
         self.device.synchronize();
         let t1 = Instant::now();
-        workload.release();
-        ColdCall {
-            label,
+        Bracketed {
             wall_ns: (t1 - t0).as_nanos() as f64,
             host_ns: returned.saturating_duration_since(t0).as_nanos() as f64,
             device_ns: timer.as_mut().and_then(|t| t.elapsed_ns()),
         }
     }
 
+    fn cold_call(&self, workload: &mut dyn Workload, which: usize, label: String) -> ColdCall {
+        let timed = self.bracket(|| workload.run_cold(which));
+        workload.release();
+        ColdCall {
+            label,
+            wall_ns: timed.wall_ns,
+            host_ns: timed.host_ns,
+            device_ns: timed.device_ns,
+        }
+    }
+
     /// One synced sample of `iters` calls.
     pub(crate) fn timed_sample(&self, workload: &mut dyn Workload, iters: u64) -> Sample {
-        let mut timer = self.device.timer();
         workload.prepare(iters);
         if self.config.flush_l2 {
             self.device.flush_cache();
         }
-        self.device.synchronize();
-        let t0 = Instant::now();
-        if let Some(t) = timer.as_mut() {
-            t.start();
-        }
-        let returned = workload.run(iters);
-        if let Some(t) = timer.as_mut() {
-            t.stop();
-        }
-        self.device.synchronize();
-        let t1 = Instant::now();
+        let timed = self.bracket(|| workload.run(iters));
         workload.release();
         Sample {
             iters,
-            wall_ns: (t1 - t0).as_nanos() as f64,
-            host_ns: returned.saturating_duration_since(t0).as_nanos() as f64,
-            device_ns: timer.as_mut().and_then(|t| t.elapsed_ns()),
+            wall_ns: timed.wall_ns,
+            host_ns: timed.host_ns,
+            device_ns: timed.device_ns,
         }
     }
 

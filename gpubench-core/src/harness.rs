@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use clap::Parser;
 use gpubench_analysis::{
-    cap_message, file_stem_for_id, Failure, FailureKind, MeasurementConfig, RawRecord, RunMode,
-    RECORD_FORMAT_VERSION,
+    cap_message, file_stem_for_id, Failure, FailureKind, Fingerprint, MeasurementConfig, RawRecord,
+    RunMode, RECORD_FORMAT_VERSION,
 };
 
 use crate::cli::HarnessArgs;
@@ -66,6 +66,9 @@ pub fn run(args: HarnessArgs) -> i32 {
         }
     };
     install_panic_hook();
+    // The device, libraries, host and commit do not change between benchmarks: ask
+    // once (a git subprocess, the driver, /proc/cpuinfo); only the time is per case.
+    let fingerprint = fingerprint::collect(backend.as_ref());
     let started = Instant::now();
     let filtered_out = total - selected.len();
     let (mut passed, mut failed, mut ignored) = (0, 0, 0);
@@ -78,7 +81,7 @@ pub fn run(args: HarnessArgs) -> i32 {
             }
             continue;
         }
-        let record = run_case(case, &backend, &config);
+        let record = run_case(case, &backend, &config, &fingerprint);
         if let Some(dir) = &args.record_dir {
             if let Err(e) = write_record(dir, &record) {
                 eprintln!("error: failed to write the record of {}: {e}", case.id);
@@ -254,9 +257,17 @@ fn install_panic_hook() {
     }));
 }
 
-fn run_case(case: &Case, backend: &Rc<dyn DeviceBackend>, config: &MeasurementConfig) -> RawRecord {
+fn run_case(
+    case: &Case,
+    backend: &Rc<dyn DeviceBackend>,
+    config: &MeasurementConfig,
+    fingerprint: &Fingerprint,
+) -> RawRecord {
     backend.reset_memory();
-    let fingerprint = fingerprint::collect(backend.as_ref());
+    let fingerprint = Fingerprint {
+        timestamp: fingerprint::now_rfc3339(),
+        ..fingerprint.clone()
+    };
     let mut bencher = Bencher::new(&case.id, Rc::clone(backend), config.clone());
     LAST_PANIC.with(|p| p.borrow_mut().take());
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| (case.run)(&mut bencher)));

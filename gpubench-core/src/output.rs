@@ -1,6 +1,6 @@
 //! The readable per-benchmark summary the harness prints.
 
-use gpubench_analysis::stats::median_estimate;
+use gpubench_analysis::stats::{median, median_estimate};
 use gpubench_analysis::units::{format_bytes, format_ns};
 use gpubench_analysis::{RawRecord, StopReason};
 
@@ -45,17 +45,15 @@ pub fn summary(record: &RawRecord) -> String {
         format_ns(primary.lower),
         format_ns(primary.upper),
     ));
-    let wall = median_estimate(&m.wall_per_iter()).point;
-    let host = median_estimate(&m.host_per_iter()).point;
+    // Only the primary figure gets an interval; the others are plain medians.
+    let wall = median(&m.wall_per_iter());
+    let host = median(&m.host_per_iter());
     let mut parts = vec![
         format!("synced wall {}", format_ns(wall)),
         format!("host dispatch {}", format_ns(host)),
     ];
     if let Some(d) = m.device_per_iter() {
-        parts.push(format!(
-            "device {}",
-            format_ns(gpubench_analysis::stats::median(&d))
-        ));
+        parts.push(format!("device {}", format_ns(median(&d))));
     }
     out.push_str(&format!("    {}\n", parts.join(" · ")));
     let mut parts = Vec::new();
