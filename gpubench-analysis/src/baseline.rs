@@ -292,8 +292,7 @@ impl BaselineEntry {
             host_ns: round(m.host_per_iter()),
             device_ns: m.device_per_iter().map(round),
         };
-        let all_valid = samples.all_valid();
-        if !all_valid {
+        if !samples.all_valid() {
             return Err(NotSaved::InvalidSamples);
         }
         let estimates = estimates_of(&samples);
@@ -357,8 +356,7 @@ impl BaselineEntry {
                 s.device_ns.as_ref().map_or(0, Vec::len)
             ));
         }
-        let all_valid = s.all_valid();
-        if !all_valid {
+        if !s.all_valid() {
             return Err("a time is negative or not finite".into());
         }
         Ok(())

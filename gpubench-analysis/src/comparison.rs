@@ -49,7 +49,7 @@ impl EagerCompiled {
 
     /// Whether `kind` of flag was raised.
     pub fn has_flag(&self, kind: FlagKind) -> bool {
-        self.flags.iter().any(|f| f.kind() == kind)
+        self.flag(kind).is_some()
     }
 
     /// The flag of `kind`, when raised.

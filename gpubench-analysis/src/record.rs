@@ -329,6 +329,11 @@ impl Sample {
     pub fn per_iter_device(&self) -> Option<f64> {
         self.device_ns.map(|d| d / self.iters as f64)
     }
+    /// Device time per iteration when measured, else synced wall time, ns.
+    pub fn per_iter_primary(&self) -> f64 {
+        self.per_iter_device()
+            .unwrap_or_else(|| self.per_iter_wall())
+    }
 }
 
 /// What an unsynchronised timing loop reports, next to the truth.

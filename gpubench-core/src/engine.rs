@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
-use gpubench_analysis::stats::{bootstrap, median, DEFAULT_CONFIDENCE, DEFAULT_SEED};
+use gpubench_analysis::stats::{median, median_estimate_with, BootstrapConfig};
 use gpubench_analysis::{
     ColdCall, Flag, Measurement, MeasurementConfig, NaiveLoop, RunMode, Sample, StopReason,
     Throughput, WarmupPoint,
@@ -253,14 +253,14 @@ impl<'a> Engine<'a> {
         loop {
             samples.push(self.timed_sample(workload, iters));
             let n = samples.len();
-            if n >= min && (n < 50 || n % 5 == 0) {
-                let xs: Vec<f64> = samples.iter().map(primary_per_iter).collect();
-                let est = bootstrap(
+            if n >= min && (n < 50 || n.is_multiple_of(5)) {
+                let xs: Vec<f64> = samples.iter().map(Sample::per_iter_primary).collect();
+                let est = median_estimate_with(
                     &xs,
-                    median,
-                    DEFAULT_CONFIDENCE,
-                    STOP_CHECK_RESAMPLES,
-                    DEFAULT_SEED,
+                    BootstrapConfig {
+                        resamples: STOP_CHECK_RESAMPLES,
+                        ..BootstrapConfig::default()
+                    },
                 );
                 if est.rel_half_width() <= self.config.target_rel_ci {
                     return (samples, StopReason::Converged);
@@ -336,10 +336,6 @@ impl<'a> Engine<'a> {
         workload.release();
         waited.as_secs_f64() >= 0.5 * block.as_secs_f64()
     }
-}
-
-fn primary_per_iter(s: &Sample) -> f64 {
-    s.per_iter_device().unwrap_or_else(|| s.per_iter_wall())
 }
 
 /// Device-bound when the host returned well before the device finished (work was

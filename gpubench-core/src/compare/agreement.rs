@@ -79,34 +79,25 @@ fn with_output(index: usize, what: String) -> String {
 /// Shape, then dtype, then non-finite placement: the problems that need no
 /// tolerance to call.
 fn describe_mismatch(o: &OutputAgreement) -> Option<String> {
-    if o.eager_shape != o.compiled_shape {
-        return Some(with_output(
-            o.index,
-            format!(
-                "compiled returned {:?} where eager returned {:?}",
-                o.compiled_shape, o.eager_shape
-            ),
-        ));
-    }
-    if o.eager_dtype != o.compiled_dtype {
-        return Some(with_output(
-            o.index,
-            format!(
-                "compiled returned {} where eager returned {}",
-                o.compiled_dtype, o.eager_dtype
-            ),
-        ));
-    }
-    if o.non_finite_mismatch > 0 {
-        return Some(with_output(
-            o.index,
-            format!(
-                "{} elements are NaN or infinite in one output and not the other",
-                o.non_finite_mismatch
-            ),
-        ));
-    }
-    None
+    let what = if o.eager_shape != o.compiled_shape {
+        format!(
+            "compiled returned {:?} where eager returned {:?}",
+            o.compiled_shape, o.eager_shape
+        )
+    } else if o.eager_dtype != o.compiled_dtype {
+        format!(
+            "compiled returned {} where eager returned {}",
+            o.compiled_dtype, o.eager_dtype
+        )
+    } else if o.non_finite_mismatch > 0 {
+        format!(
+            "{} elements are NaN or infinite in one output and not the other",
+            o.non_finite_mismatch
+        )
+    } else {
+        return None;
+    };
+    Some(with_output(o.index, what))
 }
 
 /// A float64 view of `t` (complex tensors as their real and imaginary parts).

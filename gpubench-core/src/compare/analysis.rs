@@ -5,9 +5,7 @@
 use gpubench_analysis::comparison::{
     ComparisonFlag, CompileCost, EagerCompiled, ShapeCost, SteadyState,
 };
-use gpubench_analysis::stats::{
-    bootstrap, median, Estimate, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED,
-};
+use gpubench_analysis::stats::{median_estimate, Estimate};
 
 /// A compiled first call at a new shape counts as re-specialising when it is at
 /// least this many times its steady call at that shape…
@@ -25,13 +23,7 @@ pub const SLOWER_BELOW: f64 = 0.97;
 /// `eager / compiled`: the median of the paired per-call ratios, with a seeded
 /// percentile-bootstrap interval.
 pub(crate) fn speedup(ratios: &[f64]) -> Estimate {
-    bootstrap(
-        ratios,
-        median,
-        DEFAULT_CONFIDENCE,
-        DEFAULT_RESAMPLES,
-        DEFAULT_SEED,
-    )
+    median_estimate(ratios)
 }
 
 /// Whether the compiled variant's first call at a (new) shape was far above its

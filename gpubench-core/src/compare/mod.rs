@@ -431,16 +431,16 @@ impl ComparisonOutcome {
         if self.measurement.is_some() {
             return None;
         }
-        Some(match &self.record.compiled.failure {
-            Some(cause) => format!(
-                "failed to compare {} with {}: {cause}",
-                self.record.eager.label, self.record.compiled.label
-            ),
-            None => format!(
-                "failed to compare {} with {}: nothing was measured",
-                self.record.eager.label, self.record.compiled.label
-            ),
-        })
+        let cause = self
+            .record
+            .compiled
+            .failure
+            .as_deref()
+            .unwrap_or("nothing was measured");
+        Some(format!(
+            "failed to compare {} with {}: {cause}",
+            self.record.eager.label, self.record.compiled.label
+        ))
     }
 }
 

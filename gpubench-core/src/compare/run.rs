@@ -178,7 +178,6 @@ pub(crate) fn run(
         &mut compiled_runner,
         passes,
     );
-    let ratios = serve::paired_ratios(&sampled.eager, &sampled.compiled);
     let n = timed.len() as f64;
     let saving = (serve::mean_wall_per_pass(&sampled.eager)
         - serve::mean_wall_per_pass(&sampled.compiled))
@@ -188,7 +187,7 @@ pub(crate) fn run(
         requests: timed.len(),
         eager_ns_per_call: serve::mean_per_pass(&sampled.eager) / n,
         compiled_ns_per_call: serve::mean_per_pass(&sampled.compiled) / n,
-        speedup: analysis::speedup(&ratios),
+        speedup: analysis::speedup(&sampled.ratios),
         eager: sampled.eager,
         compiled: sampled.compiled,
         stop_reason: sampled.stop_reason,

@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use gpubench_analysis::comparison::CallTiming;
-use gpubench_analysis::stats::{bootstrap, median, DEFAULT_CONFIDENCE, DEFAULT_SEED};
+use gpubench_analysis::stats::{median_estimate_with, BootstrapConfig};
 use gpubench_analysis::{MeasurementConfig, Sample, StopReason};
 use tch::Tensor;
 
@@ -130,14 +130,12 @@ impl Workload for Runner<'_, '_> {
     }
 }
 
-fn primary(s: &Sample) -> f64 {
-    s.per_iter_device().unwrap_or_else(|| s.per_iter_wall())
-}
-
 /// Interleaved steady-state samples.
 pub(crate) struct Interleaved {
     pub eager: Vec<Sample>,
     pub compiled: Vec<Sample>,
+    /// The paired ratios `eager / compiled` of primary time per pass.
+    pub ratios: Vec<f64>,
     pub stop_reason: StopReason,
 }
 
@@ -158,9 +156,13 @@ pub(crate) fn interleave(
     let mut out = Interleaved {
         eager: Vec::new(),
         compiled: Vec::new(),
+        ratios: Vec::new(),
         stop_reason: StopReason::SampleBound,
     };
-    let mut ratios = Vec::new();
+    let stop_check = BootstrapConfig {
+        resamples: STOP_CHECK_RESAMPLES,
+        ..BootstrapConfig::default()
+    };
     loop {
         let (a, b) = if out.eager.len().is_multiple_of(2) {
             let a = engine.timed_sample(eager, passes);
@@ -169,18 +171,12 @@ pub(crate) fn interleave(
             let b = engine.timed_sample(compiled, passes);
             (engine.timed_sample(eager, passes), b)
         };
-        ratios.push(primary(&a) / primary(&b));
+        out.ratios.push(a.per_iter_primary() / b.per_iter_primary());
         out.eager.push(a);
         out.compiled.push(b);
-        let n = ratios.len();
-        if n >= min && (n < 50 || n % 5 == 0) {
-            let est = bootstrap(
-                &ratios,
-                median,
-                DEFAULT_CONFIDENCE,
-                STOP_CHECK_RESAMPLES,
-                DEFAULT_SEED,
-            );
+        let n = out.ratios.len();
+        if n >= min && (n < 50 || n.is_multiple_of(5)) {
+            let est = median_estimate_with(&out.ratios, stop_check);
             if est.rel_half_width() <= config.target_rel_ci {
                 out.stop_reason = StopReason::Converged;
                 return out;
@@ -196,19 +192,13 @@ pub(crate) fn interleave(
     }
 }
 
-/// The paired ratios `eager / compiled` of primary time per pass.
-pub(crate) fn paired_ratios(eager: &[Sample], compiled: &[Sample]) -> Vec<f64> {
-    eager
-        .iter()
-        .zip(compiled)
-        .map(|(a, b)| primary(a) / primary(b))
-        .collect()
-}
-
 /// Mean primary time per pass over all samples.
 pub(crate) fn mean_per_pass(samples: &[Sample]) -> f64 {
     let iters: u64 = samples.iter().map(|s| s.iters).sum();
-    let total: f64 = samples.iter().map(|s| primary(s) * s.iters as f64).sum();
+    let total: f64 = samples
+        .iter()
+        .map(|s| s.per_iter_primary() * s.iters as f64)
+        .sum();
     total / iters.max(1) as f64
 }
 

@@ -1,6 +1,6 @@
 //! The lines the harness prints under a comparison benchmark's summary.
 
-use gpubench_analysis::comparison::EagerCompiled;
+use gpubench_analysis::comparison::{EagerCompiled, OutputAgreement};
 use gpubench_analysis::stats::median;
 use gpubench_analysis::units::format_ns;
 
@@ -21,6 +21,15 @@ fn per_request(c: &EagerCompiled, compiled: bool) -> (Vec<f64>, Vec<f64>) {
         }
     }
     (warm, cold)
+}
+
+/// The largest figure over every shape's outputs, when any output has one.
+fn largest(c: &EagerCompiled, figure: impl Fn(&OutputAgreement) -> Option<f64>) -> Option<f64> {
+    c.agreement
+        .iter()
+        .flat_map(|a| &a.outputs)
+        .filter_map(figure)
+        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
 }
 
 fn latency_line(label: &str, (warm, cold): (Vec<f64>, Vec<f64>)) -> String {
@@ -104,18 +113,8 @@ pub fn summary(c: &EagerCompiled) -> String {
         latency_line(&c.compiled.label, per_request(c, true)),
     ));
     let agree = c.agreement.iter().filter(|a| a.agrees).count();
-    let max_abs = c
-        .agreement
-        .iter()
-        .flat_map(|a| &a.outputs)
-        .filter_map(|o| o.max_abs_diff)
-        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
-    let max_rel = c
-        .agreement
-        .iter()
-        .flat_map(|a| &a.outputs)
-        .filter_map(|o| o.max_rel_diff)
-        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+    let max_abs = largest(c, |o| o.max_abs_diff);
+    let max_rel = largest(c, |o| o.max_rel_diff);
     let diffs = match (max_abs, max_rel) {
         (Some(a), Some(r)) => format!("; max abs diff {a:.2e}, max rel diff {r:.2e}"),
         _ => String::new(),

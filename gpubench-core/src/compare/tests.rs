@@ -92,41 +92,19 @@ fn nan_matches_nan_but_not_a_number() {
 
 #[test]
 fn default_tolerances_follow_torch_testing() {
-    assert_eq!(
-        Tolerance::for_kind(Kind::Float),
-        Tolerance {
-            rtol: 1.3e-6,
-            atol: 1e-5
-        }
-    );
-    assert_eq!(
-        Tolerance::for_kind(Kind::Half),
-        Tolerance {
-            rtol: 1e-3,
-            atol: 1e-5
-        }
-    );
-    assert_eq!(
-        Tolerance::for_kind(Kind::BFloat16),
-        Tolerance {
-            rtol: 1.6e-2,
-            atol: 1e-5
-        }
-    );
-    assert_eq!(
-        Tolerance::for_kind(Kind::Double),
-        Tolerance {
-            rtol: 1e-7,
-            atol: 1e-7
-        }
-    );
-    assert_eq!(
-        Tolerance::for_kind(Kind::Int64),
-        Tolerance {
-            rtol: 0.0,
-            atol: 0.0
-        }
-    );
+    for (kind, rtol, atol) in [
+        (Kind::Float, 1.3e-6, 1e-5),
+        (Kind::Half, 1e-3, 1e-5),
+        (Kind::BFloat16, 1.6e-2, 1e-5),
+        (Kind::Double, 1e-7, 1e-7),
+        (Kind::Int64, 0.0, 0.0),
+    ] {
+        assert_eq!(
+            Tolerance::for_kind(kind),
+            Tolerance { rtol, atol },
+            "{kind:?}"
+        );
+    }
     // bf16's looser tolerance accepts a 1% difference that f32's would not.
     let e = t(&[100.0, 200.0]);
     let c = t(&[101.0, 201.0]);
