@@ -16,7 +16,7 @@ use gpubench_analysis::{BaselineStore, RawRecord};
 
 use crate::baselines::{self, LoadedBaseline};
 use crate::cli::{Cli, Format, RunArgs};
-use crate::comparison::{RunComparison, VerdictSettings};
+use crate::comparison::{plural, RunComparison, VerdictSettings};
 use crate::compile::{self, BenchExecutable};
 use crate::discover;
 use crate::exit::Exit;
@@ -60,7 +60,7 @@ pub fn run(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
     };
 
     let libtorch = libtorch::locate(&libtorch::Search::from_env(
-        vec![prepared.venv_root.clone()],
+        vec![prepared.workspace_root.clone()],
         prepared.native_paths.clone(),
     ))
     .context("failed to set up benchmark processes")?;
@@ -122,7 +122,7 @@ pub fn run(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
             "gpubench: comparing with baseline `{}` ({} benchmark{} in {}{how})",
             b.source.name,
             b.entries.len(),
-            if b.entries.len() == 1 { "" } else { "s" },
+            plural(b.entries.len()),
             b.source.path
         );
     }
@@ -155,7 +155,7 @@ pub fn run(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
     eprintln!(
         "gpubench: running {} benchmark{} (libtorch: {}, from {})",
         selected.len(),
-        if selected.len() == 1 { "" } else { "s" },
+        plural(selected.len()),
         libtorch.lib_dir.display(),
         libtorch.source
     );
@@ -171,10 +171,8 @@ struct Prepared {
     /// Cargo's target directory (build-script library paths under it are put on the
     /// loader path, as `cargo bench` does).
     target_dir: PathBuf,
-    /// Where a `.venv` with torch may be.
-    venv_root: PathBuf,
     /// The workspace root (the current directory with `--exe`), under which
-    /// `gpubench/baselines/` lives.
+    /// `gpubench/baselines/` lives and a `.venv` with torch may be.
     workspace_root: PathBuf,
     /// Taken before building, so a second run fails before it spends a build.
     store: Option<RunStore>,
@@ -212,7 +210,6 @@ fn prepare_workspace(args: &RunArgs, stop: &AtomicBool) -> Result<Option<Prepare
         native_paths: built.native_paths,
         out_dir,
         target_dir: workspace.target_dir,
-        venv_root: workspace.root.clone(),
         workspace_root: workspace.root,
         store,
     }))
@@ -256,7 +253,6 @@ fn prepare_executables(args: &RunArgs) -> Result<Prepared> {
                 .unwrap_or(Path::new(EXE_MODE_OUT_DIR)),
         ),
         target_dir: cwd.join("target"),
-        venv_root: cwd.clone(),
         workspace_root: cwd,
         store: None,
     })

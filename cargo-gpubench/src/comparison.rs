@@ -214,6 +214,22 @@ impl RunComparison {
         self.device_mismatch.iter().any(|x| x.id == id)
     }
 
+    /// The benchmarks not compared for a reason of their own, as `(id, reason)` in
+    /// order; those left out for a device mismatch are covered by
+    /// [`RunComparison::device_mismatch_message`] instead.
+    pub fn not_compared(&self) -> Vec<(&str, &str)> {
+        self.set
+            .comparisons
+            .iter()
+            .filter_map(|b| match &b.outcome {
+                ComparisonOutcome::NotCompared { reason } if !self.is_device_mismatch(&b.id) => {
+                    Some((b.id.as_str(), reason.as_str()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The sentence about a device mismatch, when benchmarks were left out for one.
     pub fn device_mismatch_message(&self) -> Option<String> {
         let first = self.device_mismatch.first()?;

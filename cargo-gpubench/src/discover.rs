@@ -90,16 +90,11 @@ pub fn discover(
     packages: &[String],
     benches: &[String],
 ) -> Result<Workspace, DiscoverError> {
-    let mut cmd = MetadataCommand::new();
-    cmd.cargo_path(cargo).no_deps();
-    if let Some(path) = manifest_path {
-        cmd.manifest_path(path);
-    }
-    let metadata = cmd.exec().map_err(DiscoverError::Metadata)?;
+    let metadata = metadata(cargo, manifest_path)?;
     let targets = select_targets(&metadata, packages, benches)?;
     Ok(Workspace {
-        root: metadata.workspace_root.clone().into_std_path_buf(),
-        target_dir: metadata.target_directory.clone().into_std_path_buf(),
+        root: metadata.workspace_root.into_std_path_buf(),
+        target_dir: metadata.target_directory.into_std_path_buf(),
         targets,
     })
 }
@@ -110,16 +105,21 @@ pub fn locate(
     cargo: &Path,
     manifest_path: Option<&Path>,
 ) -> Result<(PathBuf, PathBuf), DiscoverError> {
+    let metadata = metadata(cargo, manifest_path)?;
+    Ok((
+        metadata.workspace_root.into_std_path_buf(),
+        metadata.target_directory.into_std_path_buf(),
+    ))
+}
+
+/// `cargo metadata --no-deps` of the workspace (of `manifest_path` when given).
+fn metadata(cargo: &Path, manifest_path: Option<&Path>) -> Result<Metadata, DiscoverError> {
     let mut cmd = MetadataCommand::new();
     cmd.cargo_path(cargo).no_deps();
     if let Some(path) = manifest_path {
         cmd.manifest_path(path);
     }
-    let metadata = cmd.exec().map_err(DiscoverError::Metadata)?;
-    Ok((
-        metadata.workspace_root.into_std_path_buf(),
-        metadata.target_directory.into_std_path_buf(),
-    ))
+    cmd.exec().map_err(DiscoverError::Metadata)
 }
 
 /// Selects the bench targets of workspace members that depend on gpubench-core (as a

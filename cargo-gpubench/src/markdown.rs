@@ -214,15 +214,9 @@ impl MarkdownSummary<'_> {
             code(name)
         };
         let not_compared: Vec<String> = c
-            .set
-            .comparisons
-            .iter()
-            .filter_map(|b| match &b.outcome {
-                ComparisonOutcome::NotCompared { reason } if !c.is_device_mismatch(&b.id) => {
-                    Some(format!("- {}: {}", name_of(&b.id), text(reason)))
-                }
-                _ => None,
-            })
+            .not_compared()
+            .into_iter()
+            .map(|(id, reason)| format!("- {}: {}", name_of(id), text(reason)))
             .collect();
         if !not_compared.is_empty() {
             let _ = writeln!(out, "\n**Not compared:**\n\n{}", not_compared.join("\n"));

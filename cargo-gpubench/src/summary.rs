@@ -180,13 +180,7 @@ impl RunSummary {
     pub fn render_human(&self) -> String {
         let mut out = render_table(&self.benchmarks, self.comparison.as_ref());
         out.push_str(&render_failures(&self.benchmarks));
-        let mut closing = format!(
-            "\n{} benchmark{}: {} passed, {} failed",
-            self.benchmarks.len(),
-            if self.benchmarks.len() == 1 { "" } else { "s" },
-            self.passed,
-            self.failed
-        );
+        let mut closing = format!("\n{}", count_line(&self.benchmarks));
         if self.not_run > 0 {
             let _ = write!(closing, ", {} not run (interrupted)", self.not_run);
         }
@@ -258,15 +252,9 @@ pub fn render_comparison(c: &RunComparison, entries: &[SummaryEntry], exit: Exit
             .map_or_else(|| id.to_string(), |e| e.name.clone())
     };
     let not_compared: Vec<String> = c
-        .set
-        .comparisons
-        .iter()
-        .filter_map(|b| match &b.outcome {
-            ComparisonOutcome::NotCompared { reason } if !c.is_device_mismatch(&b.id) => {
-                Some(format!("{} ({reason})", name_of(&b.id)))
-            }
-            _ => None,
-        })
+        .not_compared()
+        .into_iter()
+        .map(|(id, reason)| format!("{} ({reason})", name_of(id)))
         .collect();
     if !not_compared.is_empty() {
         let _ = writeln!(out, "  not compared: {}", not_compared.join(", "));

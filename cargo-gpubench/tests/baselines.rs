@@ -9,17 +9,16 @@
 
 mod support;
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use cargo_gpubench::comparison::{RunComparison, BASELINE_COPY};
-use gpubench_analysis::synthetic::GpuLikeSamples;
 use gpubench_analysis::{
     file_stem_for_id, BaselineStore, Failure, FailureKind, RawRecord, Verdict,
 };
-use rand::SeedableRng;
-use rand_pcg::Pcg64Mcg;
-use support::{cargo_gpubench, exe_arg, latest_run, run, Ran};
+use support::{
+    cargo_gpubench, exe_arg, latest_run, prepare_record, run, stand_in, synthetic_record as record,
+    Ran, STAND_IN_EXE,
+};
 
 /// Lists the ids in `ids` (none of them ignored); measures one by copying the record prepared for it, and
 /// exits 101 (the harness's "measured a failure") when a `fails` marker is there.
@@ -51,20 +50,12 @@ impl Bench {
     /// an H200) and `panics` (fails).
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let bin = dir.path().join("bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        let exe = bin.join("fake-0123456789abcdef");
-        std::fs::write(&exe, STAND_IN).unwrap();
-        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let bin = stand_in(dir.path(), STAND_IN);
         std::fs::write(
             bin.join("ids"),
             "conv: benchmark\nmm/64: benchmark\npanics: benchmark\n",
         )
         .unwrap();
-        let lib = dir.path().join("libtorch/lib");
-        std::fs::create_dir_all(&lib).unwrap();
-        std::fs::write(lib.join("libtorch_cpu.so"), b"").unwrap();
-        std::fs::create_dir_all(dir.path().join("work")).unwrap();
         let b = Bench { dir };
         b.measure("mm/64", GPU, 1.0, 1);
         b.measure("conv", GPU, 1.0, 2);
@@ -84,17 +75,7 @@ impl Bench {
     }
 
     fn prepare(&self, record: &RawRecord, fails: bool) {
-        let d = self
-            .dir
-            .path()
-            .join("bin/records")
-            .join(record.id.replace('/', "_"));
-        std::fs::create_dir_all(&d).unwrap();
-        let file = d.join(format!("{}.json", file_stem_for_id(&record.id)));
-        std::fs::write(file, record.to_json_pretty()).unwrap();
-        if fails {
-            std::fs::write(d.join("fails"), "").unwrap();
-        }
+        prepare_record(&self.dir.path().join("bin"), record, fails);
     }
 
     fn work(&self) -> PathBuf {
@@ -117,7 +98,7 @@ impl Bench {
         cmd.current_dir(self.work())
             .env("LIBTORCH", self.dir.path().join("libtorch"))
             .arg("run")
-            .arg(exe_arg(&self.dir.path().join("bin/fake-0123456789abcdef")))
+            .arg(exe_arg(&self.dir.path().join("bin").join(STAND_IN_EXE)))
             .args(args);
         run(&mut cmd)
     }
@@ -128,13 +109,6 @@ impl Bench {
         cmd.current_dir(self.work()).arg("compare").args(args);
         run(&mut cmd)
     }
-}
-
-fn record(id: &str, device: &str, factor: f64, seed: u64) -> RawRecord {
-    let mut rng = Pcg64Mcg::seed_from_u64(seed);
-    GpuLikeSamples::default()
-        .scaled(factor)
-        .record(id, device, 30, &mut rng)
 }
 
 /// The line of `text` that starts with `start`.
@@ -319,7 +293,7 @@ fn comparing_and_saving_in_one_run_compares_with_the_files_as_they_were() {
         .env("LIBTORCH", b.dir.path().join("libtorch"))
         .env("GPUBENCH_BASELINES_DIR", &dir)
         .args(["run", "--exe"])
-        .arg(b.dir.path().join("bin/fake-0123456789abcdef"))
+        .arg(b.dir.path().join("bin").join(STAND_IN_EXE))
         .args(["--", "mm"]);
     let ran = run(&mut cmd).expect_code(0);
     assert!(

@@ -7,8 +7,7 @@
 
 mod support;
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -17,7 +16,10 @@ use gpubench_analysis::{
     file_stem_for_id, ColdCall, Failure, FailureKind, Fingerprint, Measurement, MeasurementConfig,
     RawRecord, Sample, StopReason, RECORD_FORMAT_VERSION,
 };
-use support::{cargo_gpubench, entry, exe_arg, latest_run, manifest, record, run};
+use support::{
+    cargo_gpubench, entry, exe_arg, latest_run, manifest, prepare_record, record, run, stand_in,
+    STAND_IN_EXE,
+};
 
 /// The stand-in harness. `--list` prints the ids; `--bench --exact <id>` does what the
 /// id says. Records to hand back are prepared by the test in `records/<id with / as _>/`.
@@ -66,14 +68,9 @@ struct Fake {
 impl Fake {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let bin = dir.path().join("bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        // Named like cargo names bench executables: the hash is not part of the target.
-        let exe = bin.join("fake-0123456789abcdef");
-        std::fs::write(&exe, FAKE_HARNESS).unwrap();
-        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let bin = stand_in(dir.path(), FAKE_HARNESS);
         for id in ["passes", "matmul/64", "slow_ignored"] {
-            Self::prepare(&bin, &passed_record(id));
+            prepare_record(&bin, &passed_record(id), false);
         }
         let mut panicked = passed_record("panics");
         panicked.measurement = None;
@@ -81,23 +78,12 @@ impl Fake {
             FailureKind::Panic,
             "panicked at benches/suite.rs:3: boom",
         ));
-        Self::prepare(&bin, &panicked);
-        let lib = dir.path().join("libtorch/lib");
-        std::fs::create_dir_all(&lib).unwrap();
-        std::fs::write(lib.join("libtorch_cpu.so"), b"").unwrap();
-        std::fs::create_dir_all(dir.path().join("work")).unwrap();
+        prepare_record(&bin, &panicked, false);
         Fake { dir }
     }
 
-    fn prepare(bin: &Path, record: &RawRecord) {
-        let d = bin.join("records").join(record.id.replace('/', "_"));
-        std::fs::create_dir_all(&d).unwrap();
-        let file = d.join(format!("{}.json", file_stem_for_id(&record.id)));
-        std::fs::write(file, record.to_json_pretty()).unwrap();
-    }
-
     fn exe(&self) -> PathBuf {
-        self.dir.path().join("bin/fake-0123456789abcdef")
+        self.dir.path().join("bin").join(STAND_IN_EXE)
     }
 
     /// Where runs go by default with `--exe`: `./target/gpubench` of the working dir.

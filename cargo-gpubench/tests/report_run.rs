@@ -11,12 +11,12 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use cargo_gpubench::manifest::BenchStatus;
-use gpubench_analysis::synthetic::GpuLikeSamples;
-use gpubench_analysis::{file_stem_for_id, Failure, FailureKind, RawRecord};
-use rand::SeedableRng;
-use rand_pcg::Pcg64Mcg;
+use gpubench_analysis::{Failure, FailureKind, RawRecord};
 use scraper::{Html, Selector};
-use support::{cargo_gpubench, exe_arg, latest_run, manifest, run, Ran};
+use support::{
+    cargo_gpubench, exe_arg, latest_run, manifest, prepare_record, run, stand_in, synthetic_record,
+    Ran, STAND_IN_EXE,
+};
 
 /// Lists `ids`; measures one by copying the record prepared for it, and exits 101 (a
 /// measured failure) when a `fails` marker is there.
@@ -47,17 +47,9 @@ struct Bench {
 impl Bench {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let bin = dir.path().join("bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        let exe = bin.join("fake-0123456789abcdef");
-        std::fs::write(&exe, STAND_IN).unwrap();
-        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let bin = stand_in(dir.path(), STAND_IN);
         let ids: String = IDS.iter().map(|id| format!("{id}: benchmark\n")).collect();
         std::fs::write(bin.join("ids"), ids).unwrap();
-        let lib = dir.path().join("libtorch/lib");
-        std::fs::create_dir_all(&lib).unwrap();
-        std::fs::write(lib.join("libtorch_cpu.so"), b"").unwrap();
-        std::fs::create_dir_all(dir.path().join("work")).unwrap();
         let b = Bench { dir };
         b.measure("mm/64", 1.0, 1);
         b.measure("conv", 1.0, 2);
@@ -74,17 +66,7 @@ impl Bench {
     }
 
     fn prepare(&self, record: &RawRecord, fails: bool) {
-        let d = self
-            .dir
-            .path()
-            .join("bin/records")
-            .join(record.id.replace('/', "_"));
-        std::fs::create_dir_all(&d).unwrap();
-        let file = d.join(format!("{}.json", file_stem_for_id(&record.id)));
-        std::fs::write(file, record.to_json_pretty()).unwrap();
-        if fails {
-            std::fs::write(d.join("fails"), "").unwrap();
-        }
+        prepare_record(&self.dir.path().join("bin"), record, fails);
     }
 
     fn work(&self) -> PathBuf {
@@ -102,7 +84,7 @@ impl Bench {
         cmd.current_dir(self.work())
             .env("LIBTORCH", self.dir.path().join("libtorch"))
             .arg("run")
-            .arg(exe_arg(&self.dir.path().join("bin/fake-0123456789abcdef")))
+            .arg(exe_arg(&self.dir.path().join("bin").join(STAND_IN_EXE)))
             .args(args);
         run(&mut cmd)
     }
@@ -120,10 +102,7 @@ impl Bench {
 }
 
 fn record(id: &str, factor: f64, seed: u64) -> RawRecord {
-    let mut rng = Pcg64Mcg::seed_from_u64(seed);
-    GpuLikeSamples::default()
-        .scaled(factor)
-        .record(id, GPU, 30, &mut rng)
+    synthetic_record(id, GPU, factor, seed)
 }
 
 /// Each benchmark row of the summary page: its id and its verdict badge's word.

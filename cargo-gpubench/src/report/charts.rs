@@ -79,6 +79,30 @@ impl Axis {
         }
     }
 
+    /// A time axis described as `what`: labelled in `unit` on a linear scale, or
+    /// each tick with its own unit on a log scale.
+    pub fn time(what: &str, range: Range<f64>, log: bool, unit: TimeUnit) -> Self {
+        if log {
+            Axis {
+                desc: format!("{what} (log scale)"),
+                range,
+                log,
+                format: AxisFormat::Duration,
+            }
+        } else {
+            Axis::linear(
+                format!("{what} ({})", unit.symbol),
+                range,
+                AxisFormat::Time(unit),
+            )
+        }
+    }
+
+    /// Sample indices `1..=n`, with half a step of room on either side.
+    pub fn index(desc: &str, n: usize) -> Self {
+        Axis::linear(desc, 0.5..n as f64 + 0.5, AxisFormat::Index)
+    }
+
     fn label(&self, v: f64) -> String {
         match self.format {
             AxisFormat::Time(unit) => {
@@ -432,6 +456,15 @@ pub fn wants_log(values: impl IntoIterator<Item = f64>) -> bool {
 /// The time unit for axis labels of values around `typical` ns.
 pub fn axis_unit(typical: f64) -> TimeUnit {
     format::time_unit(typical)
+}
+
+/// `values` against their 1-based position: `[a, b]` → `[(1, a), (2, b)]`.
+pub fn in_order(values: &[f64]) -> Vec<(f64, f64)> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| (i as f64 + 1.0, v))
+        .collect()
 }
 
 #[cfg(test)]

@@ -244,28 +244,13 @@ impl ComparisonView {
         } else {
             range.end
         });
-        let y = if log {
-            Axis {
-                desc: "latency (log scale)".into(),
-                range,
-                log,
-                format: AxisFormat::Duration,
-            }
-        } else {
-            Axis {
-                desc: format!("latency ({})", unit.symbol),
-                range,
-                log,
-                format: AxisFormat::Time(unit),
-            }
-        };
         let mut plot = Plot::new(
             Axis::linear(
                 "request in the shape stream",
                 -0.5..(n as f64 - 0.5).max(0.5),
                 AxisFormat::Index,
             ),
-            y,
+            Axis::time("latency", range, log, unit),
         );
         for (v, color) in self.variants.iter().zip([palette::NEW, palette::COMPILED]) {
             plot.series.push(Series {
@@ -320,22 +305,21 @@ fn variant_row(
             .map(|p| p.latency_ns)
             .collect()
     };
+    let median = |xs: &[f64]| {
+        if xs.is_empty() {
+            String::new()
+        } else {
+            format::duration(stats::median(xs))
+        }
+    };
     let (warm, cold) = (pick(false), pick(true));
     VariantRow {
         name: v.name.clone(),
         kind: kind.to_string(),
         requests: v.points.len(),
         cold: cold.len(),
-        warm_median: if warm.is_empty() {
-            String::new()
-        } else {
-            format::duration(stats::median(&warm))
-        },
-        cold_median: if cold.is_empty() {
-            String::new()
-        } else {
-            format::duration(stats::median(&cold))
-        },
+        warm_median: median(&warm),
+        cold_median: median(&cold),
         build: info.build_ns.map(format::duration).unwrap_or_default(),
         failure: info.failure.clone().unwrap_or_default(),
     }

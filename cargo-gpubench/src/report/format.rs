@@ -10,35 +10,28 @@ pub struct TimeUnit {
     pub ns: f64,
 }
 
-const NS: TimeUnit = TimeUnit {
-    symbol: "ns",
-    ns: 1.0,
-};
-const US: TimeUnit = TimeUnit {
-    symbol: "µs",
-    ns: 1e3,
-};
-const MS: TimeUnit = TimeUnit {
-    symbol: "ms",
-    ns: 1e6,
-};
-const S: TimeUnit = TimeUnit {
-    symbol: "s",
-    ns: 1e9,
-};
+const fn unit(symbol: &'static str, ns: f64) -> TimeUnit {
+    TimeUnit { symbol, ns }
+}
 
-/// The unit that shows `ns` with one to three digits before the point.
+/// The units, smallest first.
+const UNITS: [TimeUnit; 4] = [
+    unit("ns", 1.0),
+    unit("µs", 1e3),
+    unit("ms", 1e6),
+    unit("s", 1e9),
+];
+
+/// The unit that shows `ns` with one to three digits before the point (`ns` below
+/// 1 µs and for non-finite values).
 pub fn time_unit(ns: f64) -> TimeUnit {
     let a = ns.abs();
-    if !a.is_finite() || a < 1e3 {
-        NS
-    } else if a < 1e6 {
-        US
-    } else if a < 1e9 {
-        MS
-    } else {
-        S
-    }
+    UNITS
+        .iter()
+        .rev()
+        .find(|u| a.is_finite() && a >= u.ns)
+        .copied()
+        .unwrap_or(UNITS[0])
 }
 
 /// `value` with four significant digits (at least the integer part).

@@ -226,10 +226,7 @@ pub fn render(input: &ReportInput, out_dir: &Path) -> Result<ReportIndex, Report
     let bench_dir = out_dir.join("bench");
     create_dir(out_dir)?;
     if out_dir.join(MARKER_FILE).is_file() && bench_dir.is_dir() {
-        std::fs::remove_dir_all(&bench_dir).map_err(|source| ReportError::Io {
-            path: bench_dir.clone(),
-            source,
-        })?;
+        std::fs::remove_dir_all(&bench_dir).map_err(io_error(&bench_dir))?;
     }
     create_dir(&bench_dir)?;
 
@@ -290,10 +287,15 @@ fn write_benchmark(
 }
 
 fn create_dir(path: &Path) -> Result<(), ReportError> {
-    std::fs::create_dir_all(path).map_err(|source| ReportError::Io {
+    std::fs::create_dir_all(path).map_err(io_error(path))
+}
+
+/// Turns an I/O error on `path` into a [`ReportError::Io`].
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
+    move |source| ReportError::Io {
         path: path.to_path_buf(),
         source,
-    })
+    }
 }
 
 /// Writes files and remembers which.
@@ -304,10 +306,7 @@ struct Writer {
 
 impl Writer {
     fn write(&mut self, path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
-        std::fs::write(path, bytes).map_err(|source| ReportError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        std::fs::write(path, bytes).map_err(io_error(path))?;
         self.files.push(path.to_path_buf());
         Ok(())
     }

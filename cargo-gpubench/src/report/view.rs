@@ -481,7 +481,8 @@ struct Figures {
     compared: Vec<f64>,
     /// Which timer `compared` is.
     compared_kind: TimeKind,
-    primary_is_device: bool,
+    /// Which timer `primary` is.
+    primary_kind: TimeKind,
     median: Estimate,
     mean: Estimate,
     noise: Option<f64>,
@@ -506,7 +507,7 @@ impl Figures {
             primary: samples_of(primary_kind),
             compared: samples_of(compared_kind),
             compared_kind,
-            primary_is_device: primary_kind == TimeKind::Device,
+            primary_kind,
             median: p.median,
             mean: p.mean,
             noise: p.rel_noise,
@@ -756,11 +757,7 @@ fn benchmark_view(b: &ReportBenchmark, fig: Option<&Figures>) -> BenchmarkView {
     let (Some(m), Some(fig)) = (m, fig) else {
         return view;
     };
-    view.primary_label = if fig.primary_is_device {
-        "device time".into()
-    } else {
-        "synced wall time".into()
-    };
+    view.primary_label = time_label(fig.primary_kind).into();
     fill_facts(&mut view, b, m, fig);
     fill_charts(&mut view, b, m, fig);
     view
@@ -768,24 +765,19 @@ fn benchmark_view(b: &ReportBenchmark, fig: Option<&Figures>) -> BenchmarkView {
 
 fn fill_facts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, fig: &Figures) {
     let med = fig.median;
-    view.key_facts.push(fact(
-        "median",
-        format::duration(med.point),
-        format!(
-            "{:.0}% interval {}",
-            med.confidence * 100.0,
-            format::duration_interval(med.point, med.lower, med.upper)
-        ),
-    ));
-    view.key_facts.push(fact(
-        "mean",
-        format::duration(fig.mean.point),
-        format!(
-            "{:.0}% interval {}",
-            fig.mean.confidence * 100.0,
-            format::duration_interval(fig.mean.point, fig.mean.lower, fig.mean.upper)
-        ),
-    ));
+    let estimate = |label: &str, e: Estimate| {
+        fact(
+            label,
+            format::duration(e.point),
+            format!(
+                "{:.0}% interval {}",
+                e.confidence * 100.0,
+                format::duration_interval(e.point, e.lower, e.upper)
+            ),
+        )
+    };
+    view.key_facts.push(estimate("median", med));
+    view.key_facts.push(estimate("mean", fig.mean));
     if let Some(c) = compared(b) {
         let e = c.change;
         view.key_facts.push(fact(
@@ -1004,6 +996,15 @@ fn config_rows(r: &RawRecord) -> Vec<(String, String)> {
     ]
 }
 
+/// What a timer measures, in the words of the page.
+fn time_label(kind: TimeKind) -> &'static str {
+    match kind {
+        TimeKind::Device => "device time",
+        TimeKind::Host => "host dispatch",
+        TimeKind::Wall => "synced wall time",
+    }
+}
+
 fn chart(stem: &str, file: &str, plot: Plot, alt: &str, caption: &str) -> ChartView {
     ChartView {
         file: file.to_string(),
@@ -1027,12 +1028,8 @@ fn fill_charts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, f
     let what = &view.primary_label;
 
     if fig.compared.len() >= 2 || base.len() >= 2 {
-        let compared_label = match fig.compared_kind {
-            TimeKind::Device => "device time",
-            TimeKind::Host => "host dispatch",
-            TimeKind::Wall => "synced wall time",
-        };
-        let (plot, hidden) = distribution_plot(&fig.compared, base, unit, compared_label);
+        let (plot, hidden) =
+            distribution_plot(&fig.compared, base, unit, time_label(fig.compared_kind));
         let mut caption = if base.is_empty() {
             "Density of this run's per-call times; ticks along the axis are the samples, the dashed line the median.".to_string()
         } else {
@@ -1053,22 +1050,13 @@ fn fill_charts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, f
     }
 
     if fig.primary.len() >= 2 {
-        let pts: Vec<(f64, f64)> = fig
-            .primary
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| (i as f64 + 1.0, v))
-            .collect();
         let mut plot = Plot::new(
-            Axis::linear(
-                "sample (in time order)",
-                0.5..pts.len() as f64 + 0.5,
-                AxisFormat::Index,
-            ),
-            Axis::linear(
-                format!("{what} per call ({})", unit.symbol),
+            Axis::index("sample (in time order)", fig.primary.len()),
+            Axis::time(
+                &format!("{what} per call"),
                 charts::padded_range(fig.primary.iter().copied(), 0.15, false),
-                AxisFormat::Time(unit),
+                false,
+                unit,
             ),
         );
         plot.rules.push(Rule {
@@ -1081,7 +1069,7 @@ fn fill_charts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, f
         plot.series.push(Series {
             name: None,
             color: palette::NEW,
-            points: pts,
+            points: charts::in_order(&fig.primary),
             kind: SeriesKind::LineMarkers,
         });
         view.charts.timeline = Some(chart(
@@ -1104,12 +1092,6 @@ fn fill_charts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, f
             .copied();
         let top = charts::padded_range(all, 0.1, false).end;
         let n = walls.len();
-        let idx = |v: &[f64]| -> Vec<(f64, f64)> {
-            v.iter()
-                .enumerate()
-                .map(|(i, &x)| (i as f64 + 1.0, x))
-                .collect()
-        };
         let kind = if n == 1 {
             SeriesKind::Markers {
                 size: 5,
@@ -1119,35 +1101,27 @@ fn fill_charts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, f
             SeriesKind::Line
         };
         let mut plot = Plot::new(
-            Axis::linear(
-                "sample (in time order)",
-                0.5..n as f64 + 0.5,
-                AxisFormat::Index,
-            ),
-            Axis::linear(
-                format!("per call ({})", unit.symbol),
-                0.0..top * 1.25,
-                AxisFormat::Time(unit),
-            ),
+            Axis::index("sample (in time order)", n),
+            Axis::time("per call", 0.0..top * 1.25, false, unit),
         );
         plot.series.push(Series {
             name: Some("synced wall".into()),
             color: palette::NEW,
-            points: idx(&walls),
+            points: charts::in_order(&walls),
             kind,
         });
         if let Some(d) = &devices {
             plot.series.push(Series {
                 name: Some("device".into()),
                 color: palette::DEVICE,
-                points: idx(d),
+                points: charts::in_order(d),
                 kind,
             });
         }
         plot.series.push(Series {
             name: Some("host dispatch".into()),
             color: palette::HOST,
-            points: idx(&hosts),
+            points: charts::in_order(&hosts),
             kind,
         });
         view.charts.host_device = Some(chart(
@@ -1168,23 +1142,14 @@ fn fill_charts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, f
         let values = per_iter.iter().copied().chain([fig.median.point]);
         let log = charts::wants_log(values.clone());
         let wunit = charts::axis_unit(fig.median.point);
-        let n = per_iter.len();
         let mut plot = Plot::new(
-            Axis::linear("warm-up batch", 0.5..n as f64 + 0.5, AxisFormat::Index),
-            Axis {
-                desc: if log {
-                    "synced wall per call (log scale)".into()
-                } else {
-                    format!("synced wall per call ({})", wunit.symbol)
-                },
-                range: charts::padded_range(values, 0.15, log),
+            Axis::index("warm-up batch", per_iter.len()),
+            Axis::time(
+                "synced wall per call",
+                charts::padded_range(values, 0.15, log),
                 log,
-                format: if log {
-                    AxisFormat::Duration
-                } else {
-                    AxisFormat::Time(wunit)
-                },
-            },
+                wunit,
+            ),
         );
         plot.rules.push(Rule {
             horizontal: true,
@@ -1196,11 +1161,7 @@ fn fill_charts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, f
         plot.series.push(Series {
             name: None,
             color: palette::HOST,
-            points: per_iter
-                .iter()
-                .enumerate()
-                .map(|(i, &v)| (i as f64 + 1.0, v))
-                .collect(),
+            points: charts::in_order(&per_iter),
             kind: SeriesKind::LineMarkers,
         });
         view.charts.warmup = Some(chart(
@@ -1264,56 +1225,43 @@ fn distribution_plot(
             })
             .collect()
     };
-    let new_curve = if new.len() >= 2 {
-        curve(new, bw_new)
-    } else {
-        Vec::new()
-    };
-    let base_curve = if base.len() >= 2 {
-        curve(base, bw_base)
-    } else {
-        Vec::new()
-    };
-    let peak = new_curve
+    // Baseline first, so this run's curve is drawn on top.
+    let sides = [
+        ("baseline", base, bw_base, palette::BASELINE),
+        ("this run", new, bw_new, palette::NEW),
+    ]
+    .map(|(name, xs, h, color)| {
+        let points = if xs.len() >= 2 {
+            curve(xs, h)
+        } else {
+            Vec::new()
+        };
+        (name, xs, points, color)
+    });
+    let peak = sides
         .iter()
-        .chain(&base_curve)
+        .flat_map(|side| &side.2)
         .map(|p| p.1)
         .fold(0.0f64, f64::max)
         .max(f64::MIN_POSITIVE);
     let mut plot = Plot::new(
-        Axis::linear(
-            format!("{what} per call ({})", unit.symbol),
-            x,
-            AxisFormat::Time(unit),
-        ),
+        Axis::time(&format!("{what} per call"), x, false, unit),
         Axis::linear("", 0.0..peak * 1.18, AxisFormat::Hidden),
     );
-    if !base_curve.is_empty() {
+    for (name, xs, points, color) in sides {
+        if points.is_empty() {
+            continue;
+        }
         plot.series.push(Series {
-            name: Some(format!("baseline (n={})", base.len())),
-            color: palette::BASELINE,
-            points: base_curve,
+            name: Some(format!("{name} (n={})", xs.len())),
+            color,
+            points,
             kind: SeriesKind::Area,
         });
         plot.rules.push(Rule {
             horizontal: false,
-            at: stats::median(base),
-            color: palette::BASELINE,
-            dashed: true,
-            label: None,
-        });
-    }
-    if !new_curve.is_empty() {
-        plot.series.push(Series {
-            name: Some(format!("this run (n={})", new.len())),
-            color: palette::NEW,
-            points: new_curve,
-            kind: SeriesKind::Area,
-        });
-        plot.rules.push(Rule {
-            horizontal: false,
-            at: stats::median(new),
-            color: palette::NEW,
+            at: stats::median(xs),
+            color,
             dashed: true,
             label: None,
         });
@@ -1337,7 +1285,7 @@ fn bandwidth(xs: &[f64]) -> f64 {
         return 0.0;
     }
     let mean = stats::mean(xs);
-    let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (xs.len() - 1) as f64).sqrt();
+    let sd = stats::std_dev(xs);
     let s = stats::sorted(xs);
     let iqr = stats::quantile_sorted(&s, 0.75) - stats::quantile_sorted(&s, 0.25);
     let spread = if iqr > 0.0 { sd.min(iqr / 1.34) } else { sd };
@@ -1384,28 +1332,19 @@ fn cold_plot(m: &Measurement, steady: f64) -> Plot {
     );
     plot.height = (70 + 44 * n as u32).clamp(150, 480);
     let row = |i: usize| (n - 1 - i) as f64;
-    plot.series.push(Series {
-        name: None,
-        color: palette::COLD,
-        points: bars
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.2)
-            .map(|(i, b)| (b.1, row(i)))
-            .collect(),
-        kind: SeriesKind::HorizontalBars { half_height: 0.3 },
-    });
-    plot.series.push(Series {
-        name: None,
-        color: palette::DEVICE,
-        points: bars
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| !b.2)
-            .map(|(i, b)| (b.1, row(i)))
-            .collect(),
-        kind: SeriesKind::HorizontalBars { half_height: 0.3 },
-    });
+    for (cold, color) in [(true, palette::COLD), (false, palette::DEVICE)] {
+        plot.series.push(Series {
+            name: None,
+            color,
+            points: bars
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.2 == cold)
+                .map(|(i, b)| (b.1, row(i)))
+                .collect(),
+            kind: SeriesKind::HorizontalBars { half_height: 0.3 },
+        });
+    }
     for (i, (label, v, cold)) in bars.iter().enumerate() {
         let text = if *cold {
             format!(

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use cargo_gpubench::manifest::{ManifestBenchmark, RunManifest, MANIFEST_FILE};
-use gpubench_analysis::RawRecord;
+use gpubench_analysis::{file_stem_for_id, RawRecord};
 
 /// The binary under test, with the test environment's `GPUBENCH_*` variables
 /// removed so only what a test sets applies.
@@ -87,4 +87,48 @@ pub fn record(run: &Path, b: &ManifestBenchmark) -> RawRecord {
         .as_ref()
         .unwrap_or_else(|| panic!("{} has no record", b.id));
     RawRecord::read(&run.join(file)).expect("the record reads back")
+}
+
+/// The stand-in bench executable's file name, as cargo names bench executables (the
+/// hash is not part of the target).
+pub const STAND_IN_EXE: &str = "fake-0123456789abcdef";
+
+/// Sets up `dir` for a stand-in bench executable: `bin/<STAND_IN_EXE>` holding
+/// `script`, a fake libtorch in `libtorch/`, and an empty `work/`. Returns `bin/`.
+#[cfg(unix)]
+pub fn stand_in(dir: &Path, script: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let exe = bin.join(STAND_IN_EXE);
+    std::fs::write(&exe, script).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let lib = dir.join("libtorch/lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::write(lib.join("libtorch_cpu.so"), b"").unwrap();
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    bin
+}
+
+/// Prepares `record` for the stand-in in `bin` to hand back, in
+/// `records/<id with / as _>/`; with a `fails` marker (it then exits 101) when
+/// `fails`.
+pub fn prepare_record(bin: &Path, record: &RawRecord, fails: bool) {
+    let d = bin.join("records").join(record.id.replace('/', "_"));
+    std::fs::create_dir_all(&d).unwrap();
+    let file = d.join(format!("{}.json", file_stem_for_id(&record.id)));
+    std::fs::write(file, record.to_json_pretty()).unwrap();
+    if fails {
+        std::fs::write(d.join("fails"), "").unwrap();
+    }
+}
+
+/// A synthetic GPU-like record of `id` on `device` (30 samples), slowed by `factor`,
+/// seeded by `seed`.
+pub fn synthetic_record(id: &str, device: &str, factor: f64, seed: u64) -> RawRecord {
+    use rand::SeedableRng;
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+    gpubench_analysis::synthetic::GpuLikeSamples::default()
+        .scaled(factor)
+        .record(id, device, 30, &mut rng)
 }
