@@ -30,11 +30,13 @@ use crate::markdown::MarkdownSummary;
 use crate::process::ChildEnv;
 use crate::progress::Progress;
 use crate::run_report::{self, StoredRun};
-use crate::runner::{self, Outcome, RunOptions, RECORD_DIR_VAR};
+use crate::runner::{self, Outcome, RunOptions};
 use crate::select::{self, Benchmark, Filter, Ignored};
 use crate::store::{RunDir, RunStore};
 use crate::summary::{RunSummary, SummaryEntry};
 use crate::UsageError;
+use gpubench_analysis::processes::RoundDecision;
+use gpubench_analysis::protocol::{RECORD_DIR_VAR, ROUND_VAR};
 
 /// The default output directory with `--exe`, relative to the current directory.
 const EXE_MODE_OUT_DIR: &str = "target/gpubench";
@@ -131,15 +133,29 @@ pub fn run(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
         Some(store) => store,
         None => RunStore::open(&prepared.out_dir)?,
     };
+    let processes = args.process_policy();
+    let defaults = if args.quick {
+        gpubench_analysis::MeasurementConfig::quick()
+    } else {
+        gpubench_analysis::MeasurementConfig::standard()
+    };
+    let measurement_time = measurement_time_setting()?.unwrap_or(defaults.measurement_time_s);
     let opts = RunOptions {
         device: args.device.clone(),
         quick: args.quick,
         flush_l2: args.flush_l2,
         timeout: args.timeout,
+        processes,
+        measurement_time_s: RunOptions::split_measurement_time(measurement_time, &processes),
     };
+    // A benchmark gets rounds beyond its floor only while its processes have taken
+    // less than twice its warm-up and measurement time.
+    let budget =
+        std::time::Duration::from_secs_f64(2.0 * (defaults.warmup_time_s + measurement_time));
     let session = Session {
         store: &store,
         opts: &opts,
+        budget,
         env: &env,
         stop: &stop,
         format: args.format,
@@ -276,6 +292,7 @@ fn child_env(libtorch: &Libtorch, native_paths: &[PathBuf], target_dir: &Path) -
         .map(OsString::from)
         .collect();
     remove.push(RECORD_DIR_VAR.into());
+    remove.push(ROUND_VAR.into());
     ChildEnv {
         set: vec![(
             var.into(),
@@ -321,10 +338,38 @@ fn print_list(all: &[Benchmark], filter: &Filter, format: Format) {
     }
 }
 
+/// `GPUBENCH_MEASUREMENT_TIME`, the measurement time of a benchmark (split across its
+/// processes), when set.
+fn measurement_time_setting() -> Result<Option<f64>> {
+    const VAR: &str = "GPUBENCH_MEASUREMENT_TIME";
+    match std::env::var(VAR) {
+        Err(_) => Ok(None),
+        Ok(v) => match v.trim().parse::<f64>() {
+            Ok(x) if x.is_finite() && x > 0.0 => Ok(Some(x)),
+            _ => Err(UsageError(format!(
+                "{VAR} must be a positive number of seconds, got {v:?}"
+            ))
+            .into()),
+        },
+    }
+}
+
+/// One benchmark's progress through the rounds of a run.
+struct Tracked {
+    /// The rounds so far.
+    record: Option<RawRecord>,
+    /// Its manifest entry.
+    entry: ManifestBenchmark,
+    /// Whether it needs no more rounds.
+    done: bool,
+}
+
 /// What every benchmark of a run shares.
 struct Session<'a> {
     store: &'a RunStore,
     opts: &'a RunOptions,
+    /// The process time a benchmark may use before it gets no rounds beyond its floor.
+    budget: std::time::Duration,
     env: &'a ChildEnv,
     stop: &'a AtomicBool,
     format: Format,
@@ -369,6 +414,7 @@ impl Session<'_> {
             device: self.opts.device_label().to_string(),
             quick: self.opts.quick,
             flush_l2: self.opts.flush_l2,
+            processes: self.opts.processes,
             timeout_s: self.opts.timeout.as_secs_f64(),
             libtorch_lib: libtorch.lib_dir.display().to_string(),
             executables: executables
@@ -389,40 +435,85 @@ impl Session<'_> {
                     failure_kind: None,
                     record: None,
                     duration_s: None,
+                    rounds: 0,
                 })
                 .collect(),
         };
         run.write_manifest(&manifest)?;
 
-        let mut summaries: Vec<Option<BenchmarkSummary>> = vec![None; selected.len()];
-        let mut records: Vec<RawRecord> = Vec::new();
-        let mut progress = Progress::new(selected.len(), self.format == Format::Human);
-        for (i, bench) in selected.iter().enumerate() {
-            if self.stop.load(Ordering::SeqCst) {
+        let mut tracked: Vec<Tracked> = manifest
+            .benchmarks
+            .iter()
+            .map(|entry| Tracked {
+                record: None,
+                entry: entry.clone(),
+                done: false,
+            })
+            .collect();
+        let policy = self.opts.processes;
+        let mut progress = Progress::new(
+            selected.len() * policy.min as usize,
+            self.format == Format::Human,
+        );
+        let mut planned = vec![policy.min; selected.len()];
+        // Round 1 of every benchmark, then round 2 of those that need one, ...: drift
+        // and machine state hit every benchmark alike.
+        'rounds: for round in 1u32.. {
+            let pending: Vec<usize> = (0..selected.len()).filter(|&i| !tracked[i].done).collect();
+            if pending.is_empty() {
                 break;
             }
-            let name = bench.qualified();
-            progress.start(&name);
-            let (entry, record) = self.run_one(&run, bench)?;
-            let summary = record.as_ref().map(BenchmarkSummary::from_record);
-            let reason = summary
-                .as_ref()
-                .and_then(|s| s.failure.as_ref())
-                .map(|f| f.kind.label());
-            let word = match entry.status {
-                BenchStatus::Passed => "passed",
-                BenchStatus::Failed => "failed",
-                BenchStatus::Interrupted => "interrupted",
-                BenchStatus::Pending => "not run",
-            };
-            progress.finish_one(&name, word, reason, entry.duration_s.unwrap_or(0.0));
-            manifest.benchmarks[i] = entry;
-            summaries[i] = summary;
-            records.extend(record);
-            run.write_manifest(&manifest)?;
+            for i in pending {
+                if self.stop.load(Ordering::SeqCst) {
+                    break 'rounds;
+                }
+                let bench = &selected[i];
+                let name = bench.qualified();
+                progress.start(&name, round);
+                let t = &mut tracked[i];
+                let seconds = self.run_round(&run, bench, round, t)?;
+                let reason = t
+                    .record
+                    .as_ref()
+                    .and_then(|r| r.failure())
+                    .map(|f| f.kind.label());
+                let word = match t.entry.status {
+                    BenchStatus::Passed => "passed",
+                    BenchStatus::Failed => "failed",
+                    BenchStatus::Interrupted => "interrupted",
+                    BenchStatus::Pending => "not run",
+                };
+                if t.entry.status != BenchStatus::Passed {
+                    t.done = true;
+                    progress.drop_planned(planned[i].saturating_sub(round) as usize);
+                } else if let Some(record) = &t.record {
+                    let stats = gpubench_analysis::processes::ProcessStats::from_groups(
+                        &record.primary_groups(),
+                    );
+                    let spent =
+                        std::time::Duration::from_secs_f64(t.entry.duration_s.unwrap_or(0.0));
+                    let host_bound = record.bound() == gpubench_analysis::Bound::Host;
+                    t.done = policy.decide(round, &stats, host_bound, spent >= self.budget)
+                        == RoundDecision::Done;
+                    if !t.done && round >= planned[i] {
+                        planned[i] = round + 1;
+                        progress.add(1);
+                    } else if t.done && round < planned[i] {
+                        progress.drop_planned((planned[i] - round) as usize);
+                    }
+                }
+                progress.finish_one(&name, round, word, reason, seconds);
+                manifest.benchmarks[i] = t.entry.clone();
+                run.write_manifest(&manifest)?;
+            }
         }
         progress.finish();
         run.remove_incoming()?;
+        let summaries: Vec<Option<BenchmarkSummary>> = tracked
+            .iter()
+            .map(|t| t.record.as_ref().map(BenchmarkSummary::from_record))
+            .collect();
+        let records: Vec<RawRecord> = tracked.into_iter().filter_map(|t| t.record).collect();
 
         let interrupted = self.stop.load(Ordering::SeqCst);
         manifest.status = if interrupted {
@@ -572,43 +663,54 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// Runs one benchmark and stores its record.
-    fn run_one(
+    /// Runs round `round` of one benchmark, adds it to the benchmark's record and
+    /// stores that; returns the process's wall time in seconds.
+    fn run_round(
         &self,
         run: &RunDir,
         bench: &Benchmark,
-    ) -> Result<(ManifestBenchmark, Option<RawRecord>)> {
+        round: u32,
+        t: &mut Tracked,
+    ) -> Result<f64> {
         let incoming = run.fresh_incoming()?;
-        let (outcome, finished) = runner::run_benchmark(
-            bench, self.opts, self.env, &incoming, self.stop,
-        )
-        .with_context(|| {
-            format!(
-                "failed to run benchmark {} ({})",
-                bench.qualified(),
-                bench.exe.display()
-            )
-        })?;
-        let mut entry = ManifestBenchmark {
-            id: bench.id.clone(),
-            target: bench.target.clone(),
-            package: bench.package.clone(),
-            status: BenchStatus::Interrupted,
-            failure_kind: None,
-            record: None,
-            duration_s: Some(finished.elapsed.as_secs_f64()),
-        };
+        let (outcome, finished) =
+            runner::run_benchmark(bench, round, self.opts, self.env, &incoming, self.stop)
+                .with_context(|| {
+                    format!(
+                        "failed to run benchmark {} ({})",
+                        bench.qualified(),
+                        bench.exe.display()
+                    )
+                })?;
+        let seconds = finished.elapsed.as_secs_f64();
+        t.entry.duration_s = Some(t.entry.duration_s.unwrap_or(0.0) + seconds);
         let Outcome::Recorded(record) = outcome else {
-            return Ok((entry, None));
+            // Stopped by Ctrl-C: the rounds that finished stand.
+            if t.record.is_none() {
+                t.entry.status = BenchStatus::Interrupted;
+            }
+            t.done = true;
+            return Ok(seconds);
         };
-        entry.record = Some(run.write_record(&bench.id, &record)?);
-        entry.status = if record.passed() {
+        let record = match t.record.take() {
+            None => *record,
+            Some(mut so_far) => {
+                so_far
+                    .append_rounds(*record)
+                    .context("failed to add a round to the record")?;
+                so_far
+            }
+        };
+        t.entry.record = Some(run.write_record(&bench.id, &record)?);
+        t.entry.rounds = record.rounds.len() as u32;
+        t.entry.status = if record.passed() {
             BenchStatus::Passed
         } else {
             BenchStatus::Failed
         };
-        entry.failure_kind = record.failure.as_ref().map(|f| f.kind);
-        Ok((entry, Some(*record)))
+        t.entry.failure_kind = record.failure().map(|f| f.kind);
+        t.record = Some(record);
+        Ok(seconds)
     }
 }
 

@@ -9,8 +9,10 @@ use clap::builder::BoolishValueParser;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use gpubench_analysis::baseline::validate_name;
-use gpubench_analysis::compare::{DEFAULT_NOISE_THRESHOLD, DEFAULT_SIGNIFICANCE};
-use gpubench_analysis::{CompareConfig, FailOn};
+use gpubench_analysis::compare::{
+    DEFAULT_HOST_NOISE_THRESHOLD, DEFAULT_NOISE_THRESHOLD, DEFAULT_SIGNIFICANCE,
+};
+use gpubench_analysis::{CompareConfig, FailOn, ProcessPolicy};
 
 use crate::exit;
 
@@ -23,9 +25,12 @@ use crate::exit;
     about = "Discover, build and run #[gpu_bench] benchmarks, each in its own process.",
     long_about = "Discover, build and run #[gpu_bench] benchmarks, each in its own process.\n\n\
         Bench targets of workspace packages that depend on gpubench-core are built with \
-        `cargo bench --no-run`, listed, and every selected benchmark runs in a process of \
-        its own with a timeout; a crash, panic, out-of-memory or timeout becomes a failed \
-        record and the other benchmarks still run. Each run is stored under \
+        `cargo bench --no-run`, listed, and every selected benchmark is measured in \
+        several processes of its own (rounds: round 1 of every benchmark, then round 2, \
+        ...), each with a timeout: a machine's speed changes from one process to the \
+        next, so the interval of every figure comes from how the processes differ. A \
+        crash, panic, out-of-memory or timeout becomes a failed record and the other \
+        benchmarks still run. Each run is stored under \
         <target-dir>/gpubench/runs/<run-id>/ (one JSON record per benchmark and a \
         manifest.json), with <target-dir>/gpubench/latest pointing at it, and its HTML \
         report is written to <target-dir>/gpubench/report/index.html (--no-report skips \
@@ -208,9 +213,21 @@ pub struct RunArgs {
     )]
     pub timeout: Duration,
 
-    /// Shorter warm-up and measurement bounds (for smoke runs and CI).
+    /// Shorter warm-up and measurement bounds and 3 processes per benchmark (for
+    /// smoke runs and CI).
     #[arg(long, env = "GPUBENCH_QUICK", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub quick: bool,
+
+    /// Processes per benchmark: N, or MIN..MAX to let the run decide [default: 3..6,
+    /// where only device-bound benchmarks go past 3, while their interval is wider
+    /// than ±3%; 3 with --quick].
+    #[arg(
+        long,
+        value_name = "N|MIN..MAX",
+        env = "GPUBENCH_PROCESSES",
+        value_parser = parse_processes
+    )]
+    pub processes: Option<ProcessPolicy>,
 
     /// Flush the GPU's L2 cache before every timed call.
     #[arg(long, env = "GPUBENCH_FLUSH_L2", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
@@ -376,9 +393,10 @@ pub struct VerdictArgs {
     )]
     pub significance: f64,
 
-    /// Relative change that is noise, not a change: with 0.02 (or 2%) a benchmark is
-    /// only called regressed or improved when the whole 95% interval of its change
-    /// lies beyond ±2%.
+    /// Relative change that is noise, not a change: with 0.02 (or 2%) a device-bound
+    /// benchmark is only called regressed or improved when the whole 90% interval of
+    /// its change lies beyond ±2% (and beyond 1.5 times the spread between its
+    /// processes).
     #[arg(
         long,
         value_name = "FRACTION",
@@ -387,6 +405,18 @@ pub struct VerdictArgs {
         value_parser = parse_noise_threshold
     )]
     pub noise_threshold: f64,
+
+    /// Noise threshold of benchmarks that are not device-bound: their time rests on the
+    /// host's dispatch speed, which drifts between runs (on an H200 by up to 45%), so
+    /// smaller changes of it are no change. Kernel time is their sensitive gate.
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        env = "GPUBENCH_HOST_NOISE_THRESHOLD",
+        default_value_t = DEFAULT_HOST_NOISE_THRESHOLD,
+        value_parser = parse_noise_threshold
+    )]
+    pub host_noise_threshold: f64,
 
     /// Compare with a baseline recorded on another device model (otherwise such
     /// benchmarks are listed as not compared, naming both devices).
@@ -423,6 +453,7 @@ impl VerdictArgs {
         CompareConfig {
             significance: self.significance,
             noise_threshold: self.noise_threshold,
+            host_noise_threshold: self.host_noise_threshold,
             ..CompareConfig::default()
         }
     }
@@ -459,6 +490,51 @@ pub fn option_env_vars() -> Vec<String> {
     out.sort();
     out.dedup();
     out
+}
+
+/// Most processes a benchmark may be given.
+pub const MAX_PROCESSES: u32 = 100;
+
+impl RunArgs {
+    /// How many processes measure each benchmark: `--processes`, else 3 with
+    /// `--quick`, else [`ProcessPolicy::standard`].
+    pub fn process_policy(&self) -> ProcessPolicy {
+        match self.processes {
+            Some(p) => p,
+            None if self.quick => ProcessPolicy::fixed(3),
+            None => ProcessPolicy::standard(),
+        }
+    }
+}
+
+/// `N` (exactly N processes) or `MIN..MAX` (at least MIN, at most MAX).
+fn parse_processes(s: &str) -> Result<ProcessPolicy, String> {
+    let number = |x: &str| -> Result<u32, String> {
+        let n: u32 = x
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{s}` is not N or MIN..MAX (e.g. 5 or 3..6)"))?;
+        if n == 0 || n > MAX_PROCESSES {
+            return Err(format!(
+                "the number of processes must be between 1 and {MAX_PROCESSES}, got `{s}`"
+            ));
+        }
+        Ok(n)
+    };
+    match s.split_once("..") {
+        None => Ok(ProcessPolicy::fixed(number(s)?)),
+        Some((lo, hi)) => {
+            let (min, max) = (number(lo)?, number(hi)?);
+            if min > max {
+                return Err(format!("MIN is above MAX in `{s}`"));
+            }
+            Ok(ProcessPolicy {
+                min,
+                max,
+                target_rel_ci: ProcessPolicy::standard().target_rel_ci,
+            })
+        }
+    }
 }
 
 fn parse_timeout(s: &str) -> Result<Duration, String> {
@@ -599,6 +675,33 @@ mod tests {
             help.contains("FILTERs go before it or after `--`"),
             "{help}"
         );
+    }
+
+    #[test]
+    fn processes_take_a_number_or_a_range() {
+        let policy = |argv: &[&str]| {
+            Cli::parse_from_cargo(std::iter::once("cargo-gpubench").chain(argv.iter().copied()))
+                .map(|c| c.run_args().process_policy())
+        };
+        assert_eq!(policy(&[]).unwrap(), ProcessPolicy::standard());
+        assert_eq!(policy(&["--quick"]).unwrap(), ProcessPolicy::fixed(3));
+        assert_eq!(
+            policy(&["--processes", "5"]).unwrap(),
+            ProcessPolicy::fixed(5)
+        );
+        let p = policy(&["--processes", "2..8"]).unwrap();
+        assert_eq!((p.min, p.max), (2, 8));
+        assert_eq!(p.target_rel_ci, ProcessPolicy::standard().target_rel_ci);
+        for (bad, why) in [
+            ("0", "between 1 and 100"),
+            ("many", "is not N or MIN..MAX"),
+            ("5..3", "MIN is above MAX"),
+            ("1..101", "between 1 and 100"),
+        ] {
+            let err = policy(&["--processes", bad]).unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            assert!(err.to_string().contains(why), "{bad}: {err}");
+        }
     }
 
     #[test]

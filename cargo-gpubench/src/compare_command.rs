@@ -193,11 +193,11 @@ fn render_human(
                 _ => None,
             };
             let fmt = gpubench_analysis::units::format_ns;
-            let current = compared.map(|c| c.current_median).or_else(|| {
+            let current = compared.map(|c| c.current_estimate).or_else(|| {
                 e.summary
                     .as_ref()
                     .and_then(|s| s.primary())
-                    .map(|p| p.median.point)
+                    .map(|p| p.estimate.point)
             });
             let word = match outcome {
                 Some(o) => outcome_word(o),
@@ -207,7 +207,7 @@ fn render_human(
             };
             vec![
                 e.name.clone(),
-                compared.map_or_else(dash, |c| fmt(c.baseline_median)),
+                compared.map_or_else(dash, |c| fmt(c.baseline_estimate)),
                 current.map_or_else(dash, fmt),
                 compared.map_or_else(dash, |c| change_text(&c.change)),
                 word.to_string(),

@@ -230,6 +230,21 @@ impl RunComparison {
             .collect()
     }
 
+    /// The benchmarks whose verdict is ambiguous whatever their data, as `(id, why)`
+    /// in order (too few processes on a side).
+    pub fn notes(&self) -> Vec<(&str, &str)> {
+        self.set
+            .comparisons
+            .iter()
+            .filter_map(|b| match &b.outcome {
+                ComparisonOutcome::Compared { comparison, .. } => {
+                    comparison.note.as_deref().map(|n| (b.id.as_str(), n))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The sentence about a device mismatch, when benchmarks were left out for one.
     pub fn device_mismatch_message(&self) -> Option<String> {
         let first = self.device_mismatch.first()?;
@@ -385,7 +400,7 @@ pub fn plural(n: usize) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpubench_analysis::synthetic::GpuLikeSamples;
+    use gpubench_analysis::synthetic::{GpuLikeSamples, ProcessShift};
     use gpubench_analysis::{Failure, FailureKind};
     use rand::SeedableRng;
     use rand_pcg::Pcg64Mcg;
@@ -410,9 +425,11 @@ mod tests {
 
     fn records(ids: &[&str], device: &str, factor: f64, seed: u64) -> Vec<RawRecord> {
         let mut rng = Pcg64Mcg::seed_from_u64(seed);
-        let model = GpuLikeSamples::default().scaled(factor);
+        let model = GpuLikeSamples::default()
+            .with_shift(ProcessShift::LogNormal { sigma: 0.005 })
+            .scaled(factor);
         ids.iter()
-            .map(|id| model.record(id, device, 30, &mut rng))
+            .map(|id| model.record_processes(id, device, 3, 30, &mut rng))
             .collect()
     }
 
@@ -461,8 +478,8 @@ mod tests {
         let base = entries(&base_records);
         let mut now = records(&["mm", "new"], "GPU", 1.0, 4);
         now.push(records(&["broke"], "GPU", 1.0, 5).remove(0));
-        now[2].measurement = None;
-        now[2].failure = Some(Failure::new(FailureKind::Panic, "boom"));
+        now[2].rounds[0].measurement = None;
+        now[2].rounds[0].failure = Some(Failure::new(FailureKind::Panic, "boom"));
         let c = RunComparison::judge(&now, &base, source(), settings(FailOn::Regressed, false))
             .unwrap();
         assert_eq!(c.counts_text(), "1 no change, 1 failed, 1 new");

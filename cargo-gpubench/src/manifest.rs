@@ -102,9 +102,12 @@ pub struct ManifestBenchmark {
     /// Its record, relative to the run directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record: Option<String>,
-    /// Wall time of its process, seconds.
+    /// Wall time of its processes together, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_s: Option<f64>,
+    /// Rounds (processes) that measured it so far.
+    #[serde(default)]
+    pub rounds: u32,
 }
 
 /// The index of a stored run.
@@ -129,6 +132,9 @@ pub struct RunManifest {
     pub quick: bool,
     /// Whether `--flush-l2` was given.
     pub flush_l2: bool,
+    /// How many processes measure each benchmark.
+    #[serde(default)]
+    pub processes: gpubench_analysis::ProcessPolicy,
     /// The time limit of one benchmark process, seconds.
     pub timeout_s: f64,
     /// The libtorch library directory benchmarks loaded.
@@ -184,6 +190,7 @@ mod tests {
             device: "default".into(),
             quick: false,
             flush_l2: false,
+            processes: gpubench_analysis::ProcessPolicy::standard(),
             timeout_s: 300.0,
             libtorch_lib: "/venv/torch/lib".into(),
             executables: vec![ManifestExecutable {
@@ -199,6 +206,7 @@ mod tests {
                 failure_kind: Some(gpubench_analysis::FailureKind::OutOfMemory),
                 record: Some("matmul.json".into()),
                 duration_s: Some(1.5),
+                rounds: 2,
             }],
         }
     }

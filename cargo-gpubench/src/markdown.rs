@@ -13,7 +13,9 @@ use gpubench_analysis::{BenchmarkSummary, Verdict};
 use crate::comparison::{change_text, outcome_word, plural, RunComparison, SourceKind};
 use crate::exit::Exit;
 use crate::manifest::BenchStatus;
-use crate::summary::{interval, shorten, SummaryEntry};
+use crate::summary::{
+    interval, process_note, processes_cell, shorten, spread_percent, SummaryEntry,
+};
 
 /// Characters of a failure's first line quoted.
 const REASON_CHARS: usize = 120;
@@ -42,6 +44,7 @@ impl MarkdownSummary<'_> {
             Some(c) => self.compared_table(&mut out, c),
             None => self.plain_table(&mut out),
         }
+        self.unstable(&mut out);
         self.failures(&mut out);
         if let Some(c) = self.comparison {
             self.one_side_only(&mut out, c);
@@ -92,10 +95,11 @@ impl MarkdownSummary<'_> {
                 ));
                 let s = &c.settings;
                 parts.push(format!(
-                    "**Gate:** `--fail-on {}`, significance {}, noise threshold ±{}",
+                    "**Gate:** `--fail-on {}`, significance {}, noise threshold ±{} (host-bound ±{})",
                     s.fail_on,
                     s.config.significance,
-                    plain_percent(s.config.noise_threshold)
+                    plain_percent(s.config.noise_threshold),
+                    plain_percent(s.config.host_noise_threshold)
                 ));
             }
             None => parts.push("**Baseline:** none".to_string()),
@@ -111,13 +115,26 @@ impl MarkdownSummary<'_> {
         let confidence = c.settings.config.confidence * 100.0;
         let _ = writeln!(
             out,
-            "| Benchmark | Baseline median | Current median | Change [{confidence:.0}% CI] | Verdict |"
+            "| Benchmark | Baseline | Current | Change [{confidence:.0}% CI] | Processes (spread) | Verdict |"
         );
-        out.push_str("| :-- | --: | --: | --: | :-- |\n");
+        out.push_str("| :-- | --: | --: | --: | --: | :-- |\n");
         for e in self.entries {
             let dash = || "—".to_string();
-            let current = || current_median(e).map(format_ns).unwrap_or_else(dash);
-            let (baseline, now, change, verdict) = match c.get(&e.id).map(|b| &b.outcome) {
+            let passed = e.status == BenchStatus::Passed;
+            let current = || {
+                current_estimate(e)
+                    .filter(|_| passed)
+                    .map(format_ns)
+                    .unwrap_or_else(dash)
+            };
+            let processes = || {
+                e.summary
+                    .as_ref()
+                    .filter(|_| passed)
+                    .map(processes_cell)
+                    .unwrap_or_else(dash)
+            };
+            let (baseline, now, change, procs, verdict) = match c.get(&e.id).map(|b| &b.outcome) {
                 Some(o @ ComparisonOutcome::Compared { comparison: x, .. }) => {
                     let word = outcome_word(o);
                     let word = if x.verdict == Verdict::Regressed {
@@ -125,23 +142,51 @@ impl MarkdownSummary<'_> {
                     } else {
                         word.to_string()
                     };
+                    let spread = x
+                        .spread
+                        .map(|s| format!(" (±{})", spread_percent(s)))
+                        .unwrap_or_default();
                     (
-                        format_ns(x.baseline_median),
-                        format_ns(x.current_median),
+                        format_ns(x.baseline_estimate),
+                        format_ns(x.current_estimate),
                         change_text(&x.change),
+                        format!(
+                            "{} vs {}{spread}",
+                            x.baseline_processes, x.current_processes
+                        ),
                         word,
                     )
                 }
-                Some(o) => (dash(), current(), dash(), outcome_word(o).to_string()),
-                None => (dash(), current(), dash(), status_word(e, c).to_string()),
+                Some(o) => (
+                    dash(),
+                    current(),
+                    dash(),
+                    processes(),
+                    outcome_word(o).to_string(),
+                ),
+                None => (
+                    dash(),
+                    current(),
+                    dash(),
+                    processes(),
+                    status_word(e, c).to_string(),
+                ),
             };
             let _ = writeln!(
                 out,
-                "| {} | {baseline} | {now} | {change} | {verdict} |",
+                "| {} | {baseline} | {now} | {change} | {procs} | {verdict} |",
                 cell_code(&e.name)
             );
         }
         let _ = writeln!(out, "\n**Verdicts:** {}.", c.counts_text());
+        for (id, note) in c.notes() {
+            let name = self
+                .entries
+                .iter()
+                .find(|e| e.id == id)
+                .map_or(id, |e| e.name.as_str());
+            let _ = writeln!(out, "\n> **Ambiguous:** {}: {}.", code(name), text(note));
+        }
         if let Some(msg) = c.device_mismatch_message() {
             let _ = writeln!(out, "\n> **Warning:** {}.", text(&msg));
         }
@@ -157,21 +202,41 @@ impl MarkdownSummary<'_> {
     }
 
     fn plain_table(&self, out: &mut String) {
-        out.push_str("| Benchmark | Median [95% CI] | Status |\n");
-        out.push_str("| :-- | --: | :-- |\n");
+        out.push_str("| Benchmark | Time [95% interval] | Processes (spread) | Status |\n");
+        out.push_str("| :-- | --: | --: | :-- |\n");
         for e in self.entries {
-            let median = e
+            let time = e
                 .summary
                 .as_ref()
                 .and_then(BenchmarkSummary::primary)
-                .map(|p| interval(p.median.point, p.median.lower, p.median.upper))
+                .map(|p| interval(p.estimate.point, p.estimate.lower, p.estimate.upper))
+                .unwrap_or_else(|| "—".to_string());
+            let processes = e
+                .summary
+                .as_ref()
+                .map(processes_cell)
                 .unwrap_or_else(|| "—".to_string());
             let _ = writeln!(
                 out,
-                "| {} | {median} | {} |",
+                "| {} | {time} | {processes} | {} |",
                 cell_code(&e.name),
                 run_status_word(e.status)
             );
+        }
+    }
+
+    fn unstable(&self, out: &mut String) {
+        let notes: Vec<(&SummaryEntry, String)> = self
+            .entries
+            .iter()
+            .filter_map(|e| Some((e, e.summary.as_ref().and_then(process_note)?)))
+            .collect();
+        if notes.is_empty() {
+            return;
+        }
+        out.push_str("\n**Unstable across processes** (each process is a fresh start; the interval covers them):\n\n");
+        for (e, note) in notes {
+            let _ = writeln!(out, "- {}: {}", code(&e.name), text(&note));
         }
     }
 
@@ -325,11 +390,11 @@ fn run_status_word(status: BenchStatus) -> &'static str {
     }
 }
 
-fn current_median(e: &SummaryEntry) -> Option<f64> {
+fn current_estimate(e: &SummaryEntry) -> Option<f64> {
     e.summary
         .as_ref()
         .and_then(BenchmarkSummary::primary)
-        .map(|p| p.median.point)
+        .map(|p| p.estimate.point)
 }
 
 fn known(name: &str) -> bool {
@@ -379,14 +444,23 @@ mod tests {
     use super::*;
     use gpubench_analysis::{
         BaselineEntry, CompareConfig, DeviceIdentity, FailOn, Failure, FailureKind, Fingerprint,
-        Measurement, MeasurementConfig, RawRecord, Sample, StopReason, RECORD_FORMAT_VERSION,
+        Measurement, MeasurementConfig, RawRecord, Round, Sample, StopReason,
+        RECORD_FORMAT_VERSION,
     };
 
     use crate::comparison::{Source, SourceKind, VerdictSettings};
 
-    /// A passed record on an `NVIDIA H200` whose per-iteration device times are
-    /// `base_ns` times a fixed ±1% pattern: deterministic, so the table is too.
+    /// A passed record of three processes on an `NVIDIA H200` whose per-iteration
+    /// device times are `base_ns` times a fixed ±1% pattern, the processes 0.3% apart:
+    /// deterministic, so the table is too.
     fn record(id: &str, base_ns: f64) -> RawRecord {
+        let mut r = one_process(id, base_ns);
+        r.append_rounds(one_process(id, base_ns * 1.003)).unwrap();
+        r.append_rounds(one_process(id, base_ns * 0.997)).unwrap();
+        r
+    }
+
+    fn one_process(id: &str, base_ns: f64) -> RawRecord {
         let pattern = [
             1.0, 1.01, 0.99, 1.005, 0.995, 1.002, 0.998, 1.0, 1.008, 0.992,
         ];
@@ -420,27 +494,31 @@ mod tests {
                 ..Fingerprint::unknown("cuda:0", "2026-01-01T00:00:00Z".into())
             },
             config: MeasurementConfig::standard(),
-            measurement: Some(Measurement {
-                sync_cost_ns: 1e4,
-                cold: vec![],
-                warmup: vec![],
-                samples,
-                naive: vec![],
-                throughput: None,
-                memory: None,
-                stop_reason: StopReason::Converged,
-                flags: vec![],
-                device_timer: true,
-            }),
-            failure: None,
-            comparison: None,
+            rounds: vec![Round {
+                round: 1,
+                started_at: "2026-01-01T00:00:00Z".into(),
+                measurement: Some(Measurement {
+                    sync_cost_ns: 1e4,
+                    cold: vec![],
+                    warmup: vec![],
+                    samples,
+                    naive: vec![],
+                    throughput: None,
+                    memory: None,
+                    stop_reason: StopReason::Converged,
+                    flags: vec![gpubench_analysis::Flag::DeviceBound],
+                    device_timer: true,
+                }),
+                failure: None,
+                eager_compiled: None,
+            }],
         }
     }
 
     fn failed(id: &str) -> RawRecord {
-        let mut r = record(id, 1e6);
-        r.measurement = None;
-        r.failure = Some(Failure::new(
+        let mut r = one_process(id, 1e6);
+        r.rounds[0].measurement = None;
+        r.rounds[0].failure = Some(Failure::new(
             FailureKind::OutOfMemory,
             "CUDA out of memory | tried to allocate 2.00 GiB\nmore detail",
         ));
@@ -509,31 +587,31 @@ mod tests {
             exit: Exit::of_verdicts(false, true, c.gate_tripped),
         }
         .render();
-        insta::assert_snapshot!(md, @r#"
-            ### cargo gpubench: run `20260101T000000.000Z-1-0`
+        insta::assert_snapshot!(md, @r"
+        ### cargo gpubench: run `20260101T000000.000Z-1-0`
 
-            **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed`, significance 0.05, noise threshold ±2%
+        **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed`, significance 0.05, noise threshold ±2% (host-bound ±50%)
 
-            | Benchmark | Baseline median | Current median | Change [95% CI] | Verdict |
-            | :-- | --: | --: | --: | :-- |
-            | `matmul/mm_f32/4096` | 2.000 ms | 3.000 ms | +50.0% [+49.2%, +50.7%] | **regressed** |
-            | `matmul/mm_bf16/4096` | 1.000 ms | 800.0 µs | -20.0% [-20.4%, -19.6%] | improved |
-            | `matmul/mm_f32/1024` | 100.0 µs | 100.0 µs | +0.0% [-0.5%, +0.5%] | no change |
-            | `matmul/conv` | — | — | — | failed |
-            | `matmul/new\|one` | — | 500.0 µs | — | new |
+        | Benchmark | Baseline | Current | Change [90% CI] | Processes (spread) | Verdict |
+        | :-- | --: | --: | --: | --: | :-- |
+        | `matmul/mm_f32/4096` | 2.000 ms | 3.000 ms | +50.0% [+49.2%, +50.8%] | 3 vs 3 (±0.3%) | **regressed** |
+        | `matmul/mm_bf16/4096` | 1.000 ms | 800.0 µs | -20.0% [-20.4%, -19.6%] | 3 vs 3 (±0.3%) | improved |
+        | `matmul/mm_f32/1024` | 100.0 µs | 100.0 µs | +0.0% [-0.5%, +0.5%] | 3 vs 3 (±0.3%) | no change |
+        | `matmul/conv` | — | — | — | — | failed |
+        | `matmul/new\|one` | — | 500.0 µs | — | 3 ±0.3% | new |
 
-            **Verdicts:** 1 regressed, 1 improved, 1 no change, 1 failed, 1 new.
+        **Verdicts:** 1 regressed, 1 improved, 1 no change, 1 failed, 1 new.
 
-            **Failed:**
+        **Failed:**
 
-            - `matmul/conv` (out of memory): CUDA out of memory \| tried to allocate 2.00 GiB
+        - `matmul/conv` (out of memory): CUDA out of memory \| tried to allocate 2.00 GiB
 
-            **New** (not in the baseline): `matmul/new|one`
+        **New** (not in the baseline): `matmul/new|one`
 
-            **Missing** (in the baseline, not run here): `gone`
+        **Missing** (in the baseline, not run here): `gone`
 
-            **Result: 1 benchmark failed** (exit code 1); a regression was also found: `matmul/mm_f32/4096` regressed (`--fail-on regressed`).
-        "#);
+        **Result: 1 benchmark failed** (exit code 1); a regression was also found: `matmul/mm_f32/4096` regressed (`--fail-on regressed`).
+        ");
     }
 
     #[test]
@@ -561,19 +639,19 @@ mod tests {
             exit: Exit::of_verdicts(false, false, only.gate_tripped),
         }
         .render();
-        insta::assert_snapshot!(md, @r#"
-            ### cargo gpubench: run `r`
+        insta::assert_snapshot!(md, @"
+        ### cargo gpubench: run `r`
 
-            **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200; the default) · **Gate:** `--fail-on regressed`, significance 0.05, noise threshold ±2%
+        **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200; the default) · **Gate:** `--fail-on regressed`, significance 0.05, noise threshold ±2% (host-bound ±50%)
 
-            | Benchmark | Baseline median | Current median | Change [95% CI] | Verdict |
-            | :-- | --: | --: | --: | :-- |
-            | `matmul/mm_f32/1024` | 100.0 µs | 100.0 µs | +0.0% [-0.5%, +0.5%] | no change |
+        | Benchmark | Baseline | Current | Change [90% CI] | Processes (spread) | Verdict |
+        | :-- | --: | --: | --: | --: | :-- |
+        | `matmul/mm_f32/1024` | 100.0 µs | 100.0 µs | +0.0% [-0.5%, +0.5%] | 3 vs 3 (±0.3%) | no change |
 
-            **Verdicts:** 1 no change.
+        **Verdicts:** 1 no change.
 
-            **Result: no regression** (exit code 0, `--fail-on regressed`).
-        "#);
+        **Result: no regression** (exit code 0, `--fail-on regressed`).
+        ");
         let md = MarkdownSummary {
             subject: "run `r`",
             entries: &clean,
@@ -581,17 +659,17 @@ mod tests {
             exit: Exit::Success,
         }
         .render();
-        insta::assert_snapshot!(md, @r#"
-            ### cargo gpubench: run `r`
+        insta::assert_snapshot!(md, @"
+        ### cargo gpubench: run `r`
 
-            **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** none
+        **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** none
 
-            | Benchmark | Median [95% CI] | Status |
-            | :-- | --: | :-- |
-            | `matmul/mm_f32/1024` | 100.0 µs [99.65, 100.3] | passed |
+        | Benchmark | Time [95% interval] | Processes (spread) | Status |
+        | :-- | --: | --: | :-- |
+        | `matmul/mm_f32/1024` | 100.0 µs [98.95, 101.1] | 3 ±0.3% | passed |
 
-            **Result: passed** (exit code 0).
-        "#);
+        **Result: passed** (exit code 0).
+        ");
     }
 
     #[test]

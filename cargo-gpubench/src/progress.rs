@@ -1,6 +1,6 @@
 //! Progress on stderr while benchmarks run: a bar with the current benchmark and how
-//! many remain when stderr is a terminal, and one line per finished benchmark always
-//! (so CI logs show progress too).
+//! many processes remain when stderr is a terminal, and one line per finished process
+//! (a round of a benchmark) always (so CI logs show progress too).
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -16,8 +16,8 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Progress over `total` benchmarks; the bar shows only when `bar_wanted` and
-    /// stderr is a terminal.
+    /// Progress over `total` processes (more may be added); the bar shows only when
+    /// `bar_wanted` and stderr is a terminal.
     pub fn new(total: usize, bar_wanted: bool) -> Self {
         let bar = (bar_wanted && std::io::stderr().is_terminal()).then(|| {
             let bar =
@@ -36,20 +36,45 @@ impl Progress {
         }
     }
 
-    /// `name` starts.
-    pub fn start(&self, name: &str) {
+    /// `n` more processes will run.
+    pub fn add(&mut self, n: usize) {
+        self.set_total(self.total + n);
+    }
+
+    /// `n` of the processes counted will not run (their benchmark failed or needs no
+    /// more).
+    pub fn drop_planned(&mut self, n: usize) {
+        self.set_total(self.total.saturating_sub(n).max(self.done));
+    }
+
+    fn set_total(&mut self, total: usize) {
+        self.total = total;
         if let Some(bar) = &self.bar {
-            let after = self.total.saturating_sub(self.done + 1);
-            bar.set_message(format!("{name} (then {after} more)"));
+            bar.set_length(total as u64);
         }
     }
 
-    /// A benchmark finished with `status` (`passed`, `failed`, ...) after `seconds`;
-    /// `reason` says why it failed.
-    pub fn finish_one(&mut self, name: &str, status: &str, reason: Option<&str>, seconds: f64) {
+    /// Round `round` of `name` starts.
+    pub fn start(&self, name: &str, round: u32) {
+        if let Some(bar) = &self.bar {
+            let after = self.total.saturating_sub(self.done + 1);
+            bar.set_message(format!("{name} round {round} (then {after} more)"));
+        }
+    }
+
+    /// Round `round` of a benchmark finished with `status` (`passed`, `failed`, ...)
+    /// after `seconds`; `reason` says why it failed.
+    pub fn finish_one(
+        &mut self,
+        name: &str,
+        round: u32,
+        status: &str,
+        reason: Option<&str>,
+        seconds: f64,
+    ) {
         self.done += 1;
         let mut line = format!(
-            "{status:>11} [{}/{}] {name} ({seconds:.1} s)",
+            "{status:>11} [{}/{}] {name} round {round} ({seconds:.1} s)",
             self.done, self.total
         );
         if let Some(reason) = reason {

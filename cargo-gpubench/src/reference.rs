@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 
 use gpubench_analysis::baseline::{validate_name, NotSaved};
 use gpubench_analysis::{
-    BaselineEntry, BaselineError, BaselineStore, BenchmarkSummary, Measurement, MeasurementConfig,
-    RawRecord, Sample, StopReason, RECORD_FORMAT_VERSION,
+    BaselineEntry, BaselineError, BaselineStore, BenchmarkSummary, Bound, Flag, Measurement,
+    RawRecord, Round, Sample, StopReason, RECORD_FORMAT_VERSION,
 };
 use thiserror::Error;
 
@@ -421,43 +421,59 @@ fn device_of(records: &[RawRecord]) -> Option<String> {
         .find(|n| n != "unknown")
 }
 
-/// A passed record holding a baseline file's samples (one iteration each), so a
-/// baseline can be the judged side of a comparison.
+/// A passed record holding a baseline file's samples (one iteration each, one round
+/// per process, flagged device-bound when the baseline was), so a baseline can be the
+/// judged side of a comparison.
 pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
-    let s = &entry.samples;
-    let samples = (0..s.wall_ns.len())
-        .map(|i| Sample {
-            iters: 1,
-            wall_ns: s.wall_ns[i],
-            host_ns: s.host_ns.get(i).copied().unwrap_or(0.0),
-            device_ns: s.device_ns.as_ref().and_then(|d| d.get(i).copied()),
-        })
-        .collect();
+    let flags = match entry.bound {
+        Some(Bound::Device) => vec![Flag::DeviceBound],
+        _ => Vec::new(),
+    };
     let (name, arg) = match entry.id.split_once('/') {
         Some((n, a)) => (n.to_string(), Some(a.to_string())),
         None => (entry.id.clone(), None),
     };
+    let rounds = entry
+        .processes
+        .iter()
+        .enumerate()
+        .map(|(p, s)| {
+            let samples = (0..s.wall_ns.len())
+                .map(|i| Sample {
+                    iters: 1,
+                    wall_ns: s.wall_ns[i],
+                    host_ns: s.host_ns.get(i).copied().unwrap_or(0.0),
+                    device_ns: s.device_ns.as_ref().and_then(|d| d.get(i).copied()),
+                })
+                .collect();
+            Round {
+                round: p as u32 + 1,
+                started_at: entry.fingerprint.timestamp.clone(),
+                measurement: Some(Measurement {
+                    sync_cost_ns: 0.0,
+                    cold: Vec::new(),
+                    warmup: Vec::new(),
+                    samples,
+                    naive: Vec::new(),
+                    throughput: None,
+                    memory: None,
+                    stop_reason: StopReason::Converged,
+                    flags: flags.clone(),
+                    device_timer: s.device_ns.is_some(),
+                }),
+                failure: None,
+                eager_compiled: None,
+            }
+        })
+        .collect();
     RawRecord {
         format_version: RECORD_FORMAT_VERSION,
         id: entry.id.clone(),
         name,
         arg,
         fingerprint: entry.fingerprint.clone(),
-        config: MeasurementConfig::standard(),
-        measurement: Some(Measurement {
-            sync_cost_ns: 0.0,
-            cold: Vec::new(),
-            warmup: Vec::new(),
-            samples,
-            naive: Vec::new(),
-            throughput: None,
-            memory: None,
-            stop_reason: StopReason::Converged,
-            flags: Vec::new(),
-            device_timer: s.device_ns.is_some(),
-        }),
-        failure: None,
-        comparison: None,
+        config: entry.config.clone().unwrap_or_default(),
+        rounds,
     }
 }
 

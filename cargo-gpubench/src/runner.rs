@@ -1,25 +1,20 @@
-//! Running one benchmark in its own process and turning how it ended into a record:
-//! the harness's own record when it wrote one, or a failed record made here for a
-//! crash, a timeout, or an exit code without a record.
+//! Running one round of a benchmark in its own process and turning how it ended into
+//! a record of that round: the harness's own record when it wrote one, or a failed
+//! record made here for a crash, a timeout, or an exit code without a record.
 
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use gpubench_analysis::protocol::{EXIT_BENCHMARK_FAILED, RECORD_DIR_VAR, ROUND_VAR};
 use gpubench_analysis::{
-    file_stem_for_id, Failure, FailureKind, Fingerprint, MeasurementConfig, RawRecord,
-    RECORD_FORMAT_VERSION,
+    file_stem_for_id, Failure, FailureKind, Fingerprint, MeasurementConfig, ProcessPolicy,
+    RawRecord, Round,
 };
 
 use crate::process::{self, ChildEnv, Ending, Finished};
 use crate::select::Benchmark;
-
-/// The environment variable naming the directory the harness writes its record to.
-pub const RECORD_DIR_VAR: &str = "GPUBENCH_RECORD_DIR";
-
-/// The exit code of a harness that measured a failure and wrote its record.
-pub const HARNESS_FAILED_CODE: i32 = 101;
 
 /// Bytes of stderr quoted in a failure message, so that with its headline it fits
 /// under the record's message cap and the end of the output is what is kept.
@@ -36,6 +31,11 @@ pub struct RunOptions {
     pub flush_l2: bool,
     /// The time limit of one process.
     pub timeout: Duration,
+    /// How many processes measure each benchmark.
+    pub processes: ProcessPolicy,
+    /// The measurement time bound of one process, seconds: the benchmark's
+    /// measurement time split across its processes.
+    pub measurement_time_s: f64,
 }
 
 impl RunOptions {
@@ -53,7 +53,15 @@ impl RunOptions {
             MeasurementConfig::standard()
         };
         config.flush_l2 = self.flush_l2;
+        config.measurement_time_s = self.measurement_time_s;
+        config.processes = self.processes;
         config
+    }
+
+    /// The measurement time of one process when a benchmark's `total` is split
+    /// across the processes `policy` runs at least.
+    pub fn split_measurement_time(total: f64, policy: &ProcessPolicy) -> f64 {
+        total / f64::from(policy.min.max(1))
     }
 }
 
@@ -66,9 +74,11 @@ pub enum Outcome {
     Interrupted,
 }
 
-/// The command that measures `bench`, writing its record into `record_dir`.
+/// The command that measures round `round` of `bench`, writing its record into
+/// `record_dir`.
 pub fn bench_command(
     bench: &Benchmark,
+    round: u32,
     opts: &RunOptions,
     env: &ChildEnv,
     record_dir: &Path,
@@ -89,21 +99,27 @@ pub fn bench_command(
     if opts.flush_l2 {
         cmd.arg("--flush-l2");
     }
+    cmd.args([
+        "--measurement-time",
+        &format!("{}", opts.measurement_time_s),
+    ]);
     env.apply(&mut cmd);
     cmd.env(RECORD_DIR_VAR, record_dir);
+    cmd.env(ROUND_VAR, round.to_string());
     cmd
 }
 
-/// Runs `bench` in its own process and classifies how it ended. `record_dir` must be
-/// empty: the record found there afterwards is this benchmark's.
+/// Runs round `round` of `bench` in its own process and classifies how it ended.
+/// `record_dir` must be empty: the record found there afterwards is this round's.
 pub fn run_benchmark(
     bench: &Benchmark,
+    round: u32,
     opts: &RunOptions,
     env: &ChildEnv,
     record_dir: &Path,
     stop: &AtomicBool,
 ) -> std::io::Result<(Outcome, Finished)> {
-    let cmd = bench_command(bench, opts, env, record_dir);
+    let cmd = bench_command(bench, round, opts, env, record_dir);
     let finished = process::run(cmd, opts.timeout, stop, process::TAIL_BYTES)?;
     let record_path = record_dir.join(format!("{}.json", file_stem_for_id(&bench.id)));
     let written = record_path
@@ -161,7 +177,7 @@ pub fn classify(
     match (code, written) {
         // The harness's verdict stands when its exit code agrees with its record.
         (Some(0), Some(record)) => Outcome::Recorded(Box::new(record)),
-        (Some(HARNESS_FAILED_CODE), Some(record)) if !record.passed() => {
+        (Some(EXIT_BENCHMARK_FAILED), Some(record)) if !record.passed() => {
             Outcome::Recorded(Box::new(record))
         }
         // It wrote a record, then died or exited oddly (e.g. a crash while CUDA shuts
@@ -173,7 +189,9 @@ pub fn classify(
                     Some(_) => FailureKind::ExitCode,
                 };
                 let headline = format!("{ended} after writing its record");
-                record.failure = Some(Failure::new(kind, with_stderr(&headline, stderr)));
+                if let Some(round) = record.rounds.last_mut() {
+                    round.failure = Some(Failure::new(kind, with_stderr(&headline, stderr)));
+                }
             }
             Outcome::Recorded(Box::new(record))
         }
@@ -197,17 +215,16 @@ pub fn synthesized(id: &str, failure: Failure, opts: &RunOptions, now: String) -
         Some((name, arg)) => (name.to_string(), Some(arg.to_string())),
         None => (id.to_string(), None),
     };
-    RawRecord {
-        format_version: RECORD_FORMAT_VERSION,
-        id: id.to_string(),
-        name,
+    let mut round = Round::first(now.clone());
+    round.failure = Some(failure);
+    RawRecord::new(
+        id,
+        &name,
         arg,
-        fingerprint: Fingerprint::unknown(opts.device_label(), now),
-        config: opts.config(),
-        measurement: None,
-        failure: Some(failure),
-        comparison: None,
-    }
+        Fingerprint::unknown(opts.device_label(), now),
+        opts.config(),
+        round,
+    )
 }
 
 fn ending_words(ending: Ending) -> String {
@@ -251,6 +268,8 @@ mod tests {
             quick: true,
             flush_l2: false,
             timeout: Duration::from_secs(300),
+            processes: ProcessPolicy::fixed(3),
+            measurement_time_s: 0.25,
         }
     }
 
@@ -281,7 +300,7 @@ mod tests {
 
     fn passed_record() -> RawRecord {
         let mut r = harness_failure();
-        r.failure = None;
+        r.rounds[0].failure = None;
         r
     }
 
@@ -294,7 +313,7 @@ mod tests {
             &opts(),
             "2026-01-01T00:00:00Z".into(),
         ));
-        let f = r.failure.unwrap();
+        let f = r.failure().cloned().unwrap();
         assert_eq!(f.kind, FailureKind::Crash);
         assert!(f.message.contains("signal 6"), "{}", f.message);
         assert!(
@@ -308,7 +327,14 @@ mod tests {
         );
         assert_eq!(r.fingerprint.device.label(), "cuda:1");
         assert_eq!(r.fingerprint.timestamp, "2026-01-01T00:00:00Z");
-        assert_eq!(r.config, MeasurementConfig::quick());
+        assert_eq!(
+            r.config,
+            MeasurementConfig {
+                measurement_time_s: 0.25,
+                processes: ProcessPolicy::fixed(3),
+                ..MeasurementConfig::quick()
+            }
+        );
     }
 
     #[test]
@@ -320,7 +346,7 @@ mod tests {
             &opts(),
             "t".into(),
         ));
-        let f = r.failure.unwrap();
+        let f = r.failure().cloned().unwrap();
         assert_eq!(f.kind, FailureKind::Timeout);
         assert!(f.message.contains("timed out after 300 s"), "{}", f.message);
         let r = record_of(classify(
@@ -330,8 +356,8 @@ mod tests {
             &opts(),
             "t".into(),
         ));
-        assert_eq!(r.failure.as_ref().unwrap().kind, FailureKind::ExitCode);
-        assert!(r.failure.unwrap().message.contains("exited with code 2"));
+        assert_eq!(r.failure().unwrap().kind, FailureKind::ExitCode);
+        assert!(r.failure().unwrap().message.contains("exited with code 2"));
         let r = record_of(classify(
             "x",
             &finished(Ending::Exited(0), ""),
@@ -339,7 +365,7 @@ mod tests {
             &opts(),
             "t".into(),
         ));
-        assert_eq!(r.failure.unwrap().kind, FailureKind::ExitCode);
+        assert_eq!(r.failure().unwrap().kind, FailureKind::ExitCode);
         // A timeout wins over anything half-written.
         let r = record_of(classify(
             "x",
@@ -348,7 +374,7 @@ mod tests {
             &opts(),
             "t".into(),
         ));
-        assert_eq!(r.failure.unwrap().kind, FailureKind::Timeout);
+        assert_eq!(r.failure().unwrap().kind, FailureKind::Timeout);
     }
 
     #[test]
@@ -380,7 +406,7 @@ mod tests {
             &opts(),
             "t".into(),
         ));
-        let f = r.failure.unwrap();
+        let f = r.failure().cloned().unwrap();
         assert_eq!(f.kind, FailureKind::Crash);
         assert!(
             f.message.contains("after writing its record"),
@@ -398,7 +424,7 @@ mod tests {
             &opts(),
             "t".into(),
         ));
-        let f = r.failure.unwrap();
+        let f = r.failure().cloned().unwrap();
         assert_eq!(f.kind, FailureKind::Setup);
         assert!(f.message.contains("format_version 9"), "{}", f.message);
     }
@@ -432,7 +458,7 @@ mod tests {
             id: "slow".into(),
             ignored: true,
         };
-        let cmd = bench_command(&bench, &opts(), &ChildEnv::default(), Path::new("/rec"));
+        let cmd = bench_command(&bench, 2, &opts(), &ChildEnv::default(), Path::new("/rec"));
         let args: Vec<String> = cmd
             .get_args()
             .map(|a| a.to_string_lossy().into_owned())
@@ -446,13 +472,22 @@ mod tests {
                 "--ignored",
                 "--device",
                 "cuda:1",
-                "--quick"
+                "--quick",
+                "--measurement-time",
+                "0.25"
             ]
         );
-        let rec = cmd
-            .get_envs()
-            .find(|(k, _)| *k == RECORD_DIR_VAR)
-            .and_then(|(_, v)| v);
-        assert_eq!(rec, Some(std::ffi::OsStr::new("/rec")));
+        let env = |var: &str| {
+            cmd.get_envs()
+                .find(|(k, _)| *k == var)
+                .and_then(|(_, v)| v)
+                .map(|v| v.to_string_lossy().into_owned())
+        };
+        assert_eq!(env(RECORD_DIR_VAR).as_deref(), Some("/rec"));
+        assert_eq!(env(ROUND_VAR).as_deref(), Some("2"));
+        assert_eq!(
+            RunOptions::split_measurement_time(6.0, &ProcessPolicy::standard()),
+            2.0
+        );
     }
 }

@@ -259,6 +259,9 @@ pub fn render_comparison(c: &RunComparison, entries: &[SummaryEntry], exit: Exit
     if !not_compared.is_empty() {
         let _ = writeln!(out, "  not compared: {}", not_compared.join(", "));
     }
+    for (id, note) in c.notes() {
+        let _ = writeln!(out, "  {} is ambiguous: {note}", name_of(id));
+    }
     if !c.set.missing_in_baseline.is_empty() {
         let names: Vec<String> = c
             .set
@@ -312,17 +315,18 @@ fn change_cell(e: &SummaryEntry, comparison: &RunComparison) -> String {
 }
 
 /// The table: one row per benchmark, columns aligned; with a comparison, a
-/// `change vs NAME` column after the median.
+/// `change vs NAME` column after the time.
 pub fn render_table(entries: &[SummaryEntry], comparison: Option<&RunComparison>) -> String {
     let confidence = entries
         .iter()
         .filter_map(|e| e.summary.as_ref()?.primary())
-        .map(|p| p.median.confidence)
+        .map(|p| p.estimate.confidence)
         .next()
         .unwrap_or(0.95);
     let mut header = vec![
         "benchmark".to_string(),
-        format!("median [{:.0}% CI]", confidence * 100.0),
+        format!("time [{:.0}% interval]", confidence * 100.0),
+        "processes".into(),
         "host/iter".into(),
         "device/iter".into(),
         "cold call".into(),
@@ -337,7 +341,91 @@ pub fn render_table(entries: &[SummaryEntry], comparison: Option<&RunComparison>
             r.insert(2, change_cell(e, c));
         }
     }
-    align(&header, &rows)
+    let mut out = align(&header, &rows);
+    out.push_str(&render_process_notes(entries));
+    out
+}
+
+/// `4 ±1.2%`: how many processes measured the benchmark and the spread between them
+/// (the standard deviation of their medians, relative); `1` for one process.
+pub fn processes_cell(s: &BenchmarkSummary) -> String {
+    match s.primary() {
+        Some(p) => match p.processes.between {
+            Some(b) => format!("{} ±{}", p.processes.count, spread_percent(b)),
+            None => p.processes.count.to_string(),
+        },
+        None => "—".to_string(),
+    }
+}
+
+/// A relative spread in percent with two significant digits: `1.2%`, `14%`.
+pub fn spread_percent(x: f64) -> String {
+    let p = x * 100.0;
+    if p >= 10.0 {
+        format!("{p:.0}%")
+    } else {
+        format!("{p:.1}%")
+    }
+}
+
+/// Lines under the table for benchmarks whose processes disagree: the range of their
+/// medians, or the two modes they fall into.
+pub fn render_process_notes(entries: &[SummaryEntry]) -> String {
+    let mut out = String::new();
+    for e in entries {
+        let Some(note) = e.summary.as_ref().and_then(process_note) else {
+            continue;
+        };
+        let _ = writeln!(out, "  {}: {note}", e.name);
+    }
+    if !out.is_empty() {
+        out.insert_str(
+            0,
+            "
+unstable across processes (each process is a fresh start; the interval covers them):
+",
+        );
+    }
+    out
+}
+
+/// What the processes of an unstable benchmark did: `processes in 2 modes: 5.40 µs
+/// (3), 9.30 µs (2)`, or `process medians 7.30 µs to 11.9 µs`.
+pub fn process_note(s: &BenchmarkSummary) -> Option<String> {
+    let p = s.primary()?;
+    if !p.processes.unstable {
+        return None;
+    }
+    Some(match p.processes.modes {
+        Some([low, high]) => format!(
+            "processes in 2 modes: {} ({} process{}) and {} ({})",
+            format_ns(low.centre),
+            low.processes,
+            if low.processes == 1 { "" } else { "es" },
+            format_ns(high.centre),
+            high.processes
+        ),
+        None => {
+            let lo = p
+                .processes
+                .medians
+                .iter()
+                .copied()
+                .fold(f64::INFINITY, f64::min);
+            let hi = p
+                .processes
+                .medians
+                .iter()
+                .copied()
+                .fold(f64::NEG_INFINITY, f64::max);
+            format!(
+                "process medians from {} to {} over {} processes",
+                format_ns(lo),
+                format_ns(hi),
+                p.processes.count
+            )
+        }
+    })
 }
 
 /// Rows under a header, columns aligned with two spaces between them.
@@ -383,20 +471,21 @@ pub fn count_line(entries: &[SummaryEntry]) -> String {
     )
 }
 
-fn row(e: &SummaryEntry) -> [String; 8] {
+fn row(e: &SummaryEntry) -> [String; 9] {
     let dash = || "—".to_string();
     let s = e.summary.as_ref();
-    let median = s
+    let time = s
         .and_then(BenchmarkSummary::primary)
-        .map(|p| interval(p.median.point, p.median.lower, p.median.upper))
+        .map(|p| interval(p.estimate.point, p.estimate.lower, p.estimate.upper))
         .unwrap_or_else(dash);
+    let processes = s.map(processes_cell).unwrap_or_else(dash);
     let host = s
         .and_then(|s| s.host.as_ref())
-        .map(|h| format_ns(h.median.point))
+        .map(|h| format_ns(h.estimate.point))
         .unwrap_or_else(dash);
     let device = s
         .and_then(|s| s.device.as_ref())
-        .map(|d| format_ns(d.median.point))
+        .map(|d| format_ns(d.estimate.point))
         .unwrap_or_else(dash);
     let cold = s
         .and_then(|s| s.cold.first())
@@ -412,7 +501,8 @@ fn row(e: &SummaryEntry) -> [String; 8] {
         .unwrap_or_else(dash);
     [
         e.name.clone(),
-        median,
+        time,
+        processes,
         host,
         device,
         cold,
@@ -490,11 +580,25 @@ mod tests {
     use super::*;
     use gpubench_analysis::{
         ColdCall, DeviceIdentity, Failure, FailureKind, Fingerprint, Flag, Measurement,
-        MeasurementConfig, MemoryStats, RawRecord, Sample, StopReason, Throughput,
+        MeasurementConfig, MemoryStats, RawRecord, Round, Sample, StopReason, Throughput,
         RECORD_FORMAT_VERSION,
     };
 
+    /// Three processes at 1.611, 1.621 and 1.601 ms of device time per call.
     fn passed_record() -> RawRecord {
+        let mut r = one_process_record();
+        for shift in [0.1e6, -0.1e6] {
+            let mut later = one_process_record();
+            for s in &mut later.rounds[0].measurement.as_mut().unwrap().samples {
+                s.device_ns = s.device_ns.map(|d| d + shift);
+                s.wall_ns += shift;
+            }
+            r.append_rounds(later).unwrap();
+        }
+        r
+    }
+
+    fn one_process_record() -> RawRecord {
         let samples = (0..20)
             .map(|i| Sample {
                 iters: 10,
@@ -518,32 +622,36 @@ mod tests {
                 ..Fingerprint::unknown("cuda:0", "t".into())
             },
             config: MeasurementConfig::standard(),
-            measurement: Some(Measurement {
-                sync_cost_ns: 1e4,
-                cold: vec![ColdCall {
-                    label: "first call".into(),
-                    wall_ns: 132e6,
-                    host_ns: 1e6,
-                    device_ns: None,
-                }],
-                warmup: vec![],
-                samples,
-                naive: vec![],
-                throughput: Some(Throughput::Flops(2.0 * 4096f64.powi(3) / 10.0)),
-                memory: Some(MemoryStats {
-                    peak_allocated_bytes: 3 << 29,
-                    peak_reserved_bytes: 2 << 30,
-                    allocated_bytes: 0,
-                    reserved_bytes: 0,
-                    alloc_retries: 0,
-                    num_ooms: 0,
+            rounds: vec![Round {
+                round: 1,
+                started_at: "2026-01-01T00:00:00Z".into(),
+                measurement: Some(Measurement {
+                    sync_cost_ns: 1e4,
+                    cold: vec![ColdCall {
+                        label: "first call".into(),
+                        wall_ns: 132e6,
+                        host_ns: 1e6,
+                        device_ns: None,
+                    }],
+                    warmup: vec![],
+                    samples,
+                    naive: vec![],
+                    throughput: Some(Throughput::Flops(2.0 * 4096f64.powi(3) / 10.0)),
+                    memory: Some(MemoryStats {
+                        peak_allocated_bytes: 3 << 29,
+                        peak_reserved_bytes: 2 << 30,
+                        allocated_bytes: 0,
+                        reserved_bytes: 0,
+                        alloc_retries: 0,
+                        num_ooms: 0,
+                    }),
+                    stop_reason: StopReason::Converged,
+                    flags: vec![Flag::DeviceBound],
+                    device_timer: true,
                 }),
-                stop_reason: StopReason::Converged,
-                flags: vec![Flag::DeviceBound],
-                device_timer: true,
-            }),
-            failure: None,
-            comparison: None,
+                failure: None,
+                eager_compiled: None,
+            }],
         }
     }
 
@@ -562,8 +670,8 @@ mod tests {
     fn failed_record() -> RawRecord {
         let mut r = passed_record();
         r.id = "boom".into();
-        r.measurement = None;
-        r.failure = Some(Failure::new(
+        r.rounds[0].measurement = None;
+        r.rounds[0].failure = Some(Failure::new(
             FailureKind::Crash,
             "killed by signal 6 (SIGABRT)\nstderr ends with:\nabort() called",
         ));
@@ -596,12 +704,14 @@ mod tests {
         let text = s.render_human();
         let lines: Vec<&str> = text.lines().collect();
         assert!(
-            lines[0].starts_with("benchmark") && lines[0].contains("median [95% CI]"),
+            lines[0].starts_with("benchmark") && lines[0].contains("time [95% interval]"),
             "{text}"
         );
         let matmul = lines[1];
-        // Device time is primary: ~1.61 ms per iteration, with its interval.
-        assert!(matmul.contains("1.611 ms ["), "{matmul}");
+        // Device time is primary: ~1.61 ms per iteration, with its interval over the
+        // three processes and their spread (0.62%).
+        assert!(matmul.contains("1.611 ms [1.576, 1.646]"), "{matmul}");
+        assert!(matmul.contains("  3 ±0.6%  "), "{matmul}");
         assert!(matmul.contains("490.0 µs"), "host/iter: {matmul}");
         assert!(matmul.contains("132.0 ms"), "cold call: {matmul}");
         assert!(matmul.contains("TFLOP/s"), "{matmul}");
@@ -643,12 +753,11 @@ mod tests {
         assert_eq!(v["passed"], 1);
         assert_eq!(v["benchmarks"][0]["status"], "passed");
         assert_eq!(v["benchmarks"][0]["summary"]["primary_kind"], "device");
-        assert!(
-            v["benchmarks"][0]["summary"]["device"]["median"]["point"]
-                .as_f64()
-                .unwrap()
-                > 1e6
-        );
+        let device = &v["benchmarks"][0]["summary"]["device"];
+        assert!(device["estimate"]["point"].as_f64().unwrap() > 1e6);
+        assert_eq!(device["basis"], "processes");
+        assert_eq!(device["processes"]["count"], 3);
+        assert_eq!(device["processes"]["medians"].as_array().unwrap().len(), 3);
     }
 
     #[test]

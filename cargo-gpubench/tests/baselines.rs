@@ -60,8 +60,8 @@ impl Bench {
         b.measure("mm/64", GPU, 1.0, 1);
         b.measure("conv", GPU, 1.0, 2);
         let mut failed = record("panics", GPU, 1.0, 3);
-        failed.measurement = None;
-        failed.failure = Some(Failure::new(
+        failed.rounds[0].measurement = None;
+        failed.rounds[0].failure = Some(Failure::new(
             FailureKind::Panic,
             "panicked at benches/fake.rs:9: boom",
         ));
@@ -135,7 +135,7 @@ fn a_saved_main_baseline_is_compared_by_default_and_a_regression_exits_4() {
     let mm_file = dir.join(format!("{}.json", file_stem_for_id("mm/64")));
     let saved = std::fs::read_to_string(&mm_file).unwrap();
     assert!(
-        saved.starts_with("{\n  \"format_version\": 1,\n  \"id\": \"mm/64\""),
+        saved.starts_with("{\n  \"format_version\": 2,\n  \"id\": \"mm/64\""),
         "{saved}"
     );
     assert!(dir.join("conv.json").is_file());
@@ -175,7 +175,7 @@ fn a_saved_main_baseline_is_compared_by_default_and_a_regression_exits_4() {
     b.measure("mm/64", GPU, 1.3, 4);
     let ran = b.run(&["mm", "conv"]).expect_code(4);
     let mm = line(&ran.stdout, "fake/mm/64 ");
-    assert!(mm.contains("regressed") && mm.contains("+3"), "{mm}");
+    assert!(mm.contains("regressed") && mm.contains("+29.8%"), "{mm}");
     assert!(
         ran.stdout
             .contains("regression found (--fail-on regressed): fake/mm/64 (exit code 4)"),
@@ -229,7 +229,7 @@ fn a_failed_benchmark_wins_over_a_regression_and_both_are_reported() {
         "{md}"
     );
     assert!(
-        md.contains("| `fake/panics` | — | — | — | failed |"),
+        md.contains("| `fake/panics` | — | — | — | — | failed |"),
         "{md}"
     );
     assert!(
@@ -361,7 +361,7 @@ fn corrupt_newer_and_missing_baselines_stop_the_run_before_it_starts() {
 
     std::fs::write(
         &file,
-        good.replacen("\"format_version\": 1", "\"format_version\": 9", 1),
+        good.replacen("\"format_version\": 2", "\"format_version\": 9", 1),
     )
     .unwrap();
     let ran = b.run(&["mm"]).expect_code(2);
@@ -412,7 +412,7 @@ fn corrupt_newer_and_missing_baselines_stop_the_run_before_it_starts() {
         ])
         .expect_code(5);
     assert!(
-        line(&ran.stdout, "fake/mm/64 ").ends_with("passed"),
+        line(&ran.stdout, "fake/mm/64 ").ends_with("passed (device-bound)"),
         "{}",
         ran.stdout
     );
@@ -460,7 +460,14 @@ fn json_and_the_summary_file_carry_the_comparison_and_the_exit_verdict() {
         .unwrap();
     assert_eq!(mm["comparison"]["status"], "compared");
     assert_eq!(mm["comparison"]["comparison"]["verdict"], "regressed");
-    assert!(mm["summary"]["device"]["median"]["point"].as_f64().unwrap() > 1.2e6);
+    assert!(
+        mm["summary"]["device"]["estimate"]["point"]
+            .as_f64()
+            .unwrap()
+            > 1.2e6
+    );
+    assert_eq!(mm["summary"]["device"]["processes"]["count"], 3);
+    assert_eq!(mm["comparison"]["comparison"]["current_processes"], 3);
     assert!(v["run_id"].as_str().is_some());
 
     let md = std::fs::read_to_string(b.work().join("ci/summary.md")).unwrap();
@@ -490,20 +497,20 @@ fn compare_judges_stored_baselines_and_runs_by_name() {
     let ran = b
         .compare(&["main", "pr-7", "--format", "markdown"])
         .expect_code(4);
-    insta::assert_snapshot!(ran.stdout, @r#"
-        ### cargo gpubench: baseline `pr-7` against baseline `main`
+    insta::assert_snapshot!(ran.stdout, @"
+    ### cargo gpubench: baseline `pr-7` against baseline `main`
 
-        **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed`, significance 0.05, noise threshold ±2%
+    **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed`, significance 0.05, noise threshold ±2% (host-bound ±50%)
 
-        | Benchmark | Baseline median | Current median | Change [95% CI] | Verdict |
-        | :-- | --: | --: | --: | :-- |
-        | `conv` | 1.003 ms | 1.003 ms | +0.0% [-0.6%, +0.6%] | no change |
-        | `mm/64` | 1.002 ms | 1.301 ms | +29.8% [+28.7%, +30.8%] | **regressed** |
+    | Benchmark | Baseline | Current | Change [90% CI] | Processes (spread) | Verdict |
+    | :-- | --: | --: | --: | --: | :-- |
+    | `conv` | 1.003 ms | 1.003 ms | +0.0% [+0.0%, +0.0%] | 3 vs 3 (±0.0%) | no change |
+    | `mm/64` | 1.002 ms | 1.301 ms | +29.8% [+29.8%, +29.8%] | 3 vs 3 (±0.0%) | **regressed** |
 
-        **Verdicts:** 1 regressed, 1 no change.
+    **Verdicts:** 1 regressed, 1 no change.
 
-        **Result: regression found** (exit code 4): `mm/64` regressed (`--fail-on regressed`).
-    "#);
+    **Result: regression found** (exit code 4): `mm/64` regressed (`--fail-on regressed`).
+    ");
 
     // A run against a baseline, by `latest`, by id and by path.
     let ran = b.compare(&["main", "latest"]).expect_code(4);

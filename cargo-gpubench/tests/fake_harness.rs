@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use cargo_gpubench::manifest::{BenchStatus, RunStatus};
 use gpubench_analysis::{
     file_stem_for_id, ColdCall, Failure, FailureKind, Fingerprint, Measurement, MeasurementConfig,
-    RawRecord, Sample, StopReason, RECORD_FORMAT_VERSION,
+    RawRecord, Round, Sample, StopReason, RECORD_FORMAT_VERSION,
 };
 use support::{
     cargo_gpubench, entry, exe_arg, latest_run, manifest, prepare_record, record, run, stand_in,
@@ -37,7 +37,7 @@ case " $* " in
 esac
 [ "$1 $2" = "--bench --exact" ] || { echo "unexpected arguments: $*" >&2; exit 64; }
 id=$3
-echo "$id args=[$*] quick_env=${GPUBENCH_QUICK-unset} ignored_env=${GPUBENCH_IGNORED-unset}" >> "$here/calls.log"
+echo "$id args=[$*] quick_env=${GPUBENCH_QUICK-unset} ignored_env=${GPUBENCH_IGNORED-unset} round=${GPUBENCH_ROUND-unset}" >> "$here/calls.log"
 case ":$LD_LIBRARY_PATH:" in
 *":$FAKE_EXPECT_LIB:"*) ;;
 *) echo "libtorch is not on LD_LIBRARY_PATH: $LD_LIBRARY_PATH" >&2; exit 127 ;;
@@ -73,8 +73,8 @@ impl Fake {
             prepare_record(&bin, &passed_record(id), false);
         }
         let mut panicked = passed_record("panics");
-        panicked.measurement = None;
-        panicked.failure = Some(Failure::new(
+        panicked.rounds[0].measurement = None;
+        panicked.rounds[0].failure = Some(Failure::new(
             FailureKind::Panic,
             "panicked at benches/suite.rs:3: boom",
         ));
@@ -119,32 +119,36 @@ fn passed_record(id: &str) -> RawRecord {
         arg,
         fingerprint: Fingerprint::unknown("cpu", "2026-01-01T00:00:00Z".into()),
         config: MeasurementConfig::quick(),
-        measurement: Some(Measurement {
-            sync_cost_ns: 50.0,
-            cold: vec![ColdCall {
-                label: "first call".into(),
-                wall_ns: 2.5e6,
-                host_ns: 2.5e6,
-                device_ns: None,
-            }],
-            warmup: vec![],
-            samples: (0..10)
-                .map(|i| Sample {
-                    iters: 100,
-                    wall_ns: 1.0e6 + f64::from(i) * 1e3,
-                    host_ns: 1.0e6,
+        rounds: vec![Round {
+            round: 1,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            measurement: Some(Measurement {
+                sync_cost_ns: 50.0,
+                cold: vec![ColdCall {
+                    label: "first call".into(),
+                    wall_ns: 2.5e6,
+                    host_ns: 2.5e6,
                     device_ns: None,
-                })
-                .collect(),
-            naive: vec![],
-            throughput: None,
-            memory: None,
-            stop_reason: StopReason::Converged,
-            flags: vec![],
-            device_timer: false,
-        }),
-        failure: None,
-        comparison: None,
+                }],
+                warmup: vec![],
+                samples: (0..10)
+                    .map(|i| Sample {
+                        iters: 100,
+                        wall_ns: 1.0e6 + f64::from(i) * 1e3,
+                        host_ns: 1.0e6,
+                        device_ns: None,
+                    })
+                    .collect(),
+                naive: vec![],
+                throughput: None,
+                memory: None,
+                stop_reason: StopReason::Converged,
+                flags: vec![],
+                device_timer: false,
+            }),
+            failure: None,
+            eager_compiled: None,
+        }],
     }
 }
 
@@ -201,11 +205,12 @@ fn every_outcome_becomes_a_record_and_the_run_exits_1() {
     for id in ["passes", "matmul/64"] {
         let b = entry(&m, "fake", id);
         assert_eq!(b.status, BenchStatus::Passed, "{id}");
-        assert_eq!(
-            record(&run_dir, b),
-            passed_record(id),
-            "{id} is stored as written"
-        );
+        assert_eq!(b.rounds, 3, "{id}: --quick runs 3 processes");
+        // The three processes' records, one round after the other.
+        let mut expected = passed_record(id);
+        expected.append_rounds(passed_record(id)).unwrap();
+        expected.append_rounds(passed_record(id)).unwrap();
+        assert_eq!(record(&run_dir, b), expected, "{id} is stored as written");
     }
     assert_eq!(
         entry(&m, "fake", "matmul/64").record.as_deref(),
@@ -217,7 +222,7 @@ fn every_outcome_becomes_a_record_and_the_run_exits_1() {
         assert_eq!(b.status, BenchStatus::Failed, "{id}");
         let r = record(&run_dir, b);
         assert_eq!(r.id, id);
-        let f = r.failure.expect("a failed record has a failure");
+        let f = r.failure().cloned().expect("a failed record has a failure");
         assert_eq!(b.failure_kind, Some(f.kind));
         f
     };
@@ -264,6 +269,31 @@ fn every_outcome_becomes_a_record_and_the_run_exits_1() {
 
     // Options reach the harness as arguments; the subcommand's variables do not leak.
     let calls = fake.calls();
+    // Round 1 of every benchmark runs before round 2 of any; a failed benchmark gets
+    // no further round.
+    let rounds: Vec<(&str, &str)> = calls
+        .lines()
+        .filter_map(|l| Some((l.split(' ').next()?, l.rsplit_once("round=")?.1)))
+        .collect();
+    let first_round_2 = rounds.iter().position(|(_, r)| *r == "2").unwrap();
+    assert!(
+        rounds[..first_round_2].iter().all(|(_, r)| *r == "1"),
+        "{calls}"
+    );
+    assert_eq!(rounds[..first_round_2].len(), 7, "{calls}");
+    for id in ["passes", "matmul/64"] {
+        let of: Vec<&str> = rounds
+            .iter()
+            .filter(|(i, _)| *i == id)
+            .map(|(_, r)| *r)
+            .collect();
+        assert_eq!(of, ["1", "2", "3"], "{id}: {calls}");
+    }
+    assert_eq!(
+        rounds.iter().filter(|(i, _)| *i == "panics").count(),
+        1,
+        "{calls}"
+    );
     let passes = calls.lines().find(|l| l.starts_with("passes ")).unwrap();
     assert!(
         passes.contains("--quick") && passes.contains("quick_env=unset"),
@@ -298,7 +328,9 @@ fn every_outcome_becomes_a_record_and_the_run_exits_1() {
         .contains(&run_dir.file_name().unwrap().to_string_lossy().into_owned()));
     // Progress lines on stderr (not a terminal: no bar).
     assert!(
-        ran.stderr.contains("passed [6/7] fake/passes"),
+        ran.stderr.contains("passed [6/")
+            && ran.stderr.contains("] fake/passes round 1")
+            && ran.stderr.contains("passed [11/11] fake/passes round 3"),
         "{}",
         ran.stderr
     );
@@ -349,9 +381,13 @@ fn filters_select_and_ignored_benchmarks_run_only_when_asked() {
     let m = manifest(&latest_run(&fake.out_dir()));
     let ids: Vec<&str> = m.benchmarks.iter().map(|b| b.id.as_str()).collect();
     assert_eq!(ids, ["slow_ignored"]);
-    assert!(fake
-        .calls()
-        .contains("slow_ignored args=[--bench --exact slow_ignored --ignored]"));
+    assert!(
+        fake.calls().contains(
+            "slow_ignored args=[--bench --exact slow_ignored --ignored --measurement-time"
+        ),
+        "{}",
+        fake.calls()
+    );
 
     let ran = run(fake.command().arg("nothing_matches")).expect_code(2);
     assert!(
@@ -382,10 +418,10 @@ fn json_format_prints_one_document() {
     assert_eq!(panics["name"], "fake/panics");
     assert_eq!(panics["summary"]["failure"]["kind"], "panic");
     let passes = &v["benchmarks"][1];
-    let median = passes["summary"]["wall"]["median"]["point"]
+    let time = passes["summary"]["wall"]["estimate"]["point"]
         .as_f64()
         .unwrap();
-    assert!((median - 10_045.0).abs() < 10.0, "{median}");
+    assert!((time - 10_045.0).abs() < 10.0, "{time}");
 }
 
 #[test]

@@ -103,7 +103,8 @@ fn list_shows_the_gpubench_benchmarks_of_the_workspace_only() {
 #[test]
 fn a_run_records_passes_panics_crashes_and_timeouts_and_exits_1() {
     let out = tempfile::tempdir().unwrap();
-    let ran = run(gpubench("basic", out.path()).args(["--timeout", "20"])).expect_code(1);
+    let ran = run(gpubench("basic", out.path()).args(["--timeout", "20", "--processes", "2"]))
+        .expect_code(1);
 
     let run_dir = latest_run(out.path());
     let m = manifest(&run_dir);
@@ -122,16 +123,24 @@ fn a_run_records_passes_panics_crashes_and_timeouts_and_exits_1() {
         let b = entry(&m, "suite", id);
         assert_eq!(b.status, BenchStatus::Passed, "{id}");
         let r = record(&run_dir, b);
-        let measurement = r.measurement.expect("a passed record has a measurement");
+        assert_eq!(r.rounds.len(), 2, "{id}: --processes 2");
+        assert_eq!(b.rounds, 2, "{id}");
+        let measurement = r
+            .first_measurement()
+            .expect("a passed record has a measurement");
         assert!(!measurement.samples.is_empty(), "{id}");
         assert_eq!(r.fingerprint.device.kind, "cpu");
     }
     let failure = |target: &str, id: &str| {
         let b = entry(&m, target, id);
         assert_eq!(b.status, BenchStatus::Failed, "{target}/{id}");
-        record(&run_dir, b)
-            .failure
-            .expect("a failed record has a failure")
+        let r = record(&run_dir, b);
+        assert_eq!(
+            r.rounds.len(),
+            1,
+            "a failed round ends the benchmark's rounds"
+        );
+        r.failure().cloned().expect("a failed record has a failure")
     };
     let f = failure("suite", "panics");
     assert_eq!(f.kind, FailureKind::Panic);

@@ -186,7 +186,7 @@ fn sel(s: &str) -> Selector {
 fn summary_page_loads_from_file_sorts_and_is_not_blank() {
     let work = workdir("summary");
     let index = demo_report(&work.path);
-    let url = format!("{}#sort=benchmarks.median.desc", file_url(&index.index));
+    let url = format!("{}#sort=benchmarks.time.desc", file_url(&index.index));
     let dom = dump_dom(&work.path, &url);
 
     let table = dom.select(&sel("table#benchmarks")).next().expect("table");
@@ -195,12 +195,12 @@ fn summary_page_loads_from_file_sorts_and_is_not_blank() {
         Some("ready"),
         "the sorting script did not run"
     );
-    assert_eq!(table.value().attr("data-sorted-by"), Some("median.desc"));
+    assert_eq!(table.value().attr("data-sorted-by"), Some("time.desc"));
     assert!(
-        dom.select(&sel("#benchmarks thead th button.sort")).count() == 9,
+        dom.select(&sel("#benchmarks thead th button.sort")).count() == 10,
         "every heading becomes a sort button"
     );
-    // Rows are in descending median order, blanks (the failure) last.
+    // Rows are in descending time order, blanks (the failure) last.
     let medians: Vec<Option<f64>> = dom
         .select(&sel("#benchmarks tbody tr"))
         .map(|row| {

@@ -195,7 +195,8 @@ fn summary_lists_every_benchmark_with_its_verdict_in_words_and_colour() {
     assert!(table.contains("a smoke run measures nothing"), "{table}");
     let header = text_of(&doc, "#benchmarks thead");
     for col in [
-        "Median",
+        "Time",
+        "Processes",
         "Change",
         "Host dispatch",
         "Device",
@@ -208,7 +209,7 @@ fn summary_lists_every_benchmark_with_its_verdict_in_words_and_colour() {
     // Sortable: every column has a key and numeric cells a sort value.
     assert_eq!(
         doc.select(&sel("#benchmarks thead th[data-key]")).count(),
-        9
+        10
     );
     let page = text_of(&doc, "main");
     assert!(page.contains("NVIDIA H200 (cuda:0"), "environment missing");
@@ -336,7 +337,7 @@ fn benchmark_page_shows_distribution_timeline_warmup_cold_and_host_vs_device() {
     }
     let dist = std::fs::read_to_string(page.parent().unwrap().join(&srcs[0])).unwrap();
     assert!(
-        dist.contains("baseline (n=40)") && dist.contains("this run (n=40)"),
+        dist.contains("baseline (3 processes)") && dist.contains("this run (3 processes)"),
         "legend"
     );
     let main = text_of(&doc, "main");
@@ -478,14 +479,16 @@ fn a_cpu_run_without_device_timer_shows_wall_time_and_no_device_column() {
         name: "AMD EPYC 7B13".into(),
         total_memory_bytes: None,
     };
-    let m = r.measurement.as_mut().unwrap();
-    m.device_timer = false;
-    m.memory = None;
-    m.flags.clear();
-    m.throughput = Some(gpubench_analysis::Throughput::Flops(1e9));
-    for s in &mut m.samples {
-        s.device_ns = None;
-        s.host_ns = s.wall_ns * 0.999;
+    for round in &mut r.rounds {
+        let m = round.measurement.as_mut().unwrap();
+        m.device_timer = false;
+        m.memory = None;
+        m.flags.clear();
+        m.throughput = Some(gpubench_analysis::Throughput::Flops(1e9));
+        for s in &mut m.samples {
+            s.device_ns = None;
+            s.host_ns = s.wall_ns * 0.999;
+        }
     }
     let (_dir, index) = rendered(&ReportInput::new("cpu", vec![r]));
     let doc = parse(&index.index);
@@ -495,7 +498,7 @@ fn a_cpu_run_without_device_timer_shows_wall_time_and_no_device_column() {
         .select(&sel("#benchmarks tbody td"))
         .map(|c| c.text().collect())
         .collect();
-    assert_eq!(cells[4], "—", "no device time on CPU: {cells:?}");
+    assert_eq!(cells[5], "—", "no device time on CPU: {cells:?}");
     let page = parse(&index.pages["cpu/matmul_f32"]);
     let main = text_of(&page, "main");
     assert!(main.contains("synced wall time"), "{main}");

@@ -54,8 +54,9 @@ impl Bench {
         b.measure("mm/64", 1.0, 1);
         b.measure("conv", 1.0, 2);
         let mut failed = record("panics", 1.0, 3);
-        failed.measurement = None;
-        failed.failure = Some(Failure::new(FailureKind::Panic, "panicked at x.rs:9: boom"));
+        failed.rounds[0].measurement = None;
+        failed.rounds[0].failure =
+            Some(Failure::new(FailureKind::Panic, "panicked at x.rs:9: boom"));
         b.prepare(&failed, true);
         b
     }

@@ -6,12 +6,15 @@
 //!
 //! One pretty-printed JSON file per benchmark,
 //! `gpubench/baselines/<name>/<file_stem_for_id(id)>.json`, holding
-//! `format_version`, `id`, the `fingerprint`, the per-iteration `samples` (wall, host
-//! and, when measured, device; ns) and the primary timer's `estimates`. Files are made
-//! for clean git diffs: keys come from structs, so their order is fixed; every time is
-//! rounded to [`SIGNIFICANT_DIGITS`] significant digits (far below the ~1% noise of a
-//! GPU timing, and short enough to read), and estimates are computed from the rounded
-//! samples, so loading and re-saving a baseline reproduces it byte for byte.
+//! `format_version`, `id`, the `fingerprint`, the measurement `config`, the
+//! per-iteration times of each process (`processes`: wall, host and, when measured,
+//! device; ns) and the primary timer's `estimates`. Files are made for clean git diffs:
+//! keys come from structs, so their order is fixed; every time is rounded to
+//! [`SIGNIFICANT_DIGITS`] significant digits (far below the ~1% noise of a GPU timing,
+//! and short enough to read), and estimates are computed from the rounded samples, so
+//! loading and re-saving a baseline reproduces it byte for byte. A version 1 file (from
+//! before processes were kept apart) is read as one process; a comparison with it is
+//! ambiguous until it is saved again.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -22,14 +25,15 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::compare::{compare_samples, CompareConfig, CompareError, Comparison, Verdict};
+use crate::compare::{compare_processes, CompareConfig, CompareError, Comparison, Verdict};
 use crate::failure::Failure;
-use crate::record::{file_stem_for_id, Fingerprint, RawRecord, RunMode};
-use crate::stats::{mean_estimate, median_estimate, rel_noise, Estimate};
+use crate::processes::{Bound, EstimateBasis, ProcessStats};
+use crate::record::{file_stem_for_id, Fingerprint, MeasurementConfig, RawRecord, RunMode};
+use crate::stats::{BootstrapConfig, Estimate};
 use crate::summary::TimeKind;
 
 /// The baseline format this build writes and the newest it reads.
-pub const BASELINE_FORMAT_VERSION: u32 = 1;
+pub const BASELINE_FORMAT_VERSION: u32 = 2;
 /// Significant digits kept of every time in a baseline file.
 pub const SIGNIFICANT_DIGITS: usize = 6;
 /// Longest baseline name, in bytes.
@@ -175,9 +179,9 @@ pub fn round_significant(x: f64) -> f64 {
         .unwrap_or(x)
 }
 
-/// Per-iteration times of a baseline, ns, in sample order.
+/// Per-iteration times of one process of a baseline, ns, in sample order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BaselineSamples {
+pub struct ProcessSamples {
     /// Synced wall time per iteration.
     pub wall_ns: Vec<f64>,
     /// Host-dispatch time per iteration.
@@ -187,7 +191,7 @@ pub struct BaselineSamples {
     pub device_ns: Option<Vec<f64>>,
 }
 
-impl BaselineSamples {
+impl ProcessSamples {
     /// The times of timer `kind`.
     pub fn get(&self, kind: TimeKind) -> Option<&[f64]> {
         match kind {
@@ -205,14 +209,6 @@ impl BaselineSamples {
         };
         device_valid && valid_times(&self.wall_ns) && valid_times(&self.host_ns)
     }
-
-    /// Device time when recorded, else wall time: as [`crate::Measurement::primary_per_iter`].
-    pub fn primary_kind(&self) -> TimeKind {
-        match &self.device_ns {
-            Some(d) if !d.is_empty() => TimeKind::Device,
-            _ => TimeKind::Wall,
-        }
-    }
 }
 
 /// The primary timer's estimates, for people reading the file and its diffs.
@@ -220,13 +216,19 @@ impl BaselineSamples {
 pub struct BaselineEstimates {
     /// The timer they describe.
     pub primary: TimeKind,
-    /// Median per iteration with its interval, ns.
-    pub median_ns: Estimate,
-    /// Mean per iteration with its interval, ns.
-    pub mean_ns: Estimate,
-    /// Relative noise, MAD / median; absent for a zero median.
+    /// The typical time per iteration with its interval, ns (see
+    /// [`crate::processes`]).
+    pub estimate_ns: Estimate,
+    /// What the estimate rests on.
+    pub basis: EstimateBasis,
+    /// Processes measured.
+    pub processes: usize,
+    /// Spread between processes (standard deviation of the log process medians).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rel_noise: Option<f64>,
+    pub between: Option<f64>,
+    /// Noise within a process, MAD / median (median over processes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<f64>,
 }
 
 /// One benchmark of a baseline: the content of one file.
@@ -238,8 +240,14 @@ pub struct BaselineEntry {
     pub id: String,
     /// Where and with what it ran.
     pub fingerprint: Fingerprint,
-    /// The per-iteration times.
-    pub samples: BaselineSamples,
+    /// The settings it was measured with; absent in files from before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<MeasurementConfig>,
+    /// What its time rested on (absent in files from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Bound>,
+    /// The per-iteration times of each process, in the order the processes ran.
+    pub processes: Vec<ProcessSamples>,
     /// The primary timer's estimates.
     pub estimates: BaselineEstimates,
 }
@@ -282,27 +290,56 @@ impl BaselineEntry {
         if record.config.mode == RunMode::Smoke {
             return Err(NotSaved::Smoke);
         }
-        let m = record.measurement.as_ref().ok_or(NotSaved::NoSamples)?;
-        if m.samples.is_empty() {
+        let round = |xs: Vec<f64>| -> Vec<f64> { xs.into_iter().map(round_significant).collect() };
+        let device = record.device_timed();
+        let processes: Vec<ProcessSamples> = record
+            .measurements()
+            .filter(|m| !m.samples.is_empty())
+            .map(|m| ProcessSamples {
+                wall_ns: round(m.wall_per_iter()),
+                host_ns: round(m.host_per_iter()),
+                device_ns: device.then(|| round(m.device_per_iter().unwrap_or_default())),
+            })
+            .collect();
+        if processes.is_empty() {
             return Err(NotSaved::NoSamples);
         }
-        let round = |xs: Vec<f64>| -> Vec<f64> { xs.into_iter().map(round_significant).collect() };
-        let samples = BaselineSamples {
-            wall_ns: round(m.wall_per_iter()),
-            host_ns: round(m.host_per_iter()),
-            device_ns: m.device_per_iter().map(round),
-        };
-        if !samples.all_valid() {
+        if !processes.iter().all(ProcessSamples::all_valid) {
             return Err(NotSaved::InvalidSamples);
         }
-        let estimates = estimates_of(&samples);
+        let bound = record.bound();
+        let estimates = estimates_of(&processes, bound);
         Ok(BaselineEntry {
             format_version: BASELINE_FORMAT_VERSION,
             id: record.id.clone(),
             fingerprint: record.fingerprint.clone(),
-            samples,
+            config: Some(record.config.clone()),
+            bound: Some(bound),
+            processes,
             estimates,
         })
+    }
+
+    /// Device time when every process recorded it, else wall time: as
+    /// [`RawRecord::primary_kind`].
+    pub fn primary_kind(&self) -> TimeKind {
+        let all_device = self
+            .processes
+            .iter()
+            .all(|p| p.device_ns.as_ref().is_some_and(|d| !d.is_empty()));
+        if all_device && !self.processes.is_empty() {
+            TimeKind::Device
+        } else {
+            TimeKind::Wall
+        }
+    }
+
+    /// The times of timer `kind`, one group per process (empty where absent).
+    pub fn groups(&self, kind: TimeKind) -> Vec<Vec<f64>> {
+        self.processes
+            .iter()
+            .map(|p| p.get(kind).map(<[f64]>::to_vec).unwrap_or_default())
+            .collect()
     }
 
     /// Serialises to pretty JSON with a trailing newline.
@@ -312,8 +349,8 @@ impl BaselineEntry {
         s
     }
 
-    /// Parses and checks an entry, refusing newer versions; `origin` names the source
-    /// in errors.
+    /// Parses and checks an entry, refusing newer versions and reading version 1 as
+    /// one process; `origin` names the source in errors.
     pub fn from_json(text: &str, origin: &str) -> Result<Self, BaselineError> {
         #[derive(Deserialize)]
         struct Versioned {
@@ -331,7 +368,13 @@ impl BaselineEntry {
                 supported: BASELINE_FORMAT_VERSION,
             });
         }
-        let entry: BaselineEntry = serde_json::from_str(text).map_err(parse_err)?;
+        let entry: BaselineEntry = if v.format_version < 2 {
+            serde_json::from_str::<BaselineEntryV1>(text)
+                .map_err(parse_err)?
+                .into()
+        } else {
+            serde_json::from_str(text).map_err(parse_err)?
+        };
         entry.check().map_err(|reason| BaselineError::Invalid {
             path: origin.to_string(),
             reason,
@@ -341,43 +384,100 @@ impl BaselineEntry {
 
     /// Checks what JSON's types cannot: consistent, non-empty, valid times.
     fn check(&self) -> Result<(), String> {
-        let s = &self.samples;
-        let n = s.wall_ns.len();
         if self.id.is_empty() {
             return Err("the benchmark id is empty".into());
         }
-        if n == 0 {
-            return Err("it has no samples".into());
+        if self.processes.is_empty() {
+            return Err("it has no processes".into());
         }
-        if s.host_ns.len() != n || s.device_ns.as_ref().is_some_and(|d| d.len() != n) {
-            return Err(format!(
-                "its sample lists differ in length ({n} wall, {} host, {} device)",
-                s.host_ns.len(),
-                s.device_ns.as_ref().map_or(0, Vec::len)
-            ));
-        }
-        if !s.all_valid() {
-            return Err("a time is negative or not finite".into());
+        for (i, p) in self.processes.iter().enumerate() {
+            let n = p.wall_ns.len();
+            if n == 0 {
+                return Err(format!("process {} has no samples", i + 1));
+            }
+            if p.host_ns.len() != n || p.device_ns.as_ref().is_some_and(|d| d.len() != n) {
+                return Err(format!(
+                    "the sample lists of process {} differ in length ({n} wall, {} host, {} device)",
+                    i + 1,
+                    p.host_ns.len(),
+                    p.device_ns.as_ref().map_or(0, Vec::len)
+                ));
+            }
+            if !p.all_valid() {
+                return Err(format!(
+                    "a time of process {} is negative or not finite",
+                    i + 1
+                ));
+            }
         }
         Ok(())
     }
 }
 
-fn estimates_of(samples: &BaselineSamples) -> BaselineEstimates {
-    let primary = samples.primary_kind();
-    let xs = samples.get(primary).unwrap_or(&samples.wall_ns);
+/// A baseline file as format version 1 wrote it: the samples of one process.
+#[derive(Deserialize)]
+struct BaselineEntryV1 {
+    id: String,
+    fingerprint: Fingerprint,
+    samples: ProcessSamples,
+}
+
+impl From<BaselineEntryV1> for BaselineEntry {
+    fn from(v1: BaselineEntryV1) -> Self {
+        let processes = vec![v1.samples];
+        BaselineEntry {
+            format_version: BASELINE_FORMAT_VERSION,
+            id: v1.id,
+            fingerprint: v1.fingerprint,
+            config: None,
+            bound: None,
+            estimates: estimates_of(&processes, Bound::Device),
+            processes,
+        }
+    }
+}
+
+fn estimates_of(processes: &[ProcessSamples], bound: Bound) -> BaselineEstimates {
+    let entry_kind = {
+        let all_device = processes
+            .iter()
+            .all(|p| p.device_ns.as_ref().is_some_and(|d| !d.is_empty()));
+        if all_device {
+            TimeKind::Device
+        } else {
+            TimeKind::Wall
+        }
+    };
+    let groups: Vec<Vec<f64>> = processes
+        .iter()
+        .map(|p| p.get(entry_kind).unwrap_or(&p.wall_ns).to_vec())
+        .collect();
+    let stats = ProcessStats::from_groups(&groups);
     let round = |e: Estimate| Estimate {
         point: round_significant(e.point),
         lower: round_significant(e.lower),
         upper: round_significant(e.upper),
         confidence: e.confidence,
     };
-    let noise = round_significant(rel_noise(xs));
+    let (estimate, basis) = stats
+        .estimate(&groups[0], BootstrapConfig::default(), bound.run_floor())
+        .unwrap_or((
+            Estimate {
+                point: f64::NAN,
+                lower: f64::NAN,
+                upper: f64::NAN,
+                confidence: 0.95,
+            },
+            EstimateBasis::OneProcess,
+        ));
+    let finite = |x: Option<f64>| x.map(round_significant).filter(|x| x.is_finite());
     BaselineEstimates {
-        primary,
-        median_ns: round(median_estimate(xs)),
-        mean_ns: round(mean_estimate(xs)),
-        rel_noise: noise.is_finite().then_some(noise),
+        primary: entry_kind,
+        estimate_ns: round(estimate),
+        basis,
+        processes: stats.count,
+        between: finite(stats.between),
+        within: finite(stats.within),
     }
 }
 
@@ -698,7 +798,7 @@ pub fn compare_with_baseline(
             set.missing_in_baseline.push(record.id.clone());
             continue;
         };
-        let outcome = match (&record.failure, &record.measurement) {
+        let outcome = match (record.failure(), record.first_measurement()) {
             (Some(failure), _) => ComparisonOutcome::Failed {
                 failure: failure.clone(),
             },
@@ -706,7 +806,7 @@ pub fn compare_with_baseline(
             (None, Some(_)) if record.config.mode == RunMode::Smoke => {
                 not_compared("a smoke run measures nothing")
             }
-            (None, Some(m)) => {
+            (None, Some(_)) => {
                 let (was, now) = (
                     &entry.fingerprint.device.name,
                     &record.fingerprint.device.name,
@@ -725,16 +825,17 @@ pub fn compare_with_baseline(
                         current_device: now.clone(),
                     });
                 }
-                let kind = match (TimeKind::primary_of(m), entry.samples.primary_kind()) {
+                let kind = match (record.primary_kind(), entry.primary_kind()) {
                     (TimeKind::Device, TimeKind::Device) => TimeKind::Device,
                     _ => TimeKind::Wall,
                 };
-                let now_times = match kind {
-                    TimeKind::Device => m.device_per_iter().unwrap_or_default(),
-                    _ => m.wall_per_iter(),
+                let now_times = record.groups(kind);
+                let was_times = entry.groups(kind);
+                let bound = match (record.bound(), entry.bound) {
+                    (Bound::Host, _) | (_, Some(Bound::Host)) => Bound::Host,
+                    _ => Bound::Device,
                 };
-                let was_times = entry.samples.get(kind).unwrap_or(&entry.samples.wall_ns);
-                match compare_samples(was_times, &now_times, &options.config) {
+                match compare_processes(&was_times, &now_times, bound, &options.config) {
                     Ok(comparison) => ComparisonOutcome::Compared { kind, comparison },
                     Err(e) => not_compared(&e.to_string()),
                 }
@@ -839,7 +940,7 @@ impl FromStr for FailOn {
 mod tests {
     use super::*;
     use crate::failure::FailureKind;
-    use crate::synthetic::GpuLikeSamples;
+    use crate::synthetic::{GpuLikeSamples, ProcessShift};
     use rand::SeedableRng;
     use rand_pcg::Pcg64Mcg;
 
@@ -847,9 +948,11 @@ mod tests {
 
     fn records(ids: &[&str], slowdown: f64, seed: u64) -> Vec<RawRecord> {
         let mut rng = Pcg64Mcg::seed_from_u64(seed);
-        let model = GpuLikeSamples::default().scaled(slowdown);
+        let model = GpuLikeSamples::default()
+            .with_shift(ProcessShift::LogNormal { sigma: 0.005 })
+            .scaled(slowdown);
         ids.iter()
-            .map(|id| model.record(id, H200, 30, &mut rng))
+            .map(|id| model.record_processes(id, H200, 3, 30, &mut rng))
             .collect()
     }
 
@@ -879,13 +982,16 @@ mod tests {
         let entry = loaded.iter().find(|e| e.id == "matmul/4096").unwrap();
         assert_eq!(entry, &BaselineEntry::from_record(&recs[0]).unwrap());
         assert_eq!(entry.fingerprint, recs[0].fingerprint);
-        assert_eq!(entry.samples.wall_ns.len(), 30);
+        assert_eq!(entry.processes.len(), 3);
+        assert_eq!(entry.processes[0].wall_ns.len(), 30);
         assert_eq!(entry.estimates.primary, TimeKind::Device);
+        assert_eq!(entry.estimates.basis, EstimateBasis::Processes);
+        assert_eq!(entry.config.as_ref(), Some(&recs[0].config));
 
         // Re-saving what was loaded reproduces the file byte for byte.
         let before = std::fs::read_to_string(&file).unwrap();
         assert_eq!(entry.to_json_pretty(), before);
-        assert!(before.contains("\"format_version\": 1,"), "{before}");
+        assert!(before.contains("\"format_version\": 2,"), "{before}");
         assert_eq!(store.list().unwrap(), ["main"]);
     }
 
@@ -895,11 +1001,11 @@ mod tests {
         assert_eq!(round_significant(0.000_123_456_78), 0.000_123_457);
         assert_eq!(round_significant(0.0), 0.0);
         let mut recs = records(&["a"], 1.0, 2);
-        recs[0].measurement.as_mut().unwrap().samples[0].wall_ns = 10.0 * 1_234_567.891;
+        recs[0].rounds[0].measurement.as_mut().unwrap().samples[0].wall_ns = 10.0 * 1_234_567.891;
         let text = BaselineEntry::from_record(&recs[0])
             .unwrap()
             .to_json_pretty();
-        assert!(text.contains("\n      1234570.0,\n"), "{text}");
+        assert!(text.contains("\n        1234570.0,\n"), "{text}");
     }
 
     #[test]
@@ -911,8 +1017,8 @@ mod tests {
         std::fs::write(dir.join("notes.txt"), "keep me").unwrap();
 
         let mut now = records(&["a", "b"], 1.1, 4);
-        now[1].measurement = None;
-        now[1].failure = Some(Failure::new(FailureKind::Crash, "signal 11"));
+        now[1].rounds[1].measurement = None;
+        now[1].rounds[1].failure = Some(Failure::new(FailureKind::Crash, "signal 11"));
         let report = store.save("main", &now[..]).unwrap();
         assert_eq!(report.written, [dir.join("a.json")]);
         assert_eq!(report.skipped, [("b".to_string(), NotSaved::Failed)]);
@@ -963,7 +1069,7 @@ mod tests {
         let file = dir.join("a.json");
         let name = file.display().to_string();
 
-        let newer = good.replacen("\"format_version\": 1", "\"format_version\": 2", 1);
+        let newer = good.replacen("\"format_version\": 2", "\"format_version\": 3", 1);
         let cases: Vec<(&str, String)> = vec![
             ("truncated", good[..good.len() / 2].to_string()),
             ("empty", String::new()),
@@ -972,7 +1078,7 @@ mod tests {
             ("wrong type", good.replacen("\"id\": \"a\"", "\"id\": 7", 1)),
             (
                 "uneven samples",
-                good.replacen("\"host_ns\": [\n", "\"host_ns\": [\n      1.0,\n", 1),
+                good.replacen("\"host_ns\": [\n", "\"host_ns\": [\n        1.0,\n", 1),
             ),
         ];
         for (what, text) in cases {
@@ -982,7 +1088,7 @@ mod tests {
             assert!(msg.contains(&name), "{what}: {msg}");
             if what == "newer" {
                 assert!(
-                    matches!(err, BaselineError::TooNew { found: 2, .. }),
+                    matches!(err, BaselineError::TooNew { found: 3, .. }),
                     "{msg}"
                 );
                 assert!(msg.contains("upgrade"), "{msg}");
@@ -1028,8 +1134,9 @@ mod tests {
         now.extend(records(&["new", "broke"], 1.0, 11));
         let mut base = base;
         base.push(BaselineEntry::from_record(&now[3]).unwrap());
-        now[3].measurement = None;
-        now[3].failure = Some(Failure::new(FailureKind::OutOfMemory, "CUDA out of memory"));
+        now[3].rounds[0].measurement = None;
+        now[3].rounds[0].failure =
+            Some(Failure::new(FailureKind::OutOfMemory, "CUDA out of memory"));
 
         let set = compare_with_baseline(&now, &base, &BaselineCompareOptions::default()).unwrap();
         assert_eq!(set.missing_in_baseline, ["new"]);
@@ -1078,10 +1185,15 @@ mod tests {
     fn a_baseline_from_another_device_is_refused_unless_allowed() {
         let mut rng = Pcg64Mcg::seed_from_u64(12);
         let model = GpuLikeSamples::default();
-        let base = [
-            BaselineEntry::from_record(&model.record("mm", "NVIDIA A100", 30, &mut rng)).unwrap(),
-        ];
-        let now = [model.record("mm", H200, 30, &mut rng)];
+        let base = [BaselineEntry::from_record(&model.record_processes(
+            "mm",
+            "NVIDIA A100",
+            3,
+            30,
+            &mut rng,
+        ))
+        .unwrap()];
+        let now = [model.record_processes("mm", H200, 3, 30, &mut rng)];
         let err =
             compare_with_baseline(&now, &base, &BaselineCompareOptions::default()).unwrap_err();
         let msg = err.to_string();
@@ -1102,7 +1214,7 @@ mod tests {
     fn wall_time_is_compared_when_one_side_lacks_device_events() {
         let mut now = records(&["a"], 1.0, 13);
         let base = [BaselineEntry::from_record(&records(&["a"], 1.0, 14)[0]).unwrap()];
-        for s in &mut now[0].measurement.as_mut().unwrap().samples {
+        for s in &mut now[0].rounds[0].measurement.as_mut().unwrap().samples {
             s.device_ns = None;
         }
         let set = compare_with_baseline(&now, &base, &BaselineCompareOptions::default()).unwrap();
@@ -1143,5 +1255,43 @@ mod tests {
         };
         assert!(FailOn::Ambiguous.should_fail(&not_compared));
         assert!(!FailOn::Regressed.should_fail(&not_compared));
+    }
+
+    #[test]
+    fn a_version_1_file_reads_as_one_process_and_compares_as_ambiguous() {
+        let (_tmp, store) = store();
+        let recs = records(&["mm"], 1.0, 15);
+        let dir = store.root.join("old");
+        std::fs::create_dir_all(&dir).unwrap();
+        let m = recs[0].first_measurement().unwrap();
+        let v1 = serde_json::json!({
+            "format_version": 1,
+            "id": "mm",
+            "fingerprint": recs[0].fingerprint,
+            "samples": {
+                "wall_ns": m.wall_per_iter(),
+                "host_ns": m.host_per_iter(),
+                "device_ns": m.device_per_iter(),
+            },
+            "estimates": {"primary": "device", "median_ns": {"point": 1.0, "lower": 1.0, "upper": 1.0, "confidence": 0.95}, "mean_ns": {"point": 1.0, "lower": 1.0, "upper": 1.0, "confidence": 0.95}},
+        });
+        std::fs::write(dir.join("mm.json"), v1.to_string()).unwrap();
+        let loaded = store.load("old").unwrap();
+        assert_eq!(loaded[0].processes.len(), 1);
+        assert_eq!(loaded[0].estimates.basis, EstimateBasis::OneProcess);
+        assert!(loaded[0].config.is_none());
+        let set =
+            compare_with_baseline(&recs, &loaded, &BaselineCompareOptions::default()).unwrap();
+        match &set.comparisons[0].outcome {
+            ComparisonOutcome::Compared { comparison, .. } => {
+                assert_eq!(comparison.verdict, Verdict::Ambiguous);
+                assert!(comparison
+                    .note
+                    .as_ref()
+                    .unwrap()
+                    .contains("the baseline has 1 process"));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -8,6 +8,8 @@ pub mod baseline;
 pub mod compare;
 pub mod comparison;
 pub mod failure;
+pub mod processes;
+pub mod protocol;
 pub mod record;
 pub mod stats;
 pub mod summary;
@@ -18,7 +20,7 @@ pub use baseline::{
     compare_with_baseline, BaselineCompareOptions, BaselineEntry, BaselineError, BaselineStore,
     ComparisonSet, FailOn,
 };
-pub use compare::{compare_samples, CompareConfig, Comparison, Verdict};
+pub use compare::{compare_processes, CompareConfig, Comparison, Verdict};
 
 pub use failure::{cap_message, Failure, FailureKind, MESSAGE_CAP_BYTES};
 pub use record::*;

@@ -1,17 +1,24 @@
-//! The raw record a benchmark process writes: what was measured, on what, and how.
+//! The raw record of one benchmark: what was measured, on what, and how, in one
+//! [`Round`] per process that measured it.
 //!
+//! A benchmark process writes a record of one round; `cargo gpubench` runs several
+//! processes per benchmark and appends their rounds ([`RawRecord::append_rounds`]).
 //! Records are versioned JSON. A reader refuses a record whose `format_version` is
-//! newer than it knows, with a message that says so, rather than misreading it.
+//! newer than it knows, with a message that says so, rather than misreading it; a
+//! version 1 record (one process, written before rounds existed) is read as a record of
+//! one round.
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::comparison::EagerCompiled;
 use crate::failure::Failure;
+pub use crate::processes::{Bound, ProcessPolicy};
 
 /// The record format this build writes and the newest it reads.
-pub const RECORD_FORMAT_VERSION: u32 = 1;
+pub const RECORD_FORMAT_VERSION: u32 = 2;
 
 /// Errors reading a record.
 #[derive(Debug, Error)]
@@ -44,9 +51,49 @@ pub enum RecordError {
         /// The newest this build reads.
         supported: u32,
     },
+    /// Rounds of two different benchmarks were to be joined.
+    #[error("cannot add rounds of benchmark `{other}` to the record of `{id}`")]
+    OtherBenchmark {
+        /// The record's benchmark.
+        id: String,
+        /// The benchmark of the rounds offered.
+        other: String,
+    },
 }
 
-/// One benchmark's result, as written by the harness.
+/// One process's measurement of a benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Round {
+    /// 1 for the first process that measured the benchmark, 2 for the next, ...
+    pub round: u32,
+    /// When the process started on the benchmark (RFC 3339, UTC).
+    pub started_at: String,
+    /// The measurement; present when the process ran to completion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measurement: Option<Measurement>,
+    /// Why the process failed; present when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+    /// The eager-versus-compiled result, when the benchmark is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eager_compiled: Option<EagerCompiled>,
+}
+
+impl Round {
+    /// Round 1 of a process that started at `started_at`, with nothing in it yet.
+    pub fn first(started_at: String) -> Self {
+        Round {
+            round: 1,
+            started_at,
+            measurement: None,
+            failure: None,
+            eager_compiled: None,
+        }
+    }
+}
+
+/// One benchmark's result, as the harness writes it (one round) and as `cargo
+/// gpubench` stores it (one round per process).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RawRecord {
     /// Format of this record; see [`RECORD_FORMAT_VERSION`].
@@ -58,25 +105,137 @@ pub struct RawRecord {
     /// The argument of a parameterised benchmark, as displayed in the id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arg: Option<String>,
-    /// Where and with what it ran.
+    /// Where and with what it ran (the first round's process).
     pub fingerprint: Fingerprint,
-    /// The options the measurement ran with.
+    /// The options each process measured with.
     pub config: MeasurementConfig,
-    /// The measurement; present when the benchmark ran to completion.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub measurement: Option<Measurement>,
-    /// Why it failed; present when it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure: Option<Failure>,
-    /// Eager-versus-compiled comparison, when the benchmark is one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub comparison: Option<crate::comparison::EagerCompiled>,
+    /// One round per process, in the order the processes ran.
+    pub rounds: Vec<Round>,
 }
 
 impl RawRecord {
-    /// Whether the benchmark ran to completion.
+    /// A record of one round of benchmark `id` (`name`, `arg`).
+    pub fn new(
+        id: &str,
+        name: &str,
+        arg: Option<String>,
+        fingerprint: Fingerprint,
+        config: MeasurementConfig,
+        round: Round,
+    ) -> Self {
+        RawRecord {
+            format_version: RECORD_FORMAT_VERSION,
+            id: id.to_string(),
+            name: name.to_string(),
+            arg,
+            fingerprint,
+            config,
+            rounds: vec![round],
+        }
+    }
+
+    /// Whether every round ran to completion (and there is one).
     pub fn passed(&self) -> bool {
-        self.failure.is_none()
+        !self.rounds.is_empty() && self.failure().is_none()
+    }
+
+    /// The first failure of a round, when a round failed.
+    pub fn failure(&self) -> Option<&Failure> {
+        self.rounds.iter().find_map(|r| r.failure.as_ref())
+    }
+
+    /// The round that failed first, when one did.
+    pub fn failed_round(&self) -> Option<&Round> {
+        self.rounds.iter().find(|r| r.failure.is_some())
+    }
+
+    /// The measurements of the rounds that have one, in round order.
+    pub fn measurements(&self) -> impl Iterator<Item = &Measurement> {
+        self.rounds.iter().filter_map(|r| r.measurement.as_ref())
+    }
+
+    /// The first round's measurement (cold calls, warm-up, naive loops of a process).
+    pub fn first_measurement(&self) -> Option<&Measurement> {
+        self.measurements().next()
+    }
+
+    /// The eager-versus-compiled result of the last round that has one: every round's
+    /// when all passed, the failing round's when one failed.
+    pub fn eager_compiled(&self) -> Option<&EagerCompiled> {
+        self.rounds
+            .iter()
+            .rev()
+            .find_map(|r| r.eager_compiled.as_ref())
+    }
+
+    /// The timer comparisons use: device time when every sample of every measured
+    /// round has one, else synced wall time.
+    pub fn primary_kind(&self) -> TimeKind {
+        if self.device_timed() {
+            TimeKind::Device
+        } else {
+            TimeKind::Wall
+        }
+    }
+
+    /// Whether the benchmark's time rests on the device or on the host's dispatch
+    /// speed: device-bound when most measured rounds were flagged so.
+    pub fn bound(&self) -> Bound {
+        let n = self.measurements().count();
+        let device = self
+            .measurements()
+            .filter(|m| m.flags.contains(&Flag::DeviceBound))
+            .count();
+        if n > 0 && 2 * device > n {
+            Bound::Device
+        } else {
+            Bound::Host
+        }
+    }
+
+    /// Each measured round's per-iteration primary times, one group per process.
+    pub fn primary_groups(&self) -> Vec<Vec<f64>> {
+        self.groups(self.primary_kind())
+    }
+
+    /// Each measured round's per-iteration times of timer `kind`, one group per
+    /// process (empty where a round lacks that timer).
+    pub fn groups(&self, kind: TimeKind) -> Vec<Vec<f64>> {
+        self.measurements().map(|m| m.per_iter(kind)).collect()
+    }
+
+    /// Whether every sample of every measured round has a device time.
+    pub fn device_timed(&self) -> bool {
+        let mut any = false;
+        for m in self.measurements() {
+            match m.device_per_iter() {
+                Some(d) if !d.is_empty() => any = true,
+                Some(_) => {}
+                None => return false,
+            }
+        }
+        any
+    }
+
+    /// Appends the rounds of `other` (a record of the same benchmark from a later
+    /// process), numbering them after this record's. The fingerprint and settings of
+    /// the first round stand; a record without rounds takes `other`'s.
+    pub fn append_rounds(&mut self, other: RawRecord) -> Result<(), RecordError> {
+        if other.id != self.id {
+            return Err(RecordError::OtherBenchmark {
+                id: self.id.clone(),
+                other: other.id,
+            });
+        }
+        if self.rounds.is_empty() {
+            self.fingerprint = other.fingerprint;
+            self.config = other.config;
+        }
+        for mut round in other.rounds {
+            round.round = self.rounds.len() as u32 + 1;
+            self.rounds.push(round);
+        }
+        Ok(())
     }
 
     /// Serialises to pretty JSON with a trailing newline.
@@ -86,13 +245,18 @@ impl RawRecord {
         s
     }
 
-    /// Parses a record, refusing newer versions; `origin` names the source in errors.
+    /// Parses a record, refusing newer versions and reading version 1 as one round;
+    /// `origin` names the source in errors.
     pub fn from_json(text: &str, origin: &str) -> Result<Self, RecordError> {
-        check_version(text, origin)?;
-        serde_json::from_str(text).map_err(|source| RecordError::Parse {
+        let parse_err = |source| RecordError::Parse {
             path: origin.to_string(),
             source,
-        })
+        };
+        if check_version(text, origin)? < 2 {
+            let old: RawRecordV1 = serde_json::from_str(text).map_err(parse_err)?;
+            return Ok(old.into());
+        }
+        serde_json::from_str(text).map_err(parse_err)
     }
 
     /// Reads a record from a file.
@@ -105,9 +269,41 @@ impl RawRecord {
     }
 }
 
+/// A record as format version 1 wrote it: one process, its measurement, failure and
+/// eager-versus-compiled result at the top level.
+#[derive(Deserialize)]
+struct RawRecordV1 {
+    id: String,
+    name: String,
+    #[serde(default)]
+    arg: Option<String>,
+    fingerprint: Fingerprint,
+    config: MeasurementConfig,
+    #[serde(default)]
+    measurement: Option<Measurement>,
+    #[serde(default)]
+    failure: Option<Failure>,
+    #[serde(default)]
+    comparison: Option<EagerCompiled>,
+}
+
+impl From<RawRecordV1> for RawRecord {
+    fn from(v1: RawRecordV1) -> Self {
+        let round = Round {
+            round: 1,
+            started_at: v1.fingerprint.timestamp.clone(),
+            measurement: v1.measurement,
+            failure: v1.failure,
+            eager_compiled: v1.comparison,
+        };
+        RawRecord::new(&v1.id, &v1.name, v1.arg, v1.fingerprint, v1.config, round)
+    }
+}
+
 /// Checks the `format_version` field before the full parse, so a newer record is
-/// refused with a clear message instead of a confusing missing-field error.
-pub fn check_version(text: &str, origin: &str) -> Result<(), RecordError> {
+/// refused with a clear message instead of a confusing missing-field error; returns
+/// the version.
+pub fn check_version(text: &str, origin: &str) -> Result<u32, RecordError> {
     #[derive(Deserialize)]
     struct Versioned {
         format_version: u32,
@@ -123,7 +319,7 @@ pub fn check_version(text: &str, origin: &str) -> Result<(), RecordError> {
             supported: RECORD_FORMAT_VERSION,
         });
     }
-    Ok(())
+    Ok(v.format_version)
 }
 
 /// The identity of the device a benchmark ran on.
@@ -228,13 +424,17 @@ pub struct MeasurementConfig {
     /// Whether L2 was flushed before every timed call.
     #[serde(default)]
     pub flush_l2: bool,
+    /// How many processes measured the benchmark (one for records from before
+    /// rounds, and for a bench executable run on its own).
+    #[serde(default = "ProcessPolicy::single")]
+    pub processes: ProcessPolicy,
 }
 
 impl MeasurementConfig {
     /// Defaults suited to GPUs: warm up for at most 1 s, measure for at most 5 s,
     /// samples of about 10 ms (an empty CUDA sync costs ~10 µs, so under 0.2%), at
     /// least 10 and at most 200 samples, stop once the median's 95% interval is
-    /// within ±1%.
+    /// within ±1%; one process (`cargo gpubench` sets its own process policy).
     pub fn standard() -> Self {
         MeasurementConfig {
             mode: RunMode::Bench,
@@ -245,6 +445,7 @@ impl MeasurementConfig {
             max_samples: 200,
             target_rel_ci: 0.01,
             flush_l2: false,
+            processes: ProcessPolicy::single(),
         }
     }
 
@@ -420,6 +621,29 @@ pub enum StopReason {
     Smoke,
 }
 
+/// Which timer a figure comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeKind {
+    /// Synced wall time.
+    Wall,
+    /// Host-dispatch time: when the last call returned to the host.
+    Host,
+    /// Device time from events.
+    Device,
+}
+
+impl TimeKind {
+    /// Words for tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            TimeKind::Wall => "wall",
+            TimeKind::Host => "host",
+            TimeKind::Device => "device",
+        }
+    }
+}
+
 /// Something the engine noticed about a benchmark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -432,6 +656,9 @@ pub enum Flag {
     SyncsInsideRoutine,
     /// The samples never settled: noise above the target at the time bound.
     Unstable,
+    /// The processes disagree: their medians differ by more than 10%, well beyond the
+    /// noise within each (see [`crate::processes`]).
+    UnstableAcrossProcesses,
 }
 
 impl Flag {
@@ -442,6 +669,7 @@ impl Flag {
             Flag::LaunchBound => "launch-bound",
             Flag::SyncsInsideRoutine => "syncs inside the routine",
             Flag::Unstable => "unstable",
+            Flag::UnstableAcrossProcesses => "unstable across processes",
         }
     }
 }
@@ -488,7 +716,16 @@ impl Measurement {
     pub fn device_per_iter(&self) -> Option<Vec<f64>> {
         self.samples.iter().map(Sample::per_iter_device).collect()
     }
-    /// The steady-state figure a comparison uses: device time when measured, else
+    /// Per-iteration times of timer `kind`, ns (empty without device times).
+    pub fn per_iter(&self, kind: TimeKind) -> Vec<f64> {
+        match kind {
+            TimeKind::Wall => self.wall_per_iter(),
+            TimeKind::Host => self.host_per_iter(),
+            TimeKind::Device => self.device_per_iter().unwrap_or_default(),
+        }
+    }
+
+    /// The steady-state figure of this process: device time when measured, else
     /// synced wall time, per iteration.
     pub fn primary_per_iter(&self) -> Vec<f64> {
         self.device_per_iter()
@@ -502,87 +739,91 @@ mod tests {
     use super::*;
     use crate::failure::FailureKind;
 
-    pub(crate) fn sample_record() -> RawRecord {
-        RawRecord {
-            format_version: RECORD_FORMAT_VERSION,
-            id: "matmul/4096".into(),
-            name: "matmul".into(),
-            arg: Some("4096".into()),
-            fingerprint: Fingerprint {
-                device: DeviceIdentity {
-                    kind: "cuda".into(),
-                    index: Some(0),
-                    name: "NVIDIA H200".into(),
-                    total_memory_bytes: Some(150_000_000_000),
-                },
-                cuda_version: Some("13.0".into()),
-                cudnn_version: None,
-                libtorch_version: "2.11.0".into(),
-                tch_version: "0.24.0".into(),
-                gpubench_version: "0.1.0".into(),
-                cpu_model: Some("x86".into()),
-                os: "linux x86_64".into(),
-                git_commit: None,
-                timestamp: "2026-11-29T00:00:00Z".into(),
+    fn fingerprint() -> Fingerprint {
+        Fingerprint {
+            device: DeviceIdentity {
+                kind: "cuda".into(),
+                index: Some(0),
+                name: "NVIDIA H200".into(),
+                total_memory_bytes: Some(150_000_000_000),
             },
-            config: MeasurementConfig {
-                mode: RunMode::Bench,
-                warmup_time_s: 1.0,
-                measurement_time_s: 5.0,
-                sample_target_s: 0.01,
-                min_samples: 10,
-                max_samples: 100,
-                target_rel_ci: 0.01,
-                flush_l2: false,
-            },
-            measurement: Some(Measurement {
-                sync_cost_ns: 5000.0,
-                cold: vec![ColdCall {
-                    label: "first call".into(),
-                    wall_ns: 1e8,
-                    host_ns: 9e7,
-                    device_ns: None,
-                }],
-                warmup: vec![WarmupPoint {
-                    iters: 1,
-                    wall_ns: 2e6,
-                }],
-                samples: vec![Sample {
-                    iters: 4,
-                    wall_ns: 4e6,
-                    host_ns: 1e5,
-                    device_ns: Some(3.9e6),
-                }],
-                naive: vec![],
-                throughput: Some(Throughput::Flops(1.37e11)),
-                memory: Some(MemoryStats {
-                    peak_allocated_bytes: 1 << 30,
-                    peak_reserved_bytes: 1 << 31,
-                    allocated_bytes: 0,
-                    reserved_bytes: 1 << 31,
-                    alloc_retries: 0,
-                    num_ooms: 0,
-                }),
-                stop_reason: StopReason::Converged,
-                flags: vec![Flag::DeviceBound],
-                device_timer: true,
-            }),
-            failure: None,
-            comparison: None,
+            cuda_version: Some("13.0".into()),
+            cudnn_version: None,
+            libtorch_version: "2.11.0".into(),
+            tch_version: "0.24.0".into(),
+            gpubench_version: "0.1.0".into(),
+            cpu_model: Some("x86".into()),
+            os: "linux x86_64".into(),
+            git_commit: None,
+            timestamp: "2026-11-29T00:00:00Z".into(),
         }
+    }
+
+    fn measurement(device_ns: f64) -> Measurement {
+        Measurement {
+            sync_cost_ns: 5000.0,
+            cold: vec![ColdCall {
+                label: "first call".into(),
+                wall_ns: 1e8,
+                host_ns: 9e7,
+                device_ns: None,
+            }],
+            warmup: vec![WarmupPoint {
+                iters: 1,
+                wall_ns: 2e6,
+            }],
+            samples: vec![Sample {
+                iters: 4,
+                wall_ns: 4e6,
+                host_ns: 1e5,
+                device_ns: Some(device_ns),
+            }],
+            naive: vec![],
+            throughput: Some(Throughput::Flops(1.37e11)),
+            memory: Some(MemoryStats {
+                peak_allocated_bytes: 1 << 30,
+                peak_reserved_bytes: 1 << 31,
+                allocated_bytes: 0,
+                reserved_bytes: 1 << 31,
+                alloc_retries: 0,
+                num_ooms: 0,
+            }),
+            stop_reason: StopReason::Converged,
+            flags: vec![Flag::DeviceBound],
+            device_timer: true,
+        }
+    }
+
+    pub(crate) fn sample_record() -> RawRecord {
+        let mut round = Round::first("2026-11-29T00:00:00Z".into());
+        round.measurement = Some(measurement(3.9e6));
+        RawRecord::new(
+            "matmul/4096",
+            "matmul",
+            Some("4096".into()),
+            fingerprint(),
+            MeasurementConfig {
+                max_samples: 100,
+                ..MeasurementConfig::standard()
+            },
+            round,
+        )
     }
 
     #[test]
     fn record_round_trips_through_json() {
         let r = sample_record();
-        let back = RawRecord::from_json(&r.to_json_pretty(), "mem").unwrap();
+        let text = r.to_json_pretty();
+        assert!(text.contains("\"format_version\": 2"), "{text}");
+        let back = RawRecord::from_json(&text, "mem").unwrap();
         assert_eq!(r, back);
         let mut failed = sample_record();
-        failed.measurement = None;
-        failed.failure = Some(Failure::new(FailureKind::Panic, "boom"));
+        failed.rounds[0].measurement = None;
+        failed.rounds[0].failure = Some(Failure::new(FailureKind::Panic, "boom"));
         let back = RawRecord::from_json(&failed.to_json_pretty(), "mem").unwrap();
         assert_eq!(failed, back);
         assert!(!back.passed());
+        assert_eq!(back.failure().unwrap().message, "boom");
     }
 
     #[test]
@@ -597,6 +838,22 @@ mod tests {
     }
 
     #[test]
+    fn a_version_1_record_reads_as_one_round() {
+        let mut v1 = serde_json::to_value(sample_record()).unwrap();
+        let obj = v1.as_object_mut().unwrap();
+        let round = obj.remove("rounds").unwrap()[0].clone();
+        obj.insert("format_version".into(), 1.into());
+        obj.insert("measurement".into(), round["measurement"].clone());
+        obj["config"].as_object_mut().unwrap().remove("processes");
+        let r = RawRecord::from_json(&v1.to_string(), "old.json").unwrap();
+        assert_eq!(r.rounds.len(), 1);
+        assert_eq!(r.rounds[0].started_at, "2026-11-29T00:00:00Z");
+        assert_eq!(r.config.processes, ProcessPolicy::single());
+        assert_eq!(r.first_measurement(), sample_record().first_measurement());
+        assert_eq!(r.format_version, RECORD_FORMAT_VERSION);
+    }
+
+    #[test]
     fn truncated_record_names_the_file() {
         let text = sample_record().to_json_pretty();
         let err = RawRecord::from_json(&text[..text.len() / 2], "a/b.json").unwrap_err();
@@ -606,8 +863,54 @@ mod tests {
     #[test]
     fn primary_time_prefers_device_events() {
         let r = sample_record();
-        let m = r.measurement.unwrap();
+        let m = r.first_measurement().unwrap();
         assert_eq!(m.primary_per_iter(), vec![3.9e6 / 4.0]);
+        assert_eq!(r.primary_groups(), vec![vec![3.9e6 / 4.0]]);
+    }
+
+    #[test]
+    fn rounds_append_in_order_and_keep_the_first_fingerprint() {
+        let mut r = sample_record();
+        let mut later = sample_record();
+        later.fingerprint.timestamp = "later".into();
+        later.rounds[0].measurement = Some(measurement(4.1e6));
+        r.append_rounds(later.clone()).unwrap();
+        r.append_rounds(later).unwrap();
+        assert_eq!(
+            r.rounds.iter().map(|x| x.round).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        assert_eq!(r.fingerprint.timestamp, "2026-11-29T00:00:00Z");
+        assert_eq!(
+            r.primary_groups(),
+            vec![vec![3.9e6 / 4.0], vec![4.1e6 / 4.0], vec![4.1e6 / 4.0]]
+        );
+        assert!(r.passed());
+        let mut other = sample_record();
+        other.id = "conv".into();
+        let err = r.append_rounds(other).unwrap_err().to_string();
+        assert!(
+            err.contains("`conv`") && err.contains("`matmul/4096`"),
+            "{err}"
+        );
+        // One round without device times makes every round fall back to wall time.
+        let mut wall_only = sample_record();
+        wall_only.rounds[0].measurement.as_mut().unwrap().samples[0].device_ns = None;
+        r.append_rounds(wall_only).unwrap();
+        assert!(!r.device_timed());
+        assert_eq!(r.primary_groups()[0], vec![1e6]);
+    }
+
+    #[test]
+    fn a_failed_round_fails_the_record_and_keeps_the_others() {
+        let mut r = sample_record();
+        let mut failed = sample_record();
+        failed.rounds[0].measurement = None;
+        failed.rounds[0].failure = Some(Failure::new(FailureKind::Crash, "signal 11"));
+        r.append_rounds(failed).unwrap();
+        assert!(!r.passed());
+        assert_eq!(r.failed_round().unwrap().round, 2);
+        assert_eq!(r.measurements().count(), 1);
     }
 }
 

@@ -1,93 +1,100 @@
-//! A benchmark's figures from its raw record: per-iteration estimates with intervals,
-//! noise and outliers of each timer, cold calls, throughput, memory and status. What
-//! the terminal table, `--format json` and the HTML report present.
+//! A benchmark's figures from its raw record: per-iteration estimates with intervals
+//! over processes, the spread between and noise within processes, outliers, cold calls
+//! per process, throughput, memory and status. What the terminal table, `--format
+//! json` and the HTML report present.
 
 use serde::{Deserialize, Serialize};
 
 use crate::failure::Failure;
-use crate::record::{
-    Flag, Measurement, MemoryStats, NaiveLoop, RawRecord, RunMode, StopReason, Throughput,
-};
+use crate::processes::{Bound, EstimateBasis, ProcessStats};
+pub use crate::record::TimeKind;
+use crate::record::{Flag, MemoryStats, NaiveLoop, RawRecord, RunMode, StopReason, Throughput};
 use crate::stats::{
-    classify_outliers, mad, mean_estimate_with, median_estimate_with, rel_noise, std_dev,
-    BootstrapConfig, Estimate, OutlierCounts,
+    classify_outliers, mad, mean, median, std_dev, BootstrapConfig, Estimate, OutlierCounts,
 };
-
-/// Which timer a figure comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TimeKind {
-    /// Synced wall time.
-    Wall,
-    /// Host-dispatch time: when the last call returned to the host.
-    Host,
-    /// Device time from events.
-    Device,
-}
-
-impl TimeKind {
-    /// Words for tables.
-    pub fn label(self) -> &'static str {
-        match self {
-            TimeKind::Wall => "wall",
-            TimeKind::Host => "host",
-            TimeKind::Device => "device",
-        }
-    }
-
-    /// The kind [`Measurement::primary_per_iter`] uses: device time when every sample
-    /// has one, else wall time.
-    pub fn primary_of(m: &Measurement) -> TimeKind {
-        match m.device_per_iter() {
-            Some(d) if !d.is_empty() => TimeKind::Device,
-            _ => TimeKind::Wall,
-        }
-    }
-}
 
 /// Statistics of one timer's per-iteration times, ns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimeSummary {
-    /// Samples summarised (non-finite times, which a sound record never has, are left
-    /// out).
+    /// Samples summarised, across every process (non-finite times, which a sound
+    /// record never has, are left out).
     pub samples: usize,
-    /// Median with its bootstrap interval, ns.
-    pub median: Estimate,
-    /// Mean with its bootstrap interval, ns.
-    pub mean: Estimate,
+    /// The typical time per iteration with its interval: over two or more processes,
+    /// the interval the next run's figure falls in; over one, that process's own
+    /// (see [`crate::processes`]).
+    pub estimate: Estimate,
+    /// What `estimate` rests on.
+    pub basis: EstimateBasis,
+    /// How the processes compare: each one's median, the spread between them, the
+    /// noise within them, modes.
+    pub processes: ProcessStats,
+    /// Median of all samples pooled, ns.
+    pub pooled_median: f64,
+    /// Mean of all samples pooled, ns.
+    pub mean: f64,
     /// Fastest sample, ns.
     pub min: f64,
     /// Slowest sample, ns.
     pub max: f64,
-    /// Sample standard deviation, ns.
+    /// Standard deviation of the pooled samples, ns.
     pub std_dev: f64,
-    /// Median absolute deviation scaled to estimate the standard deviation, ns.
+    /// Median absolute deviation of the pooled samples, scaled to estimate the
+    /// standard deviation, ns.
     pub mad: f64,
-    /// Relative noise, MAD / median (see [`crate::stats::rel_noise`]); absent when the
-    /// median is zero.
-    pub rel_noise: Option<f64>,
-    /// Tukey outlier counts.
+    /// Tukey outlier counts, each sample classified against its own process's fences
+    /// (processes differ as a whole, which is not an outlier of any sample).
     pub outliers: OutlierCounts,
 }
 
 impl TimeSummary {
-    /// Statistics of `xs`, ns; `None` when no finite sample is left.
-    pub fn from_samples(xs: &[f64], cfg: BootstrapConfig) -> Option<Self> {
-        let xs: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-        if xs.is_empty() {
+    /// Statistics of `groups`, one group of times per process, ns, of a benchmark
+    /// bound as `bound` (which sets the interval's run-to-run floor); `None` when no
+    /// finite sample is left.
+    pub fn from_groups(groups: &[Vec<f64>], bound: Bound, cfg: BootstrapConfig) -> Option<Self> {
+        let groups: Vec<Vec<f64>> = groups
+            .iter()
+            .map(|g| {
+                g.iter()
+                    .copied()
+                    .filter(|x| x.is_finite())
+                    .collect::<Vec<f64>>()
+            })
+            .filter(|g| !g.is_empty())
+            .collect();
+        let pooled: Vec<f64> = groups.concat();
+        if pooled.is_empty() {
             return None;
         }
-        let noise = rel_noise(&xs);
+        let processes = ProcessStats::from_groups(&groups);
+        let (estimate, basis) = match processes.estimate(&groups[0], cfg, bound.run_floor()) {
+            Some(e) => e,
+            // Every time is zero or negative: no process median to average.
+            None => (
+                crate::stats::median_estimate_with(&pooled, cfg),
+                EstimateBasis::OneProcess,
+            ),
+        };
+        let mut outliers = OutlierCounts::default();
+        for g in &groups {
+            let c = classify_outliers(g).counts;
+            outliers.low_severe += c.low_severe;
+            outliers.low_mild += c.low_mild;
+            outliers.normal += c.normal;
+            outliers.high_mild += c.high_mild;
+            outliers.high_severe += c.high_severe;
+        }
         Some(TimeSummary {
-            samples: xs.len(),
-            median: median_estimate_with(&xs, cfg),
-            mean: mean_estimate_with(&xs, cfg),
-            min: xs.iter().copied().fold(f64::INFINITY, f64::min),
-            max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            std_dev: std_dev(&xs),
-            mad: mad(&xs),
-            rel_noise: noise.is_finite().then_some(noise),
-            outliers: classify_outliers(&xs).counts,
+            samples: pooled.len(),
+            estimate,
+            basis,
+            processes,
+            pooled_median: median(&pooled),
+            mean: mean(&pooled),
+            min: pooled.iter().copied().fold(f64::INFINITY, f64::min),
+            max: pooled.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            std_dev: std_dev(&pooled),
+            mad: mad(&pooled),
+            outliers,
         })
     }
 }
@@ -102,28 +109,31 @@ pub enum BenchmarkStatus {
     Failed,
 }
 
-/// A cold call next to the steady state.
+/// A cold call next to the steady state, over the processes that made it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ColdCallSummary {
     /// What made it cold: `first call`, or the new shape.
     pub label: String,
-    /// Synced wall time, ns.
+    /// Synced wall time, ns: the median over processes.
     pub wall_ns: f64,
-    /// When the call returned to the host, ns.
+    /// When the call returned to the host, ns: the median over processes.
     pub host_ns: f64,
-    /// Device time, ns, when measured.
+    /// Device time, ns, when measured: the median over processes.
     pub device_ns: Option<f64>,
-    /// Wall time over the steady-state median wall time per iteration (50: the cold
-    /// call cost fifty warm ones); absent without a steady state.
+    /// Each process's synced wall time of this call, in round order, ns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_process_wall_ns: Vec<f64>,
+    /// Wall time over the steady-state wall time per iteration (50: the cold call
+    /// cost fifty warm ones); absent without a steady state.
     pub times_steady: Option<f64>,
 }
 
-/// The rate at the primary median.
+/// The rate at the primary estimate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThroughputSummary {
     /// Work per iteration.
     pub per_iter: Throughput,
-    /// Work per second at the primary median (FLOP/s, B/s or elem/s).
+    /// Work per second at the primary estimate (FLOP/s, B/s or elem/s).
     pub rate_per_s: f64,
     /// The rate with its unit, e.g. `412.30 TFLOP/s`.
     pub rate: String,
@@ -142,6 +152,11 @@ pub struct BenchmarkSummary {
     pub status: BenchmarkStatus,
     /// Why it failed.
     pub failure: Option<Failure>,
+    /// The round (process) that failed, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_round: Option<u32>,
+    /// Processes that ran the benchmark, failed ones included.
+    pub rounds: usize,
     /// Measured or smoke-tested.
     pub mode: RunMode,
     /// Device label, e.g. `cuda:0`.
@@ -150,27 +165,31 @@ pub struct BenchmarkSummary {
     pub device_name: String,
     /// The timer comparisons use: device when measured, else wall.
     pub primary_kind: Option<TimeKind>,
+    /// What its time rests on, as its processes found it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Bound>,
     /// Synced wall time per iteration.
     pub wall: Option<TimeSummary>,
     /// Host-dispatch time per iteration.
     pub host: Option<TimeSummary>,
     /// Device time per iteration, when every sample has one.
     pub device: Option<TimeSummary>,
-    /// Iterations across all samples.
+    /// Iterations across all samples of all processes.
     pub total_iters: u64,
-    /// Cold calls, in order.
+    /// Cold calls, in the order a process makes them.
     pub cold: Vec<ColdCallSummary>,
-    /// Rate at the primary median, when the benchmark declares its work.
+    /// Rate at the primary estimate, when the benchmark declares its work.
     pub throughput: Option<ThroughputSummary>,
-    /// Peak device memory (CUDA only).
+    /// Peak device memory (CUDA only): the process that peaked highest.
     pub memory: Option<MemoryStats>,
-    /// Median cost of an empty sync, ns.
+    /// Median cost of an empty sync, ns (median over processes).
     pub sync_cost_ns: Option<f64>,
-    /// What unsynchronised loops would have reported.
+    /// What unsynchronised loops would have reported (the first process's).
     pub naive: Vec<NaiveLoop>,
-    /// Why sampling stopped.
+    /// Why sampling stopped in the first process.
     pub stop_reason: Option<StopReason>,
-    /// What the engine noticed.
+    /// What the engine noticed (how a benchmark is bound: in most processes; the
+    /// rest: in any), and whether it is unstable across processes.
     pub flags: Vec<Flag>,
 }
 
@@ -191,11 +210,14 @@ impl BenchmarkSummary {
             } else {
                 BenchmarkStatus::Failed
             },
-            failure: record.failure.clone(),
+            failure: record.failure().cloned(),
+            failed_round: record.failed_round().map(|r| r.round),
+            rounds: record.rounds.len(),
             mode: record.config.mode,
             device_label: record.fingerprint.device.label(),
             device_name: record.fingerprint.device.name.clone(),
             primary_kind: None,
+            bound: None,
             wall: None,
             host: None,
             device: None,
@@ -208,34 +230,52 @@ impl BenchmarkSummary {
             stop_reason: None,
             flags: Vec::new(),
         };
-        let Some(m) = &record.measurement else {
+        let measurements: Vec<_> = record.measurements().collect();
+        let Some(first) = measurements.first() else {
             return s;
         };
-        s.wall = TimeSummary::from_samples(&m.wall_per_iter(), cfg);
-        s.host = TimeSummary::from_samples(&m.host_per_iter(), cfg);
-        s.device = m
-            .device_per_iter()
-            .and_then(|d| TimeSummary::from_samples(&d, cfg));
-        let kind = TimeKind::primary_of(m);
+        let bound = record.bound();
+        s.bound = Some(bound);
+        s.wall = TimeSummary::from_groups(&record.groups(TimeKind::Wall), bound, cfg);
+        s.host = TimeSummary::from_groups(&record.groups(TimeKind::Host), bound, cfg);
+        if record.device_timed() {
+            s.device = TimeSummary::from_groups(&record.groups(TimeKind::Device), bound, cfg);
+        }
+        let kind = record.primary_kind();
         s.primary_kind = s.time(kind).map(|_| kind);
-        s.total_iters = m.samples.iter().map(|x| x.iters).sum();
-        let steady_wall = s.wall.as_ref().map(|w| w.median.point);
-        s.cold = m
+        s.total_iters = measurements
+            .iter()
+            .flat_map(|m| &m.samples)
+            .map(|x| x.iters)
+            .sum();
+        let steady_wall = s.wall.as_ref().map(|w| w.estimate.point);
+        s.cold = first
             .cold
             .iter()
-            .map(|c| ColdCallSummary {
-                label: c.label.clone(),
-                wall_ns: c.wall_ns,
-                host_ns: c.host_ns,
-                device_ns: c.device_ns,
-                times_steady: steady_wall
-                    .filter(|w| *w > 0.0)
-                    .map(|w| c.wall_ns / w)
-                    .filter(|r| r.is_finite()),
+            .enumerate()
+            .map(|(i, c)| {
+                let same: Vec<_> = measurements
+                    .iter()
+                    .filter_map(|m| m.cold.get(i).filter(|x| x.label == c.label))
+                    .collect();
+                let walls: Vec<f64> = same.iter().map(|x| x.wall_ns).collect();
+                let wall = median(&walls);
+                let devices: Vec<f64> = same.iter().filter_map(|x| x.device_ns).collect();
+                ColdCallSummary {
+                    label: c.label.clone(),
+                    wall_ns: wall,
+                    host_ns: median(&same.iter().map(|x| x.host_ns).collect::<Vec<_>>()),
+                    device_ns: (devices.len() == same.len()).then(|| median(&devices)),
+                    per_process_wall_ns: if walls.len() > 1 { walls } else { Vec::new() },
+                    times_steady: steady_wall
+                        .filter(|w| *w > 0.0)
+                        .map(|w| wall / w)
+                        .filter(|r| r.is_finite()),
+                }
             })
             .collect();
-        let primary_median = s.primary().map(|p| p.median.point);
-        s.throughput = match (m.throughput, primary_median) {
+        let primary = s.primary().map(|p| p.estimate.point);
+        s.throughput = match (first.throughput, primary) {
             (Some(t), Some(ns)) if ns > 0.0 && t.rate(ns).is_finite() => Some(ThroughputSummary {
                 per_iter: t,
                 rate_per_s: t.rate(ns),
@@ -243,11 +283,22 @@ impl BenchmarkSummary {
             }),
             _ => None,
         };
-        s.memory = m.memory;
-        s.sync_cost_ns = Some(m.sync_cost_ns);
-        s.naive = m.naive.clone();
-        s.stop_reason = Some(m.stop_reason);
-        s.flags = m.flags.clone();
+        s.memory = measurements
+            .iter()
+            .filter_map(|m| m.memory)
+            .max_by_key(|m| m.peak_allocated_bytes);
+        s.sync_cost_ns = Some(median(
+            &measurements
+                .iter()
+                .map(|m| m.sync_cost_ns)
+                .collect::<Vec<_>>(),
+        ));
+        s.naive = first.naive.clone();
+        s.stop_reason = Some(first.stop_reason);
+        s.flags = merged_flags(&measurements);
+        if s.primary().is_some_and(|p| p.processes.unstable) {
+            s.flags.push(Flag::UnstableAcrossProcesses);
+        }
         s
     }
 
@@ -264,6 +315,35 @@ impl BenchmarkSummary {
     pub fn primary(&self) -> Option<&TimeSummary> {
         self.primary_kind.and_then(|k| self.time(k))
     }
+
+    /// Processes with a measurement.
+    pub fn processes(&self) -> usize {
+        self.primary().map_or(0, |p| p.processes.count)
+    }
+}
+
+/// The flags of several processes: how the benchmark is bound when most processes
+/// agree, the others when any process raised them; in the engine's order.
+fn merged_flags(measurements: &[&crate::record::Measurement]) -> Vec<Flag> {
+    let n = measurements.len();
+    let count = |f: Flag| measurements.iter().filter(|m| m.flags.contains(&f)).count();
+    let mut out = Vec::new();
+    for f in [
+        Flag::DeviceBound,
+        Flag::LaunchBound,
+        Flag::SyncsInsideRoutine,
+        Flag::Unstable,
+    ] {
+        let c = count(f);
+        let keep = match f {
+            Flag::DeviceBound | Flag::LaunchBound => 2 * c > n,
+            _ => c > 0,
+        };
+        if keep {
+            out.push(f);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -271,14 +351,14 @@ mod tests {
     use super::*;
     use crate::failure::FailureKind;
     use crate::record::{ColdCall, Sample};
-    use crate::synthetic::GpuLikeSamples;
+    use crate::synthetic::{GpuLikeSamples, ProcessShift};
     use rand::SeedableRng;
     use rand_pcg::Pcg64Mcg;
 
     fn record() -> RawRecord {
         let mut rng = Pcg64Mcg::seed_from_u64(9);
         let mut r = GpuLikeSamples::default().record("matmul/4096", "NVIDIA H200", 50, &mut rng);
-        let m = r.measurement.as_mut().unwrap();
+        let m = r.rounds[0].measurement.as_mut().unwrap();
         m.cold.push(ColdCall {
             label: "first call".into(),
             wall_ns: 5e8,
@@ -300,20 +380,24 @@ mod tests {
         assert_eq!(s.primary_kind, Some(TimeKind::Device));
         let p = s.primary().unwrap();
         assert_eq!(p.samples, 50);
-        assert!((p.median.point / 1e6 - 1.0).abs() < 0.01, "{p:?}");
-        assert!(p.median.contains(p.median.point) && p.median.rel_half_width() < 0.01);
+        assert!((p.estimate.point / 1e6 - 1.0).abs() < 0.01, "{p:?}");
+        assert!(p.estimate.contains(p.estimate.point) && p.estimate.rel_half_width() < 0.01);
+        assert_eq!(p.basis, EstimateBasis::OneProcess);
         let wall = s.wall.as_ref().unwrap();
-        assert!((wall.median.point / p.median.point - 1.02).abs() < 1e-9);
+        assert!((wall.estimate.point / p.estimate.point - 1.02).abs() < 1e-9);
         let host = s.host.as_ref().unwrap();
-        assert!((host.median.point / wall.median.point - 0.3).abs() < 1e-9);
-        assert!((0.005..0.02).contains(&p.rel_noise.unwrap()), "{p:?}");
+        assert!((host.estimate.point / wall.estimate.point - 0.3).abs() < 1e-9);
+        assert!(
+            (0.005..0.02).contains(&p.processes.within.unwrap()),
+            "{p:?}"
+        );
         assert_eq!(p.outliers.total(), 50);
         assert_eq!(s.total_iters, 500);
         // 5e8 ns cold vs ~1.02e6 ns steady.
         let cold = s.cold[0].times_steady.unwrap();
         assert!((480.0..500.0).contains(&cold), "{cold}");
         let t = s.throughput.as_ref().unwrap();
-        let expected = 2.0 * 4096f64.powi(3) / (p.median.point * 1e-9);
+        let expected = 2.0 * 4096f64.powi(3) / (p.estimate.point * 1e-9);
         assert!((t.rate_per_s / expected - 1.0).abs() < 1e-12);
         assert!(t.rate.ends_with("TFLOP/s"), "{}", t.rate);
         assert_eq!(s.stop_reason, Some(StopReason::Converged));
@@ -333,8 +417,8 @@ mod tests {
     #[test]
     fn summary_of_a_failed_record_keeps_the_failure() {
         let mut r = record();
-        r.measurement = None;
-        r.failure = Some(Failure::new(FailureKind::OutOfMemory, "CUDA out of memory"));
+        r.rounds[0].measurement = None;
+        r.rounds[0].failure = Some(Failure::new(FailureKind::OutOfMemory, "CUDA out of memory"));
         let s = BenchmarkSummary::from_record(&r);
         assert_eq!(s.status, BenchmarkStatus::Failed);
         assert_eq!(s.failure.as_ref().unwrap().kind, FailureKind::OutOfMemory);
@@ -347,7 +431,7 @@ mod tests {
     #[test]
     fn wall_time_is_primary_without_device_events_and_bad_samples_do_not_panic() {
         let mut r = record();
-        let m = r.measurement.as_mut().unwrap();
+        let m = r.rounds[0].measurement.as_mut().unwrap();
         m.samples[0].device_ns = None;
         m.samples.push(Sample {
             iters: 0,
@@ -363,5 +447,63 @@ mod tests {
         let json = serde_json::to_string(&s).unwrap();
         let back: BenchmarkSummary = serde_json::from_str(&json).unwrap();
         assert_eq!(s, back);
+    }
+
+    #[test]
+    fn processes_give_the_estimate_the_spread_and_per_process_cold_calls() {
+        let mut rng = Pcg64Mcg::seed_from_u64(10);
+        let model = GpuLikeSamples::default().with_shift(ProcessShift::Modes {
+            slow_factor: 1.7,
+            slow_share: 0.5,
+            sigma: 0.0,
+        });
+        let mut r = model.record_processes("add", "NVIDIA H200", 6, 20, &mut rng);
+        for (i, round) in r.rounds.iter_mut().enumerate() {
+            let m = round.measurement.as_mut().unwrap();
+            m.cold.push(ColdCall {
+                label: "first call".into(),
+                wall_ns: 1e8 * (1.0 + i as f64),
+                host_ns: 1e7,
+                device_ns: None,
+            });
+            m.flags = if i < 4 {
+                vec![Flag::LaunchBound]
+            } else {
+                vec![Flag::DeviceBound, Flag::Unstable]
+            };
+        }
+        // Make sure both modes are there.
+        for (i, round) in r.rounds.iter_mut().enumerate() {
+            let m = round.measurement.as_mut().unwrap();
+            let scale = if i % 2 == 0 { 1.0 } else { 1.7 };
+            for (j, x) in m.samples.iter_mut().enumerate() {
+                let v = 1e7 * scale * (1.0 + (j % 5) as f64 * 1e-3);
+                x.device_ns = Some(v);
+                x.wall_ns = v * 1.02;
+            }
+        }
+        let s = BenchmarkSummary::from_record(&r);
+        assert_eq!((s.rounds, s.processes()), (6, 6));
+        let p = s.primary().unwrap();
+        assert_eq!(p.basis, EstimateBasis::Processes);
+        assert_eq!(p.samples, 120);
+        let gm = (1.7f64).sqrt() * 1e6;
+        assert!((p.estimate.point / gm - 1.0).abs() < 0.01, "{p:?}");
+        assert!(
+            p.estimate.lower < 1.05e6 && p.estimate.upper > 1.65e6,
+            "{p:?}"
+        );
+        assert!(p.processes.unstable && p.processes.modes.is_some());
+        assert_eq!(
+            s.flags,
+            [
+                Flag::LaunchBound,
+                Flag::Unstable,
+                Flag::UnstableAcrossProcesses
+            ]
+        );
+        let cold = &s.cold[0];
+        assert_eq!(cold.per_process_wall_ns.len(), 6);
+        assert_eq!(cold.wall_ns, 3.5e8);
     }
 }

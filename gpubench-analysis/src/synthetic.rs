@@ -3,15 +3,40 @@
 //!
 //! The model: a steady-state time with log-normal noise (a relative standard deviation
 //! of about 1%), plus a small fraction of samples slowed by 1.3–2× (a clock dip, a
-//! context switch, another process on the device). It is what the verdict rule of
+//! context switch, another process on the device); and, per process, a shift of the
+//! whole process ([`ProcessShift`]): none, a log-normal one (device-bound work varies
+//! by under 1% from process to process), or two modes (a launch-bound benchmark lands
+//! at one of two host dispatch speeds per process). It is what the verdict rule of
 //! [`crate::compare`] is calibrated against.
 
 use rand::Rng;
 
 use crate::record::{
-    Fingerprint, Measurement, MeasurementConfig, RawRecord, Sample, StopReason, Throughput,
-    RECORD_FORMAT_VERSION,
+    Fingerprint, Flag, Measurement, MeasurementConfig, ProcessPolicy, RawRecord, Round, Sample,
+    StopReason, Throughput, RECORD_FORMAT_VERSION,
 };
+
+/// How a whole process's times move against the model's centre.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ProcessShift {
+    /// Every process draws from the same distribution.
+    None,
+    /// Each process's times are scaled by `exp(N(0, sigma))`.
+    LogNormal {
+        /// Standard deviation of the log of the scale (≈ relative spread).
+        sigma: f64,
+    },
+    /// Each process lands in the slow mode with probability `slow_share` (times
+    /// `slow_factor` × the fast mode's), on top of a log-normal shift of `sigma`.
+    Modes {
+        /// How much slower the slow mode is (1.7: 70%).
+        slow_factor: f64,
+        /// Probability that a process lands in the slow mode.
+        slow_share: f64,
+        /// Log-normal shift within a mode.
+        sigma: f64,
+    },
+}
 
 /// A generator of per-iteration times, ns.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -24,16 +49,20 @@ pub struct GpuLikeSamples {
     pub outlier_fraction: f64,
     /// Slowed samples are multiplied by a factor drawn uniformly from this range.
     pub outlier_slowdown: (f64, f64),
+    /// How each process shifts as a whole.
+    pub process_shift: ProcessShift,
 }
 
 impl Default for GpuLikeSamples {
-    /// 1 ms per iteration, 1% noise, 2% of samples 1.3–2× slower.
+    /// 1 ms per iteration, 1% noise, 2% of samples 1.3–2× slower, no shift between
+    /// processes.
     fn default() -> Self {
         GpuLikeSamples {
             base_ns: 1e6,
             rel_noise: 0.01,
             outlier_fraction: 0.02,
             outlier_slowdown: (1.3, 2.0),
+            process_shift: ProcessShift::None,
         }
     }
 }
@@ -57,25 +86,101 @@ impl GpuLikeSamples {
         x
     }
 
-    /// `n` per-iteration times, ns.
+    /// `n` per-iteration times, ns, of one process with no shift.
     pub fn draw<R: Rng>(&self, n: usize, rng: &mut R) -> Vec<f64> {
         (0..n).map(|_| self.draw_one(rng)).collect()
     }
 
-    /// A passed record of `n` samples of 10 iterations each on a CUDA device named
-    /// `device_name`: device times from the model, wall time 2% above device time,
-    /// host dispatch at 30% of it.
-    pub fn record<R: Rng>(&self, id: &str, device_name: &str, n: usize, rng: &mut R) -> RawRecord {
-        let iters = 10u64;
-        let samples = (0..n)
+    /// The model with [`ProcessShift`] `shift`.
+    pub fn with_shift(&self, shift: ProcessShift) -> Self {
+        GpuLikeSamples {
+            process_shift: shift,
+            ..*self
+        }
+    }
+
+    /// One process's scale factor under the model's [`ProcessShift`].
+    pub fn process_scale<R: Rng>(&self, rng: &mut R) -> f64 {
+        match self.process_shift {
+            ProcessShift::None => 1.0,
+            ProcessShift::LogNormal { sigma } => (sigma * standard_normal(rng)).exp(),
+            ProcessShift::Modes {
+                slow_factor,
+                slow_share,
+                sigma,
+            } => {
+                let mode = if rng.gen::<f64>() < slow_share {
+                    slow_factor
+                } else {
+                    1.0
+                };
+                mode * (sigma * standard_normal(rng)).exp()
+            }
+        }
+    }
+
+    /// `processes` groups of `n` per-iteration times, ns: each group one process,
+    /// shifted as a whole by the model's [`ProcessShift`].
+    pub fn draw_processes<R: Rng>(&self, processes: usize, n: usize, rng: &mut R) -> Vec<Vec<f64>> {
+        (0..processes)
             .map(|_| {
-                let device = self.draw_one(rng) * iters as f64;
-                let wall = device * 1.02;
-                Sample {
-                    iters,
-                    wall_ns: wall,
-                    host_ns: 0.3 * wall,
-                    device_ns: Some(device),
+                let scale = self.process_scale(rng);
+                (0..n).map(|_| scale * self.draw_one(rng)).collect()
+            })
+            .collect()
+    }
+
+    /// A passed record of one process of `n` samples of 10 iterations each on a CUDA
+    /// device named `device_name`: device times from the model, wall time 2% above
+    /// device time, host dispatch at 30% of it, flagged device-bound.
+    pub fn record<R: Rng>(&self, id: &str, device_name: &str, n: usize, rng: &mut R) -> RawRecord {
+        self.record_processes(id, device_name, 1, n, rng)
+    }
+
+    /// A passed record of `processes` rounds of `n` samples each, as
+    /// [`GpuLikeSamples::record`] makes one, each process shifted by the model's
+    /// [`ProcessShift`].
+    pub fn record_processes<R: Rng>(
+        &self,
+        id: &str,
+        device_name: &str,
+        processes: usize,
+        n: usize,
+        rng: &mut R,
+    ) -> RawRecord {
+        let iters = 10u64;
+        let rounds = (0..processes)
+            .map(|p| {
+                let scale = self.process_scale(rng);
+                let samples = (0..n)
+                    .map(|_| {
+                        let device = scale * self.draw_one(rng) * iters as f64;
+                        let wall = device * 1.02;
+                        Sample {
+                            iters,
+                            wall_ns: wall,
+                            host_ns: 0.3 * wall,
+                            device_ns: Some(device),
+                        }
+                    })
+                    .collect();
+                Round {
+                    round: p as u32 + 1,
+                    started_at: format!("2026-01-01T00:00:{:02}Z", p % 60),
+                    measurement: Some(Measurement {
+                        sync_cost_ns: 10_000.0,
+                        cold: Vec::new(),
+                        warmup: Vec::new(),
+                        samples,
+                        naive: Vec::new(),
+                        throughput: Some(Throughput::Flops(1e9)),
+                        memory: None,
+                        stop_reason: StopReason::Converged,
+                        flags: vec![Flag::DeviceBound],
+                        device_timer: true,
+                    }),
+                    failure: None,
+                    eager_compiled: None,
                 }
             })
             .collect();
@@ -91,21 +196,11 @@ impl GpuLikeSamples {
             name,
             arg,
             fingerprint,
-            config: MeasurementConfig::standard(),
-            measurement: Some(Measurement {
-                sync_cost_ns: 10_000.0,
-                cold: Vec::new(),
-                warmup: Vec::new(),
-                samples,
-                naive: Vec::new(),
-                throughput: Some(Throughput::Flops(1e9)),
-                memory: None,
-                stop_reason: StopReason::Converged,
-                flags: Vec::new(),
-                device_timer: true,
-            }),
-            failure: None,
-            comparison: None,
+            config: MeasurementConfig {
+                processes: ProcessPolicy::fixed(processes as u32),
+                ..MeasurementConfig::standard()
+            },
+            rounds,
         }
     }
 }
@@ -121,6 +216,7 @@ fn standard_normal<R: Rng>(rng: &mut R) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::processes::ProcessStats;
     use crate::stats::{median, rel_noise};
     use rand::SeedableRng;
     use rand_pcg::Pcg64Mcg;
@@ -142,8 +238,30 @@ mod tests {
         let mut rng = Pcg64Mcg::seed_from_u64(2);
         let r = GpuLikeSamples::default().record("mm/64", "Synthetic GPU", 40, &mut rng);
         assert_eq!((r.name.as_str(), r.arg.as_deref()), ("mm", Some("64")));
-        let m = r.measurement.unwrap();
+        let m = r.first_measurement().unwrap();
         assert_eq!(m.samples.len(), 40);
         assert!((median(&m.primary_per_iter()) / 1e6 - 1.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn processes_shift_as_a_whole() {
+        let mut rng = Pcg64Mcg::seed_from_u64(3);
+        let model = GpuLikeSamples::default().with_shift(ProcessShift::Modes {
+            slow_factor: 1.7,
+            slow_share: 0.5,
+            sigma: 0.0,
+        });
+        let groups = model.draw_processes(40, 31, &mut rng);
+        let p = ProcessStats::from_groups(&groups);
+        let [fast, slow] = p.modes.expect("two modes");
+        assert!((slow.centre / fast.centre - 1.7).abs() < 0.02, "{p:?}");
+        assert!((10..=30).contains(&fast.processes), "{p:?}");
+        let calm = GpuLikeSamples::default().with_shift(ProcessShift::LogNormal { sigma: 0.0075 });
+        let p = ProcessStats::from_groups(&calm.draw_processes(200, 31, &mut rng));
+        assert!((p.between.unwrap() - 0.0075).abs() < 0.0015, "{p:?}");
+        let r = calm.record_processes("mm", "GPU", 3, 10, &mut rng);
+        assert_eq!(r.rounds.len(), 3);
+        assert_eq!(r.config.processes, ProcessPolicy::fixed(3));
+        assert_eq!(r.primary_groups().len(), 3);
     }
 }

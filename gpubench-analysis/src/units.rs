@@ -6,18 +6,20 @@ pub fn format_ns(ns: f64) -> String {
     if !ns.is_finite() {
         return "n/a".into();
     }
-    let (value, unit) = if ns < 1e3 {
+    // Units and digits are decided on the value as it will print: 999.97 µs shows as
+    // `1.000 ms`, and 99.999 µs as `100.0 µs`, not `1000.0 µs` or `100.00 µs`.
+    let (value, unit) = if ns < 999.95 {
         (ns, "ns")
-    } else if ns < 1e6 {
+    } else if ns < 999.95e3 {
         (ns / 1e3, "µs")
-    } else if ns < 1e9 {
+    } else if ns < 999.95e6 {
         (ns / 1e6, "ms")
     } else {
         (ns / 1e9, "s")
     };
-    let digits = if value >= 100.0 {
+    let digits = if value >= 99.95 {
         1
-    } else if value >= 10.0 {
+    } else if value >= 9.995 {
         2
     } else {
         3
@@ -52,6 +54,10 @@ mod tests {
         assert_eq!(format_ns(1_446_000.0), "1.446 ms");
         assert_eq!(format_ns(2.5e9), "2.500 s");
         assert_eq!(format_ns(f64::NAN), "n/a");
+        // Rounding never prints a fifth digit or a unit's worth of the smaller unit.
+        assert_eq!(format_ns(99_999.0), "100.0 µs");
+        assert_eq!(format_ns(999_970.0), "1.000 ms");
+        assert_eq!(format_ns(9.9996), "10.00 ns");
     }
 
     #[test]

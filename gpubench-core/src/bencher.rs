@@ -55,6 +55,13 @@ impl Bencher {
         self
     }
 
+    /// Whether to record the diagnostics one process per benchmark is enough for (the
+    /// naive loops and the hidden-sync probe); on by default.
+    pub(crate) fn diagnostics(&mut self, on: bool) -> &mut Self {
+        self.options.diagnostics = on;
+        self
+    }
+
     /// Iteration counts of the "what a naive timer would have said" loops
     /// (default: one loop of 20 when it costs at most a second).
     pub fn naive_loops(&mut self, counts: &[u64]) -> &mut Self {

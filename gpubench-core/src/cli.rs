@@ -93,6 +93,10 @@ pub struct HarnessArgs {
     /// Overwrite a buffer larger than the last-level cache before each timed call.
     #[arg(long, env = "GPUBENCH_FLUSH_L2", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub flush_l2: bool,
+    /// Which round (process) of this benchmark `cargo gpubench` runs: from 2 on, the
+    /// diagnostics the first round recorded are left out.
+    #[arg(long, env = "GPUBENCH_ROUND", hide = true, value_name = "N")]
+    pub round: Option<u32>,
     /// Accepted for libtest compatibility (output is never captured).
     #[arg(long, hide = true)]
     pub nocapture: bool,

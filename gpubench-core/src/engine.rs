@@ -43,12 +43,25 @@ const STOP_CHECK_RESAMPLES: usize = 500;
 const PROBE_BLOCK: Duration = Duration::from_millis(50);
 
 /// Options of one measurement beyond the record's config.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct EngineOptions {
     /// Iteration counts of the naive-loop figures (`None`: the engine's default).
     pub naive_loops: Option<Vec<u64>>,
     /// Work per iteration.
     pub throughput: Option<Throughput>,
+    /// Whether to run the naive loops and the hidden-sync probe: a process's
+    /// diagnostics, which a later round of the same benchmark need not repeat.
+    pub diagnostics: bool,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            naive_loops: None,
+            throughput: None,
+            diagnostics: true,
+        }
+    }
 }
 
 /// Measures workloads on one device.
@@ -114,8 +127,14 @@ impl<'a> Engine<'a> {
                 .map(Sample::per_iter_wall)
                 .collect::<Vec<_>>(),
         );
-        let naive = self.naive_loops(workload, per_iter, options.naive_loops.as_deref());
-        let syncs_inside = self.syncs_inside(workload, &samples);
+        let (naive, syncs_inside) = if options.diagnostics {
+            (
+                self.naive_loops(workload, per_iter, options.naive_loops.as_deref()),
+                self.syncs_inside(workload, &samples),
+            )
+        } else {
+            (Vec::new(), false)
+        };
         let mut flags = classify(&samples, self.device.is_async(), syncs_inside);
         if syncs_inside {
             flags.push(Flag::SyncsInsideRoutine);

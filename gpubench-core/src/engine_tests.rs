@@ -6,7 +6,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use gpubench_analysis::stats::median;
-use gpubench_analysis::{Flag, Measurement, MeasurementConfig, RunMode, StopReason};
+use gpubench_analysis::{Flag, Measurement, MeasurementConfig, ProcessPolicy, RunMode, StopReason};
 
 use crate::device::simulated::spin_until;
 use crate::device::{DeviceBackend, SimulatedDevice, TorchDevice};
@@ -26,6 +26,7 @@ fn fast_config() -> MeasurementConfig {
         max_samples: 60,
         target_rel_ci: 0.02,
         flush_l2: false,
+        processes: ProcessPolicy::single(),
     }
 }
 

@@ -12,7 +12,7 @@ use std::time::Instant;
 use clap::Parser;
 use gpubench_analysis::{
     cap_message, file_stem_for_id, Failure, FailureKind, Fingerprint, MeasurementConfig, RawRecord,
-    RunMode, RECORD_FORMAT_VERSION,
+    Round, RunMode,
 };
 
 use crate::cli::HarnessArgs;
@@ -21,10 +21,7 @@ use crate::device::{DeviceBackend, TorchDevice};
 use crate::registry::{self, Case};
 use crate::{fingerprint, output, Bencher};
 
-/// Exit code when a benchmark failed (libtest's).
-pub const EXIT_FAILED: i32 = 101;
-/// Exit code for bad usage or setup.
-pub const EXIT_USAGE: i32 = 2;
+pub use gpubench_analysis::protocol::{EXIT_BENCHMARK_FAILED as EXIT_FAILED, EXIT_USAGE};
 
 thread_local! {
     static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
@@ -33,7 +30,15 @@ thread_local! {
 /// Parses the process's arguments, runs, and exits with the harness's exit code.
 pub fn main() {
     let args = HarnessArgs::parse();
-    std::process::exit(run(args));
+    let code = run(args);
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // Every record is written and the output flushed: leave without running
+    // libtorch's and CUDA's teardown, which costs a fifth of a second per process
+    // and `cargo gpubench` starts several processes per benchmark. The driver frees
+    // the device's memory when the process is gone either way.
+    // SAFETY: _exit(2) ends the process at once; nothing of this process runs after.
+    unsafe { libc::_exit(code) }
 }
 
 /// Runs the harness with parsed arguments; returns the exit code.
@@ -51,6 +56,7 @@ pub fn run(args: HarnessArgs) -> i32 {
         print_list(&selected, &args);
         return 0;
     }
+    let round = args.round.unwrap_or(1).max(1);
     let config = match measurement_config(&args) {
         Ok(c) => c,
         Err(e) => {
@@ -81,7 +87,7 @@ pub fn run(args: HarnessArgs) -> i32 {
             }
             continue;
         }
-        let record = run_case(case, &backend, &config, &fingerprint);
+        let record = run_case(case, &backend, &config, &fingerprint, round);
         if let Some(dir) = &args.record_dir {
             if let Err(e) = write_record(dir, &record) {
                 eprintln!("error: failed to write the record of {}: {e}", case.id);
@@ -262,6 +268,7 @@ fn run_case(
     backend: &Rc<dyn DeviceBackend>,
     config: &MeasurementConfig,
     fingerprint: &Fingerprint,
+    round: u32,
 ) -> RawRecord {
     backend.reset_memory();
     let fingerprint = Fingerprint {
@@ -269,6 +276,8 @@ fn run_case(
         ..fingerprint.clone()
     };
     let mut bencher = Bencher::new(&case.id, Rc::clone(backend), config.clone());
+    // A later round of `cargo gpubench` leaves out what the first one recorded.
+    bencher.diagnostics(round == 1);
     LAST_PANIC.with(|p| p.borrow_mut().take());
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| (case.run)(&mut bencher)));
     let failure = match outcome {
@@ -291,21 +300,25 @@ fn run_case(
             Some(f)
         }
     };
-    let record = RawRecord {
-        format_version: RECORD_FORMAT_VERSION,
-        id: case.id.clone(),
-        name: case.name.clone(),
-        arg: case.arg.clone(),
-        fingerprint,
-        config: config.clone(),
+    let round = Round {
+        round,
+        started_at: fingerprint.timestamp.clone(),
         measurement: if failure.is_none() {
             bencher.measurement.take()
         } else {
             None
         },
         failure,
-        comparison: bencher.comparison.take(),
+        eager_compiled: bencher.comparison.take(),
     };
+    let record = RawRecord::new(
+        &case.id,
+        &case.name,
+        case.arg.clone(),
+        fingerprint,
+        config.clone(),
+        round,
+    );
     drop(bencher);
     backend.reset_memory();
     record

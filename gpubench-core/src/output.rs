@@ -7,7 +7,7 @@ use gpubench_analysis::{RawRecord, StopReason};
 /// A few lines describing one record.
 pub fn summary(record: &RawRecord) -> String {
     let mut out = String::new();
-    if let Some(f) = &record.failure {
+    if let Some(f) = record.failure() {
         out.push_str(&format!(
             "{}: FAILED ({}): {}\n",
             record.id,
@@ -24,7 +24,7 @@ pub fn summary(record: &RawRecord) -> String {
         }
         return out;
     }
-    let Some(m) = &record.measurement else {
+    let Some(m) = record.first_measurement() else {
         return format!("{}: no measurement\n", record.id);
     };
     let device = record.fingerprint.device.label();
@@ -96,7 +96,7 @@ pub fn summary(record: &RawRecord) -> String {
         let flags: Vec<&str> = m.flags.iter().map(|f| f.label()).collect();
         out.push_str(&format!("    flags: {}\n", flags.join(", ")));
     }
-    if let Some(c) = &record.comparison {
+    if let Some(c) = record.eager_compiled() {
         out.push_str(&crate::compare::summary(c));
     }
     out

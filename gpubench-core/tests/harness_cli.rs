@@ -85,7 +85,7 @@ fn without_bench_every_benchmark_runs_once_and_failures_do_not_stop_the_run() {
         RawRecord::read(&dir.path().join(format!("{}.json", file_stem_for_id(id)))).unwrap()
     };
     let panicked = read("panics");
-    let failure = panicked.failure.expect("panics failed");
+    let failure = panicked.failure().cloned().expect("panics failed");
     assert_eq!(failure.kind, FailureKind::Panic);
     assert!(failure
         .message
@@ -93,7 +93,8 @@ fn without_bench_every_benchmark_runs_once_and_failures_do_not_stop_the_run() {
     // The benchmark after the panicking one still ran and passed.
     assert!(read("renamed").passed());
     let torch = read("torch_error")
-        .failure
+        .failure()
+        .cloned()
         .expect("shape mismatch is a failure");
     assert!(
         torch.message.contains("must match the size"),
@@ -133,7 +134,9 @@ fn bench_mode_measures_and_writes_a_record() {
     assert_eq!(record.name, "sized");
     assert_eq!(record.fingerprint.device.kind, "cpu");
     assert!(record.fingerprint.libtorch_version.starts_with("2.11"));
-    let m = record.measurement.unwrap();
+    assert_eq!(record.rounds.len(), 1);
+    assert_eq!(record.rounds[0].round, 1);
+    let m = record.first_measurement().unwrap();
     assert!(m.samples.len() >= 5);
     assert!(m.memory.is_none());
     assert_eq!(m.cold.len(), 1);
@@ -142,6 +145,39 @@ fn bench_mode_measures_and_writes_a_record() {
         1,
         "only the selected benchmark ran"
     );
+}
+
+#[test]
+fn a_later_round_is_numbered_and_leaves_out_the_first_rounds_diagnostics() {
+    let dir = tempfile::tempdir().unwrap();
+    let record_of = |round: &str| {
+        let out = run(
+            &["--bench", "--exact", "sized/64"],
+            &[
+                ("GPUBENCH_RECORD_DIR", dir.path().to_str().unwrap()),
+                ("GPUBENCH_QUICK", "1"),
+                ("GPUBENCH_MEASUREMENT_TIME", "0.2"),
+                ("GPUBENCH_ROUND", round),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        RawRecord::read(
+            &dir.path()
+                .join(format!("{}.json", file_stem_for_id("sized/64"))),
+        )
+        .unwrap()
+    };
+    let first = record_of("1");
+    assert!(!first.first_measurement().unwrap().naive.is_empty());
+    let later = record_of("3");
+    assert_eq!(later.rounds[0].round, 3);
+    let m = later.first_measurement().unwrap();
+    assert!(m.naive.is_empty(), "{:?}", m.naive);
+    assert!(!m.samples.is_empty() && !m.cold.is_empty());
 }
 
 #[test]

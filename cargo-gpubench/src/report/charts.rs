@@ -160,16 +160,11 @@ pub enum SeriesKind {
         /// Ring instead of disc.
         hollow: bool,
     },
-    /// A filled area down to the x axis, with a solid border.
-    Area,
     /// Horizontal bars from the x range's start to each point's x, centred on its y.
     HorizontalBars {
         /// Half the bar's height in y units.
         half_height: f64,
     },
-    /// A short vertical tick at each point's x, from the bottom of the y range up to
-    /// the point's y (a rug of samples).
-    Rug,
 }
 
 /// A data series.
@@ -361,9 +356,6 @@ impl Plot {
                     };
                     chart.draw_series(pts.map(|p| Circle::new(p, size, style)))?
                 }
-                SeriesKind::Area => chart.draw_series(
-                    AreaSeries::new(pts, y_lo, color.mix(0.22)).border_style(color.stroke_width(2)),
-                )?,
                 SeriesKind::HorizontalBars { half_height } => {
                     chart.draw_series(pts.map(|(x, y)| {
                         Rectangle::new(
@@ -372,9 +364,6 @@ impl Plot {
                         )
                     }))?
                 }
-                SeriesKind::Rug => chart.draw_series(pts.map(|(x, y)| {
-                    PathElement::new(vec![(x, y_lo), (x, y)], color.mix(0.7).stroke_width(1))
-                }))?,
             };
             if let Some(name) = &s.name {
                 let kind = s.kind;
@@ -385,7 +374,7 @@ impl Plot {
                     SeriesKind::Markers { .. } => {
                         Circle::new((lx + 10, ly), 4, color.filled()).into_dyn()
                     }
-                    SeriesKind::Area | SeriesKind::HorizontalBars { .. } => {
+                    SeriesKind::HorizontalBars { .. } => {
                         Rectangle::new([(lx, ly - 6), (lx + 20, ly + 6)], color.mix(0.5).filled())
                             .into_dyn()
                     }

@@ -126,9 +126,9 @@ pub struct BaselineComparison {
     /// What the comparison made of it: compared (verdict, change interval), failed
     /// or not compared (with the reason).
     pub outcome: ComparisonOutcome,
-    /// The baseline's per-iteration times of the compared timer, ns, for the
-    /// distribution chart; empty when unknown.
-    pub baseline_samples_ns: Vec<f64>,
+    /// The baseline's per-iteration times of the compared timer, ns, one group per
+    /// process, for the distribution chart; empty when unknown.
+    pub baseline_processes_ns: Vec<Vec<f64>>,
     /// A sentence for the reader, e.g. that the devices differ.
     pub note: Option<String>,
 }
@@ -139,17 +139,17 @@ impl BaselineComparison {
     pub fn new(outcome: ComparisonOutcome, entry: Option<&BaselineEntry>) -> Self {
         let kind = match &outcome {
             ComparisonOutcome::Compared { kind, .. } => *kind,
-            _ => entry
-                .map(|e| e.samples.primary_kind())
-                .unwrap_or(TimeKind::Wall),
+            _ => entry.map(|e| e.primary_kind()).unwrap_or(TimeKind::Wall),
         };
-        let baseline_samples_ns = entry
-            .and_then(|e| e.samples.get(kind))
-            .map(<[f64]>::to_vec)
-            .unwrap_or_default();
+        let baseline_processes_ns = entry
+            .map(|e| e.groups(kind))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|g| !g.is_empty())
+            .collect();
         BaselineComparison {
             outcome,
-            baseline_samples_ns,
+            baseline_processes_ns,
             note: None,
         }
     }

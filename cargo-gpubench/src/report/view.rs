@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use gpubench_analysis::baseline::ComparisonOutcome;
+use gpubench_analysis::processes::{EstimateBasis, ProcessStats};
 use gpubench_analysis::stats::{self, Estimate, OutlierCounts};
 use gpubench_analysis::{
     file_stem_for_id, BenchmarkSummary, Fingerprint, Measurement, RawRecord, RunMode, StopReason,
@@ -102,8 +103,10 @@ pub struct SummaryRow {
     pub href: String,
     /// Verdict or failure.
     pub status: StatusView,
-    /// Steady-state median per iteration, with its interval.
-    pub median: Cell,
+    /// Steady-state time per iteration, with its interval.
+    pub time: Cell,
+    /// Processes that measured it, with the spread between them.
+    pub processes: Cell,
     /// Change against the baseline, with its interval.
     pub change: Cell,
     /// Host-dispatch time per iteration.
@@ -271,6 +274,8 @@ pub struct ColdRow {
     pub device: String,
     /// How many steady-state iterations it costs, e.g. `75×`.
     pub ratio: String,
+    /// The range over processes, e.g. `80.1 ms to 112.0 ms over 4 processes`, or empty.
+    pub per_process: String,
 }
 
 /// What an unsynchronised loop would have reported.
@@ -473,19 +478,25 @@ fn environment_rows(f: &Fingerprint) -> Vec<(String, String)> {
     rows
 }
 
-/// Figures of one measurement, shared by the summary row and the page.
+/// Figures of one benchmark's processes, shared by the summary row and the page.
 struct Figures {
-    /// Per-iteration samples of the primary timer, in time order.
-    primary: Vec<f64>,
-    /// Per-iteration samples of the timer compared with the baseline.
-    compared: Vec<f64>,
+    /// Per-iteration samples of the primary timer, one group per process, each in
+    /// time order.
+    primary: Vec<Vec<f64>>,
+    /// Per-iteration samples of the timer compared with the baseline, per process.
+    compared: Vec<Vec<f64>>,
     /// Which timer `compared` is.
     compared_kind: TimeKind,
     /// Which timer `primary` is.
     primary_kind: TimeKind,
-    median: Estimate,
-    mean: Estimate,
-    noise: Option<f64>,
+    /// The typical time with its interval (over processes when there are several).
+    estimate: Estimate,
+    /// What `estimate` rests on.
+    basis: EstimateBasis,
+    /// How the processes compare.
+    processes: ProcessStats,
+    /// Mean of all samples, pooled.
+    mean: f64,
     outliers: OutlierCounts,
     host: f64,
     device: Option<f64>,
@@ -494,37 +505,38 @@ struct Figures {
 }
 
 impl Figures {
-    fn of(m: &Measurement, s: &BenchmarkSummary, compared: Option<TimeKind>) -> Option<Self> {
+    fn of(r: &RawRecord, s: &BenchmarkSummary, compared: Option<TimeKind>) -> Option<Self> {
         let primary_kind = s.primary_kind?;
         let p = s.primary()?;
-        let samples_of = |kind: TimeKind| match kind {
-            TimeKind::Device => m.device_per_iter().unwrap_or_default(),
-            TimeKind::Host => m.host_per_iter(),
-            TimeKind::Wall => m.wall_per_iter(),
-        };
         let compared_kind = compared.unwrap_or(primary_kind);
         Some(Figures {
-            primary: samples_of(primary_kind),
-            compared: samples_of(compared_kind),
+            primary: r.groups(primary_kind),
+            compared: r.groups(compared_kind),
             compared_kind,
             primary_kind,
-            median: p.median,
+            estimate: p.estimate,
+            basis: p.basis,
+            processes: p.processes.clone(),
             mean: p.mean,
-            noise: p.rel_noise,
             outliers: p.outliers,
-            host: s.host.as_ref().map_or(f64::NAN, |h| h.median.point),
-            device: s.device.as_ref().map(|d| d.median.point),
-            wall: s.wall.as_ref().map_or(f64::NAN, |w| w.median.point),
+            host: s.host.as_ref().map_or(f64::NAN, |h| h.estimate.point),
+            device: s.device.as_ref().map(|d| d.estimate.point),
+            wall: s.wall.as_ref().map_or(f64::NAN, |w| w.estimate.point),
             throughput: s
                 .throughput
                 .as_ref()
                 .map(|t| (t.rate.clone(), t.rate_per_s)),
         })
     }
+
+    /// Every primary sample, process after process.
+    fn pooled(&self) -> Vec<f64> {
+        self.primary.concat()
+    }
 }
 
 fn benchmark_status(b: &ReportBenchmark) -> StatusView {
-    if b.record.failure.is_some() {
+    if b.record.failure().is_some() {
         return STATUS_FAILED;
     }
     match b.baseline.as_ref().map(|c| &c.outcome) {
@@ -566,22 +578,38 @@ fn build_one(b: &ReportBenchmark) -> (BenchmarkView, SummaryRow) {
     let compared_kind = b.baseline.as_ref().and_then(|c| c.kind());
     let fig = b
         .record
-        .measurement
-        .as_ref()
-        .and_then(|m| Figures::of(m, &summary, compared_kind));
-    let view = benchmark_view(b, fig.as_ref());
-    let row = summary_row(b, &view, fig.as_ref());
+        .first_measurement()
+        .and_then(|_| Figures::of(&b.record, &summary, compared_kind));
+    let view = benchmark_view(b, &summary, fig.as_ref());
+    let row = summary_row(b, &summary, &view, fig.as_ref());
     (view, row)
 }
 
-fn summary_row(b: &ReportBenchmark, v: &BenchmarkView, fig: Option<&Figures>) -> SummaryRow {
+fn summary_row(
+    b: &ReportBenchmark,
+    s: &BenchmarkSummary,
+    v: &BenchmarkView,
+    fig: Option<&Figures>,
+) -> SummaryRow {
     let r = &b.record;
-    let m = r.measurement.as_ref();
-    let median = match fig {
+    let m = r.first_measurement();
+    let time = match fig {
         Some(f) => Cell {
-            text: format::duration(f.median.point),
-            detail: format::duration_interval(f.median.point, f.median.lower, f.median.upper),
-            sort: format!("{}", f.median.point),
+            text: format::duration(f.estimate.point),
+            detail: format::duration_interval(f.estimate.point, f.estimate.lower, f.estimate.upper),
+            sort: format!("{}", f.estimate.point),
+        },
+        None => Cell::default(),
+    };
+    let processes = match fig {
+        Some(f) => Cell {
+            text: f.processes.count.to_string(),
+            detail: f
+                .processes
+                .between
+                .map(|b| format!("±{} between", crate::summary::spread_percent(b)))
+                .unwrap_or_default(),
+            sort: f.processes.count.to_string(),
         },
         None => Cell::default(),
     };
@@ -595,38 +623,36 @@ fn summary_row(b: &ReportBenchmark, v: &BenchmarkView, fig: Option<&Figures>) ->
         .unwrap_or_default();
     let host = Cell::duration(fig.map(|f| f.host));
     let device = Cell::duration(fig.and_then(|f| f.device));
-    let cold = Cell::duration(m.and_then(|m| m.cold.first()).map(|c| c.wall_ns));
+    let cold = Cell::duration(s.cold.first().map(|c| c.wall_ns));
     let throughput = match (m.and_then(|m| m.throughput), fig) {
         (
             Some(t),
             Some(Figures {
                 throughput: Some((rate, per_s)),
-                median,
+                estimate,
                 ..
             }),
         ) => Cell {
             text: rate.clone(),
-            detail: percent_of_peak(b, t, median.point)
+            detail: percent_of_peak(b, t, estimate.point)
                 .map(|(p, of)| format!("{p:.0}% of {of}"))
                 .unwrap_or_default(),
             sort: format!("{per_s}"),
         },
         _ => Cell::default(),
     };
-    let memory = m
-        .and_then(|m| m.memory)
+    let memory = s
+        .memory
         .map(|mem| Cell {
             text: format::bytes(mem.peak_allocated_bytes),
             detail: format!("{} reserved", format::bytes(mem.peak_reserved_bytes)),
             sort: mem.peak_allocated_bytes.to_string(),
         })
         .unwrap_or_default();
-    let note = if let Some(f) = &r.failure {
+    let note = if let Some(f) = r.failure() {
         format!("{}: {}", f.kind.label(), first_line(&f.message, 160))
     } else {
-        let mut parts: Vec<String> = m
-            .map(|m| m.flags.iter().map(|f| f.label().to_string()).collect())
-            .unwrap_or_default();
+        let mut parts: Vec<String> = s.flags.iter().map(|f| f.label().to_string()).collect();
         match baseline_note(b) {
             Some(n) => parts.push(n),
             None if r.config.mode == RunMode::Smoke => parts.push("smoke run (one call)".into()),
@@ -639,7 +665,8 @@ fn summary_row(b: &ReportBenchmark, v: &BenchmarkView, fig: Option<&Figures>) ->
         id_parts: wrap_points(&r.id),
         href: format!("bench/{}.html", v.stem),
         status: v.status.clone(),
-        median,
+        time,
+        processes,
         change,
         host,
         device,
@@ -710,17 +737,31 @@ fn first_line(s: &str, max_chars: usize) -> String {
     }
 }
 
-fn benchmark_view(b: &ReportBenchmark, fig: Option<&Figures>) -> BenchmarkView {
+fn benchmark_view(
+    b: &ReportBenchmark,
+    s: &BenchmarkSummary,
+    fig: Option<&Figures>,
+) -> BenchmarkView {
     let r = &b.record;
     let stem = file_stem_for_id(&r.id);
     let status = benchmark_status(b);
-    let m = r.measurement.as_ref();
-    let failure = r.failure.as_ref().map(|f| FailureView {
-        kind: f.kind.label().to_string(),
+    let m = r.first_measurement();
+    let failure = r.failure().map(|f| FailureView {
+        kind: match r.failed_round() {
+            Some(round) if r.rounds.len() > 1 => {
+                format!(
+                    "{} (in round {} of {})",
+                    f.kind.label(),
+                    round.round,
+                    r.rounds.len()
+                )
+            }
+            _ => f.kind.label().to_string(),
+        },
         message: f.message.clone(),
         memory: f.memory_at_failure.map(memory_facts).unwrap_or_default(),
     });
-    let comparison = r.comparison.as_ref().map(ComparisonView::new);
+    let comparison = r.eager_compiled().map(ComparisonView::new);
     let mut view = BenchmarkView {
         id: r.id.clone(),
         stem: stem.clone(),
@@ -758,76 +799,137 @@ fn benchmark_view(b: &ReportBenchmark, fig: Option<&Figures>) -> BenchmarkView {
         return view;
     };
     view.primary_label = time_label(fig.primary_kind).into();
-    fill_facts(&mut view, b, m, fig);
-    fill_charts(&mut view, b, m, fig);
+    fill_facts(&mut view, b, s, m, fig);
+    fill_charts(&mut view, b, s, m, fig);
     view
 }
 
-fn fill_facts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, fig: &Figures) {
-    let med = fig.median;
-    let estimate = |label: &str, e: Estimate| {
-        fact(
-            label,
-            format::duration(e.point),
-            format!(
-                "{:.0}% interval {}",
-                e.confidence * 100.0,
-                format::duration_interval(e.point, e.lower, e.upper)
+fn fill_facts(
+    view: &mut BenchmarkView,
+    b: &ReportBenchmark,
+    s: &BenchmarkSummary,
+    m: &Measurement,
+    fig: &Figures,
+) {
+    let est = fig.estimate;
+    let n = fig.processes.count;
+    view.key_facts.push(fact(
+        "time",
+        format::duration(est.point),
+        match fig.basis {
+            EstimateBasis::Processes => format!(
+                "{:.0}% interval for the next run {}; over {n} processes",
+                est.confidence * 100.0,
+                format::duration_interval(est.point, est.lower, est.upper)
             ),
-        )
-    };
-    view.key_facts.push(estimate("median", med));
-    view.key_facts.push(estimate("mean", fig.mean));
+            EstimateBasis::OneProcess => format!(
+                "{:.0}% interval {} of one process only: it says nothing of the next",
+                est.confidence * 100.0,
+                format::duration_interval(est.point, est.lower, est.upper)
+            ),
+        },
+    ));
+    let within = fig
+        .processes
+        .within
+        .map(|w| format!("noise within each ±{:.2}%", w * 100.0));
+    view.key_facts.push(fact(
+        "processes",
+        n.to_string(),
+        match (fig.processes.between, fig.processes.range) {
+            (Some(b), Some(r)) => {
+                let mut d = format!(
+                    "spread between them ±{:.2}% (medians {:.1}% apart at most)",
+                    b * 100.0,
+                    r * 100.0
+                );
+                if let Some(w) = &within {
+                    d.push_str(&format!("; {w}"));
+                }
+                d
+            }
+            _ => within.unwrap_or_else(|| "one process".into()),
+        },
+    ));
+    if let Some([low, high]) = fig.processes.modes {
+        view.key_facts.push(fact(
+            "modes",
+            "2",
+            format!(
+                "{} in {} process{}, {} in {}",
+                format::duration(low.centre),
+                low.processes,
+                if low.processes == 1 { "" } else { "es" },
+                format::duration(high.centre),
+                high.processes
+            ),
+        ));
+    }
     if let Some(c) = compared(b) {
         let e = c.change;
+        let threshold = if c.threshold > c.noise_threshold {
+            format!(
+                "threshold ±{} (the spread between processes; noise threshold ±{})",
+                format::percent_change(c.threshold).trim_start_matches('+'),
+                format::percent_change(c.noise_threshold).trim_start_matches('+')
+            )
+        } else {
+            format!(
+                "noise threshold ±{}",
+                format::percent_change(c.threshold).trim_start_matches('+')
+            )
+        };
         view.key_facts.push(fact(
             "change vs baseline",
             format::percent_change(e.point),
             format!(
-                "{:.0}% interval {}; {}; noise threshold ±{}",
+                "{:.0}% interval {}; {} (one-sided); {threshold}",
                 e.confidence * 100.0,
                 format::percent_interval(e.lower, e.upper),
                 p_value(c.p_value),
-                format::percent_change(c.noise_threshold).trim_start_matches('+'),
             ),
         ));
         view.key_facts.push(fact(
-            "baseline median",
-            format::duration(c.baseline_median),
+            "baseline",
+            format::duration(c.baseline_estimate),
             format!(
-                "{} samples of {} time",
-                c.baseline_samples,
+                "{} process{} of {} time",
+                c.baseline_processes,
+                if c.baseline_processes == 1 { "" } else { "es" },
                 fig.compared_kind.label()
             ),
         ));
     }
-    if let Some(noise) = fig.noise {
-        view.key_facts.push(fact(
-            "noise",
-            format!("±{:.2}%", noise * 100.0),
-            "median absolute deviation over the median",
-        ));
-    }
+    view.key_facts.push(fact(
+        "mean",
+        format::duration(fig.mean),
+        "of every sample of every process",
+    ));
     let o = fig.outliers;
     if o.total() > 0 {
         view.key_facts.push(fact(
             "outliers",
             format!("{} of {}", o.outliers(), o.total()),
             format!(
-                "{} mild, {} severe (Tukey fences)",
+                "{} mild, {} severe (Tukey fences of each process)",
                 o.low_mild + o.high_mild,
                 o.low_severe + o.high_severe
             ),
         ));
     }
-    let iters: Vec<u64> = m.samples.iter().map(|s| s.iters).collect();
+    let iters: Vec<u64> = b
+        .record
+        .measurements()
+        .flat_map(|m| &m.samples)
+        .map(|s| s.iters)
+        .collect();
     let (lo, hi) = (
         iters.iter().min().copied().unwrap_or(0),
         iters.iter().max().copied().unwrap_or(0),
     );
     view.key_facts.push(fact(
         "samples",
-        m.samples.len().to_string(),
+        iters.len().to_string(),
         if lo == hi {
             format!("{lo} iterations each")
         } else {
@@ -835,7 +937,7 @@ fn fill_facts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, fi
         },
     ));
     view.key_facts.push(fact(
-        "stopped because",
+        "first process stopped because",
         match m.stop_reason {
             StopReason::Converged => "interval narrow enough",
             StopReason::TimeBound => "time bound hit",
@@ -843,14 +945,13 @@ fn fill_facts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, fi
             StopReason::Smoke => "smoke run (one call)",
         },
         format!(
-            "target ±{:.1}%, reached ±{:.1}%",
-            b.record.config.target_rel_ci * 100.0,
-            med.rel_half_width() * 100.0
+            "target ±{:.1}% within a process",
+            b.record.config.target_rel_ci * 100.0
         ),
     ));
     view.key_facts.push(fact(
         "sync cost",
-        format::duration(m.sync_cost_ns),
+        format::duration(s.sync_cost_ns.unwrap_or(m.sync_cost_ns)),
         "an empty sync; amortised over each sample",
     ));
 
@@ -882,19 +983,25 @@ fn fill_facts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, fi
             format::duration(fig.host)
         ));
     }
-    for flag in &m.flags {
+    for flag in &s.flags {
         if *flag == gpubench_analysis::Flag::SyncsInsideRoutine {
             view.reading.push("Host-dispatch time tracks device time: something inside the routine synchronises (e.g. `.item()`, printing a tensor, a copy to the CPU).".into());
         }
         if *flag == gpubench_analysis::Flag::Unstable {
-            view.reading.push("The samples never settled within the time bound; treat the figures as rough and look at the time-order chart for drift or throttling.".into());
+            view.reading.push("The samples of a process never settled within its time bound; treat the figures as rough and look at the time-order chart for drift or throttling.".into());
+        }
+        if *flag == gpubench_analysis::Flag::UnstableAcrossProcesses {
+            view.reading.push(format!(
+                "The processes disagree ({}): the machine runs this benchmark at a different speed in each fresh process, usually the host's dispatch speed for launch-bound work. The interval covers that; kernel time would not move with it.",
+                crate::summary::process_note(s).unwrap_or_default()
+            ));
         }
     }
 
     // Cold calls are synced wall times, so they compare with the steady wall time.
     let steady_wall = fig.wall;
-    let steady = fig.median.point;
-    view.cold_rows = m
+    let steady = fig.estimate.point;
+    view.cold_rows = s
         .cold
         .iter()
         .map(|c| ColdRow {
@@ -906,6 +1013,18 @@ fn fill_facts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, fi
                 format!("{:.0}×", c.wall_ns / steady_wall)
             } else {
                 String::new()
+            },
+            per_process: match (
+                c.per_process_wall_ns.iter().copied().reduce(f64::min),
+                c.per_process_wall_ns.iter().copied().reduce(f64::max),
+            ) {
+                (Some(lo), Some(hi)) => format!(
+                    "{} to {} over {} processes",
+                    format::duration(lo),
+                    format::duration(hi),
+                    c.per_process_wall_ns.len()
+                ),
+                _ => String::new(),
             },
         })
         .collect();
@@ -934,7 +1053,7 @@ fn fill_facts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, fi
         view.resource_facts
             .push(fact("throughput", rate.clone(), detail));
     }
-    if let Some(mem) = m.memory {
+    if let Some(mem) = s.memory {
         view.resource_facts.extend(memory_facts(mem));
     }
 }
@@ -987,13 +1106,32 @@ fn config_rows(r: &RawRecord) -> Vec<(String, String)> {
         ),
         (
             "interval target".into(),
-            format!("±{:.1}% (median, 95%)", c.target_rel_ci * 100.0),
+            format!(
+                "±{:.1}% (median, 95%, within a process)",
+                c.target_rel_ci * 100.0
+            ),
         ),
+        ("processes".into(), processes_setting(&c.processes)),
         (
             "L2 flushed".into(),
             if c.flush_l2 { "yes" } else { "no" }.into(),
         ),
     ]
+}
+
+/// The process policy in words: `3 to 6 (more than 3 only for device-bound ...)`, `5`.
+fn processes_setting(p: &gpubench_analysis::ProcessPolicy) -> String {
+    if p.is_fixed() {
+        p.min.to_string()
+    } else {
+        format!(
+            "{} to {} (more than {} only for device-bound benchmarks whose interval is wider than ±{}%)",
+            p.min,
+            p.max,
+            p.min,
+            p.target_rel_ci * 100.0
+        )
+    }
 }
 
 /// What a timer measures, in the words of the page.
@@ -1017,23 +1155,36 @@ fn chart(stem: &str, file: &str, plot: Plot, alt: &str, caption: &str) -> ChartV
     }
 }
 
-fn fill_charts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, fig: &Figures) {
+fn fill_charts(
+    view: &mut BenchmarkView,
+    b: &ReportBenchmark,
+    s: &BenchmarkSummary,
+    m: &Measurement,
+    fig: &Figures,
+) {
     let stem = view.stem.clone();
-    let base: &[f64] = b
+    let base: &[Vec<f64>] = b
         .baseline
         .as_ref()
-        .map(|c| c.baseline_samples_ns.as_slice())
+        .map(|c| c.baseline_processes_ns.as_slice())
         .unwrap_or(&[]);
-    let unit = charts::axis_unit(fig.median.point);
+    let unit = charts::axis_unit(fig.estimate.point);
     let what = &view.primary_label;
+    let baseline_estimate = compared(b).map(|c| c.baseline_estimate);
 
-    if fig.compared.len() >= 2 || base.len() >= 2 {
-        let (plot, hidden) =
-            distribution_plot(&fig.compared, base, unit, time_label(fig.compared_kind));
+    if !fig.compared.is_empty() {
+        let (plot, hidden) = process_plot(
+            &fig.compared,
+            base,
+            fig.estimate.point,
+            baseline_estimate,
+            unit,
+            time_label(fig.compared_kind),
+        );
         let mut caption = if base.is_empty() {
-            "Density of this run's per-call times; ticks along the axis are the samples, the dashed line the median.".to_string()
+            "Every sample, one row per process (in the order they ran); the ring is the process's median and the dashed line the estimate over processes. Rows that sit apart are processes that ran at different speeds.".to_string()
         } else {
-            "This run (blue) against the baseline (grey): shifted curves are a change, wider ones more noise. Dashed lines are the medians.".to_string()
+            "Every sample, one row per process: the baseline's (grey) above this run's (blue); rings are process medians, dashed lines each side's estimate. A change shows as all blue rows shifted; rows scattered on both sides are process-to-process noise.".to_string()
         };
         if hidden > 0 {
             caption.push_str(&format!(
@@ -1044,46 +1195,66 @@ fn fill_charts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, f
             &stem,
             "distribution.svg",
             plot,
-            "Distribution of per-call times, this run against the baseline",
+            "Per-call times of every process, this run against the baseline",
             &caption,
         ));
     }
 
-    if fig.primary.len() >= 2 {
+    let pooled = fig.pooled();
+    if pooled.len() >= 2 {
         let mut plot = Plot::new(
-            Axis::index("sample (in time order)", fig.primary.len()),
+            Axis::index(
+                "sample (in time order, process after process)",
+                pooled.len(),
+            ),
             Axis::time(
                 &format!("{what} per call"),
-                charts::padded_range(fig.primary.iter().copied(), 0.15, false),
+                charts::padded_range(pooled.iter().copied(), 0.15, false),
                 false,
                 unit,
             ),
         );
         plot.rules.push(Rule {
             horizontal: true,
-            at: fig.median.point,
+            at: fig.estimate.point,
             color: palette::BASELINE,
             dashed: true,
-            label: Some("median".into()),
+            label: Some("estimate".into()),
         });
+        // A light line where each process after the first begins.
+        let mut start = 0usize;
+        for g in &fig.primary[..fig.primary.len().saturating_sub(1)] {
+            start += g.len();
+            plot.rules.push(Rule {
+                horizontal: false,
+                at: start as f64 - 0.5,
+                color: palette::GRID,
+                dashed: false,
+                label: None,
+            });
+        }
         plot.series.push(Series {
             name: None,
             color: palette::NEW,
-            points: charts::in_order(&fig.primary),
+            points: charts::in_order(&pooled),
             kind: SeriesKind::LineMarkers,
         });
         view.charts.timeline = Some(chart(
             &stem,
             "timeline.svg",
             plot,
-            "Per-call time of every sample in the order taken",
-            "A steady run is a flat band. A slope is drift (clocks, heat); a step is throttling or another process; a slow start means warm-up ended too early.",
+            "Per-call time of every sample in the order taken, process after process",
+            "Vertical lines separate processes. A steady run is a flat band; a step at a process boundary is a process that ran at another speed; a slope within a process is drift (clocks, heat); a slow start means warm-up ended too early.",
         ));
     }
 
-    let hosts = m.host_per_iter();
-    let walls = m.wall_per_iter();
-    let devices = m.device_per_iter().filter(|d| !d.is_empty());
+    let r = &b.record;
+    let hosts = r.groups(TimeKind::Host).concat();
+    let walls = r.groups(TimeKind::Wall).concat();
+    let devices = r
+        .device_timed()
+        .then(|| r.groups(TimeKind::Device).concat())
+        .filter(|d| !d.is_empty());
     if !walls.is_empty() {
         let all = walls
             .iter()
@@ -1128,7 +1299,7 @@ fn fill_charts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, f
             &stem,
             "host-device.svg",
             plot,
-            "Host-dispatch, device and synced wall time per call for every sample",
+            "Host-dispatch, device and synced wall time per call for every sample of every process",
             "Host dispatch far below device time: device-bound (the host queues ahead). Host dispatch near wall time with device time below it: launch-bound.",
         ));
     }
@@ -1139,9 +1310,9 @@ fn fill_charts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, f
             .iter()
             .map(|w| w.wall_ns / w.iters.max(1) as f64)
             .collect();
-        let values = per_iter.iter().copied().chain([fig.median.point]);
+        let values = per_iter.iter().copied().chain([fig.estimate.point]);
         let log = charts::wants_log(values.clone());
-        let wunit = charts::axis_unit(fig.median.point);
+        let wunit = charts::axis_unit(fig.estimate.point);
         let mut plot = Plot::new(
             Axis::index("warm-up batch", per_iter.len()),
             Axis::time(
@@ -1153,10 +1324,10 @@ fn fill_charts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, f
         );
         plot.rules.push(Rule {
             horizontal: true,
-            at: fig.median.point,
+            at: fig.estimate.point,
             color: palette::DEVICE,
             dashed: true,
-            label: Some("steady-state median".into()),
+            label: Some("steady-state estimate".into()),
         });
         plot.series.push(Series {
             name: None,
@@ -1168,149 +1339,124 @@ fn fill_charts(view: &mut BenchmarkView, b: &ReportBenchmark, m: &Measurement, f
             &stem,
             "warmup.svg",
             plot,
-            "Per-call time of each warm-up batch against the steady-state median",
+            "Per-call time of each warm-up batch of the first process against the steady-state estimate",
             "Warm-up runs until the per-call time stops changing; these batches are not part of the samples.",
         ));
     }
 
-    if !m.cold.is_empty() && fig.wall > 0.0 {
+    if !s.cold.is_empty() && fig.wall > 0.0 {
         view.charts.cold = Some(chart(
             &stem,
             "cold.svg",
-            cold_plot(m, fig.wall),
+            cold_plot(s, fig.wall),
             "Cold calls against one steady-state call",
             "Cold calls include lazy initialisation, library heuristics, allocator growth and compilation; they are reported on their own, never mixed into the samples.",
         ));
     }
 }
 
-/// Gaussian kernel density of `new` and `base`, with medians and a rug of `new`.
-/// Returns the plot and how many samples fall outside the axis.
-fn distribution_plot(
-    new: &[f64],
-    base: &[f64],
+/// One row per process, the baseline's above this run's: every sample as a dot, the
+/// process median as a ring, each side's estimate as a dashed line. Returns the plot
+/// and how many samples fall outside the axis.
+fn process_plot(
+    new: &[Vec<f64>],
+    base: &[Vec<f64>],
+    new_estimate: f64,
+    base_estimate: Option<f64>,
     unit: format::TimeUnit,
     what: &str,
 ) -> (Plot, usize) {
-    let all: Vec<f64> = new.iter().chain(base).copied().collect();
-    // Far outliers (a throttling spike) would squash the curves into one column: show
-    // what lies within either side's outer Tukey fences.
-    let fences: Vec<(f64, f64)> = [new, base]
-        .into_iter()
-        .filter(|xs| !xs.is_empty())
-        .map(|xs| {
-            let s = stats::sorted(xs);
-            let q1 = stats::quantile_sorted(&s, 0.25);
-            let q3 = stats::quantile_sorted(&s, 0.75);
-            let iqr = (q3 - q1).max(q3.abs() * 1e-3);
-            (q1 - 3.0 * iqr, q3 + 3.0 * iqr)
+    let all: Vec<f64> = new.iter().chain(base).flatten().copied().collect();
+    // Far outliers (a throttling spike) would squash the rows into one column: show
+    // what lies within the outer fences of some process.
+    let fences: Vec<(f64, f64)> = new
+        .iter()
+        .chain(base)
+        .filter_map(|xs| stats::TukeyFences::from_samples(xs))
+        .map(|f| {
+            let width = (f.high_severe - f.low_severe).max(f.high_severe.abs() * 1e-3);
+            (f.low_severe - 0.1 * width, f.high_severe + 0.1 * width)
         })
         .collect();
-    let shown = |v: &&f64| fences.iter().any(|(lo, hi)| **v >= *lo && **v <= *hi);
+    let shown = |v: &f64| fences.iter().any(|(lo, hi)| *v >= *lo && *v <= *hi);
     let hidden = all.iter().filter(|v| !shown(v)).count();
-    let visible: Vec<f64> = all.iter().filter(shown).copied().collect();
-    let bw_new = bandwidth(new);
-    let bw_base = bandwidth(base);
-    let bw = bw_new.max(bw_base);
-    let range = charts::padded_range(visible.iter().copied(), 0.0, false);
-    let x = (range.start - 2.5 * bw)..(range.end + 2.5 * bw);
-
-    let curve = |xs: &[f64], h: f64| -> Vec<(f64, f64)> {
-        let xs: Vec<f64> = xs.iter().filter(shown).copied().collect();
-        let steps = 160;
-        (0..=steps)
-            .map(|i| {
-                let at = x.start + (x.end - x.start) * i as f64 / steps as f64;
-                (at, kde(&xs, h, at))
-            })
-            .collect()
-    };
-    // Baseline first, so this run's curve is drawn on top.
-    let sides = [
-        ("baseline", base, bw_base, palette::BASELINE),
-        ("this run", new, bw_new, palette::NEW),
-    ]
-    .map(|(name, xs, h, color)| {
-        let points = if xs.len() >= 2 {
-            curve(xs, h)
-        } else {
-            Vec::new()
-        };
-        (name, xs, points, color)
-    });
-    let peak = sides
-        .iter()
-        .flat_map(|side| &side.2)
-        .map(|p| p.1)
-        .fold(0.0f64, f64::max)
-        .max(f64::MIN_POSITIVE);
+    let visible = all.iter().copied().filter(shown).chain([new_estimate]);
+    let x = charts::padded_range(visible.chain(base_estimate), 0.08, false);
+    let rows = base.len() + new.len();
     let mut plot = Plot::new(
         Axis::time(&format!("{what} per call"), x, false, unit),
-        Axis::linear("", 0.0..peak * 1.18, AxisFormat::Hidden),
+        Axis::linear("", -0.7..rows as f64 - 0.3, AxisFormat::Hidden),
     );
-    for (name, xs, points, color) in sides {
-        if points.is_empty() {
+    plot.height = (90 + 26 * rows as u32).clamp(170, 560);
+    // Row 0 at the bottom: this run's last process; the baseline's first at the top.
+    let row = |i: usize| (rows - 1 - i) as f64;
+    let sides = [
+        ("baseline", base, 0usize, palette::BASELINE, base_estimate),
+        (
+            "this run",
+            new,
+            base.len(),
+            palette::NEW,
+            Some(new_estimate),
+        ),
+    ];
+    for (name, groups, offset, color, estimate) in sides {
+        if groups.is_empty() {
             continue;
         }
-        plot.series.push(Series {
-            name: Some(format!("{name} (n={})", xs.len())),
-            color,
-            points,
-            kind: SeriesKind::Area,
-        });
-        plot.rules.push(Rule {
-            horizontal: false,
-            at: stats::median(xs),
-            color,
-            dashed: true,
-            label: None,
-        });
-    }
-    plot.series.push(Series {
-        name: None,
-        color: palette::NEW,
-        points: new
+        let dots = groups
             .iter()
-            .filter(shown)
-            .map(|&v| (v, peak * 0.06))
-            .collect(),
-        kind: SeriesKind::Rug,
-    });
+            .enumerate()
+            .flat_map(|(i, g)| {
+                g.iter()
+                    .copied()
+                    .filter(shown)
+                    .map(move |v| (v, row(offset + i)))
+            })
+            .collect();
+        plot.series.push(Series {
+            name: Some(format!(
+                "{name} ({} process{})",
+                groups.len(),
+                if groups.len() == 1 { "" } else { "es" }
+            )),
+            color,
+            points: dots,
+            kind: SeriesKind::Markers {
+                size: 2,
+                hollow: false,
+            },
+        });
+        plot.series.push(Series {
+            name: None,
+            color,
+            points: groups
+                .iter()
+                .enumerate()
+                .map(|(i, g)| (stats::median(g), row(offset + i)))
+                .collect(),
+            kind: SeriesKind::Markers {
+                size: 6,
+                hollow: true,
+            },
+        });
+        if let Some(at) = estimate {
+            plot.rules.push(Rule {
+                horizontal: false,
+                at,
+                color,
+                dashed: true,
+                label: None,
+            });
+        }
+    }
     (plot, hidden)
-}
-
-/// Silverman's rule of thumb, floored so identical samples still draw a peak.
-fn bandwidth(xs: &[f64]) -> f64 {
-    if xs.len() < 2 {
-        return 0.0;
-    }
-    let mean = stats::mean(xs);
-    let sd = stats::std_dev(xs);
-    let s = stats::sorted(xs);
-    let iqr = stats::quantile_sorted(&s, 0.75) - stats::quantile_sorted(&s, 0.25);
-    let spread = if iqr > 0.0 { sd.min(iqr / 1.34) } else { sd };
-    let h = 0.9 * spread * (xs.len() as f64).powf(-0.2);
-    h.max(mean.abs() * 2e-3).max(1e-9)
-}
-
-fn kde(xs: &[f64], h: f64, at: f64) -> f64 {
-    if xs.is_empty() || h <= 0.0 {
-        return 0.0;
-    }
-    let norm = 1.0 / (xs.len() as f64 * h * (2.0 * std::f64::consts::PI).sqrt());
-    xs.iter()
-        .map(|x| {
-            let z = (at - x) / h;
-            (-0.5 * z * z).exp()
-        })
-        .sum::<f64>()
-        * norm
 }
 
 /// Horizontal bars on a log axis: each cold call and one steady-state call, labelled
 /// with its time and ratio.
-fn cold_plot(m: &Measurement, steady: f64) -> Plot {
-    let mut bars: Vec<(String, f64, bool)> = m
+fn cold_plot(s: &BenchmarkSummary, steady: f64) -> Plot {
+    let mut bars: Vec<(String, f64, bool)> = s
         .cold
         .iter()
         .map(|c| (c.label.clone(), c.wall_ns, true))
@@ -1361,19 +1507,4 @@ fn cold_plot(m: &Measurement, steady: f64) -> Plot {
         });
     }
     plot
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn density_integrates_to_about_one() {
-        let xs = [10.0, 11.0, 12.0, 11.5, 10.5];
-        let h = bandwidth(&xs);
-        let step = 0.01;
-        let area: f64 = (0..3000).map(|i| kde(&xs, h, i as f64 * step) * step).sum();
-        assert!((area - 1.0).abs() < 0.01, "{area}");
-        assert!(bandwidth(&[5.0, 5.0, 5.0]) > 0.0);
-    }
 }

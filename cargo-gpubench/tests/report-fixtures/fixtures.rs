@@ -12,7 +12,7 @@ use gpubench_analysis::stats::Estimate;
 use gpubench_analysis::{
     compare_with_baseline, BaselineCompareOptions, BaselineEntry, ColdCall, DeviceIdentity,
     Failure, FailureKind, Fingerprint, Flag, Measurement, MeasurementConfig, MemoryStats,
-    NaiveLoop, RawRecord, RunMode, Sample, StopReason, Throughput, WarmupPoint,
+    NaiveLoop, RawRecord, Round, RunMode, Sample, StopReason, Throughput, WarmupPoint,
     RECORD_FORMAT_VERSION,
 };
 
@@ -62,6 +62,10 @@ pub struct Spec {
     pub seed: u64,
     pub throughput: Option<Throughput>,
     pub flags: Vec<Flag>,
+    /// Processes (rounds) measured.
+    pub processes: usize,
+    /// Relative spread of the processes' medians.
+    pub process_spread: f64,
 }
 
 impl Spec {
@@ -77,6 +81,8 @@ impl Spec {
             seed,
             throughput: None,
             flags: vec![Flag::DeviceBound],
+            processes: 3,
+            process_spread: 0.004,
         }
     }
     pub fn scaled(&self, factor: f64, seed: u64) -> Self {
@@ -108,14 +114,27 @@ pub fn fingerprint(device_name: &str) -> Fingerprint {
     }
 }
 
+/// The record of `spec.processes` rounds, each shifted as a whole by the process
+/// spread.
 pub fn record(spec: &Spec) -> RawRecord {
-    let mut rng = Rng::new(spec.seed);
+    let mut rng = Rng::new(spec.seed ^ 0x5eed);
+    let mut r = one_process(spec, spec.seed, 1.0);
+    for k in 1..spec.processes {
+        let shift = (spec.process_spread * rng.normal()).exp();
+        r.append_rounds(one_process(spec, spec.seed + 100 * k as u64, shift))
+            .unwrap();
+    }
+    r
+}
+
+fn one_process(spec: &Spec, seed: u64, shift: f64) -> RawRecord {
+    let mut rng = Rng::new(seed);
     let iters = ((1e7 / spec.device_ns).ceil() as u64).max(1);
     let n = spec.samples;
     let samples: Vec<Sample> = (0..n)
         .map(|i| {
             let drift = 1.0 + spec.drift * i as f64 / n.max(2) as f64;
-            let mut x = spec.device_ns * drift * (spec.noise * rng.normal()).exp();
+            let mut x = spec.device_ns * shift * drift * (spec.noise * rng.normal()).exp();
             if rng.uniform() < 0.03 {
                 x *= 1.3;
             }
@@ -150,50 +169,54 @@ pub fn record(spec: &Spec) -> RawRecord {
         arg,
         fingerprint: fingerprint(&spec.device_name),
         config: MeasurementConfig::standard(),
-        measurement: Some(Measurement {
-            sync_cost_ns: 9_800.0,
-            cold: vec![
-                ColdCall {
-                    label: "first call".into(),
-                    wall_ns: spec.device_ns * 180.0 + 2.5e8,
-                    host_ns: spec.device_ns * 150.0 + 2.4e8,
-                    device_ns: Some(spec.device_ns * 3.0),
-                },
-                ColdCall {
-                    label: "new shape [8, 4096]".into(),
-                    wall_ns: spec.device_ns * 9.0,
-                    host_ns: spec.device_ns * 4.0,
-                    device_ns: None,
-                },
-            ],
-            warmup,
-            samples,
-            naive: vec![NaiveLoop {
-                iters: 20,
-                naive_ns_per_iter: spec.device_ns * spec.host_ratio,
-                synced_ns_per_iter: spec.device_ns * 1.01,
-            }],
-            throughput: spec.throughput,
-            memory: Some(MemoryStats {
-                peak_allocated_bytes: 3 << 29,
-                peak_reserved_bytes: 2 << 30,
-                allocated_bytes: 0,
-                reserved_bytes: 2 << 30,
-                alloc_retries: 0,
-                num_ooms: 0,
+        rounds: vec![Round {
+            round: 1,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            measurement: Some(Measurement {
+                sync_cost_ns: 9_800.0,
+                cold: vec![
+                    ColdCall {
+                        label: "first call".into(),
+                        wall_ns: spec.device_ns * 180.0 + 2.5e8,
+                        host_ns: spec.device_ns * 150.0 + 2.4e8,
+                        device_ns: Some(spec.device_ns * 3.0),
+                    },
+                    ColdCall {
+                        label: "new shape [8, 4096]".into(),
+                        wall_ns: spec.device_ns * 9.0,
+                        host_ns: spec.device_ns * 4.0,
+                        device_ns: None,
+                    },
+                ],
+                warmup,
+                samples,
+                naive: vec![NaiveLoop {
+                    iters: 20,
+                    naive_ns_per_iter: spec.device_ns * spec.host_ratio,
+                    synced_ns_per_iter: spec.device_ns * 1.01,
+                }],
+                throughput: spec.throughput,
+                memory: Some(MemoryStats {
+                    peak_allocated_bytes: 3 << 29,
+                    peak_reserved_bytes: 2 << 30,
+                    allocated_bytes: 0,
+                    reserved_bytes: 2 << 30,
+                    alloc_retries: 0,
+                    num_ooms: 0,
+                }),
+                stop_reason: StopReason::Converged,
+                flags: spec.flags.clone(),
+                device_timer: true,
             }),
-            stop_reason: StopReason::Converged,
-            flags: spec.flags.clone(),
-            device_timer: true,
-        }),
-        failure: None,
-        comparison: None,
+            failure: None,
+            eager_compiled: None,
+        }],
     }
 }
 
 pub fn failed(id: &str) -> RawRecord {
-    let mut r = record(&Spec::new(id, 1e6, 99));
-    r.measurement = None;
+    let mut r = one_process(&Spec::new(id, 1e6, 99), 99, 1.0);
+    r.rounds[0].measurement = None;
     // Built directly, not with `Failure::new`, so the message is exactly this.
     let mut failure = Failure {
         kind: FailureKind::OutOfMemory,
@@ -211,7 +234,7 @@ pub fn failed(id: &str) -> RawRecord {
         alloc_retries: 2,
         num_ooms: 1,
     });
-    r.failure = Some(failure);
+    r.rounds[0].failure = Some(failure);
     r
 }
 
@@ -226,6 +249,7 @@ fn specs() -> Vec<(Spec, Option<f64>)> {
     let mut noisy = Spec::new("conv2d/resnet_block", 1.2e6, 4);
     noisy.noise = 0.09;
     noisy.samples = 12;
+    noisy.process_spread = 0.05;
     noisy.flags = vec![Flag::Unstable];
     let mut tiny = Spec::new("elementwise/tiny", 6_000.0, 5);
     tiny.host_ratio = 1.6;
@@ -252,11 +276,11 @@ pub fn run_and_baseline() -> (Vec<RawRecord>, Vec<BaselineEntry>) {
         let mut r = record(&spec);
         if spec.id == HOSTILE_ID {
             r.arg = Some("<b>arg</b>".into());
-            let m = r.measurement.as_mut().unwrap();
+            let m = r.rounds[0].measurement.as_mut().unwrap();
             m.cold[1].label = HOSTILE_LABEL.into();
         }
         if spec.id == COMPARISON_ID {
-            r.comparison = Some(eager_vs_compiled());
+            r.rounds[0].eager_compiled = Some(eager_vs_compiled());
         }
         current.push(r);
         if let Some(f) = factor {
@@ -268,9 +292,9 @@ pub fn run_and_baseline() -> (Vec<RawRecord>, Vec<BaselineEntry>) {
     current.insert(3, failed(FAILED_ID));
     baseline.push(BaselineEntry::from_record(&record(&Spec::new(FAILED_ID, 2e6, 8))).unwrap());
     // A smoke run cannot be compared.
-    let mut smoke = record(&Spec::new("embedding/lookup", 30_000.0, 9));
+    let mut smoke = one_process(&Spec::new("embedding/lookup", 30_000.0, 9), 9, 1.0);
     smoke.config.mode = RunMode::Smoke;
-    let m = smoke.measurement.as_mut().unwrap();
+    let m = smoke.rounds[0].measurement.as_mut().unwrap();
     m.samples.truncate(1);
     m.stop_reason = StopReason::Smoke;
     baseline.push(

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use gpubench_analysis::{MeasurementConfig, RunMode};
+use gpubench_analysis::{MeasurementConfig, ProcessPolicy, RunMode};
 use gpubench_core::compare::{Comparison, ComparisonOutcome};
 use gpubench_core::device::TorchDevice;
 use gpubench_core::engine::EngineOptions;
@@ -36,6 +36,7 @@ pub fn fast_config() -> MeasurementConfig {
         max_samples: 60,
         target_rel_ci: 0.02,
         flush_l2: false,
+        processes: ProcessPolicy::single(),
     }
 }
 
