@@ -5,13 +5,16 @@
 
 GPUBENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TORCH_VERSION="2.11.0"
+# The CUDA runtime headers' compiler part (crt/), which the torch wheel's CUDA headers
+# include but do not ship: gpubench-core's CUDA shim compiles against them.
+CUDA_CRT="nvidia-cuda-crt==13.0.88"
 VENV="${GPUBENCH_VENV:-$GPUBENCH_ROOT/.venv}"
-MARKER="$VENV/.gpubench-torch-$TORCH_VERSION"
+MARKER="$VENV/.gpubench-torch-$TORCH_VERSION-crt"
 
 if [[ ! -f "$MARKER" ]]; then
     echo "gpubench: installing libtorch $TORCH_VERSION (PyPI torch wheel) into $VENV (about a minute, ~5 GB)" >&2
     python3 -m venv "$VENV" &&
-        "$VENV/bin/pip" install --quiet --disable-pip-version-check "torch==$TORCH_VERSION" numpy &&
+        "$VENV/bin/pip" install --quiet --disable-pip-version-check "torch==$TORCH_VERSION" numpy "$CUDA_CRT" &&
         touch "$MARKER" || {
         echo "gpubench: failed to install torch==$TORCH_VERSION into $VENV (needs python3 with venv and pip, and access to PyPI)" >&2
         return 1 2>/dev/null || exit 1

@@ -36,6 +36,7 @@ pub fn settings(verdicts: &VerdictArgs) -> VerdictSettings {
         config: verdicts.compare_config(),
         fail_on: verdicts.fail_on,
         allow_device_mismatch: verdicts.allow_device_mismatch,
+        gate: verdicts.gate(),
     }
 }
 

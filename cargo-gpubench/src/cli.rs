@@ -9,6 +9,7 @@ use clap::builder::BoolishValueParser;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use gpubench_analysis::baseline::validate_name;
+use gpubench_analysis::baseline::{Gate, Metric};
 use gpubench_analysis::compare::{
     DEFAULT_HOST_NOISE_THRESHOLD, DEFAULT_NOISE_THRESHOLD, DEFAULT_SIGNIFICANCE,
 };
@@ -441,6 +442,21 @@ pub struct VerdictArgs {
     )]
     pub fail_on: FailOn,
 
+    /// The metrics whose verdicts --fail-on looks at, comma-separated: `time` (device
+    /// time, else synced wall time), `kernel` (kernel time), `counters` (kernels,
+    /// copies, syncs and allocations per call). Launch-bound work is best gated on
+    /// `kernel,counters`: its time rests on the host.
+    #[arg(
+        long,
+        value_name = "METRICS",
+        env = "GPUBENCH_GATE_ON",
+        default_value = "time,kernel,counters",
+        value_delimiter = ',',
+        value_parser = PossibleValuesParser::new(Metric::ALL.map(Metric::as_str))
+            .map(|s| s.parse::<Metric>().expect("clap checked the value"))
+    )]
+    pub gate_on: Vec<Metric>,
+
     /// Also write the Markdown summary (the --format markdown one) to this file,
     /// e.g. for a pull-request comment or $GITHUB_STEP_SUMMARY.
     #[arg(long, value_name = "PATH", env = "GPUBENCH_SUMMARY_FILE")]
@@ -448,6 +464,11 @@ pub struct VerdictArgs {
 }
 
 impl VerdictArgs {
+    /// The metrics the gate looks at.
+    pub fn gate(&self) -> Gate {
+        Gate::of(&self.gate_on)
+    }
+
     /// The statistical settings of the comparison.
     pub fn compare_config(&self) -> CompareConfig {
         CompareConfig {
@@ -761,6 +782,7 @@ mod tests {
         let v = &cli.run_args().verdicts;
         assert_eq!(v.compare_config(), CompareConfig::default());
         assert_eq!(v.fail_on, FailOn::Regressed);
+        assert_eq!(v.gate(), Gate::default());
         assert!(!v.allow_device_mismatch && v.summary_file.is_none());
 
         let cli = Cli::parse_from_cargo([
@@ -775,11 +797,18 @@ mod tests {
             "5%",
             "--fail-on",
             "ambiguous",
+            "--gate-on",
+            "kernel,counters",
             "--format",
             "markdown",
         ])
         .unwrap();
         let args = cli.run_args();
+        assert_eq!(
+            args.verdicts.gate(),
+            Gate::of(&[Metric::Kernel, Metric::Counters])
+        );
+        assert_eq!(args.verdicts.gate().to_string(), "kernel,counters");
         assert_eq!(args.baseline.as_deref(), Some("pr-1"));
         assert_eq!(args.save_baseline.as_deref(), Some("main"));
         assert_eq!(args.format, Format::Markdown);
@@ -823,6 +852,10 @@ mod tests {
             (
                 &["--fail-on", "sometimes"],
                 "[possible values: regressed, ambiguous, never]",
+            ),
+            (
+                &["--gate-on", "time,speed"],
+                "[possible values: time, kernel, counters]",
             ),
         ] {
             let args = std::iter::once("cargo-gpubench").chain(bad.iter().copied());

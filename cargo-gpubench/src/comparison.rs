@@ -19,12 +19,13 @@
 use std::path::Path;
 
 use gpubench_analysis::baseline::{
-    BenchmarkComparison, ComparisonOutcome, CrossDevice, VerdictCounts,
+    BenchmarkComparison, ComparisonOutcome, CrossDevice, Gate, Metric, VerdictCounts,
 };
+use gpubench_analysis::kernels::{CounterChange, KernelChange};
 use gpubench_analysis::stats::Estimate;
 use gpubench_analysis::{
     compare_with_baseline, BaselineCompareOptions, BaselineEntry, BaselineError, CompareConfig,
-    ComparisonSet, FailOn, RawRecord,
+    Comparison, ComparisonSet, FailOn, RawRecord, Verdict,
 };
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -116,6 +117,9 @@ pub struct VerdictSettings {
     pub fail_on: FailOn,
     /// `--allow-device-mismatch`.
     pub allow_device_mismatch: bool,
+    /// `--gate-on`: the metrics whose verdicts `fail_on` looks at.
+    #[serde(default)]
+    pub gate: Gate,
 }
 
 /// A set of benchmarks judged against a baseline: what `comparison.json` holds.
@@ -185,7 +189,7 @@ impl RunComparison {
             .map(|r| r.fingerprint.device.name.clone())
             .find(|n| n != "unknown");
         let counts = set.counts();
-        let gate_tripped = settings.fail_on.should_fail(&set);
+        let gate_tripped = settings.fail_on.should_fail(&set, &settings.gate);
         Ok(RunComparison {
             format_version: COMPARISON_FORMAT_VERSION,
             baseline,
@@ -263,15 +267,10 @@ impl RunComparison {
 
     /// The ids whose outcome trips the gate, in order.
     pub fn tripping(&self) -> Vec<&str> {
-        let fail_on = self.settings.fail_on;
         self.set
             .comparisons
             .iter()
-            .filter(|b| match &b.outcome {
-                ComparisonOutcome::Compared { comparison, .. } => fail_on.fails(comparison.verdict),
-                ComparisonOutcome::NotCompared { .. } => fail_on == FailOn::Ambiguous,
-                ComparisonOutcome::Failed { .. } => false,
-            })
+            .filter(|b| self.settings.fail_on.trips(b, &self.settings.gate))
             .map(|b| b.id.as_str())
             .collect()
     }
@@ -297,6 +296,42 @@ impl RunComparison {
         } else {
             parts.join(", ")
         }
+    }
+
+    /// `kernel time: 1 regressed, 1 no change; counters: 1 regressed`: the verdicts on
+    /// kernel time and counters, worst first, when any benchmark has one.
+    pub fn gpu_counts_text(&self) -> Option<String> {
+        let parts: Vec<String> = [
+            (Metric::Kernel, "kernel time"),
+            (Metric::Counters, "counters"),
+        ]
+        .into_iter()
+        .filter_map(|(metric, label)| {
+            let verdicts: Vec<Verdict> = self
+                .set
+                .comparisons
+                .iter()
+                .filter_map(|b| b.verdict_of(metric))
+                .collect();
+            if verdicts.is_empty() {
+                return None;
+            }
+            let counts: Vec<String> = [
+                Verdict::Regressed,
+                Verdict::Ambiguous,
+                Verdict::Improved,
+                Verdict::NoChange,
+            ]
+            .into_iter()
+            .filter_map(|v| {
+                let n = verdicts.iter().filter(|&&x| x == v).count();
+                (n > 0).then(|| format!("{n} {}", v.label()))
+            })
+            .collect();
+            Some(format!("{label}: {}", counts.join(", ")))
+        })
+        .collect();
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
 
     /// Pretty JSON with a trailing newline.
@@ -388,6 +423,89 @@ pub fn outcome_word(outcome: &ComparisonOutcome) -> &'static str {
     }
 }
 
+/// Kernel changes named under a benchmark; the rest are counted.
+pub const KERNEL_CHANGES_SHOWN: usize = 5;
+
+/// The kernel-time comparison of `outcome`, when both sides measured kernel time.
+pub fn kernel_comparison(outcome: &ComparisonOutcome) -> Option<&Comparison> {
+    match outcome {
+        ComparisonOutcome::Compared { kernel, .. } => kernel.as_deref(),
+        _ => None,
+    }
+}
+
+/// The counter changes of `outcome` (empty: all equal), when both sides counted.
+pub fn counter_changes(outcome: &ComparisonOutcome) -> Option<&[CounterChange]> {
+    match outcome {
+        ComparisonOutcome::Compared { counters, .. } => counters.as_deref(),
+        _ => None,
+    }
+}
+
+/// `+1 kernel per call, new sync: 1 per call`, or `no change`: the counters' verdict
+/// in words, when both sides counted.
+pub fn counters_text(outcome: &ComparisonOutcome) -> Option<String> {
+    let changes = counter_changes(outcome)?;
+    Some(if changes.is_empty() {
+        Verdict::NoChange.label().to_string()
+    } else {
+        changes
+            .iter()
+            .map(CounterChange::describe)
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
+
+/// What the GPU did differently, in words: the counter changes, then the kernels
+/// that are new, gone or moved (the first [`KERNEL_CHANGES_SHOWN`], then how many
+/// more).
+pub fn gpu_changes(outcome: &ComparisonOutcome) -> Vec<String> {
+    let ComparisonOutcome::Compared { kernel_changes, .. } = outcome else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = counter_changes(outcome)
+        .unwrap_or_default()
+        .iter()
+        .map(CounterChange::describe)
+        .collect();
+    out.extend(
+        kernel_changes
+            .iter()
+            .take(KERNEL_CHANGES_SHOWN)
+            .map(KernelChange::describe),
+    );
+    let more = kernel_changes.len().saturating_sub(KERNEL_CHANGES_SHOWN);
+    if more > 0 {
+        out.push(format!("{more} more kernel{} changed", plural(more)));
+    }
+    out
+}
+
+/// Why `b` trips a gate on `settings`: one phrase per metric that trips, e.g.
+/// `kernel time regressed`, `counters: +1 kernel per call`.
+pub fn trip_reasons(b: &BenchmarkComparison, settings: &VerdictSettings) -> Vec<String> {
+    if let ComparisonOutcome::NotCompared { .. } = &b.outcome {
+        return vec!["not compared".into()];
+    }
+    settings
+        .gate
+        .metrics()
+        .into_iter()
+        .filter_map(|m| {
+            let v = b.verdict_of(m).filter(|&v| settings.fail_on.fails(v))?;
+            Some(match m {
+                Metric::Time => format!("time {}", v.label()),
+                Metric::Kernel => format!("kernel time {}", v.label()),
+                Metric::Counters => format!(
+                    "counters: {}",
+                    counters_text(&b.outcome).unwrap_or_else(|| v.label().to_string())
+                ),
+            })
+        })
+        .collect()
+}
+
 /// `s` when `n` is not 1.
 pub fn plural(n: usize) -> &'static str {
     if n == 1 {
@@ -410,6 +528,7 @@ mod tests {
             config: CompareConfig::default(),
             fail_on,
             allow_device_mismatch: allow,
+            gate: Gate::default(),
         }
     }
 

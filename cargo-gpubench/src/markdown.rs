@@ -10,11 +10,14 @@ use gpubench_analysis::baseline::ComparisonOutcome;
 use gpubench_analysis::units::format_ns;
 use gpubench_analysis::{BenchmarkSummary, Verdict};
 
-use crate::comparison::{change_text, outcome_word, plural, RunComparison, SourceKind};
+use crate::comparison::{
+    change_text, counter_changes, counters_text, gpu_changes, kernel_comparison, outcome_word,
+    plural, trip_reasons, RunComparison, SourceKind,
+};
 use crate::exit::Exit;
 use crate::manifest::BenchStatus;
 use crate::summary::{
-    interval, process_note, processes_cell, shorten, spread_percent, SummaryEntry,
+    interval, kernel_cells, process_note, processes_cell, shorten, spread_percent, SummaryEntry,
 };
 
 /// Characters of a failure's first line quoted.
@@ -95,8 +98,9 @@ impl MarkdownSummary<'_> {
                 ));
                 let s = &c.settings;
                 parts.push(format!(
-                    "**Gate:** `--fail-on {}`, significance {}, noise threshold ±{} (host-bound ±{})",
+                    "**Gate:** `--fail-on {} --gate-on {}`, significance {}, noise threshold ±{} (host-bound ±{})",
                     s.fail_on,
+                    s.gate,
                     s.config.significance,
                     plain_percent(s.config.noise_threshold),
                     plain_percent(s.config.host_noise_threshold)
@@ -113,13 +117,36 @@ impl MarkdownSummary<'_> {
 
     fn compared_table(&self, out: &mut String, c: &RunComparison) {
         let confidence = c.settings.config.confidence * 100.0;
-        let _ = writeln!(
-            out,
-            "| Benchmark | Baseline | Current | Change [{confidence:.0}% CI] | Processes (spread) | Verdict |"
+        let outcome = |e: &SummaryEntry| c.get(&e.id).map(|b| &b.outcome);
+        let kernel_column = self
+            .entries
+            .iter()
+            .filter_map(outcome)
+            .any(|o| kernel_comparison(o).is_some());
+        let counters_column = self
+            .entries
+            .iter()
+            .filter_map(outcome)
+            .any(|o| counters_text(o).is_some());
+        let verdict = if kernel_column || counters_column {
+            "Verdict on time"
+        } else {
+            "Verdict"
+        };
+        let mut header = format!(
+            "| Benchmark | Baseline | Current | Change [{confidence:.0}% CI] | Processes (spread) | {verdict} |"
         );
-        out.push_str("| :-- | --: | --: | --: | --: | :-- |\n");
+        let mut rule = "| :-- | --: | --: | --: | --: | :-- |".to_string();
+        if kernel_column {
+            header.push_str(&format!(" Kernel time [{confidence:.0}% CI] |"));
+            rule.push_str(" --: |");
+        }
+        if counters_column {
+            header.push_str(" Counters |");
+            rule.push_str(" :-- |");
+        }
+        let _ = writeln!(out, "{header}\n{rule}");
         for e in self.entries {
-            let dash = || "—".to_string();
             let passed = e.status == BenchStatus::Passed;
             let current = || {
                 current_estimate(e)
@@ -172,13 +199,59 @@ impl MarkdownSummary<'_> {
                     status_word(e, c).to_string(),
                 ),
             };
-            let _ = writeln!(
-                out,
+            let mut line = format!(
                 "| {} | {baseline} | {now} | {change} | {procs} | {verdict} |",
                 cell_code(&e.name)
             );
+            if kernel_column {
+                let cell = outcome(e)
+                    .and_then(kernel_comparison)
+                    .map(|k| {
+                        let word = if k.verdict == Verdict::Regressed {
+                            format!("**{}**", k.verdict.label())
+                        } else {
+                            k.verdict.label().to_string()
+                        };
+                        format!("{} {word}", change_text(&k.change))
+                    })
+                    .unwrap_or_else(dash);
+                let _ = write!(line, " {cell} |");
+            }
+            if counters_column {
+                let cell = match outcome(e).and_then(counter_changes) {
+                    Some([]) => Verdict::NoChange.label().to_string(),
+                    Some(changes) => {
+                        let words: Vec<String> = changes.iter().map(|c| c.describe()).collect();
+                        format!("**{}**", text(&words.join(", ")))
+                    }
+                    None => dash(),
+                };
+                let _ = write!(line, " {cell} |");
+            }
+            let _ = writeln!(out, "{line}");
         }
         let _ = writeln!(out, "\n**Verdicts:** {}.", c.counts_text());
+        if let Some(gpu) = c.gpu_counts_text() {
+            let _ = writeln!(out, "\n**On the GPU's own work:** {}.", text(&gpu));
+        }
+        let changed: Vec<String> = self
+            .entries
+            .iter()
+            .filter_map(|e| {
+                let words = gpu_changes(outcome(e)?);
+                (!words.is_empty()).then(|| {
+                    let words: Vec<String> = words.iter().map(|w| backticked(w)).collect();
+                    format!("- {}: {}", code(&e.name), words.join("; "))
+                })
+            })
+            .collect();
+        if !changed.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n**What the GPU did differently:**\n\n{}",
+                changed.join("\n")
+            );
+        }
         for (id, note) in c.notes() {
             let name = self
                 .entries
@@ -202,8 +275,14 @@ impl MarkdownSummary<'_> {
     }
 
     fn plain_table(&self, out: &mut String) {
-        out.push_str("| Benchmark | Time [95% interval] | Processes (spread) | Status |\n");
-        out.push_str("| :-- | --: | --: | :-- |\n");
+        let kernel_column = self.summaries().any(|s| s.kernel.is_some());
+        if kernel_column {
+            out.push_str("| Benchmark | Time [95% interval] | Processes (spread) | Kernel time (kernels) | Status |\n");
+            out.push_str("| :-- | --: | --: | --: | :-- |\n");
+        } else {
+            out.push_str("| Benchmark | Time [95% interval] | Processes (spread) | Status |\n");
+            out.push_str("| :-- | --: | --: | :-- |\n");
+        }
         for e in self.entries {
             let time = e
                 .summary
@@ -216,12 +295,31 @@ impl MarkdownSummary<'_> {
                 .as_ref()
                 .map(processes_cell)
                 .unwrap_or_else(|| "—".to_string());
+            let kernel = if kernel_column {
+                let [k, n, _] = kernel_cells(e.summary.as_ref());
+                if n == "—" {
+                    format!(" {k} |")
+                } else {
+                    format!(" {k} ({n}) |")
+                }
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
-                "| {} | {time} | {processes} | {} |",
+                "| {} | {time} | {processes} |{kernel} {} |",
                 cell_code(&e.name),
                 run_status_word(e.status)
             );
+        }
+        if !kernel_column {
+            let why: Vec<&str> = self
+                .summaries()
+                .filter_map(|s| s.kernel_unavailable.as_deref())
+                .collect();
+            if let Some(first) = why.first() {
+                let _ = writeln!(out, "\nKernel time: not measured ({}).", text(first));
+            }
         }
     }
 
@@ -312,19 +410,23 @@ impl MarkdownSummary<'_> {
                 .tripping()
                 .iter()
                 .map(|id| {
-                    let word = c.get(id).map_or("", |b| outcome_word(&b.outcome));
+                    let why = c
+                        .get(id)
+                        .map(|b| trip_reasons(b, &c.settings).join(", "))
+                        .unwrap_or_default();
                     let name = self
                         .entries
                         .iter()
                         .find(|e| e.id == *id)
                         .map_or(*id, |e| e.name.as_str());
-                    format!("{} {word}", code(name))
+                    format!("{} ({})", code(name), text(&why))
                 })
                 .collect();
             format!(
-                "{} (`--fail-on {}`)",
+                "{} (`--fail-on {} --gate-on {}`)",
                 tripping.join(", "),
-                c.settings.fail_on
+                c.settings.fail_on,
+                c.settings.gate
             )
         });
         match self.exit {
@@ -363,8 +465,8 @@ impl MarkdownSummary<'_> {
             ),
             _ => match self.comparison {
                 Some(c) => format!(
-                    "**Result: no regression** (exit code {code_n}, `--fail-on {}`).",
-                    c.settings.fail_on
+                    "**Result: no regression** (exit code {code_n}, `--fail-on {} --gate-on {}`).",
+                    c.settings.fail_on, c.settings.gate
                 ),
                 None => format!("**Result: passed** (exit code {code_n})."),
             },
@@ -395,6 +497,18 @@ fn current_estimate(e: &SummaryEntry) -> Option<f64> {
         .as_ref()
         .and_then(BenchmarkSummary::primary)
         .map(|p| p.estimate.point)
+}
+
+fn dash() -> String {
+    "—".to_string()
+}
+
+/// `s` as Markdown text whose backticked names (kernel names) stay code spans.
+fn backticked(s: &str) -> String {
+    s.split('`')
+        .enumerate()
+        .map(|(i, part)| if i % 2 == 1 { code(part) } else { text(part) })
+        .collect()
 }
 
 fn known(name: &str) -> bool {
@@ -449,6 +563,10 @@ mod tests {
     };
 
     use crate::comparison::{Source, SourceKind, VerdictSettings};
+    use gpubench_analysis::baseline::{Gate, Metric};
+    use gpubench_analysis::synthetic::SyntheticKernels;
+    use rand::SeedableRng;
+    use rand_pcg::Pcg64Mcg;
 
     /// A passed record of three processes on an `NVIDIA H200` whose per-iteration
     /// device times are `base_ns` times a fixed ±1% pattern, the processes 0.3% apart:
@@ -508,6 +626,8 @@ mod tests {
                     stop_reason: StopReason::Converged,
                     flags: vec![gpubench_analysis::Flag::DeviceBound],
                     device_timer: true,
+                    kernel: None,
+                    kernel_unavailable: None,
                 }),
                 failure: None,
                 eager_compiled: None,
@@ -565,6 +685,7 @@ mod tests {
             config: CompareConfig::default(),
             fail_on,
             allow_device_mismatch: false,
+            gate: gpubench_analysis::baseline::Gate::default(),
         };
         let source = Source {
             kind: SourceKind::Baseline,
@@ -590,7 +711,7 @@ mod tests {
         insta::assert_snapshot!(md, @r"
         ### cargo gpubench: run `20260101T000000.000Z-1-0`
 
-        **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed`, significance 0.05, noise threshold ±2% (host-bound ±50%)
+        **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters`, significance 0.05, noise threshold ±2% (host-bound ±50%)
 
         | Benchmark | Baseline | Current | Change [90% CI] | Processes (spread) | Verdict |
         | :-- | --: | --: | --: | --: | :-- |
@@ -610,7 +731,7 @@ mod tests {
 
         **Missing** (in the baseline, not run here): `gone`
 
-        **Result: 1 benchmark failed** (exit code 1); a regression was also found: `matmul/mm_f32/4096` regressed (`--fail-on regressed`).
+        **Result: 1 benchmark failed** (exit code 1); a regression was also found: `matmul/mm_f32/4096` (time regressed) (`--fail-on regressed --gate-on time,kernel,counters`).
         ");
     }
 
@@ -642,7 +763,7 @@ mod tests {
         insta::assert_snapshot!(md, @"
         ### cargo gpubench: run `r`
 
-        **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200; the default) · **Gate:** `--fail-on regressed`, significance 0.05, noise threshold ±2% (host-bound ±50%)
+        **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200; the default) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters`, significance 0.05, noise threshold ±2% (host-bound ±50%)
 
         | Benchmark | Baseline | Current | Change [90% CI] | Processes (spread) | Verdict |
         | :-- | --: | --: | --: | --: | :-- |
@@ -650,7 +771,7 @@ mod tests {
 
         **Verdicts:** 1 no change.
 
-        **Result: no regression** (exit code 0, `--fail-on regressed`).
+        **Result: no regression** (exit code 0, `--fail-on regressed --gate-on time,kernel,counters`).
         ");
         let md = MarkdownSummary {
             subject: "run `r`",
@@ -670,6 +791,88 @@ mod tests {
 
         **Result: passed** (exit code 0).
         ");
+    }
+
+    /// `base_ns` of device time per call with the GPU work of `kernels` attached.
+    fn with_kernels(id: &str, base_ns: f64, kernels: &SyntheticKernels, seed: u64) -> RawRecord {
+        let mut r = record(id, base_ns);
+        kernels.attach(&mut r, &mut Pcg64Mcg::seed_from_u64(seed));
+        r
+    }
+
+    #[test]
+    fn kernel_time_counters_and_kernel_changes_are_shown() {
+        let add = SyntheticKernels::one("add_kernel", 2_290.0);
+        let sdpa = SyntheticKernels::one("flash_fwd_kernel", 6_700.0);
+        let base: Vec<BaselineEntry> = [
+            with_kernels("add_1m", 9e3, &add, 1),
+            with_kernels("sdpa", 2e4, &sdpa, 2),
+        ]
+        .iter()
+        .map(|r| BaselineEntry::from_record(r).unwrap())
+        .collect();
+        let now = vec![
+            with_kernels("add_1m", 9e3, &add.scaled(1.1), 3),
+            with_kernels("sdpa", 2e4, &sdpa.with_kernel("fill_kernel", 1_000.0), 4),
+        ];
+        let (entries, c) = {
+            let (_, fixture) = fixture(FailOn::Regressed);
+            let c = RunComparison::judge(&now, &base, fixture.baseline, fixture.settings).unwrap();
+            (now.iter().map(entry).collect::<Vec<_>>(), c)
+        };
+        assert!(c.gate_tripped);
+        let md = MarkdownSummary {
+            subject: "run `r`",
+            entries: &entries,
+            comparison: Some(&c),
+            exit: Exit::of_verdicts(false, false, c.gate_tripped),
+        }
+        .render();
+        insta::assert_snapshot!(md);
+        // Gated on time alone, neither trips.
+        let time_only = RunComparison::judge(
+            &now,
+            &base,
+            c.baseline.clone(),
+            VerdictSettings {
+                gate: Gate::of(&[Metric::Time]),
+                ..c.settings
+            },
+        )
+        .unwrap();
+        assert!(!time_only.gate_tripped);
+
+        // Without a baseline the kernel time and kernels per call are a column.
+        let md = MarkdownSummary {
+            subject: "run `r`",
+            entries: &entries,
+            comparison: None,
+            exit: Exit::Success,
+        }
+        .render();
+        assert!(md.contains("| Kernel time (kernels) |"), "{md}");
+        assert!(md.contains("| 2.5"), "{md}");
+    }
+
+    #[test]
+    fn a_run_without_kernel_time_says_why_once() {
+        let mut r = record("mm", 1e5);
+        for m in r.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+            m.kernel_unavailable = Some("no kernel timing on cpu".into());
+        }
+        let entries = vec![entry(&r)];
+        let md = MarkdownSummary {
+            subject: "run `r`",
+            entries: &entries,
+            comparison: None,
+            exit: Exit::Success,
+        }
+        .render();
+        assert!(
+            md.contains("\nKernel time: not measured (no kernel timing on cpu).\n"),
+            "{md}"
+        );
+        assert!(!md.contains("Kernel time (kernels)"), "{md}");
     }
 
     #[test]

@@ -17,6 +17,7 @@
 use std::path::{Path, PathBuf};
 
 use gpubench_analysis::baseline::{validate_name, NotSaved};
+use gpubench_analysis::kernels::{KernelMeasurement, KernelMethod};
 use gpubench_analysis::{
     BaselineEntry, BaselineError, BaselineStore, BenchmarkSummary, Bound, Flag, Measurement,
     RawRecord, Round, Sample, StopReason, RECORD_FORMAT_VERSION,
@@ -438,6 +439,19 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
         .iter()
         .enumerate()
         .map(|(p, s)| {
+            // Kernel time, with the table and counters in the first process, as a run
+            // records them.
+            let kernel = s.kernel_ns.as_ref().map(|k| KernelMeasurement {
+                method: KernelMethod::GraphReplay,
+                not_capturable: None,
+                samples_ns: k.clone(),
+                kernels: if p == 0 {
+                    entry.kernels.clone()
+                } else {
+                    Vec::new()
+                },
+                counters: if p == 0 { entry.counters } else { None },
+            });
             let samples = (0..s.wall_ns.len())
                 .map(|i| Sample {
                     iters: 1,
@@ -460,6 +474,8 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                     stop_reason: StopReason::Converged,
                     flags: flags.clone(),
                     device_timer: s.device_ns.is_some(),
+                    kernel,
+                    kernel_unavailable: None,
                 }),
                 failure: None,
                 eager_compiled: None,

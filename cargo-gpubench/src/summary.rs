@@ -7,12 +7,16 @@
 use std::fmt::Write as _;
 
 use gpubench_analysis::baseline::ComparisonOutcome;
+use gpubench_analysis::kernels::{count_text, Counter};
 use gpubench_analysis::summary::BenchmarkSummary;
 use gpubench_analysis::units::{format_bytes, format_ns};
 use serde::Serialize;
 
 use crate::baselines::SavedBaseline;
-use crate::comparison::{change_text, outcome_word, plural, RunComparison};
+use crate::comparison::{
+    change_text, counters_text, gpu_changes, kernel_comparison, outcome_word, plural, trip_reasons,
+    RunComparison,
+};
 use crate::exit::Exit;
 use crate::manifest::{BenchStatus, RunStatus};
 
@@ -235,6 +239,9 @@ pub fn render_comparison(c: &RunComparison, entries: &[SummaryEntry], exit: Exit
         c.baseline.describe(),
         c.counts_text()
     );
+    if let Some(gpu) = c.gpu_counts_text() {
+        let _ = writeln!(out, "  on the GPU's own work: {gpu}");
+    }
     if let Some(msg) = c.device_mismatch_message() {
         let _ = writeln!(out, "  warning: {msg}");
     }
@@ -279,11 +286,22 @@ pub fn render_comparison(c: &RunComparison, entries: &[SummaryEntry], exit: Exit
         );
     }
     let fail_on = c.settings.fail_on;
+    let gate = c.settings.gate;
     if c.gate_tripped {
-        let tripping: Vec<String> = c.tripping().iter().map(|id| name_of(id)).collect();
+        let tripping: Vec<String> = c
+            .tripping()
+            .iter()
+            .map(|id| {
+                let why = c
+                    .get(id)
+                    .map(|b| trip_reasons(b, &c.settings).join(", "))
+                    .unwrap_or_default();
+                format!("{} ({why})", name_of(id))
+            })
+            .collect();
         let _ = writeln!(
             out,
-            "regression found (--fail-on {fail_on}): {}{}",
+            "regression found (--fail-on {fail_on} --gate-on {gate}): {}{}",
             tripping.join(", "),
             if exit == Exit::RegressionFound {
                 " (exit code 4)".to_string()
@@ -295,7 +313,7 @@ pub fn render_comparison(c: &RunComparison, entries: &[SummaryEntry], exit: Exit
             }
         );
     } else {
-        let _ = writeln!(out, "no regression (--fail-on {fail_on})");
+        let _ = writeln!(out, "no regression (--fail-on {fail_on} --gate-on {gate})");
     }
     out
 }
@@ -315,7 +333,9 @@ fn change_cell(e: &SummaryEntry, comparison: &RunComparison) -> String {
 }
 
 /// The table: one row per benchmark, columns aligned; with a comparison, a
-/// `change vs NAME` column after the time.
+/// `change vs NAME` column after the time, and kernel-time and counter columns when
+/// either side measured them. Kernel columns appear only when some benchmark has
+/// kernel figures; otherwise a line says why there are none.
 pub fn render_table(entries: &[SummaryEntry], comparison: Option<&RunComparison>) -> String {
     let confidence = entries
         .iter()
@@ -323,26 +343,143 @@ pub fn render_table(entries: &[SummaryEntry], comparison: Option<&RunComparison>
         .map(|p| p.estimate.confidence)
         .next()
         .unwrap_or(0.95);
+    let kernel_columns = entries
+        .iter()
+        .filter_map(|e| e.summary.as_ref())
+        .any(|s| s.kernel.is_some() || s.counters.is_some());
     let mut header = vec![
         "benchmark".to_string(),
         format!("time [{:.0}% interval]", confidence * 100.0),
         "processes".into(),
         "host/iter".into(),
         "device/iter".into(),
+    ];
+    if kernel_columns {
+        header.extend(["kernel/iter".into(), "kernels".into(), "launch".into()]);
+    }
+    header.extend([
         "cold call".into(),
         "throughput".into(),
         "peak mem".into(),
         "status".into(),
-    ];
-    let mut rows: Vec<Vec<String>> = entries.iter().map(|e| row(e).to_vec()).collect();
+    ]);
+    let mut rows: Vec<Vec<String>> = entries.iter().map(|e| row(e, kernel_columns)).collect();
     if let Some(c) = comparison {
-        header.insert(2, format!("change vs {}", c.baseline.name));
+        let outcomes: Vec<Option<&ComparisonOutcome>> = entries
+            .iter()
+            .map(|e| c.get(&e.id).map(|b| &b.outcome))
+            .collect();
+        let mut at = 2;
+        header.insert(at, format!("change vs {}", c.baseline.name));
         for (r, e) in rows.iter_mut().zip(entries) {
-            r.insert(2, change_cell(e, c));
+            r.insert(at, change_cell(e, c));
+        }
+        if outcomes
+            .iter()
+            .flatten()
+            .any(|o| kernel_comparison(o).is_some())
+        {
+            at += 1;
+            header.insert(at, "kernel change".into());
+            for (r, o) in rows.iter_mut().zip(&outcomes) {
+                r.insert(at, o.and_then(kernel_change_cell).unwrap_or_else(dash));
+            }
+        }
+        if outcomes
+            .iter()
+            .flatten()
+            .any(|o| counters_text(o).is_some())
+        {
+            at += 1;
+            header.insert(at, "counters".into());
+            for (r, o) in rows.iter_mut().zip(&outcomes) {
+                r.insert(at, o.and_then(counters_text).unwrap_or_else(dash));
+            }
         }
     }
     let mut out = align(&header, &rows);
     out.push_str(&render_process_notes(entries));
+    out.push_str(&render_kernel_notes(entries, comparison));
+    out
+}
+
+/// `+10.2% [+9.1%, +11.3%] regressed`: the kernel-time change and its verdict.
+fn kernel_change_cell(outcome: &ComparisonOutcome) -> Option<String> {
+    let k = kernel_comparison(outcome)?;
+    Some(format!("{} {}", change_text(&k.change), k.verdict.label()))
+}
+
+fn dash() -> String {
+    "—".to_string()
+}
+
+/// Lines under the table on kernel time: why there is none, which benchmarks could
+/// not be captured in a CUDA graph, whose counts differ between processes, and what
+/// the GPU did differently from the baseline.
+pub fn render_kernel_notes(entries: &[SummaryEntry], comparison: Option<&RunComparison>) -> String {
+    let mut out = String::new();
+    let measured: Vec<(&SummaryEntry, &BenchmarkSummary)> = entries
+        .iter()
+        .filter_map(|e| Some((e, e.summary.as_ref().filter(|s| s.primary().is_some())?)))
+        .collect();
+    let missing: Vec<&str> = measured
+        .iter()
+        .filter(|(_, s)| s.kernel.is_none())
+        .filter_map(|(_, s)| s.kernel_unavailable.as_deref())
+        .collect();
+    if !missing.is_empty()
+        && missing.len() == measured.len()
+        && missing.iter().all(|m| *m == missing[0])
+    {
+        let _ = writeln!(
+            out,
+            "
+kernel time: not measured ({})",
+            missing[0]
+        );
+    } else {
+        for (e, s) in &measured {
+            if let (None, Some(why)) = (&s.kernel, &s.kernel_unavailable) {
+                let _ = writeln!(out, "  {}: no kernel time ({why})", e.name);
+            }
+        }
+    }
+    for (e, s) in &measured {
+        if let Some(why) = &s.not_capturable {
+            let _ = writeln!(
+                out,
+                "  {}: not capturable in a CUDA graph ({why}); kernel time from the profiler",
+                e.name
+            );
+        }
+        if s.counters_vary {
+            let _ = writeln!(
+                out,
+                "  {}: processes counted different work per call; the counters are the first's",
+                e.name
+            );
+        }
+    }
+    if let Some(c) = comparison {
+        let changes: Vec<String> = entries
+            .iter()
+            .filter_map(|e| {
+                let words = gpu_changes(&c.get(&e.id)?.outcome);
+                (!words.is_empty()).then(|| format!("  {}: {}", e.name, words.join("; ")))
+            })
+            .collect();
+        if !changes.is_empty() {
+            let _ = writeln!(
+                out,
+                "
+what the GPU did differently from {}:",
+                c.baseline.describe()
+            );
+            for line in changes {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+    }
     out
 }
 
@@ -471,8 +608,7 @@ pub fn count_line(entries: &[SummaryEntry]) -> String {
     )
 }
 
-fn row(e: &SummaryEntry) -> [String; 9] {
-    let dash = || "—".to_string();
+fn row(e: &SummaryEntry, kernel_columns: bool) -> Vec<String> {
     let s = e.summary.as_ref();
     let time = s
         .and_then(BenchmarkSummary::primary)
@@ -499,17 +635,31 @@ fn row(e: &SummaryEntry) -> [String; 9] {
         .and_then(|s| s.memory)
         .map(|m| format_bytes(m.peak_allocated_bytes))
         .unwrap_or_else(dash);
-    [
-        e.name.clone(),
-        time,
-        processes,
-        host,
-        device,
-        cold,
-        throughput,
-        memory,
-        status_cell(e),
-    ]
+    let mut cells = vec![e.name.clone(), time, processes, host, device];
+    if kernel_columns {
+        cells.extend(kernel_cells(s));
+    }
+    cells.extend([cold, throughput, memory, status_cell(e)]);
+    cells
+}
+
+/// `kernel/iter`, `kernels` and `launch`: kernel time per call, kernels launched per
+/// call, and the share of device time outside the kernels (`1 − kernel/device`).
+pub fn kernel_cells(s: Option<&BenchmarkSummary>) -> [String; 3] {
+    let kernel = s
+        .and_then(|s| s.kernel.as_ref())
+        .map(|k| format_ns(k.estimate.point))
+        .unwrap_or_else(dash);
+    let kernels = s
+        .and_then(|s| s.counters)
+        .and_then(|c| c.per_call(Counter::Kernels))
+        .map(count_text)
+        .unwrap_or_else(dash);
+    let launch = s
+        .and_then(|s| s.launch_overhead)
+        .map(|x| format!("{:.0}%", x * 100.0))
+        .unwrap_or_else(dash);
+    [kernel, kernels, launch]
 }
 
 fn status_cell(e: &SummaryEntry) -> String {
@@ -648,6 +798,8 @@ mod tests {
                     stop_reason: StopReason::Converged,
                     flags: vec![Flag::DeviceBound],
                     device_timer: true,
+                    kernel: None,
+                    kernel_unavailable: None,
                 }),
                 failure: None,
                 eager_compiled: None,
@@ -676,6 +828,93 @@ mod tests {
             "killed by signal 6 (SIGABRT)\nstderr ends with:\nabort() called",
         ));
         r
+    }
+
+    #[test]
+    fn kernel_columns_verdicts_and_gpu_changes_in_the_terminal() {
+        use crate::comparison::{Source, SourceKind, VerdictSettings};
+        use gpubench_analysis::baseline::Gate;
+        use gpubench_analysis::synthetic::SyntheticKernels;
+        use gpubench_analysis::{BaselineEntry, CompareConfig, FailOn};
+        use rand::SeedableRng;
+
+        let gemm = SyntheticKernels::one("sm90_gemm", 1.2e6);
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(1);
+        let mut was = passed_record();
+        gemm.attach(&mut was, &mut rng);
+        let mut now = passed_record();
+        gemm.with_kernel("copy_kernel", 1e4)
+            .attach(&mut now, &mut rng);
+        let base = BaselineEntry::from_record(&was).unwrap();
+        let c = RunComparison::judge(
+            std::slice::from_ref(&now),
+            std::slice::from_ref(&base),
+            Source {
+                kind: SourceKind::Baseline,
+                name: "main".into(),
+                path: "b".into(),
+                default: false,
+                device: None,
+            },
+            VerdictSettings {
+                config: CompareConfig::default(),
+                fail_on: FailOn::Regressed,
+                allow_device_mismatch: false,
+                gate: Gate::default(),
+            },
+        )
+        .unwrap();
+        let entries = vec![entry(&now, BenchStatus::Passed)];
+        let text = render_table(&entries, Some(&c));
+        let lines: Vec<&str> = text.lines().collect();
+        for column in [
+            "kernel change",
+            "counters",
+            "kernel/iter",
+            "kernels",
+            "launch",
+        ] {
+            assert!(lines[0].contains(column), "{column}: {text}");
+        }
+        // Two kernels per call, 1.21 ms of kernel time against 1.61 ms of device time.
+        let cells: Vec<&str> = lines[1]
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        let at = cells
+            .iter()
+            .position(|c| c.starts_with("1.2") && c.ends_with(" ms"));
+        let at = at.unwrap_or_else(|| panic!("no kernel time: {text}"));
+        assert_eq!(&cells[at + 1..at + 3], ["2", "25%"], "{text}");
+        assert!(cells.contains(&"+1 kernel per call"), "{text}");
+        assert!(
+            text.contains("what the GPU did differently from baseline `main`:\n  suite/matmul/4096: +1 kernel per call; new kernel `copy_kernel`"),
+            "{text}"
+        );
+        let closing = render_comparison(&c, &entries, Exit::RegressionFound);
+        assert!(
+            closing.contains(
+                "  on the GPU's own work: kernel time: 1 no change; counters: 1 regressed"
+            ),
+            "{closing}"
+        );
+        assert!(
+            closing.contains("regression found (--fail-on regressed --gate-on time,kernel,counters): suite/matmul/4096 (counters: +1 kernel per call) (exit code 4)"),
+            "{closing}"
+        );
+
+        // A run without kernel figures has no kernel columns and says why once.
+        let mut cpu = passed_record();
+        for m in cpu.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+            m.kernel_unavailable = Some("no kernel timing on cpu".into());
+        }
+        let text = render_table(&[entry(&cpu, BenchStatus::Passed)], None);
+        assert!(!text.lines().next().unwrap().contains("kernel"), "{text}");
+        assert!(
+            text.contains("\nkernel time: not measured (no kernel timing on cpu)\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -166,7 +166,8 @@ fn a_saved_main_baseline_is_compared_by_default_and_a_regression_exits_4() {
         ran.stdout
     );
     assert!(
-        ran.stdout.contains("no regression (--fail-on regressed)"),
+        ran.stdout
+            .contains("no regression (--fail-on regressed --gate-on time,kernel,counters)"),
         "{}",
         ran.stdout
     );
@@ -178,7 +179,7 @@ fn a_saved_main_baseline_is_compared_by_default_and_a_regression_exits_4() {
     assert!(mm.contains("regressed") && mm.contains("+29.8%"), "{mm}");
     assert!(
         ran.stdout
-            .contains("regression found (--fail-on regressed): fake/mm/64 (exit code 4)"),
+            .contains("regression found (--fail-on regressed --gate-on time,kernel,counters): fake/mm/64 (time regressed) (exit code 4)"),
         "{}",
         ran.stdout
     );
@@ -241,7 +242,7 @@ fn a_failed_benchmark_wins_over_a_regression_and_both_are_reported() {
         "{md}"
     );
     assert!(
-        md.contains("**Result: 1 benchmark failed** (exit code 1); a regression was also found: `fake/mm/64` regressed (`--fail-on regressed`)."),
+        md.contains("**Result: 1 benchmark failed** (exit code 1); a regression was also found: `fake/mm/64` (time regressed) (`--fail-on regressed --gate-on time,kernel,counters`)."),
         "{md}"
     );
 }
@@ -500,7 +501,7 @@ fn compare_judges_stored_baselines_and_runs_by_name() {
     insta::assert_snapshot!(ran.stdout, @"
     ### cargo gpubench: baseline `pr-7` against baseline `main`
 
-    **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed`, significance 0.05, noise threshold ±2% (host-bound ±50%)
+    **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters`, significance 0.05, noise threshold ±2% (host-bound ±50%)
 
     | Benchmark | Baseline | Current | Change [90% CI] | Processes (spread) | Verdict |
     | :-- | --: | --: | --: | --: | :-- |
@@ -509,7 +510,7 @@ fn compare_judges_stored_baselines_and_runs_by_name() {
 
     **Verdicts:** 1 regressed, 1 no change.
 
-    **Result: regression found** (exit code 4): `mm/64` regressed (`--fail-on regressed`).
+    **Result: regression found** (exit code 4): `mm/64` (time regressed) (`--fail-on regressed --gate-on time,kernel,counters`).
     ");
 
     // A run against a baseline, by `latest`, by id and by path.

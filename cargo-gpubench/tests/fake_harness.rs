@@ -145,6 +145,8 @@ fn passed_record(id: &str) -> RawRecord {
                 stop_reason: StopReason::Converged,
                 flags: vec![],
                 device_timer: false,
+                kernel: None,
+                kernel_unavailable: None,
             }),
             failure: None,
             eager_compiled: None,

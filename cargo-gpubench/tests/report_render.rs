@@ -200,6 +200,7 @@ fn summary_lists_every_benchmark_with_its_verdict_in_words_and_colour() {
         "Change",
         "Host dispatch",
         "Device",
+        "Kernel",
         "Cold call",
         "Throughput",
         "Peak memory",
@@ -209,7 +210,7 @@ fn summary_lists_every_benchmark_with_its_verdict_in_words_and_colour() {
     // Sortable: every column has a key and numeric cells a sort value.
     assert_eq!(
         doc.select(&sel("#benchmarks thead th[data-key]")).count(),
-        10
+        11
     );
     let page = text_of(&doc, "main");
     assert!(page.contains("NVIDIA H200 (cuda:0"), "environment missing");
@@ -362,6 +363,58 @@ fn benchmark_page_shows_distribution_timeline_warmup_cold_and_host_vs_device() {
 }
 
 #[test]
+fn kernel_time_counters_and_the_kernel_diff_render_on_the_page_and_the_summary() {
+    let (_dir, index) = rendered(&demo_input());
+    let doc = parse(&index.pages[KERNELS_ID]);
+    let section = text_of(&doc, "section[aria-labelledby=gpu-h]");
+    for needle in [
+        "What the GPU did per call",
+        "kernel time",
+        "launch overhead",
+        "kernel time vs baseline",
+        "counters vs baseline",
+        "+1 kernel per call",
+        "CUDA-graph replay",
+    ] {
+        assert!(section.contains(needle), "lacks {needle:?}: {section}");
+    }
+    let rows: Vec<Vec<String>> = doc
+        .select(&sel("table.kernels tbody tr"))
+        .map(|tr| {
+            tr.select(&sel("th, td"))
+                .map(|c| c.text().collect::<String>())
+                .collect()
+        })
+        .collect();
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r[0] == name)
+            .unwrap_or_else(|| panic!("{name}: {rows:?}"))
+    };
+    assert_eq!(row("vectorized_elementwise_kernel<add>")[6], "+12.0%");
+    assert_eq!(row("elementwise_kernel<mul>")[6], "");
+    assert_eq!(row("fill_kernel<float>")[6], "new");
+    let new = doc
+        .select(&sel("table.kernels td.worse"))
+        .map(|c| c.text().collect::<String>())
+        .collect::<Vec<_>>();
+    assert_eq!(new, ["+12.0%", "new"]);
+    // The summary shows kernel time with its verdict, and the badge says regressed
+    // though host timing alone could not tell.
+    let summary = parse(&index.index);
+    let tiny = summary
+        .select(&sel("#benchmarks tbody tr"))
+        .find(|tr| tr.text().collect::<String>().contains(KERNELS_ID))
+        .unwrap();
+    let text: String = tiny.text().collect();
+    assert!(text.contains("regressed"), "{text}");
+    assert!(text.contains("+1 kernel per call"), "{text}");
+    // Pages without kernel figures have no such section.
+    let matmul = parse(&index.pages["matmul_bf16/4096"]);
+    assert!(text_of(&matmul, "section[aria-labelledby=gpu-h]").is_empty());
+}
+
+#[test]
 fn eager_vs_compiled_comparison_renders_on_its_page_and_the_scorecard() {
     let (_dir, index) = rendered(&demo_input());
     let summary = parse(&index.index);
@@ -490,6 +543,10 @@ fn a_cpu_run_without_device_timer_shows_wall_time_and_no_device_column() {
             s.host_ns = s.wall_ns * 0.999;
         }
     }
+    for round in &mut r.rounds {
+        let m = round.measurement.as_mut().unwrap();
+        m.kernel_unavailable = Some("no kernel timing on cpu".into());
+    }
     let (_dir, index) = rendered(&ReportInput::new("cpu", vec![r]));
     let doc = parse(&index.index);
     let row = text_of(&doc, "#benchmarks tbody tr");
@@ -502,6 +559,10 @@ fn a_cpu_run_without_device_timer_shows_wall_time_and_no_device_column() {
     let page = parse(&index.pages["cpu/matmul_f32"]);
     let main = text_of(&page, "main");
     assert!(main.contains("synced wall time"), "{main}");
+    assert!(
+        main.contains("Kernel time and counts were not measured: no kernel timing on cpu."),
+        "{main}"
+    );
     // Host and wall time agree on a CPU: no bottleneck sentence about a device.
     assert!(
         !text_of(&page, ".callout").contains("device"),

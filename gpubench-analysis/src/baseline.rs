@@ -27,6 +27,10 @@ use thiserror::Error;
 
 use crate::compare::{compare_processes, CompareConfig, CompareError, Comparison, Verdict};
 use crate::failure::Failure;
+use crate::kernels::{
+    counter_changes, kernel_changes, merge_tables, CounterChange, Counters, KernelChange,
+    KernelStat,
+};
 use crate::processes::{Bound, EstimateBasis, ProcessStats};
 use crate::record::{file_stem_for_id, Fingerprint, MeasurementConfig, RawRecord, RunMode};
 use crate::stats::{BootstrapConfig, Estimate};
@@ -189,6 +193,9 @@ pub struct ProcessSamples {
     /// Device time per iteration, when every sample had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_ns: Option<Vec<f64>>,
+    /// Kernel time per call of each kernel sample, when measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_ns: Option<Vec<f64>>,
 }
 
 impl ProcessSamples {
@@ -198,16 +205,16 @@ impl ProcessSamples {
             TimeKind::Wall => Some(&self.wall_ns),
             TimeKind::Host => Some(&self.host_ns),
             TimeKind::Device => self.device_ns.as_deref(),
+            TimeKind::Kernel => self.kernel_ns.as_deref(),
         }
     }
 
     /// Whether every time is finite and non-negative.
     fn all_valid(&self) -> bool {
-        let device_valid = match &self.device_ns {
-            Some(d) => valid_times(d),
-            None => true,
-        };
-        device_valid && valid_times(&self.wall_ns) && valid_times(&self.host_ns)
+        let optional_valid = [&self.device_ns, &self.kernel_ns]
+            .into_iter()
+            .all(|x| x.as_deref().is_none_or(valid_times));
+        optional_valid && valid_times(&self.wall_ns) && valid_times(&self.host_ns)
     }
 }
 
@@ -248,6 +255,12 @@ pub struct BaselineEntry {
     pub bound: Option<Bound>,
     /// The per-iteration times of each process, in the order the processes ran.
     pub processes: Vec<ProcessSamples>,
+    /// The kernels, copies and memsets of one call, averaged over processes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<KernelStat>,
+    /// Exact counts per call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<Counters>,
     /// The primary timer's estimates.
     pub estimates: BaselineEstimates,
 }
@@ -292,15 +305,37 @@ impl BaselineEntry {
         }
         let round = |xs: Vec<f64>| -> Vec<f64> { xs.into_iter().map(round_significant).collect() };
         let device = record.device_timed();
-        let processes: Vec<ProcessSamples> = record
+        let measured: Vec<_> = record
             .measurements()
             .filter(|m| !m.samples.is_empty())
+            .collect();
+        let kernel_timed = measured.iter().all(|m| m.kernel.is_some());
+        let processes: Vec<ProcessSamples> = measured
+            .iter()
             .map(|m| ProcessSamples {
                 wall_ns: round(m.wall_per_iter()),
                 host_ns: round(m.host_per_iter()),
                 device_ns: device.then(|| round(m.device_per_iter().unwrap_or_default())),
+                kernel_ns: kernel_timed.then(|| round(m.per_iter(TimeKind::Kernel))),
             })
             .collect();
+        let kernels: Vec<KernelStat> = merge_tables(
+            &measured
+                .iter()
+                .filter_map(|m| m.kernel.as_ref().map(|k| k.kernels.as_slice()))
+                .filter(|t| !t.is_empty())
+                .collect::<Vec<_>>(),
+        )
+        .into_iter()
+        .map(|k| KernelStat {
+            count_per_call: round_significant(k.count_per_call),
+            ns_per_call: round_significant(k.ns_per_call),
+            ..k
+        })
+        .collect();
+        let counters = measured
+            .iter()
+            .find_map(|m| m.kernel.as_ref().and_then(|k| k.counters));
         if processes.is_empty() {
             return Err(NotSaved::NoSamples);
         }
@@ -316,6 +351,8 @@ impl BaselineEntry {
             config: Some(record.config.clone()),
             bound: Some(bound),
             processes,
+            kernels,
+            counters,
             estimates,
         })
     }
@@ -433,6 +470,8 @@ impl From<BaselineEntryV1> for BaselineEntry {
             bound: None,
             estimates: estimates_of(&processes, Bound::Device),
             processes,
+            kernels: Vec::new(),
+            counters: None,
         }
     }
 }
@@ -692,6 +731,17 @@ pub enum ComparisonOutcome {
         kind: TimeKind,
         /// The result.
         comparison: Comparison,
+        /// Kernel time against the baseline's, when both sides measured it (judged
+        /// like device-bound work: it is the GPU's own).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kernel: Option<Box<Comparison>>,
+        /// The counters per call that differ (empty: all equal), when both sides
+        /// counted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        counters: Option<Vec<CounterChange>>,
+        /// The kernels that are new, gone, or moved, when both sides have a table.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        kernel_changes: Vec<KernelChange>,
     },
     /// The benchmark failed in this run.
     Failed {
@@ -715,12 +765,151 @@ pub struct BenchmarkComparison {
 }
 
 impl BenchmarkComparison {
-    /// The verdict, when compared.
+    /// The verdict on time, when compared.
     pub fn verdict(&self) -> Option<Verdict> {
-        match &self.outcome {
-            ComparisonOutcome::Compared { comparison, .. } => Some(comparison.verdict),
-            _ => None,
+        self.verdict_of(Metric::Time)
+    }
+
+    /// The verdict on `metric`, when it was compared.
+    pub fn verdict_of(&self, metric: Metric) -> Option<Verdict> {
+        self.outcome.verdict_of(metric)
+    }
+}
+
+impl ComparisonOutcome {
+    /// The verdict on `metric`, when it was compared: for the counters, regressed when
+    /// any count per call went up, improved when some went down and none up.
+    pub fn verdict_of(&self, metric: Metric) -> Option<Verdict> {
+        let ComparisonOutcome::Compared {
+            comparison,
+            kernel,
+            counters,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        match metric {
+            Metric::Time => Some(comparison.verdict),
+            Metric::Kernel => kernel.as_ref().map(|k| k.verdict),
+            Metric::Counters => counters.as_ref().map(|c| counters_verdict(c)),
         }
+    }
+}
+
+/// Regressed when a count went up, improved when some went down and none up, else no
+/// change.
+pub fn counters_verdict(changes: &[CounterChange]) -> Verdict {
+    if changes.iter().any(CounterChange::is_increase) {
+        Verdict::Regressed
+    } else if changes.is_empty() {
+        Verdict::NoChange
+    } else {
+        Verdict::Improved
+    }
+}
+
+/// What a verdict is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// The benchmark's time: device time when measured, else synced wall time.
+    Time,
+    /// Kernel time: the GPU's own work per call.
+    Kernel,
+    /// The exact counts per call (kernels, copies, syncs, allocations).
+    Counters,
+}
+
+impl Metric {
+    /// Every metric, in the order tables show them.
+    pub const ALL: [Metric; 3] = [Metric::Time, Metric::Kernel, Metric::Counters];
+
+    /// The word used on the command line and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Metric::Time => "time",
+            Metric::Kernel => "kernel",
+            Metric::Counters => "counters",
+        }
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The metrics a gate looks at; every one by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Gate {
+    /// The benchmark's time.
+    pub time: bool,
+    /// Kernel time.
+    pub kernel: bool,
+    /// The exact counters.
+    pub counters: bool,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate {
+            time: true,
+            kernel: true,
+            counters: true,
+        }
+    }
+}
+
+impl Gate {
+    /// A gate on `metrics`.
+    pub fn of(metrics: &[Metric]) -> Self {
+        Gate {
+            time: metrics.contains(&Metric::Time),
+            kernel: metrics.contains(&Metric::Kernel),
+            counters: metrics.contains(&Metric::Counters),
+        }
+    }
+
+    /// Whether the gate looks at `metric`.
+    pub fn contains(&self, metric: Metric) -> bool {
+        match metric {
+            Metric::Time => self.time,
+            Metric::Kernel => self.kernel,
+            Metric::Counters => self.counters,
+        }
+    }
+
+    /// The metrics it looks at, in [`Metric::ALL`]'s order.
+    pub fn metrics(&self) -> Vec<Metric> {
+        Metric::ALL
+            .into_iter()
+            .filter(|&m| self.contains(m))
+            .collect()
+    }
+}
+
+impl fmt::Display for Gate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let words: Vec<&str> = self.metrics().iter().map(|m| m.as_str()).collect();
+        f.write_str(&words.join(","))
+    }
+}
+
+/// An unknown [`Metric`] word.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("unknown metric {0:?}: expected `time`, `kernel` or `counters`")]
+pub struct UnknownMetric(pub String);
+
+impl FromStr for Metric {
+    type Err = UnknownMetric;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Metric::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| UnknownMetric(s.to_string()))
     }
 }
 
@@ -836,7 +1025,17 @@ pub fn compare_with_baseline(
                     _ => Bound::Device,
                 };
                 match compare_processes(&was_times, &now_times, bound, &options.config) {
-                    Ok(comparison) => ComparisonOutcome::Compared { kind, comparison },
+                    Ok(comparison) => {
+                        let (kernel, counters, kernel_changes) =
+                            compare_kernels(record, entry, &options.config);
+                        ComparisonOutcome::Compared {
+                            kind,
+                            comparison,
+                            kernel,
+                            counters,
+                            kernel_changes,
+                        }
+                    }
                     Err(e) => not_compared(&e.to_string()),
                 }
             }
@@ -853,6 +1052,51 @@ pub fn compare_with_baseline(
         .collect();
     set.missing_in_current.sort();
     Ok(set)
+}
+
+/// Kernel time, counters and the kernel table of `record` against `entry`'s, each when
+/// both sides have it.
+fn compare_kernels(
+    record: &RawRecord,
+    entry: &BaselineEntry,
+    config: &CompareConfig,
+) -> (
+    Option<Box<Comparison>>,
+    Option<Vec<CounterChange>>,
+    Vec<KernelChange>,
+) {
+    let measured: Vec<_> = record.measurements().collect();
+    let now_kernel = record.groups(TimeKind::Kernel);
+    let was_kernel = entry.groups(TimeKind::Kernel);
+    let both_timed = !measured.is_empty()
+        && measured.iter().all(|m| m.kernel.is_some())
+        && was_kernel.iter().all(|g| !g.is_empty())
+        && !was_kernel.is_empty();
+    // Kernel time is the GPU's own work, so it is judged like device-bound time.
+    let kernel = both_timed
+        .then(|| compare_processes(&was_kernel, &now_kernel, Bound::Device, config).ok())
+        .flatten()
+        .map(Box::new);
+    let now_counters = measured
+        .iter()
+        .find_map(|m| m.kernel.as_ref().and_then(|k| k.counters));
+    let counters = match (&entry.counters, now_counters) {
+        (Some(was), Some(now)) => Some(counter_changes(was, &now)),
+        _ => None,
+    };
+    let now_table = merge_tables(
+        &measured
+            .iter()
+            .filter_map(|m| m.kernel.as_ref().map(|k| k.kernels.as_slice()))
+            .filter(|t| !t.is_empty())
+            .collect::<Vec<_>>(),
+    );
+    let changes = if entry.kernels.is_empty() || now_table.is_empty() {
+        Vec::new()
+    } else {
+        kernel_changes(&entry.kernels, &now_table)
+    };
+    (kernel, counters, changes)
 }
 
 fn not_compared(reason: &str) -> ComparisonOutcome {
@@ -904,13 +1148,24 @@ impl FailOn {
         }
     }
 
-    /// Whether `set` fails the run; see the type's docs.
-    pub fn should_fail(self, set: &ComparisonSet) -> bool {
-        set.comparisons.iter().any(|b| match &b.outcome {
-            ComparisonOutcome::Compared { comparison, .. } => self.fails(comparison.verdict),
+    /// Whether benchmark `b` fails the run on the metrics of `gate`; see the type's
+    /// docs. A metric a benchmark has no verdict on (no kernel time on either side)
+    /// does not count.
+    pub fn trips(self, b: &BenchmarkComparison, gate: &Gate) -> bool {
+        match &b.outcome {
+            ComparisonOutcome::Compared { .. } => gate
+                .metrics()
+                .into_iter()
+                .filter_map(|m| b.verdict_of(m))
+                .any(|v| self.fails(v)),
             ComparisonOutcome::NotCompared { .. } => self == FailOn::Ambiguous,
             ComparisonOutcome::Failed { .. } => false,
-        })
+        }
+    }
+
+    /// Whether `set` fails the run on the metrics of `gate`.
+    pub fn should_fail(self, set: &ComparisonSet, gate: &Gate) -> bool {
+        set.comparisons.iter().any(|b| self.trips(b, gate))
     }
 }
 
@@ -940,7 +1195,8 @@ impl FromStr for FailOn {
 mod tests {
     use super::*;
     use crate::failure::FailureKind;
-    use crate::synthetic::{GpuLikeSamples, ProcessShift};
+    use crate::kernels::Counter;
+    use crate::synthetic::{GpuLikeSamples, ProcessShift, SyntheticKernels};
     use rand::SeedableRng;
     use rand_pcg::Pcg64Mcg;
 
@@ -1167,9 +1423,11 @@ mod tests {
         ));
         let c = set.counts();
         assert_eq!((c.no_change, c.regressed, c.failed), (1, 1, 1));
-        assert!(FailOn::Regressed.should_fail(&set));
-        assert!(FailOn::Ambiguous.should_fail(&set));
-        assert!(!FailOn::Never.should_fail(&set));
+        assert!(FailOn::Regressed.should_fail(&set, &Gate::default()));
+        assert!(FailOn::Ambiguous.should_fail(&set, &Gate::default()));
+        assert!(!FailOn::Never.should_fail(&set, &Gate::default()));
+        // Gated on counters alone, which these records do not have, nothing trips.
+        assert!(!FailOn::Regressed.should_fail(&set, &Gate::of(&[Metric::Counters])));
 
         let json = serde_json::to_value(&set).unwrap();
         assert_eq!(json["comparisons"][1]["outcome"]["status"], "compared");
@@ -1179,6 +1437,130 @@ mod tests {
         );
         let back: ComparisonSet = serde_json::from_value(json).unwrap();
         assert_eq!(back, set);
+    }
+
+    /// A launch-bound record: host dispatch in two modes 1.7× apart between processes
+    /// (as on the H200), the GPU's own work from `kernels`.
+    fn launch_bound(
+        id: &str,
+        kernels: &SyntheticKernels,
+        processes: usize,
+        seed: u64,
+    ) -> RawRecord {
+        let mut rng = Pcg64Mcg::seed_from_u64(seed);
+        let host = GpuLikeSamples {
+            base_ns: 8_000.0,
+            ..GpuLikeSamples::default()
+        }
+        .with_shift(ProcessShift::Modes {
+            slow_factor: 1.7,
+            slow_share: 0.4,
+            sigma: 0.03,
+        });
+        let mut r = host.record_processes(id, H200, processes, 30, &mut rng);
+        for m in r.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+            m.flags.clear();
+        }
+        kernels.attach(&mut r, &mut rng);
+        r
+    }
+
+    #[test]
+    fn kernel_time_and_counters_judge_what_host_timing_cannot() {
+        let add = SyntheticKernels::one("vectorized_elementwise_kernel<add>", 2_290.0);
+        let base = BaselineEntry::from_record(&launch_bound("add", &add, 5, 1)).unwrap();
+        assert_eq!(base.bound, Some(Bound::Host));
+        assert_eq!(base.kernels.len(), 1);
+        assert_eq!(base.counters.unwrap().per_call(Counter::Kernels), Some(1.0));
+        assert!(base
+            .processes
+            .iter()
+            .all(|p| p.kernel_ns.as_ref().unwrap().len() == 10));
+        let judge = |now: &RawRecord| {
+            compare_with_baseline(
+                std::slice::from_ref(now),
+                std::slice::from_ref(&base),
+                &BaselineCompareOptions::default(),
+            )
+            .unwrap()
+            .comparisons
+            .remove(0)
+        };
+
+        // The same work in new processes: nothing changed on any metric.
+        let same = judge(&launch_bound("add", &add, 5, 2));
+        assert_eq!(same.verdict_of(Metric::Kernel), Some(Verdict::NoChange));
+        assert_eq!(same.verdict_of(Metric::Counters), Some(Verdict::NoChange));
+        assert!(!FailOn::Regressed.trips(&same, &Gate::default()));
+
+        // 10% more elements: plain in kernel time, lost in host timing.
+        let slower = judge(&launch_bound("add", &add.scaled(1.1), 5, 3));
+        assert_eq!(slower.verdict_of(Metric::Kernel), Some(Verdict::Regressed));
+        assert_ne!(slower.verdict_of(Metric::Time), Some(Verdict::Regressed));
+        assert_eq!(slower.verdict_of(Metric::Counters), Some(Verdict::NoChange));
+        assert!(FailOn::Regressed.trips(&slower, &Gate::default()));
+        assert!(!FailOn::Regressed.trips(&slower, &Gate::of(&[Metric::Time, Metric::Counters])));
+        let ComparisonOutcome::Compared { kernel_changes, .. } = &slower.outcome else {
+            panic!("{slower:?}");
+        };
+        assert_eq!(kernel_changes.len(), 1);
+        assert!(
+            kernel_changes[0].describe().ends_with("+10%"),
+            "{kernel_changes:?}"
+        );
+
+        // One more kernel per call: an exact counter change, and the kernel named.
+        let extra = judge(&launch_bound(
+            "add",
+            &add.with_kernel("fill_kernel", 1_000.0),
+            5,
+            4,
+        ));
+        assert_eq!(extra.verdict_of(Metric::Counters), Some(Verdict::Regressed));
+        let ComparisonOutcome::Compared {
+            counters: Some(counters),
+            kernel_changes,
+            ..
+        } = &extra.outcome
+        else {
+            panic!("{extra:?}");
+        };
+        assert_eq!(counters[0].describe(), "+1 kernel per call");
+        assert_eq!(kernel_changes[0].describe(), "new kernel `fill_kernel`");
+        assert!(FailOn::Regressed.trips(&extra, &Gate::of(&[Metric::Counters])));
+
+        // A run without kernel time (another machine, the CPU) has no kernel verdict,
+        // and a gate on kernel time alone does not trip on it.
+        let mut plain = launch_bound("add", &add, 5, 5);
+        for m in plain
+            .rounds
+            .iter_mut()
+            .filter_map(|x| x.measurement.as_mut())
+        {
+            m.kernel = None;
+        }
+        let plain = judge(&plain);
+        assert_eq!(plain.verdict_of(Metric::Kernel), None);
+        assert_eq!(plain.verdict_of(Metric::Counters), None);
+        assert!(!FailOn::Ambiguous.trips(&plain, &Gate::of(&[Metric::Kernel])));
+    }
+
+    #[test]
+    fn kernel_data_round_trips_through_a_saved_baseline() {
+        let (_tmp, store) = store();
+        let add = SyntheticKernels::one("add_kernel", 2_000.0);
+        let rec = launch_bound("add", &add, 3, 6);
+        store.save("main", std::slice::from_ref(&rec)).unwrap();
+        let loaded = store.load("main").unwrap();
+        assert_eq!(loaded[0], BaselineEntry::from_record(&rec).unwrap());
+        assert_eq!(loaded[0].kernels[0].name, "add_kernel");
+        assert_eq!(
+            loaded[0].groups(TimeKind::Kernel),
+            rec.groups(TimeKind::Kernel)
+                .into_iter()
+                .map(|g| g.into_iter().map(round_significant).collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]
@@ -1253,8 +1635,8 @@ mod tests {
             missing_in_current: vec![],
             cross_device: vec![],
         };
-        assert!(FailOn::Ambiguous.should_fail(&not_compared));
-        assert!(!FailOn::Regressed.should_fail(&not_compared));
+        assert!(FailOn::Ambiguous.should_fail(&not_compared, &Gate::default()));
+        assert!(!FailOn::Regressed.should_fail(&not_compared, &Gate::default()));
     }
 
     #[test]

@@ -324,17 +324,23 @@ pub fn compare_processes(
         .ln_1p()
         .max(config.spread_multiple * spread.unwrap_or(0.0));
     let threshold = log_threshold.exp_m1();
-    let d = mc - mb;
 
     let needed = match bound {
         Bound::Device => MIN_PROCESSES_PER_SIDE,
         Bound::Host => MIN_PROCESSES_HOST,
     };
     if nb.min(nc) < needed {
-        // Nothing is known of how processes differ: the interval comes from the
-        // samples of the processes there are, and the verdict cannot rest on it.
-        let pooled = |groups: &[Vec<f64>]| groups.concat();
-        let within = compare_within(&pooled(baseline), &pooled(current), config);
+        // Too few processes for a verdict. With two on each side the interval is
+        // still the processes' own (so it agrees with the estimates shown beside
+        // it); with one, nothing is known of how processes differ and it comes
+        // from the samples of the processes there are.
+        let (change, p_value) = if nb.min(nc) >= 2 {
+            let (change, p_value, _) = welch_log(&yb, &yc, config.confidence);
+            (change, p_value)
+        } else {
+            let pooled = |groups: &[Vec<f64>]| groups.concat();
+            compare_within(&pooled(baseline), &pooled(current), config)
+        };
         let side = if nb < needed {
             "the baseline has"
         } else {
@@ -349,8 +355,8 @@ pub fn compare_processes(
             }
         };
         return Ok(Comparison {
-            change: within.0,
-            p_value: within.1,
+            change,
+            p_value,
             verdict: Verdict::Ambiguous,
             baseline_estimate: mb.exp(),
             current_estimate: mc.exp(),
@@ -368,28 +374,7 @@ pub fn compare_processes(
         });
     }
 
-    let (vb, vc) = (sb * sb / nb as f64, sc * sc / nc as f64);
-    let se = (vb + vc).sqrt();
-    let df = if vb + vc > 0.0 {
-        (vb + vc).powi(2) / (vb * vb / (nb - 1) as f64 + vc * vc / (nc - 1) as f64)
-    } else {
-        pooled_df as f64
-    };
-    let t = t_quantile(1.0 - (1.0 - config.confidence) / 2.0, df);
-    let p_value = if se > 0.0 {
-        (1.0 - t_cdf((d / se).abs(), df)).clamp(0.0, 1.0)
-    } else if d == 0.0 {
-        1.0
-    } else {
-        0.0
-    };
-    let change = Estimate {
-        point: d.exp_m1(),
-        lower: (d - t * se).exp_m1(),
-        upper: (d + t * se).exp_m1(),
-        confidence: config.confidence,
-    };
-    let log_interval = (d - t * se, d + t * se);
+    let (change, p_value, log_interval) = welch_log(&yb, &yc, config.confidence);
     Ok(Comparison {
         verdict: decide(log_interval, p_value, log_threshold, config.significance),
         change,
@@ -404,6 +389,38 @@ pub fn compare_processes(
         significance: config.significance,
         note: None,
     })
+}
+
+/// Welch's t on the log process medians `yb` and `yc` (two or more each): the
+/// change of the geometric mean with its interval, the two-sided p-value of "no
+/// change", and the interval on the log scale.
+fn welch_log(yb: &[f64], yc: &[f64], confidence: f64) -> (Estimate, f64, (f64, f64)) {
+    let (nb, nc) = (yb.len(), yc.len());
+    let mean = |ys: &[f64]| ys.iter().sum::<f64>() / ys.len() as f64;
+    let d = mean(yc) - mean(yb);
+    let (sb, sc) = (sample_sd(yb), sample_sd(yc));
+    let (vb, vc) = (sb * sb / nb as f64, sc * sc / nc as f64);
+    let se = (vb + vc).sqrt();
+    let df = if vb + vc > 0.0 {
+        (vb + vc).powi(2) / (vb * vb / (nb - 1) as f64 + vc * vc / (nc - 1) as f64)
+    } else {
+        (nb + nc - 2) as f64
+    };
+    let t = t_quantile(1.0 - (1.0 - confidence) / 2.0, df);
+    let p_value = if se > 0.0 {
+        (1.0 - t_cdf((d / se).abs(), df)).clamp(0.0, 1.0)
+    } else if d == 0.0 {
+        1.0
+    } else {
+        0.0
+    };
+    let change = Estimate {
+        point: d.exp_m1(),
+        lower: (d - t * se).exp_m1(),
+        upper: (d + t * se).exp_m1(),
+        confidence,
+    };
+    (change, p_value, (d - t * se, d + t * se))
 }
 
 /// The change of the median within pooled samples, by a joint bootstrap of both
@@ -575,6 +592,22 @@ mod tests {
         )
         .unwrap();
         assert!(c.note.is_none());
+    }
+
+    #[test]
+    fn too_few_host_processes_still_report_the_change_of_the_estimates() {
+        // Three processes a side is short of a host-bound verdict, but the change
+        // shown must be the one between the estimates shown beside it.
+        let mut rng = Pcg64Mcg::seed_from_u64(14);
+        let model = device_bound();
+        let was = model.draw_processes(3, 40, &mut rng);
+        let now = model.scaled(1.3).draw_processes(3, 40, &mut rng);
+        let c = compare_processes(&was, &now, Bound::Host, &CompareConfig::default()).unwrap();
+        assert_eq!(c.verdict, Verdict::Ambiguous);
+        assert!(c.note.is_some());
+        let ratio = c.current_estimate / c.baseline_estimate - 1.0;
+        assert!((c.change.point - ratio).abs() < 1e-12, "{c:?}");
+        assert!(c.change.lower < c.change.point && c.change.point < c.change.upper);
     }
 
     #[test]

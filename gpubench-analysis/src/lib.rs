@@ -8,6 +8,7 @@ pub mod baseline;
 pub mod compare;
 pub mod comparison;
 pub mod failure;
+pub mod kernels;
 pub mod processes;
 pub mod protocol;
 pub mod record;

@@ -15,6 +15,7 @@ use thiserror::Error;
 
 use crate::comparison::EagerCompiled;
 use crate::failure::Failure;
+use crate::kernels::KernelMeasurement;
 pub use crate::processes::{Bound, ProcessPolicy};
 
 /// The record format this build writes and the newest it reads.
@@ -631,6 +632,9 @@ pub enum TimeKind {
     Host,
     /// Device time from events.
     Device,
+    /// Kernel time: the GPU's own work per call without host gaps (CUDA-graph replay,
+    /// or the profiler's kernel durations).
+    Kernel,
 }
 
 impl TimeKind {
@@ -640,6 +644,7 @@ impl TimeKind {
             TimeKind::Wall => "wall",
             TimeKind::Host => "host",
             TimeKind::Device => "device",
+            TimeKind::Kernel => "kernel",
         }
     }
 }
@@ -701,6 +706,13 @@ pub struct Measurement {
     pub flags: Vec<Flag>,
     /// Whether device times come from device events (`true`) or are absent.
     pub device_timer: bool,
+    /// What the GPU did per call (kernel time, kernels, counters); absent on a device
+    /// without kernel timing (the CPU) and when it could not be taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelMeasurement>,
+    /// Why there is no kernel measurement, when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_unavailable: Option<String>,
 }
 
 impl Measurement {
@@ -722,6 +734,11 @@ impl Measurement {
             TimeKind::Wall => self.wall_per_iter(),
             TimeKind::Host => self.host_per_iter(),
             TimeKind::Device => self.device_per_iter().unwrap_or_default(),
+            TimeKind::Kernel => self
+                .kernel
+                .as_ref()
+                .map(|k| k.samples_ns.clone())
+                .unwrap_or_default(),
         }
     }
 
@@ -791,6 +808,8 @@ mod tests {
             stop_reason: StopReason::Converged,
             flags: vec![Flag::DeviceBound],
             device_timer: true,
+            kernel: None,
+            kernel_unavailable: None,
         }
     }
 

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::failure::Failure;
+use crate::kernels::{merge_tables, Counters, KernelMeasurement, KernelMethod, KernelStat};
 use crate::processes::{Bound, EstimateBasis, ProcessStats};
 pub use crate::record::TimeKind;
 use crate::record::{Flag, MemoryStats, NaiveLoop, RawRecord, RunMode, StopReason, Throughput};
@@ -174,6 +175,34 @@ pub struct BenchmarkSummary {
     pub host: Option<TimeSummary>,
     /// Device time per iteration, when every sample has one.
     pub device: Option<TimeSummary>,
+    /// Kernel time per call (the GPU's own work without host gaps), when measured in
+    /// every process; judged like device-bound work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<TimeSummary>,
+    /// How kernel time was taken in the first process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_method: Option<KernelMethod>,
+    /// Why the routine could not be captured in a CUDA graph, when it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_capturable: Option<String>,
+    /// Why there is no kernel time, when there is none (`no kernel timing on cpu`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_unavailable: Option<String>,
+    /// The kernels, copies and memsets of one call, averaged over processes, most time
+    /// first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<KernelStat>,
+    /// Exact counts per call, from the first process that counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<Counters>,
+    /// Whether the processes counted differently (the routine does not do the same
+    /// work every call).
+    #[serde(default)]
+    pub counters_vary: bool,
+    /// `1 − kernel / device`: the share of device time not spent in the routine's own
+    /// kernels (launch gaps, the GPU waiting on the host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_overhead: Option<f64>,
     /// Iterations across all samples of all processes.
     pub total_iters: u64,
     /// Cold calls, in the order a process makes them.
@@ -221,6 +250,14 @@ impl BenchmarkSummary {
             wall: None,
             host: None,
             device: None,
+            kernel: None,
+            kernel_method: None,
+            not_capturable: None,
+            kernel_unavailable: None,
+            kernels: Vec::new(),
+            counters: None,
+            counters_vary: false,
+            launch_overhead: None,
             total_iters: 0,
             cold: Vec::new(),
             throughput: None,
@@ -243,6 +280,40 @@ impl BenchmarkSummary {
         }
         let kind = record.primary_kind();
         s.primary_kind = s.time(kind).map(|_| kind);
+        let kernel_runs: Vec<&KernelMeasurement> = measurements
+            .iter()
+            .filter_map(|m| m.kernel.as_ref())
+            .collect();
+        if kernel_runs.len() == measurements.len() {
+            s.kernel =
+                TimeSummary::from_groups(&record.groups(TimeKind::Kernel), Bound::Device, cfg);
+        }
+        if let Some(k) = kernel_runs.first() {
+            s.kernel_method = Some(k.method);
+            s.not_capturable = k.not_capturable.clone();
+        }
+        let counted: Vec<Counters> = kernel_runs.iter().filter_map(|k| k.counters).collect();
+        if let Some(first_counts) = counted.first() {
+            s.counters = Some(*first_counts);
+            s.counters_vary = counted.iter().any(|o| {
+                crate::kernels::Counter::ALL
+                    .iter()
+                    .any(|&c| o.per_call(c) != first_counts.per_call(c))
+            });
+        }
+        let tables: Vec<&[KernelStat]> = kernel_runs
+            .iter()
+            .map(|k| k.kernels.as_slice())
+            .filter(|t| !t.is_empty())
+            .collect();
+        s.kernels = merge_tables(&tables);
+        s.kernel_unavailable = first.kernel_unavailable.clone();
+        s.launch_overhead = match (&s.kernel, &s.device) {
+            (Some(k), Some(d)) if d.estimate.point > 0.0 => {
+                Some((1.0 - k.estimate.point / d.estimate.point).max(0.0))
+            }
+            _ => None,
+        };
         s.total_iters = measurements
             .iter()
             .flat_map(|m| &m.samples)
@@ -308,6 +379,7 @@ impl BenchmarkSummary {
             TimeKind::Wall => self.wall.as_ref(),
             TimeKind::Host => self.host.as_ref(),
             TimeKind::Device => self.device.as_ref(),
+            TimeKind::Kernel => self.kernel.as_ref(),
         }
     }
 

@@ -11,6 +11,7 @@
 
 use rand::Rng;
 
+use crate::kernels::{table, ActivityKind, Counters, KernelMeasurement, KernelMethod};
 use crate::record::{
     Fingerprint, Flag, Measurement, MeasurementConfig, ProcessPolicy, RawRecord, Round, Sample,
     StopReason, Throughput, RECORD_FORMAT_VERSION,
@@ -178,6 +179,8 @@ impl GpuLikeSamples {
                         stop_reason: StopReason::Converged,
                         flags: vec![Flag::DeviceBound],
                         device_timer: true,
+                        kernel: None,
+                        kernel_unavailable: None,
                     }),
                     failure: None,
                     eager_compiled: None,
@@ -201,6 +204,103 @@ impl GpuLikeSamples {
                 ..MeasurementConfig::standard()
             },
             rounds,
+        }
+    }
+}
+
+/// What the GPU does per call in a synthetic record: kernel time from a model, the
+/// kernels of one call and their counts. Attach it with [`SyntheticKernels::attach`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyntheticKernels {
+    /// Kernel time per call, ns, with its own noise and process shift.
+    pub model: GpuLikeSamples,
+    /// The kernels of one call (their times are scaled to the model's centre).
+    pub kernels: Vec<(String, f64)>,
+    /// Host–device syncs per call.
+    pub syncs: u64,
+    /// Allocations per call.
+    pub allocations: u64,
+}
+
+impl SyntheticKernels {
+    /// One kernel of `ns` per call, no syncs, one allocation; kernel time varies by
+    /// 0.3% within a process and 0.5% between processes (the H200's CUDA-graph replay
+    /// varied by 1–3%).
+    pub fn one(name: &str, ns: f64) -> Self {
+        SyntheticKernels {
+            model: GpuLikeSamples {
+                base_ns: ns,
+                rel_noise: 0.003,
+                outlier_fraction: 0.0,
+                ..GpuLikeSamples::default()
+            }
+            .with_shift(ProcessShift::LogNormal { sigma: 0.005 }),
+            kernels: vec![(name.to_string(), ns)],
+            syncs: 0,
+            allocations: 1,
+        }
+    }
+
+    /// The same work with its kernel time times `factor`.
+    pub fn scaled(&self, factor: f64) -> Self {
+        SyntheticKernels {
+            model: self.model.scaled(factor),
+            kernels: self
+                .kernels
+                .iter()
+                .map(|(n, ns)| (n.clone(), ns * factor))
+                .collect(),
+            ..self.clone()
+        }
+    }
+
+    /// The same work plus one kernel `name` of `ns` per call.
+    pub fn with_kernel(&self, name: &str, ns: f64) -> Self {
+        let mut k = self.clone();
+        k.kernels.push((name.to_string(), ns));
+        k.model = k.model.scaled((self.total() + ns) / self.total());
+        k
+    }
+
+    fn total(&self) -> f64 {
+        self.kernels.iter().map(|(_, ns)| ns).sum()
+    }
+
+    /// Gives every passed round of `record` a CUDA-graph kernel measurement of 10
+    /// samples from the model; the first round also gets the kernel table and the
+    /// counters, as the harness writes them.
+    pub fn attach<R: Rng>(&self, record: &mut RawRecord, rng: &mut R) {
+        let calls = 100u64;
+        for (i, round) in record.rounds.iter_mut().enumerate() {
+            let Some(m) = round.measurement.as_mut() else {
+                continue;
+            };
+            let scale = self.model.process_scale(rng);
+            let first = i == 0;
+            m.kernel = Some(KernelMeasurement {
+                method: KernelMethod::GraphReplay,
+                not_capturable: None,
+                samples_ns: (0..10).map(|_| scale * self.model.draw_one(rng)).collect(),
+                kernels: if first {
+                    let rows: Vec<(String, ActivityKind, u64, f64)> = self
+                        .kernels
+                        .iter()
+                        .map(|(n, ns)| (n.clone(), ActivityKind::Kernel, calls, ns * calls as f64))
+                        .collect();
+                    table(&rows, calls)
+                } else {
+                    Vec::new()
+                },
+                counters: first.then_some(Counters {
+                    calls,
+                    kernels: self.kernels.len() as u64 * calls,
+                    memcpys: 0,
+                    memsets: 0,
+                    syncs: self.syncs * calls,
+                    allocations: Some(self.allocations * calls),
+                    allocated_bytes: Some(self.allocations * calls * 4096),
+                }),
+            });
         }
     }
 }

@@ -101,6 +101,25 @@ int gpubench_memory_stats(int device, gpubench_memory_stats* out, char* err, siz
   });
 }
 
+// Allocations and their bytes since the accumulated statistics were last reset.
+int gpubench_allocation_counts(int device, uint64_t* count, uint64_t* bytes, char* err,
+                               size_t err_len) {
+  return guarded(err, err_len, [&] {
+    auto* alloc = c10::getDeviceAllocator(c10::DeviceType::CUDA);
+    auto stats = alloc->getDeviceStats(static_cast<c10::DeviceIndex>(device));
+    const auto aggregate = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+    *count = static_cast<uint64_t>(stats.allocation[aggregate].allocated);
+    *bytes = static_cast<uint64_t>(stats.allocated_bytes[aggregate].allocated);
+  });
+}
+
+int gpubench_memory_reset_accumulated(int device, char* err, size_t err_len) {
+  return guarded(err, err_len, [&] {
+    c10::getDeviceAllocator(c10::DeviceType::CUDA)
+        ->resetAccumulatedStats(static_cast<c10::DeviceIndex>(device));
+  });
+}
+
 int gpubench_memory_reset_peak(int device, char* err, size_t err_len) {
   return guarded(err, err_len, [&] {
     auto* alloc = c10::getDeviceAllocator(c10::DeviceType::CUDA);

@@ -177,6 +177,13 @@ impl<R: FnMut() -> O, O> Workload for Repeat<R, O> {
         }
         Instant::now()
     }
+    fn run_discarding(&mut self, iters: u64) -> Instant {
+        self.last = None;
+        for _ in 0..iters {
+            drop(black_box((self.routine)()));
+        }
+        Instant::now()
+    }
     fn release(&mut self) {
         self.last = None;
     }
@@ -197,6 +204,13 @@ impl<S: FnMut() -> I, R: FnMut(I) -> O, I, O> Workload for WithSetup<S, R, I, O>
     fn run(&mut self, _iters: u64) -> Instant {
         for input in self.inputs.drain(..) {
             self.last = Some(black_box((self.routine)(black_box(input))));
+        }
+        Instant::now()
+    }
+    fn run_discarding(&mut self, _iters: u64) -> Instant {
+        self.last = None;
+        for input in self.inputs.drain(..) {
+            drop(black_box((self.routine)(black_box(input))));
         }
         Instant::now()
     }
@@ -235,6 +249,14 @@ impl<I: InputShape, R: FnMut(&I) -> O, O> Workload for Stream<I, R, O> {
         for _ in 0..iters {
             let input = &self.inputs[self.cursor];
             self.last = Some(black_box((self.routine)(input)));
+            self.cursor = (self.cursor + 1) % self.inputs.len();
+        }
+        Instant::now()
+    }
+    fn run_discarding(&mut self, iters: u64) -> Instant {
+        self.last = None;
+        for _ in 0..iters {
+            drop(black_box((self.routine)(&self.inputs[self.cursor])));
             self.cursor = (self.cursor + 1) % self.inputs.len();
         }
         Instant::now()

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use gpubench_analysis::kernels::{Counter, KernelMethod};
 use gpubench_analysis::stats::median;
 use gpubench_analysis::{Flag, Measurement, MeasurementConfig, ProcessPolicy, RunMode, StopReason};
 
@@ -335,5 +336,150 @@ fn flush_l2_times_one_call_per_sample_after_a_flush() {
         dev.cache_flushes() >= timed_regions,
         "{} flushes for {timed_regions} timed regions",
         dev.cache_flushes()
+    );
+}
+
+#[test]
+fn kernel_time_is_the_graph_replay_of_the_kernels_without_host_gaps() {
+    in_one_of_three(|| {
+        let dev = Rc::new(SimulatedDevice::new());
+        let d = Rc::clone(&dev);
+        let m = measure_on(dev.clone(), fast_config(), move |b| {
+            b.iter(|| {
+                // Launch-bound: 400 µs of host work around 250 µs of kernels.
+                spin(Duration::from_micros(200));
+                d.launch_kernel("gemm", Duration::from_micros(200));
+                spin(Duration::from_micros(200));
+                d.launch_kernel("add", Duration::from_micros(50));
+            })
+        });
+        let k = m
+            .kernel
+            .as_ref()
+            .ok_or(format!("{:?}", m.kernel_unavailable))?;
+        ensure!(k.method == KernelMethod::GraphReplay, "{k:?}");
+        ensure!(k.not_capturable.is_none(), "{k:?}");
+        let kernel = median(&k.samples_ns);
+        ensure!(within(kernel, 250e3, 0.05), "kernel time {kernel} ns");
+        let device = median(&m.device_per_iter().unwrap());
+        ensure!(device > 1.4 * kernel, "device {device} vs kernel {kernel}");
+        let c = k.counters.ok_or("the first round counts")?;
+        ensure!(c.per_call(Counter::Kernels) == Some(2.0), "{c:?}");
+        ensure!(c.per_call(Counter::Syncs) == Some(0.0), "{c:?}");
+        let names: Vec<&str> = k.kernels.iter().map(|s| s.name.as_str()).collect();
+        ensure!(names == ["gemm", "add"], "{names:?}");
+        ensure!(
+            within(k.kernels[0].ns_per_call, 200e3, 0.01),
+            "{:?}",
+            k.kernels
+        );
+        // The graph is replayed before the profiler runs, which would slow it.
+        ensure!(
+            dev.replays_after_profiling() == 0,
+            "replayed after profiling"
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn a_routine_a_graph_cannot_hold_is_timed_by_the_profiler_and_says_why() {
+    in_one_of_three(|| {
+        let dev = Rc::new(SimulatedDevice::new());
+        let d = Rc::clone(&dev);
+        let m = measure_on(dev.clone(), fast_config(), move |b| {
+            b.iter(|| {
+                d.launch_kernel("reduce", Duration::from_micros(300));
+                d.allocate(4096);
+                d.free(4096);
+                // Like `.item()`.
+                d.wait_idle();
+            })
+        });
+        let k = m
+            .kernel
+            .as_ref()
+            .ok_or(format!("{:?}", m.kernel_unavailable))?;
+        ensure!(k.method == KernelMethod::Profiler, "{k:?}");
+        let why = k.not_capturable.as_deref().unwrap_or("");
+        ensure!(why.contains("synchronised"), "{why}");
+        ensure!(
+            within(median(&k.samples_ns), 300e3, 0.02),
+            "{:?}",
+            k.samples_ns
+        );
+        let c = k.counters.ok_or("counted")?;
+        ensure!(c.per_call(Counter::Syncs) == Some(1.0), "{c:?}");
+        ensure!(c.per_call(Counter::Allocations) == Some(1.0), "{c:?}");
+        ensure!(c.per_call(Counter::AllocatedBytes) == Some(4096.0), "{c:?}");
+        Ok(())
+    });
+}
+
+#[test]
+fn captured_calls_drop_their_output_before_the_next_call() {
+    use std::cell::Cell;
+
+    /// An output that counts how many are alive.
+    struct Output(Rc<Cell<u32>>);
+    impl Drop for Output {
+        fn drop(&mut self) {
+            self.0.set(self.0.get() - 1);
+        }
+    }
+
+    let dev = Rc::new(SimulatedDevice::new());
+    let d = Rc::clone(&dev);
+    let live = Rc::new(Cell::new(0u32));
+    let most_while_captured = Rc::new(Cell::new(0u32));
+    let (l, most) = (Rc::clone(&live), Rc::clone(&most_while_captured));
+    let m = measure_on(dev.clone(), fast_config(), move |b| {
+        b.iter(|| {
+            d.launch_kernel("add", Duration::from_micros(50));
+            l.set(l.get() + 1);
+            if d.is_capturing() {
+                most.set(most.get().max(l.get()));
+            }
+            Output(Rc::clone(&l))
+        })
+    });
+    assert_eq!(
+        m.kernel.expect("kernel time").method,
+        KernelMethod::GraphReplay
+    );
+    // A graph's memory pool reuses a buffer only once it is freed: one output alive
+    // at a time, as PyTorch's graph replay has it.
+    assert_eq!(most_while_captured.get(), 1);
+    assert_eq!(live.get(), 0, "every output is dropped in the end");
+}
+
+#[test]
+fn a_later_round_times_kernels_without_profiling() {
+    let dev = Rc::new(SimulatedDevice::new());
+    let d = Rc::clone(&dev);
+    let m = measure_on(dev.clone(), fast_config(), move |b| {
+        b.diagnostics(false);
+        b.iter(|| d.launch_kernel("gemm", Duration::from_micros(100)));
+    });
+    let k = m.kernel.expect("kernel time");
+    assert!(k.kernels.is_empty() && k.counters.is_none(), "{k:?}");
+    assert!(
+        within(median(&k.samples_ns), 100e3, 0.05),
+        "{:?}",
+        k.samples_ns
+    );
+}
+
+#[test]
+fn the_cpu_says_it_has_no_kernel_timing() {
+    let cpu: Rc<dyn DeviceBackend> = Rc::new(TorchDevice::new(tch::Device::Cpu));
+    let m = measure_on(cpu, fast_config(), |b| {
+        let x = tch::Tensor::ones([64], (tch::Kind::Float, tch::Device::Cpu));
+        b.iter(|| &x + 1.0);
+    });
+    assert!(m.kernel.is_none());
+    assert_eq!(
+        m.kernel_unavailable.as_deref(),
+        Some("no kernel timing on cpu")
     );
 }

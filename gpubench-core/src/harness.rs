@@ -247,6 +247,9 @@ pub(crate) fn select_device(requested: Option<&str>) -> Result<TorchDevice, Stri
 
 fn install_panic_hook() {
     panic::set_hook(Box::new(|info| {
+        if crate::quiet_panic::is_quiet() {
+            return;
+        }
         let payload = info.payload();
         let msg = payload
             .downcast_ref::<&str>()

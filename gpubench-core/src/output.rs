@@ -1,8 +1,9 @@
 //! The readable per-benchmark summary the harness prints.
 
+use gpubench_analysis::kernels::{count_text, Counter};
 use gpubench_analysis::stats::{median, median_estimate};
 use gpubench_analysis::units::{format_bytes, format_ns};
-use gpubench_analysis::{RawRecord, StopReason};
+use gpubench_analysis::{Measurement, RawRecord, StopReason};
 
 /// A few lines describing one record.
 pub fn summary(record: &RawRecord) -> String {
@@ -92,6 +93,7 @@ pub fn summary(record: &RawRecord) -> String {
             format_ns(n.synced_ns_per_iter)
         ));
     }
+    out.push_str(&kernel_line(m));
     if !m.flags.is_empty() {
         let flags: Vec<&str> = m.flags.iter().map(|f| f.label()).collect();
         out.push_str(&format!("    flags: {}\n", flags.join(", ")));
@@ -100,6 +102,57 @@ pub fn summary(record: &RawRecord) -> String {
         out.push_str(&crate::compare::summary(c));
     }
     out
+}
+
+/// `    kernel 2.29 µs per call (CUDA-graph replay) · 1 kernel, 0 memcpys, 0 syncs per
+/// call · top: void add_kernel<...>`, or why there is no kernel time.
+fn kernel_line(m: &Measurement) -> String {
+    let Some(k) = &m.kernel else {
+        return match &m.kernel_unavailable {
+            Some(why) => format!("    {why}\n"),
+            None => String::new(),
+        };
+    };
+    let mut parts = vec![format!(
+        "kernel {} per call ({})",
+        format_ns(median(&k.samples_ns)),
+        k.method.label()
+    )];
+    if let Some(c) = &k.counters {
+        let counts: Vec<String> = Counter::ALL
+            .into_iter()
+            .filter(|&x| x != Counter::AllocatedBytes)
+            .filter_map(|x| {
+                let n = c.per_call(x)?;
+                Some(format!(
+                    "{} {}",
+                    count_text(n),
+                    if n == 1.0 { x.noun() } else { x.nouns() }
+                ))
+            })
+            .collect();
+        parts.push(format!("{} per call", counts.join(", ")));
+    }
+    if let Some(top) = k.kernels.first() {
+        parts.push(format!("top: {}", shorten(&top.name, 60)));
+    }
+    let mut line = format!("    {}\n", parts.join(" · "));
+    if let Some(why) = &k.not_capturable {
+        line.push_str(&format!(
+            "    not capturable in a CUDA graph: {}\n",
+            first_line(why)
+        ));
+    }
+    line
+}
+
+/// `s` cut to `max` characters, with `…` when cut.
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let cut: String = s.chars().take(max - 1).collect();
+    format!("{cut}…")
 }
 
 fn first_line(s: &str) -> &str {

@@ -41,6 +41,14 @@ extern "C" {
         err_len: usize,
     ) -> c_int;
     fn gpubench_memory_reset_peak(device: c_int, err: *mut c_char, err_len: usize) -> c_int;
+    fn gpubench_allocation_counts(
+        device: c_int,
+        count: *mut u64,
+        bytes: *mut u64,
+        err: *mut c_char,
+        err_len: usize,
+    ) -> c_int;
+    fn gpubench_memory_reset_accumulated(device: c_int, err: *mut c_char, err_len: usize) -> c_int;
     fn gpubench_memory_empty_cache(err: *mut c_char, err_len: usize) -> c_int;
     fn gpubench_memory_info(
         device: c_int,
@@ -64,7 +72,7 @@ pub fn torch_version() -> String {
 }
 
 /// Calls a shim function that reports errors through a buffer.
-fn call(f: impl FnOnce(*mut c_char, usize) -> c_int) -> Result<(), String> {
+pub(crate) fn call(f: impl FnOnce(*mut c_char, usize) -> c_int) -> Result<(), String> {
     let mut buf = vec![0 as c_char; ERR_LEN];
     if f(buf.as_mut_ptr(), ERR_LEN) == 0 {
         Ok(())
@@ -148,6 +156,23 @@ pub fn memory_stats(device: usize) -> Result<gpubench_analysis::MemoryStats, Str
 pub fn memory_reset_peak(device: usize) -> Result<(), String> {
     // SAFETY: plain values and a sized buffer.
     call(|e, l| unsafe { gpubench_memory_reset_peak(device as c_int, e, l) })
+}
+
+/// Allocations and their bytes from the caching allocator of `device` since
+/// [`memory_reset_accumulated`].
+pub fn allocation_counts(device: usize) -> Result<(u64, u64), String> {
+    let (mut count, mut bytes) = (0u64, 0u64);
+    // SAFETY: outputs outlive the call.
+    call(|e, l| unsafe {
+        gpubench_allocation_counts(device as c_int, &mut count, &mut bytes, e, l)
+    })?;
+    Ok((count, bytes))
+}
+
+/// Resets the caching allocator's accumulated counts for `device`.
+pub fn memory_reset_accumulated(device: usize) -> Result<(), String> {
+    // SAFETY: plain values and a sized buffer.
+    call(|e, l| unsafe { gpubench_memory_reset_accumulated(device as c_int, e, l) })
 }
 
 /// Returns cached, unused blocks to the driver.

@@ -140,6 +140,17 @@ fn bench_mode_measures_and_writes_a_record() {
     assert!(m.samples.len() >= 5);
     assert!(m.memory.is_none());
     assert_eq!(m.cold.len(), 1);
+    // The CPU has no kernel timing and says so rather than inventing figures.
+    assert!(m.kernel.is_none());
+    assert_eq!(
+        m.kernel_unavailable.as_deref(),
+        Some("no kernel timing on cpu")
+    );
+    assert!(
+        stdout(&out).contains("no kernel timing on cpu"),
+        "{}",
+        stdout(&out)
+    );
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
         1,

@@ -17,6 +17,7 @@
 mod charts;
 mod comparison;
 mod format;
+mod kernels;
 mod parallel;
 mod peaks;
 mod templates;
@@ -26,6 +27,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use gpubench_analysis::baseline::{BaselineEntry, ComparisonOutcome, ComparisonSet};
+use gpubench_analysis::kernels::{Counters, KernelStat};
 use gpubench_analysis::{BenchmarkSummary, Fingerprint, RawRecord, TimeKind};
 use thiserror::Error;
 
@@ -131,6 +133,10 @@ pub struct BaselineComparison {
     pub baseline_processes_ns: Vec<Vec<f64>>,
     /// A sentence for the reader, e.g. that the devices differ.
     pub note: Option<String>,
+    /// The baseline's kernels of one call, for the kernel table; empty when unknown.
+    pub baseline_kernels: Vec<KernelStat>,
+    /// The baseline's counts per call, when it counted.
+    pub baseline_counters: Option<Counters>,
 }
 
 impl BaselineComparison {
@@ -151,6 +157,8 @@ impl BaselineComparison {
             outcome,
             baseline_processes_ns,
             note: None,
+            baseline_kernels: entry.map(|e| e.kernels.clone()).unwrap_or_default(),
+            baseline_counters: entry.and_then(|e| e.counters),
         }
     }
 

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use gpubench_analysis::baseline::ComparisonOutcome;
+use gpubench_analysis::baseline::{ComparisonOutcome, Metric};
+use gpubench_analysis::kernels::{count_text, Counter};
 use gpubench_analysis::processes::{EstimateBasis, ProcessStats};
 use gpubench_analysis::stats::{self, Estimate, OutlierCounts};
 use gpubench_analysis::{
@@ -15,6 +16,7 @@ use serde::Serialize;
 use super::charts::{self, palette, Axis, AxisFormat, Note, Plot, Rule, Series, SeriesKind};
 use super::comparison::{ComparisonView, FlagView, SpeedupView};
 use super::format;
+use super::kernels::KernelView;
 use super::peaks::{device_peaks, dtype_from_id, normalise_dtype};
 use super::{ReportBenchmark, ReportInput};
 
@@ -113,6 +115,9 @@ pub struct SummaryRow {
     pub host: Cell,
     /// Device time per iteration.
     pub device: Cell,
+    /// Kernel time per call, with its change against the baseline or the kernels
+    /// per call.
+    pub kernel: Cell,
     /// First cold call.
     pub cold: Cell,
     /// Throughput, with % of the device's peak.
@@ -176,6 +181,8 @@ pub struct SummaryView {
     pub missing_in_current: Vec<String>,
     /// Eager-versus-compiled scorecard; empty when no benchmark is one.
     pub scorecard: Vec<ScorecardRow>,
+    /// Whether any benchmark has kernel time (the table's kernel column).
+    pub has_kernels: bool,
 }
 
 /// A chart of a benchmark page.
@@ -253,7 +260,7 @@ pub struct Fact {
     pub detail: String,
 }
 
-fn fact(label: &str, value: impl Into<String>, detail: impl Into<String>) -> Fact {
+pub(super) fn fact(label: &str, value: impl Into<String>, detail: impl Into<String>) -> Fact {
     Fact {
         label: label.into(),
         value: value.into(),
@@ -337,6 +344,8 @@ pub struct BenchmarkView {
     pub charts: PageCharts,
     /// Eager versus compiled, when the benchmark is one.
     pub comparison: Option<ComparisonView>,
+    /// What the GPU did per call: kernel time, counts, the kernel table.
+    pub kernels: Option<KernelView>,
     /// Where and with what it ran.
     pub environment: Vec<(String, String)>,
     /// The measurement options.
@@ -443,6 +452,7 @@ pub fn build_all(input: &ReportInput) -> Views {
             environment,
             environment_warning,
             peaks,
+            has_kernels: rows.iter().any(|r| !r.kernel.text.is_empty()),
             rows,
             missing_in_current: input.missing_in_current.clone(),
             scorecard,
@@ -541,7 +551,17 @@ fn benchmark_status(b: &ReportBenchmark) -> StatusView {
     }
     match b.baseline.as_ref().map(|c| &c.outcome) {
         None => STATUS_NO_BASELINE,
-        Some(ComparisonOutcome::Compared { comparison, .. }) => status_of(comparison.verdict),
+        // A regression on any metric (time, kernel time, counters) shows as one.
+        Some(o @ ComparisonOutcome::Compared { comparison, .. }) => {
+            if Metric::ALL
+                .into_iter()
+                .any(|m| o.verdict_of(m) == Some(Verdict::Regressed))
+            {
+                status_of(Verdict::Regressed)
+            } else {
+                status_of(comparison.verdict)
+            }
+        }
         Some(ComparisonOutcome::Failed { .. }) => STATUS_FAILED,
         Some(ComparisonOutcome::NotCompared { .. }) => STATUS_NOT_COMPARED,
     }
@@ -623,6 +643,7 @@ fn summary_row(
         .unwrap_or_default();
     let host = Cell::duration(fig.map(|f| f.host));
     let device = Cell::duration(fig.and_then(|f| f.device));
+    let kernel = kernel_cell(b, s);
     let cold = Cell::duration(s.cold.first().map(|c| c.wall_ns));
     let throughput = match (m.and_then(|m| m.throughput), fig) {
         (
@@ -670,10 +691,47 @@ fn summary_row(
         change,
         host,
         device,
+        kernel,
         cold,
         throughput,
         memory,
         note,
+    }
+}
+
+/// Kernel time per call; below it the change and verdict against the baseline, the
+/// counters' changes, or else the kernels per call.
+fn kernel_cell(b: &ReportBenchmark, s: &BenchmarkSummary) -> Cell {
+    let Some(k) = &s.kernel else {
+        return Cell::default();
+    };
+    let outcome = b.baseline.as_ref().map(|c| &c.outcome);
+    let mut detail: Vec<String> = Vec::new();
+    if let Some(c) = outcome.and_then(crate::comparison::kernel_comparison) {
+        detail.push(format!(
+            "{} {}",
+            format::percent_change(c.change.point),
+            c.verdict.label()
+        ));
+    }
+    match outcome.and_then(crate::comparison::counter_changes) {
+        Some(changes) if !changes.is_empty() => {
+            detail.extend(changes.iter().map(|c| c.describe()));
+        }
+        _ => {
+            if let Some(n) = s.counters.and_then(|c| c.per_call(Counter::Kernels)) {
+                detail.push(format!(
+                    "{} kernel{} per call",
+                    count_text(n),
+                    if n == 1.0 { "" } else { "s" }
+                ));
+            }
+        }
+    }
+    Cell {
+        text: format::duration(k.estimate.point),
+        detail: detail.join("; "),
+        sort: format!("{}", k.estimate.point),
     }
 }
 
@@ -779,6 +837,7 @@ fn benchmark_view(
         baseline_note: baseline_note(b),
         charts: PageCharts::default(),
         comparison,
+        kernels: None,
         environment: environment_rows(&r.fingerprint),
         config: config_rows(r),
     };
@@ -799,6 +858,7 @@ fn benchmark_view(
         return view;
     };
     view.primary_label = time_label(fig.primary_kind).into();
+    view.kernels = KernelView::new(s, b.baseline.as_ref());
     fill_facts(&mut view, b, s, m, fig);
     fill_charts(&mut view, b, s, m, fig);
     view
@@ -1138,6 +1198,7 @@ fn processes_setting(p: &gpubench_analysis::ProcessPolicy) -> String {
 fn time_label(kind: TimeKind) -> &'static str {
     match kind {
         TimeKind::Device => "device time",
+        TimeKind::Kernel => "kernel time",
         TimeKind::Host => "host dispatch",
         TimeKind::Wall => "synced wall time",
     }

@@ -9,12 +9,14 @@ use gpubench_analysis::comparison::{
     ShapeAgreement, ShapeCost, SteadyState, VariantInfo, VariantKind,
 };
 use gpubench_analysis::stats::Estimate;
+use gpubench_analysis::synthetic::SyntheticKernels;
 use gpubench_analysis::{
     compare_with_baseline, BaselineCompareOptions, BaselineEntry, ColdCall, DeviceIdentity,
     Failure, FailureKind, Fingerprint, Flag, Measurement, MeasurementConfig, MemoryStats,
     NaiveLoop, RawRecord, Round, RunMode, Sample, StopReason, Throughput, WarmupPoint,
     RECORD_FORMAT_VERSION,
 };
+use rand::SeedableRng;
 
 /// A benchmark id that is also an XSS attempt.
 pub const HOSTILE_ID: &str = "<script>alert(1)</script>";
@@ -24,6 +26,8 @@ pub const HOSTILE_LABEL: &str = "<img src=x onerror=alert(2)>";
 pub const FAILED_ID: &str = "attention/seq_65536";
 /// The eager-versus-compiled benchmark.
 pub const COMPARISON_ID: &str = "mlp/eager_vs_compiled";
+/// The launch-bound benchmark with kernel time, counters and a kernel table.
+pub const KERNELS_ID: &str = "elementwise/tiny";
 
 /// A deterministic generator, so fixtures (and therefore verdicts) never change.
 pub struct Rng(u64);
@@ -207,6 +211,8 @@ fn one_process(spec: &Spec, seed: u64, shift: f64) -> RawRecord {
                 stop_reason: StopReason::Converged,
                 flags: spec.flags.clone(),
                 device_timer: true,
+                kernel: None,
+                kernel_unavailable: None,
             }),
             failure: None,
             eager_compiled: None,
@@ -251,7 +257,7 @@ fn specs() -> Vec<(Spec, Option<f64>)> {
     noisy.samples = 12;
     noisy.process_spread = 0.05;
     noisy.flags = vec![Flag::Unstable];
-    let mut tiny = Spec::new("elementwise/tiny", 6_000.0, 5);
+    let mut tiny = Spec::new(KERNELS_ID, 6_000.0, 5);
     tiny.host_ratio = 1.6;
     tiny.flags = vec![Flag::LaunchBound];
     let mut mlp = Spec::new(COMPARISON_ID, 950_000.0, 6);
@@ -282,9 +288,31 @@ pub fn run_and_baseline() -> (Vec<RawRecord>, Vec<BaselineEntry>) {
         if spec.id == COMPARISON_ID {
             r.rounds[0].eager_compiled = Some(eager_vs_compiled());
         }
+        // The launch-bound benchmark measured its kernels: now one more per call and
+        // its add 12% slower than in the baseline.
+        let kernels = (spec.id == KERNELS_ID).then(|| {
+            SyntheticKernels::one("vectorized_elementwise_kernel<add>", 2_300.0)
+                .with_kernel("elementwise_kernel<mul>", 1_100.0)
+        });
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(spec.seed);
+        if let Some(k) = &kernels {
+            let now = SyntheticKernels {
+                kernels: vec![
+                    (k.kernels[0].0.clone(), k.kernels[0].1 * 1.12),
+                    k.kernels[1].clone(),
+                ],
+                model: k.model.scaled(1.08),
+                ..k.clone()
+            }
+            .with_kernel("fill_kernel<float>", 700.0);
+            now.attach(&mut r, &mut rng);
+        }
         current.push(r);
         if let Some(f) = factor {
-            let b = record(&spec.scaled(f, spec.seed + 1000));
+            let mut b = record(&spec.scaled(f, spec.seed + 1000));
+            if let Some(k) = &kernels {
+                k.attach(&mut b, &mut rng);
+            }
             baseline.push(BaselineEntry::from_record(&b).unwrap());
         }
     }

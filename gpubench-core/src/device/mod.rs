@@ -1,11 +1,15 @@
-//! The device the engine measures through: syncs, device timers, memory, identity.
+//! The device the engine measures through: syncs, device timers, memory, identity,
+//! and what the device did (a profile of its kernels, copies and syncs; a graph of a
+//! routine's work to replay).
 //!
 //! The engine only sees [`DeviceBackend`], so it runs unchanged on libtorch's CUDA
-//! devices, on the CPU (where syncs are no-ops), and on a simulated asynchronous
-//! device whose work completes after the host call returns (for tests).
+//! devices, on the CPU (where syncs are no-ops and there is no kernel timing), and on
+//! a simulated asynchronous device whose work completes after the host call returns
+//! (for tests).
 
 use std::time::Duration;
 
+use gpubench_analysis::kernels::ActivityKind;
 use gpubench_analysis::{DeviceIdentity, MemoryStats};
 
 pub mod simulated;
@@ -45,4 +49,53 @@ pub trait DeviceBackend {
     fn enqueue_blocker(&self, duration: Duration) -> bool;
     /// Overwrites a buffer larger than the device's last-level cache.
     fn flush_cache(&self);
+
+    /// Starts recording what the device does; `Err` says why it cannot (the CPU has
+    /// no kernel timing).
+    fn profile_start(&self) -> Result<(), String>;
+    /// Stops recording and returns what the device did since [`Self::profile_start`].
+    fn profile_stop(&self) -> Result<DeviceProfile, String>;
+    /// Makes a side stream current, for a warm-up and then a capture (capture on the
+    /// default stream is refused).
+    fn capture_enter(&self) -> Result<(), String>;
+    /// Starts capturing the work launched from now on into a graph, without running
+    /// it.
+    fn capture_begin(&self) -> Result<(), String>;
+    /// Ends the capture and makes the previous stream current; `Err` says why the
+    /// work could not be captured (it synchronised, read back, ...).
+    fn capture_end(&self) -> Result<(), String>;
+    /// Replays the captured work `times` times, back to back.
+    fn capture_replay(&self, times: u32) -> Result<(), String>;
+    /// Frees the capture.
+    fn capture_free(&self);
+    /// Allocations (and bytes) from the device's allocator since
+    /// [`Self::reset_allocation_counts`], where it counts them.
+    fn allocation_counts(&self) -> Option<(u64, u64)>;
+    /// Starts counting allocations afresh.
+    fn reset_allocation_counts(&self);
+}
+
+/// What a device did over a stretch of calls.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeviceProfile {
+    /// Each kernel, copy and memset: name, kind, launches and their total time (ns).
+    pub activities: Vec<(String, ActivityKind, u64, f64)>,
+    /// Host–device synchronisations made while recording.
+    pub syncs: u64,
+}
+
+impl DeviceProfile {
+    /// Launches of `kind`.
+    pub fn count(&self, kind: ActivityKind) -> u64 {
+        self.activities
+            .iter()
+            .filter(|a| a.1 == kind)
+            .map(|a| a.2)
+            .sum()
+    }
+
+    /// Total time of every activity, ns: the device's busy time.
+    pub fn busy_ns(&self) -> f64 {
+        self.activities.iter().map(|a| a.3).sum()
+    }
 }

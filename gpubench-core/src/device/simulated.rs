@@ -1,13 +1,18 @@
 //! A simulated asynchronous device: work "launched" on it completes after the host
 //! call returns, as on a GPU, so the engine's handling of the queue can be tested on
-//! any machine.
+//! any machine. It also records what it ran (named kernels, syncs, allocations) and
+//! captures work into a graph to replay, as CUDA graphs do.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use gpubench_analysis::kernels::ActivityKind;
 use gpubench_analysis::{DeviceIdentity, MemoryStats};
 
-use super::{DeviceBackend, DeviceTimer};
+use super::{DeviceBackend, DeviceProfile, DeviceTimer};
+
+/// The name [`SimulatedDevice::launch`] gives its kernels.
+pub const DEFAULT_KERNEL: &str = "simulated_kernel";
 
 #[derive(Debug)]
 struct Queue {
@@ -16,6 +21,17 @@ struct Queue {
     allocated: u64,
     peak: u64,
     flushes: u64,
+    /// Allocations (and bytes) since the counts were reset.
+    allocations: (u64, u64),
+    /// What ran while recording: kernels in launch order, and syncs.
+    profile: Option<(Vec<(String, Duration)>, u64)>,
+    /// Work captured instead of run, or why the capture failed.
+    capturing: Option<Result<Vec<(String, Duration)>, String>>,
+    /// The last capture that succeeded.
+    graph: Option<Vec<(String, Duration)>>,
+    /// Whether the profiler has run, and graph replays since it first did.
+    profiled: bool,
+    replays_after_profiling: u64,
 }
 
 /// A device with a single in-order queue, timed with the host clock.
@@ -39,47 +55,95 @@ impl SimulatedDevice {
                 allocated: 0,
                 peak: 0,
                 flushes: 0,
+                allocations: (0, 0),
+                profile: None,
+                capturing: None,
+                graph: None,
+                profiled: false,
+                replays_after_profiling: 0,
             }),
         }
     }
 
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().expect("simulated queue poisoned")
+    }
+
     /// Queues `work` of device time and returns at once, like a kernel launch.
     pub fn launch(&self, work: Duration) {
+        self.launch_kernel(DEFAULT_KERNEL, work);
+    }
+
+    /// Queues a kernel called `name` taking `work`, like a kernel launch; while
+    /// capturing, records it into the graph instead.
+    pub fn launch_kernel(&self, name: &str, work: Duration) {
         let now = Instant::now();
-        let mut q = self.queue.lock().expect("simulated queue poisoned");
+        let mut q = self.queue();
+        if let Some(capture) = &mut q.capturing {
+            if let Ok(graph) = capture {
+                graph.push((name.to_string(), work));
+            }
+            return;
+        }
+        if let Some((kernels, _)) = &mut q.profile {
+            kernels.push((name.to_string(), work));
+        }
         q.busy_until = q.busy_until.max(now) + work;
     }
 
-    /// Blocks until the queue drains, like `.item()` or a copy to the host.
+    /// Blocks until the queue drains, like `.item()` or a copy to the host. While
+    /// capturing, this invalidates the capture, as it would on a GPU.
     pub fn wait_idle(&self) {
-        let until = self
-            .queue
-            .lock()
-            .expect("simulated queue poisoned")
-            .busy_until;
+        let until = {
+            let mut q = self.queue();
+            if let Some(capture) = &mut q.capturing {
+                *capture = Err(
+                    "the routine synchronised with the device while it was being captured \
+                     (e.g. `.item()` or a copy to the host)"
+                        .into(),
+                );
+                return;
+            }
+            if let Some((_, syncs)) = &mut q.profile {
+                *syncs += 1;
+            }
+            q.busy_until
+        };
         spin_until(until);
     }
 
-    /// Simulates an allocation of `bytes` (for peak-memory tests).
+    /// Simulates an allocation of `bytes` (for peak-memory and counter tests).
     pub fn allocate(&self, bytes: u64) {
-        let mut q = self.queue.lock().expect("simulated queue poisoned");
+        let mut q = self.queue();
         q.allocated += bytes;
         q.peak = q.peak.max(q.allocated);
+        q.allocations.0 += 1;
+        q.allocations.1 += bytes;
     }
 
     /// Simulates freeing `bytes`.
     pub fn free(&self, bytes: u64) {
-        let mut q = self.queue.lock().expect("simulated queue poisoned");
+        let mut q = self.queue();
         q.allocated = q.allocated.saturating_sub(bytes);
+    }
+
+    /// Graph replays made after the profiler first ran (which on a GPU slows them).
+    pub fn replays_after_profiling(&self) -> u64 {
+        self.queue().replays_after_profiling
+    }
+
+    /// Whether work is being captured into a graph now.
+    pub fn is_capturing(&self) -> bool {
+        self.queue().capturing.is_some()
     }
 
     /// How many times the cache was flushed (`--flush-l2`).
     pub fn cache_flushes(&self) -> u64 {
-        self.queue.lock().expect("simulated queue poisoned").flushes
+        self.queue().flushes
     }
 
     fn completion_time(&self) -> Instant {
-        let q = self.queue.lock().expect("simulated queue poisoned");
+        let q = self.queue();
         q.busy_until.max(Instant::now())
     }
 }
@@ -135,11 +199,11 @@ impl DeviceBackend for SimulatedDevice {
         }))
     }
     fn reset_memory(&self) {
-        let mut q = self.queue.lock().expect("simulated queue poisoned");
+        let mut q = self.queue();
         q.peak = q.allocated;
     }
     fn memory(&self) -> Option<MemoryStats> {
-        let q = self.queue.lock().expect("simulated queue poisoned");
+        let q = self.queue();
         Some(MemoryStats {
             peak_allocated_bytes: q.peak,
             peak_reserved_bytes: q.peak,
@@ -154,6 +218,70 @@ impl DeviceBackend for SimulatedDevice {
         true
     }
     fn flush_cache(&self) {
-        self.queue.lock().expect("simulated queue poisoned").flushes += 1;
+        self.queue().flushes += 1;
+    }
+    fn profile_start(&self) -> Result<(), String> {
+        let mut q = self.queue();
+        q.profile = Some((Vec::new(), 0));
+        q.profiled = true;
+        Ok(())
+    }
+    fn profile_stop(&self) -> Result<DeviceProfile, String> {
+        let (kernels, syncs) = self
+            .queue()
+            .profile
+            .take()
+            .ok_or("the profiler was not started")?;
+        let mut activities: Vec<(String, ActivityKind, u64, f64)> = Vec::new();
+        for (name, d) in kernels {
+            let ns = d.as_nanos() as f64;
+            match activities.iter_mut().find(|a| a.0 == name) {
+                Some(a) => {
+                    a.2 += 1;
+                    a.3 += ns;
+                }
+                None => activities.push((name, ActivityKind::Kernel, 1, ns)),
+            }
+        }
+        Ok(DeviceProfile { activities, syncs })
+    }
+    fn capture_enter(&self) -> Result<(), String> {
+        Ok(())
+    }
+    fn capture_begin(&self) -> Result<(), String> {
+        self.queue().capturing = Some(Ok(Vec::new()));
+        Ok(())
+    }
+    fn capture_end(&self) -> Result<(), String> {
+        let mut q = self.queue();
+        let graph = q.capturing.take().ok_or("no capture was started")??;
+        q.graph = Some(graph);
+        Ok(())
+    }
+    fn capture_replay(&self, times: u32) -> Result<(), String> {
+        let graph = {
+            let mut q = self.queue();
+            if q.profiled {
+                q.replays_after_profiling += u64::from(times);
+            }
+            q.graph.clone().ok_or("nothing was captured")?
+        };
+        for _ in 0..times {
+            for (name, d) in &graph {
+                self.launch_kernel(name, *d);
+            }
+        }
+        Ok(())
+    }
+    fn capture_free(&self) {
+        let mut q = self.queue();
+        q.graph = None;
+        q.capturing = None;
+    }
+    fn allocation_counts(&self) -> Option<(u64, u64)> {
+        Some(self.queue().allocations)
+    }
+    fn reset_allocation_counts(&self) {
+        self.queue().allocations = (0, 0);
     }
 }

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use gpubench_analysis::{DeviceIdentity, MemoryStats};
 use tch::{Device, Kind, Tensor};
 
-use super::{DeviceBackend, DeviceTimer};
+use super::{DeviceBackend, DeviceProfile, DeviceTimer};
+use crate::cuda_shim::{self, Capture};
 use crate::shim;
 
 /// A libtorch device.
@@ -17,6 +18,8 @@ pub struct TorchDevice {
     /// time of one product.
     blocker: RefCell<Option<(Tensor, f64)>>,
     flush_buffer: RefCell<Option<Tensor>>,
+    /// The capture in progress or to replay.
+    capture: RefCell<Option<Capture>>,
 }
 
 impl TorchDevice {
@@ -26,6 +29,23 @@ impl TorchDevice {
             device,
             blocker: RefCell::new(None),
             flush_buffer: RefCell::new(None),
+            capture: RefCell::new(None),
+        }
+    }
+
+    /// The CUDA device index and the CUDA shim, or why there is no kernel timing.
+    fn cuda_shim(&self) -> Result<(usize, &'static cuda_shim::CudaShim), String> {
+        let Some(index) = self.cuda_index() else {
+            return Err(format!("no kernel timing on {}", self.device_kind()));
+        };
+        Ok((index, cuda_shim::get()?))
+    }
+
+    fn device_kind(&self) -> &'static str {
+        match self.device {
+            Device::Cpu => "cpu",
+            Device::Cuda(_) => "cuda",
+            _ => "this device",
         }
     }
 
@@ -150,5 +170,58 @@ impl DeviceBackend for TorchDevice {
         let buf = slot
             .get_or_insert_with(|| Tensor::zeros([64 * 1024 * 1024], (Kind::Float, self.device)));
         let _ = buf.fill_(1.0);
+    }
+
+    fn profile_start(&self) -> Result<(), String> {
+        let (_, shim) = self.cuda_shim()?;
+        shim.profile_start()
+    }
+
+    fn profile_stop(&self) -> Result<DeviceProfile, String> {
+        let (_, shim) = self.cuda_shim()?;
+        shim.profile_stop()
+    }
+
+    fn capture_enter(&self) -> Result<(), String> {
+        let (index, shim) = self.cuda_shim()?;
+        let capture = shim.capture_enter(index)?;
+        if let Some(old) = self.capture.replace(Some(capture)) {
+            shim.capture_free(old);
+        }
+        Ok(())
+    }
+
+    fn capture_begin(&self) -> Result<(), String> {
+        let (_, shim) = self.cuda_shim()?;
+        let c = self.capture.borrow();
+        shim.capture_begin(c.as_ref().ok_or("no side stream was entered")?)
+    }
+
+    fn capture_end(&self) -> Result<(), String> {
+        let (_, shim) = self.cuda_shim()?;
+        let c = self.capture.borrow();
+        shim.capture_end(c.as_ref().ok_or("no capture was started")?)
+    }
+
+    fn capture_replay(&self, times: u32) -> Result<(), String> {
+        let (_, shim) = self.cuda_shim()?;
+        let c = self.capture.borrow();
+        shim.capture_replay(c.as_ref().ok_or("nothing was captured")?, times)
+    }
+
+    fn capture_free(&self) {
+        if let (Ok((_, shim)), Some(c)) = (self.cuda_shim(), self.capture.take()) {
+            shim.capture_free(c);
+        }
+    }
+
+    fn allocation_counts(&self) -> Option<(u64, u64)> {
+        shim::allocation_counts(self.cuda_index()?).ok()
+    }
+
+    fn reset_allocation_counts(&self) {
+        if let Some(i) = self.cuda_index() {
+            let _ = shim::memory_reset_accumulated(i);
+        }
     }
 }

@@ -1,0 +1,223 @@
+//! Kernel time and exact counters of a workload: a profiled stretch of calls (the
+//! kernel table and the counts per call), then CUDA-graph capture and replay of a few
+//! calls (the kernels back to back with no host in the way, timed by device events),
+//! falling back to the profiler's kernel durations for a routine a graph cannot hold,
+//! and saying why.
+//!
+//! Triton's `do_bench_cudagraph` is the model for the replay: capture on a side stream
+//! after a warm-up there, replay between events, divide by the calls.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::time::Instant;
+
+use gpubench_analysis::kernels::{self, ActivityKind, Counters, KernelMeasurement, KernelMethod};
+
+use super::{Engine, Workload};
+use crate::device::DeviceProfile;
+use crate::quiet_panic;
+
+/// Device work a profiled stretch of calls aims at, ns.
+const PROFILE_WORK_NS: f64 = 10e6;
+/// Device work one captured graph holds, ns.
+const GRAPH_WORK_NS: f64 = 1e6;
+/// Device work one kernel-time sample replays, ns.
+const SAMPLE_WORK_NS: f64 = 5e6;
+/// Kernel-time samples per process.
+const SAMPLES: usize = 10;
+/// Profiled stretches per process when the routine cannot be captured.
+const PROFILER_SAMPLES: usize = 5;
+
+impl Engine<'_> {
+    /// What the GPU does per call of `workload`, whose calls take about
+    /// `per_iter_ns` each. With `profile` the process also records the kernel table
+    /// and counters (the first round does; later ones only time the kernels).
+    ///
+    /// The graph is replayed before anything is profiled: on an H200, replays in a
+    /// process that had run the profiler were 1–3% slower than in one that had not.
+    pub(super) fn kernel_measurement(
+        &self,
+        workload: &mut dyn Workload,
+        per_iter_ns: f64,
+        profile: bool,
+    ) -> Result<KernelMeasurement, String> {
+        // A call's kernels take at most its device time: the graph holds at most
+        // GRAPH_WORK_NS of work.
+        let k = ((GRAPH_WORK_NS / per_iter_ns.max(1.0)).round() as u64).clamp(1, 1000);
+        let replayed = match self.capture(workload, k) {
+            Ok(()) => {
+                let samples = self.replay_samples(k);
+                self.device.capture_free();
+                Ok(samples?)
+            }
+            Err(why) => {
+                self.device.capture_free();
+                Err(why)
+            }
+        };
+        let calls = ((PROFILE_WORK_NS / per_iter_ns.max(1.0)).ceil() as u64).clamp(3, 1000);
+        let (table, counters) = if profile {
+            let (p, allocs) = self.profile_calls(workload, calls)?;
+            if p.busy_ns() <= 0.0 {
+                return Err("the routine launched no kernels".into());
+            }
+            let counters = Counters {
+                calls,
+                kernels: p.count(ActivityKind::Kernel),
+                memcpys: p.count(ActivityKind::Memcpy),
+                memsets: p.count(ActivityKind::Memset),
+                // The engine's own sync that closes the stretch is not the routine's.
+                syncs: p.syncs.saturating_sub(1),
+                allocations: allocs.map(|a| a.0),
+                allocated_bytes: allocs.map(|a| a.1),
+            };
+            (kernels::table(&p.activities, calls), Some(counters))
+        } else {
+            (Vec::new(), None)
+        };
+        match replayed {
+            Ok(samples_ns) => Ok(KernelMeasurement {
+                method: KernelMethod::GraphReplay,
+                not_capturable: None,
+                samples_ns,
+                kernels: table,
+                counters,
+            }),
+            Err(why) => {
+                let mut samples = Vec::with_capacity(PROFILER_SAMPLES);
+                for _ in 0..PROFILER_SAMPLES {
+                    let (p, _) = self.profile_calls(workload, calls)?;
+                    if p.busy_ns() <= 0.0 {
+                        return Err("the routine launched no kernels".into());
+                    }
+                    samples.push(p.busy_ns() / calls as f64);
+                }
+                Ok(KernelMeasurement {
+                    method: KernelMethod::Profiler,
+                    not_capturable: Some(why),
+                    samples_ns: samples,
+                    kernels: table,
+                    counters,
+                })
+            }
+        }
+    }
+
+    /// Runs `calls` calls under the device's profiler, closed by one sync, and returns
+    /// what the device did with the allocations made.
+    fn profile_calls(
+        &self,
+        workload: &mut dyn Workload,
+        calls: u64,
+    ) -> Result<(DeviceProfile, Option<(u64, u64)>), String> {
+        workload.prepare(calls);
+        self.device.synchronize();
+        self.device.reset_allocation_counts();
+        self.device.profile_start()?;
+        workload.run(calls);
+        self.device.synchronize();
+        let profile = self.device.profile_stop();
+        let allocs = self.device.allocation_counts();
+        workload.release();
+        Ok((profile?, allocs))
+    }
+
+    /// Captures `k` calls in a graph on a side stream, after a warm-up there; `Err`
+    /// says why the routine cannot be captured. Each call's output is dropped before
+    /// the next ([`Workload::run_discarding`]).
+    fn capture(&self, workload: &mut dyn Workload, k: u64) -> Result<(), String> {
+        self.device.capture_enter()?;
+        workload.prepare(k);
+        workload.run_discarding(k);
+        self.device.synchronize();
+        workload.release();
+        workload.prepare(k);
+        if let Err(why) = self.device.capture_begin() {
+            let _ = self.device.capture_end();
+            workload.release();
+            return Err(why);
+        }
+        let ran = quiet_panic::quietly(|| {
+            panic::catch_unwind(AssertUnwindSafe(|| workload.run_discarding(k)))
+        });
+        let ended = self.device.capture_end();
+        workload.release();
+        self.device.synchronize();
+        match (ran, ended) {
+            (Err(payload), _) => Err(format!(
+                "the routine failed while being captured: {}",
+                capture_error(&quiet_panic::message(payload.as_ref()))
+            )),
+            (Ok(_), Err(why)) => Err(why),
+            (Ok(_), Ok(())) => Ok(()),
+        }
+    }
+
+    /// Kernel time per call from `SAMPLES` timed stretches of replays of a graph of
+    /// `k` calls, each stretch about `SAMPLE_WORK_NS` long.
+    fn replay_samples(&self, k: u64) -> Result<Vec<f64>, String> {
+        // The first replay uploads the graph; the second says how long one takes.
+        self.device.capture_replay(1)?;
+        self.device.synchronize();
+        let one = self.timed_replays(1)?;
+        let replays = ((SAMPLE_WORK_NS / one.max(1.0)).round() as u32).clamp(1, 10_000);
+        let mut samples = Vec::with_capacity(SAMPLES);
+        for _ in 0..SAMPLES {
+            samples.push(self.timed_replays(replays)? / (replays as f64 * k as f64));
+        }
+        Ok(samples)
+    }
+
+    /// Device time of `replays` back-to-back replays of the captured graph, ns.
+    fn timed_replays(&self, replays: u32) -> Result<f64, String> {
+        let mut result = Ok(());
+        let timed = self.bracket(|| {
+            result = self.device.capture_replay(replays);
+            Instant::now()
+        });
+        result?;
+        timed
+            .device_ns
+            .ok_or_else(|| "the device has no timer to time graph replays".to_string())
+    }
+}
+
+/// Characters of a capture failure kept in the record.
+const REASON_CHARS: usize = 160;
+
+/// The telling part of a panic raised while capturing: the CUDA error's own line
+/// when there is one (`CUDA error: operation not permitted when stream is
+/// capturing`), without the unwrap wrapper, hints and backtrace around it.
+fn capture_error(message: &str) -> String {
+    let from = message.find("CUDA error:").unwrap_or(0);
+    // tch's errors arrive Debug-formatted, their newlines escaped as `\n`.
+    let line = message[from..].lines().next().unwrap_or("");
+    let line = line.split("\\n").next().unwrap_or(line);
+    let line = line.trim().trim_end_matches(['"', ')']);
+    if line.chars().count() > REASON_CHARS {
+        let cut: String = line.chars().take(REASON_CHARS - 1).collect();
+        format!("{cut}…")
+    } else {
+        line.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::capture_error;
+
+    #[test]
+    fn a_capture_failure_is_cut_to_the_cuda_error() {
+        let tch = "called `Result::unwrap()` on an `Err` value: Torch(\"CUDA error: operation not permitted when stream is capturing\\nSearch for `cudaErrorStreamCaptureUnsupported' in https://docs.nvidia.com\\n [C++ backtrace cut]";
+        assert_eq!(
+            capture_error(tch),
+            "CUDA error: operation not permitted when stream is capturing"
+        );
+        let multi = "CUDA error: operation not permitted when stream is capturing\nSearch for it";
+        assert_eq!(
+            capture_error(multi),
+            "CUDA error: operation not permitted when stream is capturing"
+        );
+        assert_eq!(capture_error("boom\nmore"), "boom");
+        assert_eq!(capture_error(&"x".repeat(500)).chars().count(), 160);
+    }
+}
