@@ -133,6 +133,9 @@ pub fn run(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
         Some(store) => store,
         None => RunStore::open(&prepared.out_dir)?,
     };
+    for note in store.mark_incomplete_runs()? {
+        eprintln!("gpubench: note: {note}");
+    }
     let processes = args.process_policy();
     let defaults = if args.quick {
         gpubench_analysis::MeasurementConfig::quick()
@@ -407,6 +410,7 @@ impl Session<'_> {
             started_at: rfc3339_millis(started),
             finished_at: None,
             status: RunStatus::Running,
+            pid: Some(std::process::id()),
             command_line: command_line
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
@@ -522,6 +526,7 @@ impl Session<'_> {
             RunStatus::Completed
         };
         manifest.finished_at = Some(rfc3339_millis(chrono::Utc::now()));
+        manifest.pid = None;
         run.write_manifest(&manifest)?;
         self.store.point_latest(&run)?;
 

@@ -60,10 +60,10 @@ pub fn load_for_run(args: &RunArgs, store: &BaselineStore) -> Result<Option<Load
         None => (DEFAULT_BASELINE, true),
     };
     let dir = store.dir(name)?;
-    if default && !dir.exists() {
+    if default && gpubench_analysis::atomic_dir::readable(&dir).is_none() {
         return Ok(None);
     }
-    let entries = store.load(name).with_context(|| {
+    let loaded = store.load_noting(name).with_context(|| {
         let saved = match store.list() {
             Ok(names) if !names.is_empty() => format!(" (saved baselines: {})", names.join(", ")),
             Ok(_) => format!(" (no baselines are saved in {})", store.root.display()),
@@ -76,6 +76,13 @@ pub fn load_for_run(args: &RunArgs, store: &BaselineStore) -> Result<Option<Load
         };
         format!("failed to load baseline `{name}` to compare with{saved}{hint}")
     })?;
+    for file in &loaded.ignored {
+        eprintln!(
+            "note: {} is not a baseline file (it has no `id` and `format_version`): ignored",
+            file.display()
+        );
+    }
+    let entries = loaded.entries;
     Ok(Some(LoadedBaseline {
         source: Source {
             kind: SourceKind::Baseline,
@@ -97,8 +104,10 @@ pub struct SavedBaseline {
     pub dir: PathBuf,
     /// Files written.
     pub written: Vec<PathBuf>,
-    /// Benchmarks not saved, and why (their previous files are kept).
+    /// Benchmarks not saved, and why.
     pub skipped: Vec<(String, String)>,
+    /// The ids of `skipped` whose previous file is kept.
+    pub kept: Vec<String>,
 }
 
 impl SavedBaseline {
@@ -112,6 +121,7 @@ impl SavedBaseline {
                 .into_iter()
                 .map(|(id, why)| (id, why.to_string()))
                 .collect(),
+            kept: report.kept,
         }
     }
 
@@ -128,12 +138,16 @@ impl SavedBaseline {
             let skipped: Vec<String> = self
                 .skipped
                 .iter()
-                .map(|(id, why)| format!("{id} ({why})"))
+                .map(|(id, why)| {
+                    let kept = if self.kept.contains(id) {
+                        "previous file kept"
+                    } else {
+                        "none saved before"
+                    };
+                    format!("{id} ({why}; {kept})")
+                })
                 .collect();
-            line.push_str(&format!(
-                "; not saved, previous file kept: {}",
-                skipped.join(", ")
-            ));
+            line.push_str(&format!("; not saved: {}", skipped.join(", ")));
         }
         line
     }

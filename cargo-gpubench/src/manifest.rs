@@ -56,6 +56,10 @@ pub enum RunStatus {
     Completed,
     /// Stopped by Ctrl-C or SIGTERM.
     Interrupted,
+    /// Its cargo gpubench died before the end (killed, or the machine went down): the
+    /// benchmarks not marked passed or failed have no results. Written by the next run
+    /// in the same output directory, and read so by `compare` and `report`.
+    Incomplete,
 }
 
 /// The state of one benchmark in a run.
@@ -124,6 +128,9 @@ pub struct RunManifest {
     pub finished_at: Option<String>,
     /// The run's state.
     pub status: RunStatus,
+    /// The cargo gpubench process writing the run, while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
     /// The command line, as given.
     pub command_line: Vec<String>,
     /// The requested device (`default` when the harness chose).
@@ -146,6 +153,34 @@ pub struct RunManifest {
 }
 
 impl RunManifest {
+    /// The run's state as it stands: a run still marked running whose cargo gpubench
+    /// is gone is [`RunStatus::Incomplete`].
+    pub fn state(&self) -> RunStatus {
+        match (self.status, self.pid) {
+            (RunStatus::Running, Some(pid)) if !process_alive(pid) => RunStatus::Incomplete,
+            (status, _) => status,
+        }
+    }
+
+    /// Why the run's results are partial, when its cargo gpubench died before the end.
+    pub fn incomplete_note(&self) -> Option<String> {
+        if self.state() != RunStatus::Incomplete {
+            return None;
+        }
+        let finished = self
+            .benchmarks
+            .iter()
+            .filter(|b| matches!(b.status, BenchStatus::Passed | BenchStatus::Failed))
+            .count();
+        Some(format!(
+            "run `{}` is incomplete: its cargo gpubench died before the end (killed?), and \
+             {finished} of its {} benchmark{} finished",
+            self.run_id,
+            self.benchmarks.len(),
+            if self.benchmarks.len() == 1 { "" } else { "s" }
+        ))
+    }
+
     /// Pretty JSON with a trailing newline.
     pub fn to_json_pretty(&self) -> String {
         let mut s = serde_json::to_string_pretty(self).expect("manifests always serialise");
@@ -175,6 +210,16 @@ impl RunManifest {
     }
 }
 
+/// Whether process `pid` exists (a process of another user counts).
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 checks for the process without sending anything.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,6 +231,7 @@ mod tests {
             started_at: "2026-01-01T00:00:00Z".into(),
             finished_at: None,
             status: RunStatus::Running,
+            pid: None,
             command_line: vec!["cargo-gpubench".into(), "gpubench".into()],
             device: "default".into(),
             quick: false,
@@ -231,5 +277,30 @@ mod tests {
             err.contains("format_version 99") && err.contains("upgrade"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_running_run_whose_process_is_gone_is_incomplete() {
+        let mut m = manifest();
+        assert_eq!(m.state(), RunStatus::Running, "no pid: as written");
+        m.pid = Some(std::process::id());
+        assert_eq!(m.state(), RunStatus::Running);
+        assert!(m.incomplete_note().is_none());
+        // A child that has exited and been reaped is gone.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        m.pid = Some(gone);
+        assert_eq!(m.state(), RunStatus::Incomplete);
+        assert_eq!(
+            m.incomplete_note().unwrap(),
+            format!(
+                "run `{}` is incomplete: its cargo gpubench died before the end (killed?), \
+                 and 1 of its 1 benchmark finished",
+                m.run_id
+            )
+        );
+        m.status = RunStatus::Completed;
+        assert_eq!(m.state(), RunStatus::Completed);
     }
 }

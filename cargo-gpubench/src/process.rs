@@ -3,7 +3,9 @@
 //!
 //! The child leads a process group of its own so that a timeout or Ctrl-C kills
 //! whatever it started too, and so the terminal's Ctrl-C reaches only this process,
-//! which then decides what to keep.
+//! which then decides what to keep. On Linux it also gets SIGTERM when this process
+//! dies, however it dies (`kill -9` included): the harness then kills its group, so
+//! no benchmark outlives the run that started it.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -70,6 +72,29 @@ pub struct Finished {
     pub elapsed: Duration,
 }
 
+/// Makes the child receive SIGTERM when the thread that spawned it ends, which
+/// [`run`]'s thread does only after the child is gone, or when this process dies.
+#[cfg(target_os = "linux")]
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: getpid is async-signal-safe and called before the fork.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: between fork and exec the closure only makes async-signal-safe calls
+    // (prctl, getppid) and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died before the prctl: then nobody would tell.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Runs `cmd` to completion, killing its process group past `timeout` or once `stop`
 /// is raised. Stdin is closed; stdout and stderr are captured (their tails kept).
 pub fn run(
@@ -86,6 +111,8 @@ pub fn run(
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
     }
+    #[cfg(target_os = "linux")]
+    die_with_parent(&mut cmd);
     let start = Instant::now();
     let mut child = cmd.spawn()?;
     let stdout = spawn_tail_reader(child.stdout.take().expect("piped"), tail_bytes);

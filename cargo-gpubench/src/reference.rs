@@ -362,6 +362,9 @@ impl Side {
             }
             Resolved::Run { dir } => {
                 let manifest = RunManifest::read(&dir.join(MANIFEST_FILE))?;
+                if let Some(note) = manifest.incomplete_note() {
+                    eprintln!("gpubench: warning: {note}");
+                }
                 let mut entries = Vec::new();
                 let mut records = Vec::new();
                 for b in &manifest.benchmarks {

@@ -36,14 +36,36 @@ pub struct StoredRun<'a> {
     pub entries: &'a [SummaryEntry],
 }
 
-/// Renders the report of `run` into `report_dir`, replacing the report there.
+/// Renders the report of `run` into `report_dir`, replacing the report there in one
+/// step: it is rendered beside it and swapped in, so a reader never sees half of one
+/// and two renders (a run ending while `cargo gpubench report` runs) wait for each
+/// other instead of mixing their pages.
 pub fn render_run(run: StoredRun<'_>, report_dir: &Path) -> Result<ReportIndex> {
     let input = input(run)?;
-    report::render(&input, report_dir).with_context(|| {
+    let index = gpubench_analysis::atomic_dir::rebuild(report_dir, |staged| {
+        report::render(&input, staged)
+            .map(|index| (index, staged.to_path_buf()))
+            .map_err(anyhow::Error::from)
+    })
+    .with_context(|| {
         format!(
             "failed to render the HTML report in {}",
             report_dir.display()
         )
+    })?;
+    let (index, staged) = index;
+    let moved = |p: PathBuf| match p.strip_prefix(&staged) {
+        Ok(rest) => report_dir.join(rest),
+        Err(_) => p,
+    };
+    Ok(ReportIndex {
+        index: moved(index.index),
+        pages: index
+            .pages
+            .into_iter()
+            .map(|(id, page)| (id, moved(page)))
+            .collect(),
+        files: index.files.into_iter().map(moved).collect(),
     })
 }
 

@@ -20,7 +20,7 @@ use fs2::FileExt;
 use gpubench_analysis::{file_stem_for_id, RawRecord};
 use thiserror::Error;
 
-use crate::manifest::{RunManifest, MANIFEST_FILE};
+use crate::manifest::{BenchStatus, RunManifest, RunStatus, MANIFEST_FILE};
 
 /// The lock file's name in the output directory.
 pub const LOCK_FILE: &str = "lock";
@@ -112,6 +112,48 @@ impl RunStore {
     /// The output directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Marks the runs of this directory still marked running as incomplete: with the
+    /// lock held, nothing else writes here, so their cargo gpubench died. Removes what
+    /// they left half-written (`.incoming`). Returns the notes to show.
+    pub fn mark_incomplete_runs(&self) -> Result<Vec<String>, StoreError> {
+        let runs = self.dir.join(RUNS_DIR);
+        let Ok(items) = fs::read_dir(&runs) else {
+            return Ok(Vec::new());
+        };
+        let mut notes = Vec::new();
+        let mut dirs: Vec<PathBuf> = items.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        dirs.sort();
+        for dir in dirs {
+            let path = dir.join(MANIFEST_FILE);
+            let Ok(mut manifest) = RunManifest::read(&path) else {
+                continue;
+            };
+            if manifest.status != RunStatus::Running {
+                continue;
+            }
+            // Whatever the pid now names, the lock says its run is over.
+            manifest.pid = None;
+            manifest.status = RunStatus::Incomplete;
+            let incoming = dir.join(INCOMING_DIR);
+            if incoming.exists() {
+                fs::remove_dir_all(&incoming).map_err(io("remove", &incoming))?;
+            }
+            write_atomic(&path, manifest.to_json_pretty().as_bytes())?;
+            let finished = manifest
+                .benchmarks
+                .iter()
+                .filter(|b| matches!(b.status, BenchStatus::Passed | BenchStatus::Failed))
+                .count();
+            notes.push(format!(
+                "run `{}` did not finish (its cargo gpubench died before the end; {finished} of \
+                 {} benchmarks finished): marked incomplete",
+                manifest.run_id,
+                manifest.benchmarks.len()
+            ));
+        }
+        Ok(notes)
     }
 
     /// Creates the directory of a new run started at `started`.

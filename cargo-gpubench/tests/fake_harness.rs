@@ -25,6 +25,9 @@ use support::{
 /// id says. Records to hand back are prepared by the test in `records/<id with / as _>/`.
 const FAKE_HARNESS: &str = r#"#!/bin/sh
 here=$(dirname "$0")
+# As the real harness does when it leads its process group: SIGTERM (sent when
+# cargo gpubench dies) takes the whole group down.
+trap 'kill -KILL 0' TERM
 case " $* " in
 *" --list "*)
     case " $* " in
@@ -47,7 +50,7 @@ case "$id" in
 passes|matmul/64) copy_record "$id"; echo "measured $id"; exit 0 ;;
 panics) echo "panicked at benches/suite.rs:3: boom" >&2; copy_record panics; exit 101 ;;
 aborts) echo "fake: about to abort" >&2; kill -ABRT $$ ;;
-sleeps) sleep 30 & echo $! > "$here/sleeps.pid"; wait; exit 0 ;;
+sleeps) sleep 30 & echo $! > "$here/sleeps.pid"; echo $$ > "$here/harness.pid"; wait; exit 0 ;;
 exits_2) echo "error: unexpected argument '--frobnicate'" >&2; exit 2 ;;
 no_record) exit 0 ;;
 slow_ignored)
@@ -152,6 +155,83 @@ fn passed_record(id: &str) -> RawRecord {
             eager_compiled: None,
         }],
     }
+}
+
+/// Waits up to `limit` for `cond`.
+fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_killed_run_leaves_no_benchmark_behind_and_is_marked_incomplete() {
+    let fake = Fake::new();
+    let pid_file = |name: &str| fake.dir.path().join("bin").join(name);
+    let mut child = fake
+        .command()
+        .args(["--quick", "--timeout", "60", "--exact", "sleeps"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_for(Duration::from_secs(20), || pid_file("sleeps.pid").exists()
+            && pid_file("harness.pid").exists()),
+        "the benchmark did not start"
+    );
+    let read = |name: &str| -> i32 {
+        std::fs::read_to_string(pid_file(name))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let (harness, grandchild) = (read("harness.pid"), read("sleeps.pid"));
+    assert!(pid_alive(harness) && pid_alive(grandchild));
+    child.kill().unwrap(); // SIGKILL: no handler of cargo gpubench runs.
+    child.wait().unwrap();
+    assert!(
+        wait_for(Duration::from_secs(5), || !pid_alive(harness)
+            && !pid_alive(grandchild)),
+        "the benchmark (pid {harness}) or its child (pid {grandchild}) outlived cargo gpubench"
+    );
+
+    // compare and report say the run is incomplete; `latest` never pointed at it.
+    let run_dir = std::fs::read_dir(fake.out_dir().join("runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let m = manifest(&run_dir);
+    assert_eq!(m.state(), RunStatus::Incomplete);
+    let ran = run(cargo_gpubench()
+        .current_dir(fake.dir.path().join("work"))
+        .arg("report")
+        .arg(&run_dir));
+    assert!(
+        ran.stderr
+            .contains("is incomplete: its cargo gpubench died before the end"),
+        "{}",
+        ran.stderr
+    );
+
+    // The next run in the same output directory marks it so for good.
+    let ran = run(fake.command().args(["--quick", "--exact", "passes"]));
+    assert!(
+        ran.stderr.contains("did not finish (its cargo gpubench died before the end; 0 of 1 benchmarks finished): marked incomplete"),
+        "{}",
+        ran.stderr
+    );
+    let m = manifest(&run_dir);
+    assert_eq!((m.status, m.pid), (RunStatus::Incomplete, None));
 }
 
 fn pid_alive(pid: i32) -> bool {

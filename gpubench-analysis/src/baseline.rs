@@ -18,7 +18,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -529,6 +528,17 @@ pub struct SaveReport {
     pub written: Vec<PathBuf>,
     /// Records not saved and why; their previous files, if any, are kept.
     pub skipped: Vec<(String, NotSaved)>,
+    /// The ids of `skipped` whose previous file is kept (the others have none).
+    pub kept: Vec<String>,
+}
+
+/// A loaded baseline and the files of its directory that were not baseline files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedEntries {
+    /// Every benchmark, sorted by id.
+    pub entries: Vec<BaselineEntry>,
+    /// JSON files without a baseline's `id` and `format_version`, ignored.
+    pub ignored: Vec<PathBuf>,
 }
 
 /// The baselines of a workspace: one directory per name under `root`.
@@ -557,9 +567,9 @@ impl BaselineStore {
     }
 
     /// Saves one file per measured record into baseline `name`, creating it when
-    /// needed. Each file is written to a temporary file in the same directory and
-    /// renamed over the old one, so a reader never sees half a file; files of other
-    /// benchmarks are left alone, and so are those of records that are skipped.
+    /// needed, as one change ([`crate::atomic_dir`]): a reader, or a save killed at
+    /// any point, sees the baseline entirely as it was or entirely as saved. Files of
+    /// other benchmarks are kept, and so are those of records that are skipped.
     pub fn save(&self, name: &str, records: &[RawRecord]) -> Result<SaveReport, BaselineError> {
         let dir = self.dir(name)?;
         let mut entries = Vec::new();
@@ -585,36 +595,58 @@ impl BaselineStore {
                 Err(why) => skipped.push((record.id.clone(), why)),
             }
         }
-        if !entries.is_empty() {
-            std::fs::create_dir_all(&dir).map_err(|source| BaselineError::Io {
+        let current = crate::atomic_dir::readable(&dir);
+        let kept = skipped
+            .iter()
+            .filter(|(id, _)| {
+                current
+                    .as_ref()
+                    .is_some_and(|d| d.join(format!("{}.json", file_stem_for_id(id))).is_file())
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        let files: Vec<(String, Vec<u8>)> = entries
+            .iter()
+            .map(|(stem, entry)| (format!("{stem}.json"), entry.to_json_pretty().into_bytes()))
+            .collect();
+        if !files.is_empty() {
+            std::fs::create_dir_all(&self.root).map_err(|source| BaselineError::Io {
                 action: "create baseline directory",
+                path: self.root.display().to_string(),
+                source,
+            })?;
+            crate::atomic_dir::replace_files(&dir, &files).map_err(|source| BaselineError::Io {
+                action: "save baseline",
                 path: dir.display().to_string(),
                 source,
             })?;
         }
-        let mut written = Vec::new();
-        for (stem, entry) in &entries {
-            let path = dir.join(format!("{stem}.json"));
-            write_atomically(&dir, &path, entry.to_json_pretty().as_bytes())?;
-            written.push(path);
-        }
+        let written = files.iter().map(|(f, _)| dir.join(f)).collect();
         Ok(SaveReport {
             dir,
             written,
             skipped,
+            kept,
         })
     }
 
     /// Loads every benchmark of baseline `name`, sorted by id. Any unreadable, corrupt,
-    /// truncated or newer file is an error naming it.
+    /// truncated or newer baseline file is an error naming it; JSON files that are not
+    /// baseline files are left out ([`BaselineStore::load_noting`] names them).
     pub fn load(&self, name: &str) -> Result<Vec<BaselineEntry>, BaselineError> {
-        let dir = self.dir(name)?;
-        if !dir.is_dir() {
+        self.load_noting(name).map(|l| l.entries)
+    }
+
+    /// [`BaselineStore::load`], with the files it ignored.
+    pub fn load_noting(&self, name: &str) -> Result<LoadedEntries, BaselineError> {
+        let named = self.dir(name)?;
+        // A save killed between its two renames leaves the old files beside it.
+        let Some(dir) = crate::atomic_dir::readable(&named) else {
             return Err(BaselineError::NotFound {
                 name: name.to_string(),
-                path: dir.display().to_string(),
+                path: named.display().to_string(),
             });
-        }
+        };
         let io_err = |action, path: &Path| {
             let path = path.display().to_string();
             move |source| BaselineError::Io {
@@ -636,10 +668,15 @@ impl BaselineStore {
         }
         files.sort();
         let mut entries: Vec<BaselineEntry> = Vec::with_capacity(files.len());
+        let mut ignored = Vec::new();
         let mut seen: HashMap<String, PathBuf> = HashMap::new();
         for path in files {
             let text =
                 std::fs::read_to_string(&path).map_err(io_err("read baseline file", &path))?;
+            if !looks_like_a_baseline(&text) {
+                ignored.push(path);
+                continue;
+            }
             let entry = BaselineEntry::from_json(&text, &path.display().to_string())?;
             if let Some(first) = seen.insert(entry.id.clone(), path.clone()) {
                 return Err(BaselineError::DuplicateId {
@@ -651,7 +688,7 @@ impl BaselineStore {
             entries.push(entry);
         }
         entries.sort_by(|a, b| a.id.cmp(&b.id));
-        Ok(entries)
+        Ok(LoadedEntries { entries, ignored })
     }
 
     /// Names of the saved baselines, sorted; none when the store does not exist yet.
@@ -678,26 +715,17 @@ impl BaselineStore {
     }
 }
 
-fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), BaselineError> {
-    let io_err = |action, p: &Path| {
-        let p = p.display().to_string();
-        move |source| BaselineError::Io {
-            action,
-            path: p,
-            source,
+/// Whether `text` is meant as a baseline file: a JSON object with an `id` and a
+/// `format_version`. Anything that is not valid JSON counts as one (a truncated
+/// baseline file must be an error, not skipped).
+fn looks_like_a_baseline(text: &str) -> bool {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(map)) => {
+            map.contains_key("id") && map.contains_key("format_version")
         }
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".gpubench-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(io_err("create temporary file in", dir))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(io_err("write baseline file", tmp.path()))?;
-    tmp.persist(path)
-        .map_err(|e| io_err("write baseline file", path)(e.error))?;
-    Ok(())
+        Ok(_) => false,
+        Err(_) => true,
+    }
 }
 
 /// How [`compare_with_baseline`] compares.
@@ -1278,8 +1306,15 @@ mod tests {
         let report = store.save("main", &now[..]).unwrap();
         assert_eq!(report.written, [dir.join("a.json")]);
         assert_eq!(report.skipped, [("b".to_string(), NotSaved::Failed)]);
+        assert_eq!(report.kept, ["b"], "b's previous file is kept");
         assert_eq!(std::fs::read_to_string(dir.join("b.json")).unwrap(), old_b);
         assert!(dir.join("notes.txt").exists());
+        // A failed benchmark that was never saved has no previous file to keep.
+        let mut fresh = records(&["c"], 1.0, 5);
+        fresh[0].rounds[0].measurement = None;
+        fresh[0].rounds[0].failure = Some(Failure::new(FailureKind::Crash, "signal 11"));
+        let report = store.save("main", &fresh).unwrap();
+        assert!(report.kept.is_empty() && report.written.is_empty());
         let names: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -1353,6 +1388,35 @@ mod tests {
         std::fs::write(&file, good.replacen("\"id\": \"a\"", "\"id\": \"b\"", 1)).unwrap();
         let err = store.load("main").unwrap_err();
         assert!(matches!(err, BaselineError::DuplicateId { .. }), "{err}");
+    }
+
+    #[test]
+    fn json_files_that_are_not_baseline_files_are_ignored_and_named() {
+        let (_tmp, store) = store();
+        store.save("main", &records(&["a"], 1.0, 7)).unwrap();
+        let dir = store.dir("main").unwrap();
+        std::fs::write(dir.join("settings.json"), r#"{"theme": "dark"}"#).unwrap();
+        std::fs::write(dir.join("list.json"), "[1, 2]").unwrap();
+        let loaded = store.load_noting("main").unwrap();
+        assert_eq!(loaded.entries.len(), 1);
+        assert_eq!(
+            loaded.ignored,
+            [dir.join("list.json"), dir.join("settings.json")]
+        );
+        assert_eq!(store.load("main").unwrap(), loaded.entries);
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn saved_files_are_readable_by_everyone() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_tmp, store) = store();
+        let report = store.save("main", &records(&["a"], 1.0, 8)).unwrap();
+        let mode = std::fs::metadata(&report.written[0])
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o044, 0o044, "{mode:o}");
     }
 
     #[test]

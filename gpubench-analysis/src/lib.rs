@@ -4,6 +4,7 @@
 //! records defined here, and the cargo subcommand reads, analyses and compares them.
 #![warn(missing_docs)]
 
+pub mod atomic_dir;
 pub mod baseline;
 pub mod compare;
 pub mod comparison;

@@ -29,6 +29,7 @@ thread_local! {
 
 /// Parses the process's arguments, runs, and exits with the harness's exit code.
 pub fn main() {
+    take_down_group_on_sigterm();
     let args = HarnessArgs::parse();
     let code = run(args);
     let _ = std::io::stdout().flush();
@@ -39,6 +40,30 @@ pub fn main() {
     // the device's memory when the process is gone either way.
     // SAFETY: _exit(2) ends the process at once; nothing of this process runs after.
     unsafe { libc::_exit(code) }
+}
+
+/// When this process leads a process group of its own (as `cargo gpubench` starts
+/// it), SIGTERM kills the whole group: `cargo gpubench` has it sent when it dies, and
+/// whatever the benchmark started must not outlive it either. A harness started from
+/// a shell or by `cargo bench` shares its parent's group and keeps the default.
+fn take_down_group_on_sigterm() {
+    extern "C" fn kill_group(_signal: libc::c_int) {
+        // SAFETY: kill(2) is async-signal-safe; 0 is this process's group.
+        unsafe {
+            libc::kill(0, libc::SIGKILL);
+        }
+    }
+    // SAFETY: getpgrp and getpid have no preconditions.
+    let leads_group = unsafe { libc::getpgrp() == libc::getpid() };
+    if leads_group {
+        // SAFETY: the handler only calls an async-signal-safe function.
+        unsafe {
+            libc::signal(
+                libc::SIGTERM,
+                kill_group as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
+        }
+    }
 }
 
 /// Runs the harness with parsed arguments; returns the exit code.

@@ -222,3 +222,34 @@ fn libtest_flags_cargo_passes_are_accepted() {
     );
     assert!(stdout(&out).contains("test adds ... ok"));
 }
+
+#[test]
+#[cfg(unix)]
+fn sigterm_takes_down_a_harness_that_leads_its_process_group() {
+    use std::os::unix::process::CommandExt;
+    use std::time::{Duration, Instant};
+    // As cargo gpubench starts it: a process group of its own. A minute of warm-up
+    // keeps it busy until the signal.
+    let mut child = Command::new(fixture())
+        .args(["--bench", "--exact", "adds"])
+        .env("GPUBENCH_DEVICE", "cpu")
+        .env("GPUBENCH_WARM_UP_TIME", "60")
+        .env_remove("GPUBENCH_RECORD_DIR")
+        .stdout(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent = Instant::now();
+    // SAFETY: a signal to the child we spawned and have not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = child.wait().unwrap();
+    assert!(
+        sent.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        sent.elapsed()
+    );
+    use std::os::unix::process::ExitStatusExt;
+    // The handler kills the whole group, the harness with it.
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+}
