@@ -96,6 +96,15 @@ pub fn run(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
     };
     if args.list {
         print_list(&all, &filter, args.format);
+        // A run of these would be refused: say so now, not at run time.
+        let shown: Vec<Benchmark> = all
+            .iter()
+            .filter(|b| filter.matches_name(b))
+            .cloned()
+            .collect();
+        if let Err(e) = select::check_unique_ids(&shown) {
+            eprintln!("gpubench: warning: {e}");
+        }
         return Ok(Exit::Success);
     }
 
@@ -104,6 +113,9 @@ pub fn run(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
         return Err(select::explain_empty(&all, &filter).into());
     }
     select::check_unique_ids(&selected)?;
+    if let Some(device) = args.device.as_deref() {
+        check_device(&selected[0].exe, device, &env, args.timeout, &stop)?;
+    }
 
     // Loaded before anything runs: a missing or corrupt baseline stops the run before
     // it spends time, and a run that saves over it is compared with it as it was.
@@ -302,6 +314,42 @@ fn child_env(libtorch: &Libtorch, native_paths: &[PathBuf], target_dir: &Path) -
             libtorch::prepend_paths(&dirs, existing.as_deref()),
         )],
         remove,
+    }
+}
+
+/// Asks a bench executable once whether `device` is there, so an unavailable one
+/// stops the run before it starts instead of failing every benchmark.
+fn check_device(
+    exe: &std::path::Path,
+    device: &str,
+    env: &crate::process::ChildEnv,
+    timeout: std::time::Duration,
+    stop: &AtomicBool,
+) -> Result<()> {
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["--check-device", "--device", device]);
+    env.apply(&mut cmd);
+    let finished = crate::process::run(cmd, timeout, stop, crate::process::TAIL_BYTES)
+        .with_context(|| format!("failed to run {} to check --device", exe.display()))?;
+    match finished.ending {
+        crate::process::Ending::Exited(0) => Ok(()),
+        crate::process::Ending::Exited(2) => {
+            let why = finished
+                .stderr_tail
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .trim()
+                .trim_start_matches("error: ")
+                .to_string();
+            Err(crate::UsageError(format!("--device {device} is not available here: {why}")).into())
+        }
+        other => Err(anyhow::anyhow!(
+            "failed to check --device {device} with {} ({other:?}): {}",
+            exe.display(),
+            finished.stderr_tail.trim()
+        )),
     }
 }
 

@@ -47,7 +47,18 @@ use crate::exit;
         terminal table gains a change column, the comparison is stored as \
         runs/<run-id>/comparison.json, and --fail-on decides which verdicts end the \
         run with exit code 4. Comparing and saving in one run compares with the \
-        baseline as it was before this run.",
+        baseline as it was before this run.\n\n\
+        Words in the summary. A benchmark: passed, or failed (panic, out of memory, \
+        crash, timeout, exit code); device-bound: the host returns long before the \
+        device finishes, so the figure is device time; launch-bound: the device waits \
+        on the host's dispatch; syncs inside the routine: host dispatch tracks device \
+        time (something reads back); unstable: a process's samples never settled within \
+        its time bound; unstable across processes: the processes' medians differ by \
+        more than 10%. A verdict (on time, kernel time or counts): regressed or \
+        improved: the whole 90% interval of the change lies beyond the threshold; no \
+        change: it lies inside; ambiguous: neither, or too few processes; not \
+        compared: recorded on another device model; new: not in the baseline. A run: \
+        incomplete: its cargo gpubench died before the end.",
     after_long_help = exit::HELP,
     args_conflicts_with_subcommands = true
 )]

@@ -134,7 +134,14 @@ impl Exit {
             if let Some(e) = cause.downcast_ref::<CompileError>() {
                 return e.exit();
             }
-            if cause.is::<LibtorchError>() || cause.is::<ListError>() || cause.is::<StoreError>() {
+            if let Some(e) = cause.downcast_ref::<ListError>() {
+                return if e.is_bad_definition() {
+                    Exit::Usage
+                } else {
+                    Exit::Setup
+                };
+            }
+            if cause.is::<LibtorchError>() || cause.is::<StoreError>() {
                 return Exit::Setup;
             }
         }
@@ -246,6 +253,18 @@ mod tests {
             source: std::io::ErrorKind::PermissionDenied.into(),
         }));
         assert_eq!(Exit::for_error(&unreadable), Exit::Setup);
+        // A bench executable that refuses its own benchmark ids (exit 2) is bad input;
+        // one that cannot start is the machine's problem.
+        let listing = |code| {
+            anyhow::Error::new(ListError::Failed {
+                exe: "/t/bench".into(),
+                how: format!("exit code {code}"),
+                stderr: String::new(),
+                code: Some(code),
+            })
+        };
+        assert_eq!(Exit::for_error(&listing(2)), Exit::Usage);
+        assert_eq!(Exit::for_error(&listing(127)), Exit::Setup);
     }
 
     #[test]

@@ -30,7 +30,21 @@ pub enum ListError {
         how: String,
         /// The tail of its stderr.
         stderr: String,
+        /// Its exit code, when it exited.
+        code: Option<i32>,
     },
+}
+
+impl ListError {
+    /// Whether the executable refused its own benchmarks' definitions (a duplicate
+    /// id, a name or argument that cannot be in an id): the harness's usage exit.
+    pub fn is_bad_definition(&self) -> bool {
+        matches!(
+            self,
+            ListError::Failed { code: Some(code), .. }
+                if *code == gpubench_analysis::protocol::EXIT_USAGE
+        )
+    }
 }
 
 fn stderr_section(stderr: &str) -> String {
@@ -92,6 +106,10 @@ fn list_ids(
             exe: exe.display().to_string(),
             source,
         })?;
+    let code = match finished.ending {
+        Ending::Exited(code) => Some(code),
+        _ => None,
+    };
     let how = match finished.ending {
         Ending::Exited(0) => return Ok(parse_terse(&finished.stdout_tail)),
         Ending::Exited(code) => format!("exit code {code}"),
@@ -114,6 +132,7 @@ fn list_ids(
         exe: exe.display().to_string(),
         how,
         stderr,
+        code,
     })
 }
 

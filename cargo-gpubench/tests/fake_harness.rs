@@ -38,6 +38,11 @@ case " $* " in
     esac
     exit 0 ;;
 esac
+if [ "$1" = "--check-device" ]; then
+    echo "--check-device $3" >> "$here/calls.log"
+    [ "$3" = "cuda:7" ] && { echo "error: CUDA device 7 is not available: this machine has 0 CUDA devices" >&2; exit 2; }
+    echo "cpu AMD EPYC"; exit 0
+fi
 [ "$1 $2" = "--bench --exact" ] || { echo "unexpected arguments: $*" >&2; exit 64; }
 id=$3
 echo "$id args=[$*] quick_env=${GPUBENCH_QUICK-unset} ignored_env=${GPUBENCH_IGNORED-unset} round=${GPUBENCH_ROUND-unset}" >> "$here/calls.log"
@@ -445,6 +450,22 @@ fn list_prints_sorted_names_and_marks_ignored_ones() {
     let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
     assert_eq!(v[0]["name"], "fake/matmul/64");
     assert_eq!(v[0]["ignored"], false);
+
+    // Two targets with the same ids list both, with the warning a run would refuse
+    // them with.
+    let other = fake.dir.path().join("bin/other");
+    std::fs::copy(fake.exe(), &other).unwrap();
+    let ran = run(fake
+        .command()
+        .arg(exe_arg(&other))
+        .args(["--list", "passes"]))
+    .expect_code(0);
+    assert_eq!(ran.stdout, "fake/passes\nother/passes\n");
+    assert!(
+        ran.stderr.contains("warning:") && ran.stderr.contains("`passes`"),
+        "{}",
+        ran.stderr
+    );
 }
 
 #[test]
@@ -613,6 +634,16 @@ fn usage_mistakes_exit_2_and_help_documents_exit_codes() {
         ran.stderr
     );
     run(fake.command().args(["--device", "tpu"])).expect_code(2);
+    // A device that is not there stops the run once, before any benchmark runs.
+    let ran = run(fake.command().args(["--device", "cuda:7", "--quick"])).expect_code(2);
+    assert!(
+        ran.stderr.contains(
+            "--device cuda:7 is not available here: CUDA device 7 is not available: this machine has 0 CUDA devices"
+        ),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(fake.calls(), "--check-device cuda:7\n", "nothing ran");
     let ran = run(cargo_gpubench().args(["gpubench", "--help"])).expect_code(0);
     assert!(ran.stdout.contains("Exit codes:"), "{}", ran.stdout);
     assert!(

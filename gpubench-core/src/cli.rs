@@ -17,15 +17,21 @@ use clap::{ArgAction, Parser};
                   failed, 2 bad usage or setup (unknown device, duplicate ids)."
 )]
 pub struct HarnessArgs {
-    /// Run only benchmarks whose id contains this (or equals it, with --exact).
-    pub filter: Option<String>,
+    /// Run only benchmarks whose id contains one of these (or equals one, with
+    /// --exact), as libtest does.
+    #[arg(value_name = "FILTER")]
+    pub filters: Vec<String>,
     /// List benchmarks instead of running them.
     #[arg(long)]
     pub list: bool,
+    /// Resolve --device, print it and exit (2 when it is not available): what
+    /// `cargo gpubench` asks once before a run.
+    #[arg(long, hide = true)]
+    pub check_device: bool,
     /// Output format of --list: `pretty` or `terse` (libtest's).
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,
-    /// The filter must match the id exactly.
+    /// A filter must match the id exactly.
     #[arg(long)]
     pub exact: bool,
     /// Run (or list) only benchmarks marked `ignore`.

@@ -96,6 +96,11 @@ pub fn run(args: HarnessArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
+    if args.check_device {
+        let id = backend.identity();
+        println!("{} {}", id.label(), id.name);
+        return 0;
+    }
     install_panic_hook();
     // The device, libraries, host and commit do not change between benchmarks: ask
     // once (a git subprocess, the driver, /proc/cpuinfo); only the time is per case.
@@ -152,15 +157,20 @@ pub fn run(args: HarnessArgs) -> i32 {
     }
 }
 
-/// libtest's selection: filter (substring, or exact), `--skip`, and `--ignored`
-/// keeping only ignored benchmarks.
+/// libtest's selection: any of the filters (substring, or exact), `--skip`, and
+/// `--ignored` keeping only ignored benchmarks.
 pub(crate) fn select(cases: Vec<Case>, args: &HarnessArgs) -> Vec<Case> {
     cases
         .into_iter()
-        .filter(|c| match &args.filter {
-            Some(f) if args.exact => c.id == *f,
-            Some(f) => c.id.contains(f.as_str()),
-            None => true,
+        .filter(|c| {
+            args.filters.is_empty()
+                || args.filters.iter().any(|f| {
+                    if args.exact {
+                        c.id == *f
+                    } else {
+                        c.id.contains(f.as_str())
+                    }
+                })
         })
         .filter(|c| !args.skip.iter().any(|s| c.id.contains(s.as_str())))
         .filter(|c| !args.ignored || c.ignore)

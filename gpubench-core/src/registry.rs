@@ -81,17 +81,75 @@ pub struct DuplicateId {
     pub second: String,
 }
 
+/// A benchmark name or argument that cannot be part of an id.
+#[derive(Debug, thiserror::Error)]
+#[error("benchmark `{name}` at {location}: {what} {value:?} {why}")]
+pub struct BadId {
+    /// The benchmark's name.
+    pub name: String,
+    /// Where it is.
+    pub location: String,
+    /// `the name` or `argument 2`.
+    pub what: String,
+    /// The offending text.
+    pub value: String,
+    /// What is wrong with it, and the fix.
+    pub why: &'static str,
+}
+
+/// Why the registered benchmarks cannot be listed or run.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// Two benchmarks share an id.
+    #[error(transparent)]
+    Duplicate(#[from] DuplicateId),
+    /// A name or argument cannot be part of an id.
+    #[error(transparent)]
+    BadId(#[from] BadId),
+}
+
+/// What is wrong with `part` as the name or argument part of an id, if anything:
+/// ids are typed on command lines, matched by filters and name files, so a part is
+/// non-empty, holds no `/` (which separates name and argument) and no control
+/// character (a newline would make a listing show a benchmark that does not exist).
+pub fn id_part_problem(part: &str) -> Option<&'static str> {
+    if part.is_empty() {
+        Some("is empty: give it a value that says what it is")
+    } else if part.contains('/') {
+        Some("contains `/`, which separates a benchmark's name from its argument: use another character")
+    } else if part.chars().any(char::is_control) {
+        Some("contains a control character (a newline, a tab): ids are one line of printable text")
+    } else {
+        None
+    }
+}
+
 /// All registered benchmarks, sorted by id.
-pub fn cases() -> Result<Vec<Case>, DuplicateId> {
+pub fn cases() -> Result<Vec<Case>, RegistryError> {
     cases_from(inventory::iter::<BenchDef>())
 }
 
-fn cases_from<'a>(defs: impl Iterator<Item = &'a BenchDef>) -> Result<Vec<Case>, DuplicateId> {
+fn cases_from<'a>(defs: impl Iterator<Item = &'a BenchDef>) -> Result<Vec<Case>, RegistryError> {
     // Sorted by name, then by argument in declaration order (`f/64` before `f/256`).
     let mut by_id: BTreeMap<String, (String, usize, Case)> = BTreeMap::new();
     for def in defs {
         let location = format!("{}:{}", def.file, def.line);
+        let bad = |what: String, value: &str, why| BadId {
+            name: def.name.to_string(),
+            location: location.clone(),
+            what,
+            value: value.to_string(),
+            why,
+        };
+        if let Some(why) = id_part_problem(def.name) {
+            return Err(bad("the name".into(), def.name, why).into());
+        }
         for (order, case) in (def.cases)().into_iter().enumerate() {
+            if let Some(arg) = &case.arg {
+                if let Some(why) = id_part_problem(arg) {
+                    return Err(bad(format!("argument {}", order + 1), arg, why).into());
+                }
+            }
             let id = match &case.arg {
                 Some(arg) => format!("{}/{}", def.name, arg),
                 None => def.name.to_string(),
@@ -101,7 +159,8 @@ fn cases_from<'a>(defs: impl Iterator<Item = &'a BenchDef>) -> Result<Vec<Case>,
                     id,
                     first: existing.location.clone(),
                     second: location,
-                });
+                }
+                .into());
             }
             let case = Case {
                 id,
@@ -183,5 +242,47 @@ mod tests {
             msg.contains("a.rs:1") && msg.contains("b.rs:7") && msg.contains("name ="),
             "{msg}"
         );
+    }
+
+    fn weird_args() -> Vec<CaseFn> {
+        vec![
+            CaseFn::with_arg("ok".into(), |_| {}),
+            CaseFn::with_arg("two\nlines".into(), |_| {}),
+        ]
+    }
+    fn empty_arg() -> Vec<CaseFn> {
+        vec![CaseFn::with_arg(String::new(), |_| {})]
+    }
+    fn slash_arg() -> Vec<CaseFn> {
+        vec![CaseFn::with_arg("a/b".into(), |_| {})]
+    }
+
+    #[test]
+    fn names_and_arguments_that_cannot_be_in_an_id_are_refused_naming_them() {
+        let def = |name: &'static str, cases: fn() -> Vec<CaseFn>| BenchDef {
+            name,
+            file: "w.rs",
+            line: 3,
+            ignore: false,
+            cases,
+        };
+        for (d, expect) in [
+            (
+                def("weird", weird_args),
+                "argument 2 \"two\\nlines\" contains a control character",
+            ),
+            (def("weird2", empty_arg), "argument 1 \"\" is empty"),
+            (def("weird3", slash_arg), "argument 1 \"a/b\" contains `/`"),
+            (
+                def("tab\tname", one),
+                "the name \"tab\\tname\" contains a control character",
+            ),
+        ] {
+            let err = cases_from(std::iter::once(&d)).err().expect("refused");
+            assert!(matches!(err, RegistryError::BadId(_)), "{err}");
+            let msg = err.to_string();
+            assert!(msg.contains(expect) && msg.contains("w.rs:3"), "{msg}");
+        }
+        assert!(id_part_problem("bf16 4096").is_none());
     }
 }

@@ -55,6 +55,12 @@ fn filter_exact_and_ignored_behave_like_libtest() {
     assert_eq!(ids(&["sized/6"]), ["sized/64"]);
     assert_eq!(ids(&["--exact", "sized"]), Vec::<String>::new());
     assert_eq!(ids(&["--exact", "sized/8"]), ["sized/8"]);
+    // Several filters select what any of them selects, as in libtest.
+    assert_eq!(ids(&["sized/8", "renamed"]), ["renamed", "sized/8"]);
+    assert_eq!(
+        ids(&["--exact", "sized/8", "sized/512"]),
+        ["sized/8", "sized/512"]
+    );
     assert_eq!(ids(&["--ignored"]), ["slow_ignored"]);
     assert_eq!(
         ids(&["--skip", "sized", "a"]),
@@ -228,12 +234,14 @@ fn libtest_flags_cargo_passes_are_accepted() {
 fn sigterm_takes_down_a_harness_that_leads_its_process_group() {
     use std::os::unix::process::CommandExt;
     use std::time::{Duration, Instant};
-    // As cargo gpubench starts it: a process group of its own. A minute of warm-up
-    // keeps it busy until the signal.
+    // As cargo gpubench starts it: a process group of its own. A minute of samples
+    // that never satisfy the minimum keeps it busy until the signal.
     let mut child = Command::new(fixture())
         .args(["--bench", "--exact", "adds"])
         .env("GPUBENCH_DEVICE", "cpu")
-        .env("GPUBENCH_WARM_UP_TIME", "60")
+        .env("GPUBENCH_MEASUREMENT_TIME", "60")
+        .env("GPUBENCH_MIN_SAMPLES", "100000")
+        .env("GPUBENCH_MAX_SAMPLES", "100000")
         .env_remove("GPUBENCH_RECORD_DIR")
         .stdout(std::process::Stdio::null())
         .process_group(0)
@@ -252,4 +260,16 @@ fn sigterm_takes_down_a_harness_that_leads_its_process_group() {
     use std::os::unix::process::ExitStatusExt;
     // The handler kills the whole group, the harness with it.
     assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+}
+
+#[test]
+fn check_device_answers_once_whether_the_device_is_there() {
+    let out = run(&["--check-device", "--device", "cpu"], &[]);
+    assert!(out.status.success());
+    assert!(stdout(&out).starts_with("cpu "), "{}", stdout(&out));
+    // The test machines have no GPU with 8 devices.
+    let out = run(&["--check-device", "--device", "cuda:7"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cuda:7") || err.contains("CUDA"), "{err}");
 }

@@ -64,10 +64,10 @@ impl Parse for Options {
                 "name" => {
                     input.parse::<Token![=]>()?;
                     let name: LitStr = input.parse()?;
-                    if name.value().is_empty() || name.value().contains('/') {
+                    if let Some(why) = id_part_problem(&name.value()) {
                         return Err(syn::Error::new(
                             name.span(),
-                            "#[gpu_bench(name = ...)] must be non-empty and contain no `/`",
+                            format!("#[gpu_bench(name = ...)] {why}"),
                         ));
                     }
                     opts.name = Some(name);
@@ -83,6 +83,22 @@ impl Parse for Options {
                             key.span(),
                             "#[gpu_bench(args = [...])] needs at least one argument",
                         ));
+                    }
+                    // String arguments become part of the id as written; other values
+                    // are checked when the benchmarks are listed.
+                    for arg in &list {
+                        if let Expr::Lit(syn::ExprLit {
+                            lit: syn::Lit::Str(text),
+                            ..
+                        }) = arg
+                        {
+                            if let Some(why) = id_part_problem(&text.value()) {
+                                return Err(syn::Error::new(
+                                    text.span(),
+                                    format!("a #[gpu_bench(args = [...])] value {why}"),
+                                ));
+                            }
+                        }
                     }
                     opts.args = Some(list.into_iter().collect());
                 }
@@ -100,6 +116,21 @@ impl Parse for Options {
             }
         }
         Ok(opts)
+    }
+}
+
+/// What is wrong with `part` as the name or argument part of a benchmark id: the
+/// rule of `gpubench_core`'s registry (`id_part_problem`), applied at compile time to
+/// what the attribute spells out.
+fn id_part_problem(part: &str) -> Option<&'static str> {
+    if part.is_empty() {
+        Some("is empty: give it a value that says what it is")
+    } else if part.contains('/') {
+        Some("contains `/`, which separates a benchmark's name from its argument: use another character")
+    } else if part.chars().any(char::is_control) {
+        Some("contains a control character (a newline, a tab): ids are one line of printable text")
+    } else {
+        None
     }
 }
 
