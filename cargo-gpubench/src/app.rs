@@ -154,7 +154,11 @@ pub fn run(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
     } else {
         gpubench_analysis::MeasurementConfig::standard()
     };
-    let measurement_time = measurement_time_setting()?.unwrap_or(defaults.measurement_time_s);
+    let measurement_time = args
+        .measure
+        .measurement_time
+        .unwrap_or(defaults.measurement_time_s);
+    let warmup_time = args.measure.warm_up_time.unwrap_or(defaults.warmup_time_s);
     let opts = RunOptions {
         device: args.device.clone(),
         quick: args.quick,
@@ -162,11 +166,11 @@ pub fn run(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
         timeout: args.timeout,
         processes,
         measurement_time_s: RunOptions::split_measurement_time(measurement_time, &processes),
+        measure: args.measure.clone(),
     };
     // A benchmark gets rounds beyond its floor only while its processes have taken
     // less than twice its warm-up and measurement time.
-    let budget =
-        std::time::Duration::from_secs_f64(2.0 * (defaults.warmup_time_s + measurement_time));
+    let budget = std::time::Duration::from_secs_f64(2.0 * (warmup_time + measurement_time));
     let session = Session {
         store: &store,
         opts: &opts,
@@ -386,22 +390,6 @@ fn print_list(all: &[Benchmark], filter: &Filter, format: Format) {
                 serde_json::to_string_pretty(&items).expect("lists always serialise")
             );
         }
-    }
-}
-
-/// `GPUBENCH_MEASUREMENT_TIME`, the measurement time of a benchmark (split across its
-/// processes), when set.
-fn measurement_time_setting() -> Result<Option<f64>> {
-    const VAR: &str = "GPUBENCH_MEASUREMENT_TIME";
-    match std::env::var(VAR) {
-        Err(_) => Ok(None),
-        Ok(v) => match v.trim().parse::<f64>() {
-            Ok(x) if x.is_finite() && x > 0.0 => Ok(Some(x)),
-            _ => Err(UsageError(format!(
-                "{VAR} must be a positive number of seconds, got {v:?}"
-            ))
-            .into()),
-        },
     }
 }
 

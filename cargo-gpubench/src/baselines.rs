@@ -37,6 +37,7 @@ pub fn settings(verdicts: &VerdictArgs) -> VerdictSettings {
         fail_on: verdicts.fail_on,
         allow_device_mismatch: verdicts.allow_device_mismatch,
         gate: verdicts.gate(),
+        allow_settings_mismatch: verdicts.allow_settings_mismatch,
     }
 }
 

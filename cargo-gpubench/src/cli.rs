@@ -72,6 +72,8 @@ pub struct Cli {
 }
 
 /// The subcommands.
+// Parsed once per process: the size of the run variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run benchmarks (the default); with --exe, run already-built bench executables
@@ -244,6 +246,10 @@ pub struct RunArgs {
     /// Flush the GPU's L2 cache before every timed call.
     #[arg(long, env = "GPUBENCH_FLUSH_L2", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub flush_l2: bool,
+
+    /// The harness's measurement options, passed to every benchmark process.
+    #[command(flatten)]
+    pub measure: MeasureArgs,
 
     /// Path to the workspace's Cargo.toml.
     #[arg(long, value_name = "PATH", env = "GPUBENCH_MANIFEST_PATH")]
@@ -440,6 +446,17 @@ pub struct VerdictArgs {
     )]
     pub allow_device_mismatch: bool,
 
+    /// Compare benchmarks whose two sides were measured with settings that move the
+    /// figures (sample time, warm-up, --flush-l2; otherwise they are listed as not
+    /// compared, naming the difference).
+    #[arg(
+        long,
+        env = "GPUBENCH_ALLOW_SETTINGS_MISMATCH",
+        action = ArgAction::SetTrue,
+        value_parser = BoolishValueParser::new()
+    )]
+    pub allow_settings_mismatch: bool,
+
     /// Which verdicts end the run with exit code 4: `regressed`; `ambiguous`
     /// (regressed, ambiguous, or not compared, e.g. another device); `never` (report
     /// only).
@@ -567,6 +584,55 @@ fn parse_processes(s: &str) -> Result<ProcessPolicy, String> {
             })
         }
     }
+}
+
+/// The measurement options of the bench executables, under the same names, so a
+/// run sets them like the harness; recorded in every record's config, and the ones
+/// that move figures (sample time, warm-up, --flush-l2) are checked when comparing.
+#[derive(Debug, Clone, Default, Args)]
+pub struct MeasureArgs {
+    /// Warm-up time bound of a process, seconds [default: 1; --quick: 0.2].
+    #[arg(long, value_name = "SECS", env = "GPUBENCH_WARM_UP_TIME", value_parser = parse_seconds)]
+    pub warm_up_time: Option<f64>,
+    /// Measurement time of a benchmark, seconds, split across its processes
+    /// [default: 5; --quick: 1].
+    #[arg(long, value_name = "SECS", env = "GPUBENCH_MEASUREMENT_TIME", value_parser = parse_seconds)]
+    pub measurement_time: Option<f64>,
+    /// Target duration of one sample, seconds [default: 0.01; --quick: 0.005].
+    #[arg(long, value_name = "SECS", env = "GPUBENCH_SAMPLE_TIME", value_parser = parse_seconds)]
+    pub sample_time: Option<f64>,
+    /// Fewest samples per process [default: 10; --quick: 5].
+    #[arg(long, value_name = "N", env = "GPUBENCH_MIN_SAMPLES", value_parser = clap::value_parser!(u32).range(2..))]
+    pub min_samples: Option<u32>,
+    /// Most samples per process [default: 200; --quick: 100].
+    #[arg(long, value_name = "N", env = "GPUBENCH_MAX_SAMPLES", value_parser = clap::value_parser!(u32).range(2..))]
+    pub max_samples: Option<u32>,
+    /// Stop a process once its median's 95% interval is within ± this fraction
+    /// [default: 0.01; --quick: 0.02].
+    #[arg(long, value_name = "FRACTION", env = "GPUBENCH_TARGET_REL_CI", value_parser = parse_fraction)]
+    pub target_rel_ci: Option<f64>,
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!("a time must be positive, got `{s}`"));
+    }
+    Ok(secs)
+}
+
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    let x: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if !(x.is_finite() && x > 0.0 && x < 1.0) {
+        return Err(format!("a fraction strictly between 0 and 1, got `{s}`"));
+    }
+    Ok(x)
 }
 
 fn parse_timeout(s: &str) -> Result<Duration, String> {

@@ -120,6 +120,9 @@ pub struct VerdictSettings {
     /// `--gate-on`: the metrics whose verdicts `fail_on` looks at.
     #[serde(default)]
     pub gate: Gate,
+    /// `--allow-settings-mismatch`.
+    #[serde(default)]
+    pub allow_settings_mismatch: bool,
 }
 
 /// A set of benchmarks judged against a baseline: what `comparison.json` holds.
@@ -161,6 +164,7 @@ impl RunComparison {
             config: settings.config,
             // Mismatches are handled below, per benchmark, so the rest still compare.
             allow_device_mismatch: true,
+            allow_settings_mismatch: settings.allow_settings_mismatch,
         };
         let mut set = compare_with_baseline(current, entries, &options)?;
         let mut device_mismatch = Vec::new();
@@ -529,6 +533,7 @@ mod tests {
             fail_on,
             allow_device_mismatch: allow,
             gate: Gate::default(),
+            allow_settings_mismatch: false,
         }
     }
 

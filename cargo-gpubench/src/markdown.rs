@@ -263,6 +263,14 @@ impl MarkdownSummary<'_> {
         if let Some(msg) = c.device_mismatch_message() {
             let _ = writeln!(out, "\n> **Warning:** {}.", text(&msg));
         }
+        for x in &c.set.other_settings {
+            let _ = writeln!(
+                out,
+                "\n> **Note:** {} was compared across settings (`--allow-settings-mismatch`): {}.",
+                code(&x.id),
+                text(&x.differences.join("; "))
+            );
+        }
         for x in &c.set.cross_device {
             let _ = writeln!(
                 out,
@@ -686,6 +694,7 @@ mod tests {
             fail_on,
             allow_device_mismatch: false,
             gate: gpubench_analysis::baseline::Gate::default(),
+            allow_settings_mismatch: false,
         };
         let source = Source {
             kind: SourceKind::Baseline,

@@ -13,6 +13,7 @@ use gpubench_analysis::{
     RawRecord, Round,
 };
 
+use crate::cli::MeasureArgs;
 use crate::process::{self, ChildEnv, Ending, Finished};
 use crate::select::Benchmark;
 
@@ -36,6 +37,8 @@ pub struct RunOptions {
     /// The measurement time bound of one process, seconds: the benchmark's
     /// measurement time split across its processes.
     pub measurement_time_s: f64,
+    /// The other measurement options given (`--warm-up-time`, `--sample-time`, ...).
+    pub measure: MeasureArgs,
 }
 
 impl RunOptions {
@@ -55,6 +58,22 @@ impl RunOptions {
         config.flush_l2 = self.flush_l2;
         config.measurement_time_s = self.measurement_time_s;
         config.processes = self.processes;
+        let m = &self.measure;
+        if let Some(v) = m.warm_up_time {
+            config.warmup_time_s = v;
+        }
+        if let Some(v) = m.sample_time {
+            config.sample_target_s = v;
+        }
+        if let Some(v) = m.min_samples {
+            config.min_samples = v;
+        }
+        if let Some(v) = m.max_samples {
+            config.max_samples = v;
+        }
+        if let Some(v) = m.target_rel_ci {
+            config.target_rel_ci = v;
+        }
         config
     }
 
@@ -103,6 +122,19 @@ pub fn bench_command(
         "--measurement-time",
         &format!("{}", opts.measurement_time_s),
     ]);
+    let m = &opts.measure;
+    let options = [
+        ("--warm-up-time", m.warm_up_time),
+        ("--sample-time", m.sample_time),
+        ("--min-samples", m.min_samples.map(f64::from)),
+        ("--max-samples", m.max_samples.map(f64::from)),
+        ("--target-rel-ci", m.target_rel_ci),
+    ];
+    for (flag, value) in options {
+        if let Some(v) = value {
+            cmd.args([flag, &format!("{v}")]);
+        }
+    }
     env.apply(&mut cmd);
     cmd.env(RECORD_DIR_VAR, record_dir);
     cmd.env(ROUND_VAR, round.to_string());
@@ -270,6 +302,7 @@ mod tests {
             timeout: Duration::from_secs(300),
             processes: ProcessPolicy::fixed(3),
             measurement_time_s: 0.25,
+            measure: MeasureArgs::default(),
         }
     }
 
@@ -476,6 +509,40 @@ mod tests {
                 "--measurement-time",
                 "0.25"
             ]
+        );
+        // The measurement options given reach the harness under their own names,
+        // and the record's config says what was asked.
+        let mut with = opts();
+        with.measure = MeasureArgs {
+            sample_time: Some(0.002),
+            min_samples: Some(20),
+            warm_up_time: Some(0.5),
+            ..MeasureArgs::default()
+        };
+        let args: Vec<String> =
+            bench_command(&bench, 1, &with, &ChildEnv::default(), Path::new("/r"))
+                .get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+        assert_eq!(
+            &args[9..],
+            [
+                "--warm-up-time",
+                "0.5",
+                "--sample-time",
+                "0.002",
+                "--min-samples",
+                "20"
+            ]
+        );
+        let config = with.config();
+        assert_eq!(
+            (
+                config.sample_target_s,
+                config.min_samples,
+                config.warmup_time_s
+            ),
+            (0.002, 20, 0.5)
         );
         let env = |var: &str| {
             cmd.get_envs()

@@ -252,6 +252,14 @@ pub fn render_comparison(c: &RunComparison, entries: &[SummaryEntry], exit: Exit
             x.id, x.baseline_device, x.current_device
         );
     }
+    for x in &c.set.other_settings {
+        let _ = writeln!(
+            out,
+            "  compared across settings (--allow-settings-mismatch): {} was measured with {}",
+            x.id,
+            x.differences.join("; ")
+        );
+    }
     let name_of = |id: &str| {
         entries
             .iter()
@@ -861,6 +869,7 @@ mod tests {
                 fail_on: FailOn::Regressed,
                 allow_device_mismatch: false,
                 gate: Gate::default(),
+                allow_settings_mismatch: false,
             },
         )
         .unwrap();

@@ -735,6 +735,22 @@ pub struct BaselineCompareOptions {
     pub config: CompareConfig,
     /// Compare even when the device models differ (the set records each mismatch).
     pub allow_device_mismatch: bool,
+    /// Compare even when the two sides were measured with settings that move the
+    /// figures ([`MeasurementConfig::differences_that_move_figures`]; the set records
+    /// each mismatch); otherwise such a benchmark is not compared.
+    #[serde(default)]
+    pub allow_settings_mismatch: bool,
+}
+
+/// A benchmark compared although its two sides were measured with settings that
+/// move the figures, because [`BaselineCompareOptions::allow_settings_mismatch`] was
+/// set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OtherSettings {
+    /// The benchmark id.
+    pub id: String,
+    /// How the settings differ, in words.
+    pub differences: Vec<String>,
 }
 
 /// A benchmark measured on another device model than its baseline, compared because
@@ -969,6 +985,9 @@ pub struct ComparisonSet {
     pub missing_in_current: Vec<String>,
     /// Benchmarks compared across device models by request.
     pub cross_device: Vec<CrossDevice>,
+    /// Benchmarks compared across settings that move the figures, by request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_settings: Vec<OtherSettings>,
 }
 
 impl ComparisonSet {
@@ -1009,6 +1028,7 @@ pub fn compare_with_baseline(
         missing_in_baseline: Vec::new(),
         missing_in_current: Vec::new(),
         cross_device: Vec::new(),
+        other_settings: Vec::new(),
     };
     for record in current {
         let Some(entry) = by_id.get(record.id.as_str()) else {
@@ -1040,6 +1060,28 @@ pub fn compare_with_baseline(
                         id: record.id.clone(),
                         baseline_device: was.clone(),
                         current_device: now.clone(),
+                    });
+                }
+                let differences = entry
+                    .config
+                    .as_ref()
+                    .map(|was| record.config.differences_that_move_figures(was))
+                    .unwrap_or_default();
+                if !differences.is_empty() {
+                    if !options.allow_settings_mismatch {
+                        set.comparisons.push(BenchmarkComparison {
+                            id: record.id.clone(),
+                            outcome: not_compared(&format!(
+                                "measured with other settings ({}), which move the figures: \
+                                 measure both sides alike, or --allow-settings-mismatch",
+                                differences.join("; ")
+                            )),
+                        });
+                        continue;
+                    }
+                    set.other_settings.push(OtherSettings {
+                        id: record.id.clone(),
+                        differences,
                     });
                 }
                 let kind = match (record.primary_kind(), entry.primary_kind()) {
@@ -1628,6 +1670,47 @@ mod tests {
     }
 
     #[test]
+    fn settings_that_move_figures_are_not_compared_unless_allowed() {
+        let base: Vec<BaselineEntry> = records(&["a", "b"], 1.0, 30)
+            .iter()
+            .map(|r| BaselineEntry::from_record(r).unwrap())
+            .collect();
+        let mut now = records(&["a", "b"], 1.0, 31);
+        // `a` measured with --quick's shorter samples and warm-up; `b` with a longer
+        // measurement time and more samples, which only narrow its interval.
+        now[0].config = MeasurementConfig {
+            processes: now[0].config.processes,
+            ..MeasurementConfig::quick()
+        };
+        now[1].config.measurement_time_s = 20.0;
+        now[1].config.max_samples = 500;
+        let set = compare_with_baseline(&now, &base, &BaselineCompareOptions::default()).unwrap();
+        let ComparisonOutcome::NotCompared { reason } = &set.comparisons[0].outcome else {
+            panic!("{:?}", set.comparisons[0]);
+        };
+        assert!(
+            reason.starts_with(
+                "measured with other settings (samples of 5.000 ms here, 10.00 ms in the baseline; \
+                 a warm-up of 200.0 ms here, 1.000 s in the baseline)"
+            ),
+            "{reason}"
+        );
+        assert!(reason.contains("--allow-settings-mismatch"), "{reason}");
+        assert_eq!(set.comparisons[1].verdict(), Some(Verdict::NoChange));
+        assert!(FailOn::Ambiguous.should_fail(&set, &Gate::default()));
+
+        let allow = BaselineCompareOptions {
+            allow_settings_mismatch: true,
+            ..Default::default()
+        };
+        let set = compare_with_baseline(&now, &base, &allow).unwrap();
+        assert!(set.comparisons[0].verdict().is_some());
+        assert_eq!(set.other_settings.len(), 1);
+        assert_eq!(set.other_settings[0].id, "a");
+        assert_eq!(set.other_settings[0].differences.len(), 2);
+    }
+
+    #[test]
     fn a_baseline_from_another_device_is_refused_unless_allowed() {
         let mut rng = Pcg64Mcg::seed_from_u64(12);
         let model = GpuLikeSamples::default();
@@ -1698,6 +1781,7 @@ mod tests {
             missing_in_baseline: vec![],
             missing_in_current: vec![],
             cross_device: vec![],
+            other_settings: vec![],
         };
         assert!(FailOn::Ambiguous.should_fail(&not_compared, &Gate::default()));
         assert!(!FailOn::Regressed.should_fail(&not_compared, &Gate::default()));

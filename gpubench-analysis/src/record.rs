@@ -465,6 +465,42 @@ impl MeasurementConfig {
     }
 }
 
+impl MeasurementConfig {
+    /// The settings in which `self` (this run) and `baseline` differ that move the
+    /// figures themselves, in words: the sample time (samples of a few calls pay a
+    /// sync, a first call or cache misses that longer ones amortise), the warm-up
+    /// (clocks, caches) and `--flush-l2`. The measurement time, sample counts,
+    /// stopping target and processes change only how sure a figure is.
+    pub fn differences_that_move_figures(&self, baseline: &Self) -> Vec<String> {
+        let differs = |a: f64, b: f64| (a - b).abs() > 1e-9 * a.abs().max(b.abs()).max(1e-12);
+        let seconds = |s: f64| crate::units::format_ns(s * 1e9);
+        let mut out = Vec::new();
+        if differs(self.sample_target_s, baseline.sample_target_s) {
+            out.push(format!(
+                "samples of {} here, {} in the baseline",
+                seconds(self.sample_target_s),
+                seconds(baseline.sample_target_s)
+            ));
+        }
+        if differs(self.warmup_time_s, baseline.warmup_time_s) {
+            out.push(format!(
+                "a warm-up of {} here, {} in the baseline",
+                seconds(self.warmup_time_s),
+                seconds(baseline.warmup_time_s)
+            ));
+        }
+        if self.flush_l2 != baseline.flush_l2 {
+            let on = |f: bool| if f { "on" } else { "off" };
+            out.push(format!(
+                "--flush-l2 {} here, {} in the baseline",
+                on(self.flush_l2),
+                on(baseline.flush_l2)
+            ));
+        }
+        out
+    }
+}
+
 impl Default for MeasurementConfig {
     fn default() -> Self {
         Self::standard()
