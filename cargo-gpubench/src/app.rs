@@ -49,6 +49,9 @@ pub fn run(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
     if let Some(args) = cli.report_args() {
         return crate::report_command::run(args);
     }
+    if let Some(args) = cli.setup_args() {
+        return crate::setup::run(args);
+    }
     let args = cli.run_args();
     let stop = interrupt_flag()?;
 
@@ -234,7 +237,8 @@ fn prepare_workspace(args: &RunArgs, stop: &AtomicBool) -> Result<Option<Prepare
     } else {
         Some(RunStore::open(&out_dir)?)
     };
-    let cmd = compile::build_command(&cargo, args.manifest_path.as_deref(), &workspace.targets);
+    let mut cmd = compile::build_command(&cargo, args.manifest_path.as_deref(), &workspace.targets);
+    hand_libtorch_to_the_build(&mut cmd, &workspace.root)?;
     let built = compile::build(cmd, &workspace.targets);
     if stop.load(Ordering::SeqCst) {
         return Ok(None);
@@ -319,6 +323,44 @@ fn child_env(libtorch: &Libtorch, native_paths: &[PathBuf], target_dir: &Path) -
         )],
         remove,
     }
+}
+
+/// tch's build needs `LIBTORCH` (or the like) to find libtorch. When none of tch's
+/// own variables is set, the libtorch that benchmarks would load is looked up before
+/// building and handed to the build, so a workspace builds with no environment set;
+/// when there is none, the run stops here with the one command that sets it up.
+fn hand_libtorch_to_the_build(
+    cmd: &mut std::process::Command,
+    root: &std::path::Path,
+) -> Result<()> {
+    let own = [
+        "LIBTORCH",
+        "LIBTORCH_USE_PYTORCH",
+        "LIBTORCH_LIB",
+        "LIBTORCH_INCLUDE",
+    ];
+    if own
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
+    {
+        return Ok(());
+    }
+    let found = libtorch::locate(&libtorch::Search::from_env(
+        vec![root.to_path_buf()],
+        vec![],
+    ))
+    .context("failed to find the libtorch to build tch against")?;
+    match found.root() {
+        Some(dir) => {
+            cmd.env("LIBTORCH", dir);
+        }
+        None => eprintln!(
+            "gpubench: note: {} (from {}) has no include/ beside it; tch's build must find libtorch by itself",
+            found.lib_dir.display(),
+            found.source
+        ),
+    }
+    Ok(())
 }
 
 /// Asks a bench executable once whether `device` is there, so an unavailable one

@@ -97,6 +97,38 @@ pub enum Command {
         after_long_help = REPORT_HELP
     )]
     Report(ReportArgs),
+    /// Install the libtorch this build needs into the user's cache, once.
+    #[command(
+        long_about = "Install libtorch (PyPI's torch wheel, CPU and CUDA 13, with the \
+            CUDA headers kernel timing builds against) into a virtual environment in \
+            the user's cache: GPUBENCH_CACHE_DIR, else XDG_CACHE_HOME/gpubench, else \
+            ~/.cache/gpubench. cargo gpubench finds it there, builds tch against it and \
+            runs benchmarks with it, with no environment to set. About 5 GB; needs \
+            python3 with venv and access to PyPI."
+    )]
+    Setup(SetupArgs),
+}
+
+/// Options of `setup`.
+#[derive(Debug, Clone, Args)]
+pub struct SetupArgs {
+    /// The virtual environment to make [default: <cache>/torch-<version>].
+    #[arg(long, value_name = "DIR", env = "GPUBENCH_SETUP_VENV")]
+    pub venv: Option<PathBuf>,
+    /// The Python that makes it.
+    #[arg(
+        long,
+        value_name = "PYTHON",
+        env = "GPUBENCH_SETUP_PYTHON",
+        default_value = "python3"
+    )]
+    pub python: OsString,
+    /// Leave out the CUDA headers wheel (no kernel timing is built then).
+    #[arg(long, env = "GPUBENCH_SETUP_NO_CUDA_HEADERS", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub no_cuda_headers: bool,
+    /// Install again even when it is there.
+    #[arg(long, env = "GPUBENCH_SETUP_FORCE", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub force: bool,
 }
 
 /// How `report` resolves its argument, and its exit codes.
@@ -149,7 +181,7 @@ impl Cli {
     pub fn run_args(&self) -> &RunArgs {
         match &self.command {
             Some(Command::Run(args)) => args,
-            Some(Command::Compare(_) | Command::Report(_)) | None => &self.run,
+            Some(Command::Compare(_) | Command::Report(_) | Command::Setup(_)) | None => &self.run,
         }
     }
 
@@ -157,6 +189,14 @@ impl Cli {
     pub fn compare_args(&self) -> Option<&CompareArgs> {
         match &self.command {
             Some(Command::Compare(args)) => Some(args),
+            _ => None,
+        }
+    }
+
+    /// The options of `setup`, when that is the subcommand.
+    pub fn setup_args(&self) -> Option<&SetupArgs> {
+        match &self.command {
+            Some(Command::Setup(args)) => Some(args),
             _ => None,
         }
     }

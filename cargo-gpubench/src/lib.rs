@@ -31,6 +31,7 @@ pub mod report_command;
 pub mod run_report;
 pub mod runner;
 pub mod select;
+pub mod setup;
 pub mod store;
 pub mod summary;
 

@@ -2,10 +2,12 @@
 //! run time, and putting their directory on the dynamic loader's search path.
 //!
 //! The search order is: the `LIBTORCH` environment variable (its `lib/`), the
-//! project's virtual environment (`.venv/lib/python3*/site-packages/torch/lib`), a
-//! `torch` importable by `python3`, the native library directories build scripts
-//! reported, and finally the loader path already set. The first directory that holds
-//! `libtorch_cpu` wins.
+//! project's virtual environment (`.venv/lib/python3*/site-packages/torch/lib`), the
+//! one `cargo gpubench setup` makes in the user's cache ([`crate::setup`]), a `torch`
+//! importable by `python3`, the native library directories build scripts reported,
+//! and finally the loader path already set. The first directory that holds
+//! `libtorch_cpu` wins. `cargo gpubench` searches before it builds, too, and hands
+//! what it found to the build as `LIBTORCH` (tch's build needs it).
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -29,7 +31,7 @@ pub enum LibtorchError {
         lib: String,
     },
     /// Nothing found.
-    #[error("failed to find libtorch (searched: {searched}): benchmarks load it at run time. Install it with the project's `source scripts/env.sh` (a virtual environment in .venv), or `pip install torch=={LIBTORCH_VERSION}` for python3, or set LIBTORCH to a libtorch {LIBTORCH_VERSION} directory")]
+    #[error("failed to find libtorch {LIBTORCH_VERSION} (searched: {searched}): tch builds against it and benchmarks load it. Run `cargo gpubench setup` (installs PyTorch's libtorch {LIBTORCH_VERSION} into your cache, once, about 5 GB), or `pip install torch=={LIBTORCH_VERSION}` for python3, or set LIBTORCH to a libtorch {LIBTORCH_VERSION} directory")]
     NotFound {
         /// Where it looked.
         searched: String,
@@ -43,6 +45,8 @@ pub enum LibtorchSource {
     Env,
     /// The project's `.venv`.
     Venv,
+    /// The virtual environment of `cargo gpubench setup`.
+    Setup,
     /// `python3 -c "import torch"`.
     Python,
     /// A build script's native library directory.
@@ -56,6 +60,7 @@ impl fmt::Display for LibtorchSource {
         f.write_str(match self {
             LibtorchSource::Env => "LIBTORCH",
             LibtorchSource::Venv => "the project's .venv",
+            LibtorchSource::Setup => "cargo gpubench setup",
             LibtorchSource::Python => "python3's torch",
             LibtorchSource::BuildScript => "a build script's library path",
             LibtorchSource::LoaderPath => loader_path_var(),
@@ -72,6 +77,30 @@ pub struct Libtorch {
     pub source: LibtorchSource,
 }
 
+impl Libtorch {
+    /// The libtorch directory (the one holding `lib/` and `include/`): what `LIBTORCH`
+    /// names, for tch's build.
+    pub fn root(&self) -> Option<&Path> {
+        let root = self.lib_dir.parent()?;
+        root.join("include").is_dir().then_some(root)
+    }
+}
+
+/// `venv`'s `torch/lib`, when it holds libtorch.
+pub fn venv_torch_lib(venv: &Path) -> Option<PathBuf> {
+    let mut pythons: Vec<PathBuf> = std::fs::read_dir(venv.join("lib"))
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
+        .map(|e| e.path())
+        .collect();
+    pythons.sort();
+    pythons
+        .into_iter()
+        .map(|py| py.join("site-packages").join("torch").join("lib"))
+        .find(|lib| has_libtorch(lib))
+}
+
 /// What to search.
 #[derive(Debug, Clone, Default)]
 pub struct Search {
@@ -80,6 +109,8 @@ pub struct Search {
     /// Directories that may hold a `.venv` (the workspace root, or the current
     /// directory with `--exe`).
     pub venv_roots: Vec<PathBuf>,
+    /// The virtual environment of `cargo gpubench setup`, when a cache is known.
+    pub setup_venv: Option<PathBuf>,
     /// The python interpreter to ask, `None` to skip.
     pub python: Option<OsString>,
     /// Native library directories build scripts reported.
@@ -94,6 +125,7 @@ impl Search {
         Search {
             libtorch_env: std::env::var_os("LIBTORCH").filter(|v| !v.is_empty()),
             venv_roots,
+            setup_venv: crate::setup::venv_dir(),
             python: Some("python3".into()),
             native_paths,
             loader_path: std::env::var_os(loader_path_var()),
@@ -119,25 +151,20 @@ pub fn locate(search: &Search) -> Result<Libtorch, LibtorchError> {
     searched.push("LIBTORCH (unset)".to_string());
 
     for root in &search.venv_roots {
-        let venv_lib = root.join(".venv").join("lib");
+        let venv = root.join(".venv");
         searched.push(format!(
             "{}",
-            venv_lib.join("python3*/site-packages/torch/lib").display()
+            venv.join("lib/python3*/site-packages/torch/lib").display()
         ));
-        let Ok(entries) = std::fs::read_dir(&venv_lib) else {
-            continue;
-        };
-        let mut pythons: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
-            .map(|e| e.path())
-            .collect();
-        pythons.sort();
-        for py in pythons {
-            let lib = py.join("site-packages").join("torch").join("lib");
-            if has_libtorch(&lib) {
-                return Ok(found(lib, LibtorchSource::Venv));
-            }
+        if let Some(lib) = venv_torch_lib(&venv) {
+            return Ok(found(lib, LibtorchSource::Venv));
+        }
+    }
+
+    if let Some(venv) = &search.setup_venv {
+        searched.push(format!("{} (cargo gpubench setup)", venv.display()));
+        if let Some(lib) = venv_torch_lib(venv) {
+            return Ok(found(lib, LibtorchSource::Setup));
         }
     }
 
@@ -288,7 +315,7 @@ mod tests {
     #[test]
     fn not_found_says_how_to_install() {
         let err = locate(&nothing()).unwrap_err().to_string();
-        assert!(err.contains("scripts/env.sh"), "{err}");
+        assert!(err.contains("cargo gpubench setup"), "{err}");
         assert!(err.contains("pip install torch==2.11.0"), "{err}");
     }
 
