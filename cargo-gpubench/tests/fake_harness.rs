@@ -608,15 +608,16 @@ fn missing_libtorch_is_a_setup_error_that_says_how_to_install_it() {
         .command()
         .env_remove("LIBTORCH")
         .env_remove("LD_LIBRARY_PATH")
-        // No python3 to ask, and no .venv in the working directory.
-        .env("PATH", &empty))
+        // No python3 to ask, no .venv in the working directory, nothing set up.
+        .env("PATH", &empty)
+        .env("GPUBENCH_CACHE_DIR", &empty))
     .expect_code(5);
     assert!(
         ran.stderr.contains("failed to find libtorch"),
         "{}",
         ran.stderr
     );
-    assert!(ran.stderr.contains("scripts/env.sh"), "{}", ran.stderr);
+    assert!(ran.stderr.contains("Run `cargo gpubench setup`"), "{}", ran.stderr);
     assert!(
         ran.stderr.contains("pip install torch==2.11.0"),
         "{}",
