@@ -64,11 +64,16 @@ pub fn run(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
         return Ok(Exit::Interrupted);
     };
 
-    let libtorch = libtorch::locate(&libtorch::Search::from_env(
-        vec![prepared.workspace_root.clone()],
-        prepared.native_paths.clone(),
-    ))
-    .context("failed to set up benchmark processes")?;
+    // Found before the build when it was handed to it; else searched now, with the
+    // build scripts' library paths too.
+    let libtorch = match prepared.libtorch.clone() {
+        Some(found) => found,
+        None => libtorch::locate(&libtorch::Search::from_env(
+            vec![prepared.workspace_root.clone()],
+            prepared.native_paths.clone(),
+        ))
+        .context("failed to set up benchmark processes")?,
+    };
     let env = child_env(&libtorch, &prepared.native_paths, &prepared.target_dir);
 
     let mut all = Vec::new();
@@ -214,6 +219,8 @@ struct Prepared {
     workspace_root: PathBuf,
     /// Taken before building, so a second run fails before it spends a build.
     store: Option<RunStore>,
+    /// The libtorch found before building and handed to the build, if any.
+    libtorch: Option<Libtorch>,
 }
 
 /// Discovers and builds; `None` when interrupted.
@@ -238,7 +245,7 @@ fn prepare_workspace(args: &RunArgs, stop: &AtomicBool) -> Result<Option<Prepare
         Some(RunStore::open(&out_dir)?)
     };
     let mut cmd = compile::build_command(&cargo, args.manifest_path.as_deref(), &workspace.targets);
-    hand_libtorch_to_the_build(&mut cmd, &workspace.root)?;
+    let libtorch = hand_libtorch_to_the_build(&mut cmd, &workspace.root)?;
     let built = compile::build(cmd, &workspace.targets);
     if stop.load(Ordering::SeqCst) {
         return Ok(None);
@@ -251,6 +258,7 @@ fn prepare_workspace(args: &RunArgs, stop: &AtomicBool) -> Result<Option<Prepare
         target_dir: workspace.target_dir,
         workspace_root: workspace.root,
         store,
+        libtorch,
     }))
 }
 
@@ -294,6 +302,7 @@ fn prepare_executables(args: &RunArgs) -> Result<Prepared> {
         target_dir: cwd.join("target"),
         workspace_root: cwd,
         store: None,
+        libtorch: None,
     })
 }
 
@@ -329,10 +338,11 @@ fn child_env(libtorch: &Libtorch, native_paths: &[PathBuf], target_dir: &Path) -
 /// own variables is set, the libtorch that benchmarks would load is looked up before
 /// building and handed to the build, so a workspace builds with no environment set;
 /// when there is none, the run stops here with the one command that sets it up.
+/// Returns what it handed over, which the benchmarks then load too.
 fn hand_libtorch_to_the_build(
     cmd: &mut std::process::Command,
     root: &std::path::Path,
-) -> Result<()> {
+) -> Result<Option<Libtorch>> {
     let own = [
         "LIBTORCH",
         "LIBTORCH_USE_PYTORCH",
@@ -343,7 +353,7 @@ fn hand_libtorch_to_the_build(
         .iter()
         .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
     {
-        return Ok(());
+        return Ok(None);
     }
     let found = libtorch::locate(&libtorch::Search::from_env(
         vec![root.to_path_buf()],
@@ -360,7 +370,7 @@ fn hand_libtorch_to_the_build(
             found.source
         ),
     }
-    Ok(())
+    Ok(Some(found))
 }
 
 /// Asks a bench executable once whether `device` is there, so an unavailable one

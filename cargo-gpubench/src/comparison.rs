@@ -279,6 +279,20 @@ impl RunComparison {
             .collect()
     }
 
+    /// The ids whose outcome trips the gate, each with why ([`trip_reasons`], joined).
+    pub fn tripping_reasons(&self) -> Vec<(&str, String)> {
+        self.tripping()
+            .into_iter()
+            .map(|id| {
+                let why = self
+                    .get(id)
+                    .map(|b| trip_reasons(b, &self.settings).join(", "))
+                    .unwrap_or_default();
+                (id, why)
+            })
+            .collect()
+    }
+
     /// `1 regressed, 2 no change, 1 failed`: the non-zero counts, worst first.
     pub fn counts_text(&self) -> String {
         let c = &self.counts;

@@ -162,16 +162,20 @@ impl RunManifest {
         }
     }
 
+    /// How many of its benchmarks finished (passed or failed).
+    pub fn finished(&self) -> usize {
+        self.benchmarks
+            .iter()
+            .filter(|b| matches!(b.status, BenchStatus::Passed | BenchStatus::Failed))
+            .count()
+    }
+
     /// Why the run's results are partial, when its cargo gpubench died before the end.
     pub fn incomplete_note(&self) -> Option<String> {
         if self.state() != RunStatus::Incomplete {
             return None;
         }
-        let finished = self
-            .benchmarks
-            .iter()
-            .filter(|b| matches!(b.status, BenchStatus::Passed | BenchStatus::Failed))
-            .count();
+        let finished = self.finished();
         Some(format!(
             "run `{}` is incomplete: its cargo gpubench died before the end (killed?), and \
              {finished} of its {} benchmark{} finished",

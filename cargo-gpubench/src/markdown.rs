@@ -7,12 +7,13 @@
 use std::fmt::Write as _;
 
 use gpubench_analysis::baseline::ComparisonOutcome;
+use gpubench_analysis::kernels::Counter;
 use gpubench_analysis::units::format_ns;
 use gpubench_analysis::{BenchmarkSummary, Verdict};
 
 use crate::comparison::{
     change_text, counter_changes, counters_text, gpu_changes, kernel_comparison, outcome_word,
-    plural, trip_reasons, RunComparison, SourceKind,
+    plural, RunComparison, SourceKind,
 };
 use crate::exit::Exit;
 use crate::manifest::BenchStatus;
@@ -305,10 +306,15 @@ impl MarkdownSummary<'_> {
                 .unwrap_or_else(|| "—".to_string());
             let kernel = if kernel_column {
                 let [k, n, _] = kernel_cells(e.summary.as_ref());
-                if n == "—" {
-                    format!(" {k} |")
-                } else {
+                let counted = e
+                    .summary
+                    .as_ref()
+                    .and_then(|s| s.counters?.per_call(Counter::Kernels))
+                    .is_some();
+                if counted {
                     format!(" {k} ({n}) |")
+                } else {
+                    format!(" {k} |")
                 }
             } else {
                 String::new()
@@ -415,18 +421,14 @@ impl MarkdownSummary<'_> {
         let code_n = self.exit.code();
         let gate = self.comparison.filter(|c| c.gate_tripped).map(|c| {
             let tripping: Vec<String> = c
-                .tripping()
-                .iter()
-                .map(|id| {
-                    let why = c
-                        .get(id)
-                        .map(|b| trip_reasons(b, &c.settings).join(", "))
-                        .unwrap_or_default();
+                .tripping_reasons()
+                .into_iter()
+                .map(|(id, why)| {
                     let name = self
                         .entries
                         .iter()
-                        .find(|e| e.id == *id)
-                        .map_or(*id, |e| e.name.as_str());
+                        .find(|e| e.id == id)
+                        .map_or(id, |e| e.name.as_str());
                     format!("{} ({})", code(name), text(&why))
                 })
                 .collect();

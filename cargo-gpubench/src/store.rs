@@ -20,7 +20,7 @@ use fs2::FileExt;
 use gpubench_analysis::{file_stem_for_id, RawRecord};
 use thiserror::Error;
 
-use crate::manifest::{BenchStatus, RunManifest, RunStatus, MANIFEST_FILE};
+use crate::manifest::{RunManifest, RunStatus, MANIFEST_FILE};
 
 /// The lock file's name in the output directory.
 pub const LOCK_FILE: &str = "lock";
@@ -141,15 +141,11 @@ impl RunStore {
                 fs::remove_dir_all(&incoming).map_err(io("remove", &incoming))?;
             }
             write_atomic(&path, manifest.to_json_pretty().as_bytes())?;
-            let finished = manifest
-                .benchmarks
-                .iter()
-                .filter(|b| matches!(b.status, BenchStatus::Passed | BenchStatus::Failed))
-                .count();
             notes.push(format!(
-                "run `{}` did not finish (its cargo gpubench died before the end; {finished} of \
+                "run `{}` did not finish (its cargo gpubench died before the end; {} of \
                  {} benchmarks finished): marked incomplete",
                 manifest.run_id,
+                manifest.finished(),
                 manifest.benchmarks.len()
             ));
         }

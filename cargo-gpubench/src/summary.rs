@@ -14,8 +14,7 @@ use serde::Serialize;
 
 use crate::baselines::SavedBaseline;
 use crate::comparison::{
-    change_text, counters_text, gpu_changes, kernel_comparison, outcome_word, plural, trip_reasons,
-    RunComparison,
+    change_text, counters_text, gpu_changes, kernel_comparison, outcome_word, plural, RunComparison,
 };
 use crate::exit::Exit;
 use crate::manifest::{BenchStatus, RunStatus};
@@ -297,15 +296,9 @@ pub fn render_comparison(c: &RunComparison, entries: &[SummaryEntry], exit: Exit
     let gate = c.settings.gate;
     if c.gate_tripped {
         let tripping: Vec<String> = c
-            .tripping()
-            .iter()
-            .map(|id| {
-                let why = c
-                    .get(id)
-                    .map(|b| trip_reasons(b, &c.settings).join(", "))
-                    .unwrap_or_default();
-                format!("{} ({why})", name_of(id))
-            })
+            .tripping_reasons()
+            .into_iter()
+            .map(|(id, why)| format!("{} ({why})", name_of(id)))
             .collect();
         let _ = writeln!(
             out,

@@ -617,7 +617,11 @@ fn missing_libtorch_is_a_setup_error_that_says_how_to_install_it() {
         "{}",
         ran.stderr
     );
-    assert!(ran.stderr.contains("Run `cargo gpubench setup`"), "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("Run `cargo gpubench setup`"),
+        "{}",
+        ran.stderr
+    );
     assert!(
         ran.stderr.contains("pip install torch==2.11.0"),
         "{}",

@@ -12,13 +12,16 @@ Usage: python3 cuda_graph_reference.py
 """
 
 import json
-import statistics
 
 import torch
 import torch.nn.functional as F
 
+from cuda_event_reference import event_time_ns
 
-def graph_time_ns(fn, k=200, replays=20, samples=10):
+
+def capture_graph(fn, k):
+    """`k` calls of `fn` captured in a CUDA graph after a warm-up on a side stream,
+    replayed once to upload it."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -32,34 +35,17 @@ def graph_time_ns(fn, k=200, replays=20, samples=10):
             fn()
     graph.replay()
     torch.cuda.synchronize()
-    per_call = []
-    for _ in range(samples):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(replays):
-            graph.replay()
-        end.record()
-        end.synchronize()
-        per_call.append(start.elapsed_time(end) * 1e6 / (replays * k))
-    return statistics.median(per_call)
+    return graph
+
+
+def graph_time_ns(fn, k=200, replays=20, samples=10):
+    graph = capture_graph(fn, k)
+    timed = event_time_ns(graph.replay, replays, samples=samples, warmup=0)
+    return timed["median_ns"] / k
 
 
 def eager_time_ns(fn, iters=2000, samples=10):
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    per_call = []
-    for _ in range(samples):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        end.synchronize()
-        per_call.append(start.elapsed_time(end) * 1e6 / iters)
-    return statistics.median(per_call)
+    return event_time_ns(fn, iters, samples=samples, warmup=50)["median_ns"]
 
 
 def main():

@@ -27,8 +27,7 @@ use thiserror::Error;
 use crate::compare::{compare_processes, CompareConfig, CompareError, Comparison, Verdict};
 use crate::failure::Failure;
 use crate::kernels::{
-    counter_changes, kernel_changes, merge_tables, CounterChange, Counters, KernelChange,
-    KernelStat,
+    counter_changes, kernel_changes, CounterChange, Counters, KernelChange, KernelStat,
 };
 use crate::processes::{Bound, EstimateBasis, ProcessStats};
 use crate::record::{file_stem_for_id, Fingerprint, MeasurementConfig, RawRecord, RunMode};
@@ -318,23 +317,16 @@ impl BaselineEntry {
                 kernel_ns: kernel_timed.then(|| round(m.per_iter(TimeKind::Kernel))),
             })
             .collect();
-        let kernels: Vec<KernelStat> = merge_tables(
-            &measured
-                .iter()
-                .filter_map(|m| m.kernel.as_ref().map(|k| k.kernels.as_slice()))
-                .filter(|t| !t.is_empty())
-                .collect::<Vec<_>>(),
-        )
-        .into_iter()
-        .map(|k| KernelStat {
-            count_per_call: round_significant(k.count_per_call),
-            ns_per_call: round_significant(k.ns_per_call),
-            ..k
-        })
-        .collect();
-        let counters = measured
-            .iter()
-            .find_map(|m| m.kernel.as_ref().and_then(|k| k.counters));
+        let kernels: Vec<KernelStat> = record
+            .kernel_table()
+            .into_iter()
+            .map(|k| KernelStat {
+                count_per_call: round_significant(k.count_per_call),
+                ns_per_call: round_significant(k.ns_per_call),
+                ..k
+            })
+            .collect();
+        let counters = record.counters();
         if processes.is_empty() {
             return Err(NotSaved::NoSamples);
         }
@@ -1147,20 +1139,11 @@ fn compare_kernels(
         .then(|| compare_processes(&was_kernel, &now_kernel, Bound::Device, config).ok())
         .flatten()
         .map(Box::new);
-    let now_counters = measured
-        .iter()
-        .find_map(|m| m.kernel.as_ref().and_then(|k| k.counters));
-    let counters = match (&entry.counters, now_counters) {
+    let counters = match (&entry.counters, record.counters()) {
         (Some(was), Some(now)) => Some(counter_changes(was, &now)),
         _ => None,
     };
-    let now_table = merge_tables(
-        &measured
-            .iter()
-            .filter_map(|m| m.kernel.as_ref().map(|k| k.kernels.as_slice()))
-            .filter(|t| !t.is_empty())
-            .collect::<Vec<_>>(),
-    );
+    let now_table = record.kernel_table();
     let changes = if entry.kernels.is_empty() || now_table.is_empty() {
         Vec::new()
     } else {

@@ -329,7 +329,7 @@ pub fn compare_processes(
         Bound::Device => MIN_PROCESSES_PER_SIDE,
         Bound::Host => MIN_PROCESSES_HOST,
     };
-    if nb.min(nc) < needed {
+    let (change, p_value, verdict, note) = if nb.min(nc) < needed {
         // Too few processes for a verdict. With two on each side the interval is
         // still the processes' own (so it agrees with the estimates shown beside
         // it); with one, nothing is known of how processes differ and it comes
@@ -354,31 +354,21 @@ pub fn compare_processes(
                  modes up to 2x apart (run more with --processes, or judge it on kernel time)"
             }
         };
-        return Ok(Comparison {
-            change,
-            p_value,
-            verdict: Verdict::Ambiguous,
-            baseline_estimate: mb.exp(),
-            current_estimate: mc.exp(),
-            baseline_processes: nb,
-            current_processes: nc,
-            spread,
-            noise_threshold: config.noise_threshold,
-            threshold,
-            significance: config.significance,
-            note: Some(format!(
-                "{side} {n} process{}: a verdict on {} work needs {needed} on each side, {why}",
-                if n == 1 { "" } else { "es" },
-                bound.label()
-            )),
-        });
-    }
-
-    let (change, p_value, log_interval) = welch_log(&yb, &yc, config.confidence);
+        let note = format!(
+            "{side} {n} process{}: a verdict on {} work needs {needed} on each side, {why}",
+            if n == 1 { "" } else { "es" },
+            bound.label()
+        );
+        (change, p_value, Verdict::Ambiguous, Some(note))
+    } else {
+        let (change, p_value, log_interval) = welch_log(&yb, &yc, config.confidence);
+        let verdict = decide(log_interval, p_value, log_threshold, config.significance);
+        (change, p_value, verdict, None)
+    };
     Ok(Comparison {
-        verdict: decide(log_interval, p_value, log_threshold, config.significance),
         change,
         p_value,
+        verdict,
         baseline_estimate: mb.exp(),
         current_estimate: mc.exp(),
         baseline_processes: nb,
@@ -387,7 +377,7 @@ pub fn compare_processes(
         noise_threshold: config.noise_threshold,
         threshold,
         significance: config.significance,
-        note: None,
+        note,
     })
 }
 

@@ -79,6 +79,21 @@ pub struct KernelStat {
     pub ns_per_call: f64,
 }
 
+impl KernelStat {
+    /// Whether its launches per call differ from `was`'s (the others row has no
+    /// launches of its own to compare).
+    pub fn count_moved(&self, was: &KernelStat) -> bool {
+        self.kind != ActivityKind::Others && (was.count_per_call - self.count_per_call).abs() > 1e-9
+    }
+
+    /// Its time per call relative to `was`'s (`0.12`: 12% slower), when that moved by
+    /// more than [`KERNEL_CHANGE`].
+    pub fn time_moved(&self, was: &KernelStat) -> Option<f64> {
+        let r = self.ns_per_call / was.ns_per_call - 1.0;
+        (was.ns_per_call > 0.0 && r.abs() > KERNEL_CHANGE).then_some(r)
+    }
+}
+
 /// Exact counts per call of a routine, from a profiled stretch of calls.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Counters {
@@ -346,22 +361,16 @@ pub fn kernel_changes(baseline: &[KernelStat], current: &[KernelStat]) -> Vec<Ke
                 name: k.name.clone(),
                 ns_per_call: k.ns_per_call,
             }),
-            None => {}
-            Some(b) => {
-                let count_moved = (b.count_per_call - k.count_per_call).abs() > 1e-9
-                    && k.kind != ActivityKind::Others;
-                let time_moved = b.ns_per_call > 0.0
-                    && (k.ns_per_call / b.ns_per_call - 1.0).abs() > KERNEL_CHANGE;
-                if count_moved || time_moved {
-                    out.push(KernelChange::Changed {
-                        name: k.name.clone(),
-                        baseline_ns: b.ns_per_call,
-                        current_ns: k.ns_per_call,
-                        baseline_count: b.count_per_call,
-                        current_count: k.count_per_call,
-                    });
-                }
+            Some(b) if k.count_moved(b) || k.time_moved(b).is_some() => {
+                out.push(KernelChange::Changed {
+                    name: k.name.clone(),
+                    baseline_ns: b.ns_per_call,
+                    current_ns: k.ns_per_call,
+                    baseline_count: b.count_per_call,
+                    current_count: k.count_per_call,
+                })
             }
+            None | Some(_) => {}
         }
     }
     for b in baseline {

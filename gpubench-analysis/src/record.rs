@@ -15,7 +15,7 @@ use thiserror::Error;
 
 use crate::comparison::EagerCompiled;
 use crate::failure::Failure;
-use crate::kernels::KernelMeasurement;
+use crate::kernels::{merge_tables, Counters, KernelMeasurement, KernelStat};
 pub use crate::processes::{Bound, ProcessPolicy};
 
 /// The record format this build writes and the newest it reads.
@@ -153,6 +153,24 @@ impl RawRecord {
     /// The measurements of the rounds that have one, in round order.
     pub fn measurements(&self) -> impl Iterator<Item = &Measurement> {
         self.rounds.iter().filter_map(|r| r.measurement.as_ref())
+    }
+
+    /// The kernels, copies and memsets of one call, merged over the processes that
+    /// profiled them (the first process of a benchmark does); empty when none did.
+    pub fn kernel_table(&self) -> Vec<KernelStat> {
+        let tables: Vec<&[KernelStat]> = self
+            .measurements()
+            .filter_map(|m| m.kernel.as_ref())
+            .map(|k| k.kernels.as_slice())
+            .filter(|t| !t.is_empty())
+            .collect();
+        merge_tables(&tables)
+    }
+
+    /// Exact counts per call, from the first process that counted.
+    pub fn counters(&self) -> Option<Counters> {
+        self.measurements()
+            .find_map(|m| m.kernel.as_ref().and_then(|k| k.counters))
     }
 
     /// The first round's measurement (cold calls, warm-up, naive loops of a process).

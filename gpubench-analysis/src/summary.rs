@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::failure::Failure;
-use crate::kernels::{merge_tables, Counters, KernelMeasurement, KernelMethod, KernelStat};
+use crate::kernels::{Counters, KernelMeasurement, KernelMethod, KernelStat};
 use crate::processes::{Bound, EstimateBasis, ProcessStats};
 pub use crate::record::TimeKind;
 use crate::record::{Flag, MemoryStats, NaiveLoop, RawRecord, RunMode, StopReason, Throughput};
@@ -301,12 +301,7 @@ impl BenchmarkSummary {
                     .any(|&c| o.per_call(c) != first_counts.per_call(c))
             });
         }
-        let tables: Vec<&[KernelStat]> = kernel_runs
-            .iter()
-            .map(|k| k.kernels.as_slice())
-            .filter(|t| !t.is_empty())
-            .collect();
-        s.kernels = merge_tables(&tables);
+        s.kernels = record.kernel_table();
         s.kernel_unavailable = first.kernel_unavailable.clone();
         s.launch_overhead = match (&s.kernel, &s.device) {
             (Some(k), Some(d)) if d.estimate.point > 0.0 => {

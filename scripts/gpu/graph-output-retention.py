@@ -9,17 +9,14 @@ Run from the repository root on a GPU machine:
     python3 scripts/gpu/graph-output-retention.py
 """
 
-import importlib.util
 import json
+import sys
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-SPEC = importlib.util.spec_from_file_location(
-    "reference", "examples/python/cuda_graph_reference.py"
-)
-reference = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(reference)
+sys.path.insert(0, "examples/python")
+import cuda_graph_reference as reference  # noqa: E402
 
 
 def device_ns(prof):
@@ -43,19 +40,7 @@ def main():
     }
 
     k, replays = 434, 5
-    graph = torch.cuda.CUDAGraph()
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            add()
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    with torch.cuda.graph(graph):
-        for _ in range(k):
-            add()
-    graph.replay()
-    torch.cuda.synchronize()
+    graph = reference.capture_graph(add, k)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)

@@ -3,7 +3,7 @@
 //! baseline's, with what is new, gone, slower or faster.
 
 use gpubench_analysis::kernels::{
-    count_text, counter_changes, ActivityKind, Counter, Counters, KernelStat, KERNEL_CHANGE,
+    count_text, counter_changes, ActivityKind, Counter, Counters, KernelStat,
 };
 use gpubench_analysis::summary::BenchmarkSummary;
 use serde::Serialize;
@@ -190,11 +190,11 @@ fn rows(now: &[KernelStat], was: &[KernelStat]) -> Vec<KernelRow> {
 }
 
 /// How a kernel launched on both sides moved: its launches, then its time beyond
-/// [`KERNEL_CHANGE`].
+/// `gpubench_analysis::kernels::KERNEL_CHANGE`.
 fn moved(was: &KernelStat, now: &KernelStat) -> (String, &'static str) {
     let mut parts = Vec::new();
     let mut class = "";
-    if (was.count_per_call - now.count_per_call).abs() > 1e-9 && now.kind != ActivityKind::Others {
+    if now.count_moved(was) {
         parts.push(format!(
             "{} → {} launches",
             count_text(was.count_per_call),
@@ -206,13 +206,10 @@ fn moved(was: &KernelStat, now: &KernelStat) -> (String, &'static str) {
             "better"
         };
     }
-    if was.ns_per_call > 0.0 {
-        let r = now.ns_per_call / was.ns_per_call - 1.0;
-        if r.abs() > KERNEL_CHANGE {
-            parts.push(format::percent_change(r));
-            if class.is_empty() {
-                class = if r > 0.0 { "worse" } else { "better" };
-            }
+    if let Some(r) = now.time_moved(was) {
+        parts.push(format::percent_change(r));
+        if class.is_empty() {
+            class = if r > 0.0 { "worse" } else { "better" };
         }
     }
     (parts.join(", "), class)
