@@ -33,7 +33,7 @@ impl Engine<'_> {
     /// and counters (the first round does; later ones only time the kernels).
     ///
     /// The graph is replayed before anything is profiled: on an H200, replays in a
-    /// process that had run the profiler were 1–3% slower than in one that had not.
+    /// process that had run the profiler were 1.3–3.4% slower than in those that had not.
     pub(super) fn kernel_measurement(
         &self,
         workload: &mut dyn Workload,
