@@ -383,6 +383,35 @@ fn kernel_time_is_the_graph_replay_of_the_kernels_without_host_gaps() {
 }
 
 #[test]
+fn kernel_time_is_the_median_over_several_captured_graphs() {
+    use crate::engine::kernels::{CAPTURES, SAMPLES_PER_CAPTURE};
+    in_one_of_three(|| {
+        let dev = Rc::new(SimulatedDevice::new());
+        // One graph of the four replays 30% slower, as a graph of the same calls can.
+        dev.set_graph_slowdowns(vec![1.0, 1.3, 1.0, 1.0]);
+        let d = Rc::clone(&dev);
+        let m = measure_on(dev.clone(), fast_config(), move |b| {
+            b.iter(|| d.launch_kernel("add", Duration::from_micros(100)))
+        });
+        let k = m
+            .kernel
+            .as_ref()
+            .ok_or(format!("{:?}", m.kernel_unavailable))?;
+        ensure!(dev.captures() == CAPTURES, "{} captures", dev.captures());
+        ensure!(
+            k.samples_ns.len() == CAPTURES * SAMPLES_PER_CAPTURE,
+            "{} samples",
+            k.samples_ns.len()
+        );
+        let kernel = median(&k.samples_ns);
+        ensure!(within(kernel, 100e3, 0.05), "kernel time {kernel} ns");
+        let slow = k.samples_ns.iter().filter(|&&s| s > 120e3).count();
+        ensure!(slow == SAMPLES_PER_CAPTURE, "{:?}", k.samples_ns);
+        Ok(())
+    });
+}
+
+#[test]
 fn a_routine_a_graph_cannot_hold_is_timed_by_the_profiler_and_says_why() {
     in_one_of_three(|| {
         let dev = Rc::new(SimulatedDevice::new());

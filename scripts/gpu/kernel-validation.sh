@@ -8,7 +8,9 @@
 #   3. add_1m unchanged (4 runs), with a planted extra kernel (5) and with 10% more
 #      elements (5), 3 processes each: compared offline by
 #      scripts/gpu/analyse-kernels.py;
-#   4. with REFERENCE=1, PyTorch's own CUDA-graph replay of the same ops, 5 processes.
+#   4. with REFERENCE=1, PyTorch's own CUDA-graph replay of the same ops, 5 processes,
+#      and how replay varies from one captured graph to the next, in PyTorch and
+#      through gpubench's shim (examples/graph_variation.rs), 3 processes each.
 set -uo pipefail
 OUT="${OUT:-./gpu-out}"
 B="${GPUBENCH_BIN:-./gpubench-bin}"
@@ -40,6 +42,11 @@ done
 if [[ -n "${REFERENCE:-}" ]]; then
     for i in 1 2 3 4 5; do python3 examples/python/cuda_graph_reference.py; done > "$OUT/k/pytorch-graph.jsonl" 2> "$OUT/k/pytorch-graph.err"
     cat "$OUT/k/pytorch-graph.jsonl"
+    for i in 1 2 3; do
+        python3 scripts/gpu/graph-capture-variation.py | sed 's/^/{"capture": "pytorch", /; s/{"add/"add/'
+        [[ -x "$B/graph_variation" ]] && "$B/graph_variation" | sed 's/^/{"capture": "gpubench shim", /; s/{"add/"add/'
+    done > "$OUT/k/graph-variation.jsonl" 2>> "$OUT/k/pytorch-graph.err"
+    cat "$OUT/k/graph-variation.jsonl"
 fi
 cat "$OUT/k/times.txt"
 tar -C "$OUT" -czf "$OUT/kernel-validation.tar.gz" k

@@ -29,6 +29,12 @@ struct Queue {
     capturing: Option<Result<Vec<(String, Duration)>, String>>,
     /// The last capture that succeeded.
     graph: Option<Vec<(String, Duration)>>,
+    /// Captures that succeeded so far.
+    captures: usize,
+    /// How much longer than their own duration the kernels of the n-th captured
+    /// graph take when replayed (1 past the end): graphs of the same calls replay
+    /// at different speeds on a GPU.
+    graph_slowdowns: Vec<f64>,
     /// Whether the profiler has run, and graph replays since it first did.
     profiled: bool,
     replays_after_profiling: u64,
@@ -59,6 +65,8 @@ impl SimulatedDevice {
                 profile: None,
                 capturing: None,
                 graph: None,
+                captures: 0,
+                graph_slowdowns: Vec::new(),
                 profiled: false,
                 replays_after_profiling: 0,
             }),
@@ -130,6 +138,17 @@ impl SimulatedDevice {
     /// Graph replays made after the profiler first ran (which on a GPU slows them).
     pub fn replays_after_profiling(&self) -> u64 {
         self.queue().replays_after_profiling
+    }
+
+    /// Makes the n-th captured graph replay `slowdowns[n]` times slower than its
+    /// kernels' own durations (graphs past the end replay at their own speed).
+    pub fn set_graph_slowdowns(&self, slowdowns: Vec<f64>) {
+        self.queue().graph_slowdowns = slowdowns;
+    }
+
+    /// Graphs captured so far.
+    pub fn captures(&self) -> usize {
+        self.queue().captures
     }
 
     /// Whether work is being captured into a graph now.
@@ -255,7 +274,14 @@ impl DeviceBackend for SimulatedDevice {
     fn capture_end(&self) -> Result<(), String> {
         let mut q = self.queue();
         let graph = q.capturing.take().ok_or("no capture was started")??;
-        q.graph = Some(graph);
+        let slowdown = q.graph_slowdowns.get(q.captures).copied().unwrap_or(1.0);
+        q.graph = Some(
+            graph
+                .into_iter()
+                .map(|(name, d)| (name, d.mul_f64(slowdown)))
+                .collect(),
+        );
+        q.captures += 1;
         Ok(())
     }
     fn capture_replay(&self, times: u32) -> Result<(), String> {

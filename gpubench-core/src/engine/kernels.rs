@@ -1,7 +1,7 @@
 //! Kernel time and exact counters of a workload: a profiled stretch of calls (the
 //! kernel table and the counts per call), then CUDA-graph capture and replay of a few
-//! calls (the kernels back to back with no host in the way, timed by device events),
-//! falling back to the profiler's kernel durations for a routine a graph cannot hold,
+//! calls, several times over (the kernels back to back with no host in the way, timed
+//! by device events), falling back to the profiler's kernel durations for a routine a graph cannot hold,
 //! and saying why.
 //!
 //! Triton's `do_bench_cudagraph` is the model for the replay: capture on a side stream
@@ -22,8 +22,13 @@ const PROFILE_WORK_NS: f64 = 10e6;
 const GRAPH_WORK_NS: f64 = 1e6;
 /// Device work one kernel-time sample replays, ns.
 const SAMPLE_WORK_NS: f64 = 5e6;
-/// Kernel-time samples per process.
-const SAMPLES: usize = 10;
+/// Graphs captured per process. Replays of the same calls vary from one captured
+/// graph to the next about as much as from one process to the next (one H200, an add
+/// of 1M floats: 2.49–2.58 µs over six graphs in one process, in PyTorch's own
+/// replay too), so a process's kernel time is the median over several graphs.
+pub(crate) const CAPTURES: usize = 4;
+/// Kernel-time samples per captured graph.
+pub(crate) const SAMPLES_PER_CAPTURE: usize = 5;
 /// Profiled stretches per process when the routine cannot be captured.
 const PROFILER_SAMPLES: usize = 5;
 
@@ -32,8 +37,9 @@ impl Engine<'_> {
     /// `per_iter_ns` each. With `profile` the process also records the kernel table
     /// and counters (the first round does; later ones only time the kernels).
     ///
-    /// The graph is replayed before anything is profiled: on an H200, replays in a
-    /// process that had run the profiler were 1.3–3.4% slower than in those that had not.
+    /// The graphs are replayed before anything is profiled: on an H200 the process
+    /// that had run the profiler replayed slowest in four runs of five processes
+    /// (1.3–3.4% above the others), with one graph per process.
     pub(super) fn kernel_measurement(
         &self,
         workload: &mut dyn Workload,
@@ -43,17 +49,7 @@ impl Engine<'_> {
         // A call's kernels take at most its device time: the graph holds at most
         // GRAPH_WORK_NS of work.
         let k = ((GRAPH_WORK_NS / per_iter_ns.max(1.0)).round() as u64).clamp(1, 1000);
-        let replayed = match self.capture(workload, k) {
-            Ok(()) => {
-                let samples = self.replay_samples(k);
-                self.device.capture_free();
-                Ok(samples?)
-            }
-            Err(why) => {
-                self.device.capture_free();
-                Err(why)
-            }
-        };
+        let replayed = self.captured_samples(workload, k);
         let calls = ((PROFILE_WORK_NS / per_iter_ns.max(1.0)).ceil() as u64).clamp(3, 1000);
         let (table, counters) = if profile {
             let (p, allocs) = self.profile_calls(workload, calls)?;
@@ -121,6 +117,20 @@ impl Engine<'_> {
         Ok((profile?, allocs))
     }
 
+    /// Kernel-time samples of [`CAPTURES`] graphs of `k` calls each, captured and
+    /// replayed one after the other; `Err` says why the routine cannot be captured.
+    fn captured_samples(&self, workload: &mut dyn Workload, k: u64) -> Result<Vec<f64>, String> {
+        let mut samples = Vec::with_capacity(CAPTURES * SAMPLES_PER_CAPTURE);
+        for _ in 0..CAPTURES {
+            let replayed = self
+                .capture(workload, k)
+                .and_then(|()| self.replay_samples(k));
+            self.device.capture_free();
+            samples.extend(replayed?);
+        }
+        Ok(samples)
+    }
+
     /// Captures `k` calls in a graph on a side stream, after a warm-up there; `Err`
     /// says why the routine cannot be captured. Each call's output is dropped before
     /// the next ([`Workload::run_discarding`]).
@@ -152,7 +162,7 @@ impl Engine<'_> {
         }
     }
 
-    /// Kernel time per call from `SAMPLES` timed stretches of replays of a graph of
+    /// Kernel time per call from [`SAMPLES_PER_CAPTURE`] timed stretches of replays of a graph of
     /// `k` calls, each stretch about `SAMPLE_WORK_NS` long.
     fn replay_samples(&self, k: u64) -> Result<Vec<f64>, String> {
         // The first replay uploads the graph; the second says how long one takes.
@@ -160,8 +170,8 @@ impl Engine<'_> {
         self.device.synchronize();
         let one = self.timed_replays(1)?;
         let replays = ((SAMPLE_WORK_NS / one.max(1.0)).round() as u32).clamp(1, 10_000);
-        let mut samples = Vec::with_capacity(SAMPLES);
-        for _ in 0..SAMPLES {
+        let mut samples = Vec::with_capacity(SAMPLES_PER_CAPTURE);
+        for _ in 0..SAMPLES_PER_CAPTURE {
             samples.push(self.timed_replays(replays)? / (replays as f64 * k as f64));
         }
         Ok(samples)

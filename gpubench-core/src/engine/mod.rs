@@ -16,7 +16,7 @@ use gpubench_analysis::{
 
 use crate::device::{DeviceBackend, DeviceTimer};
 
-mod kernels;
+pub(crate) mod kernels;
 
 /// What the engine times. Implemented by the [`crate::Bencher`] adapters.
 pub trait Workload {
@@ -30,9 +30,7 @@ pub trait Workload {
     /// Makes `iters` calls like [`Workload::run`], but drops each call's output before
     /// the next call: what a CUDA-graph capture records, so the graph's memory pool
     /// hands every call the buffer the previous one freed, as PyTorch's graph replay
-    /// (`do_bench_cudagraph`) does. Outputs held across captured calls each get memory
-    /// of their own: on an H200 an add of 1M floats then ran 10% slower, every write
-    /// going to HBM instead of L2.
+    /// (`do_bench_cudagraph`) does, instead of two buffers in turn.
     fn run_discarding(&mut self, iters: u64) -> Instant {
         let mut returned = Instant::now();
         for _ in 0..iters {
