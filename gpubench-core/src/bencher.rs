@@ -197,6 +197,9 @@ struct WithSetup<S, R, I, O> {
 }
 
 impl<S: FnMut() -> I, R: FnMut(I) -> O, I, O> Workload for WithSetup<S, R, I, O> {
+    fn makes_inputs(&self) -> bool {
+        true
+    }
     fn prepare(&mut self, iters: u64) {
         self.inputs.clear();
         self.inputs.extend((0..iters).map(|_| (self.setup)()));

@@ -283,6 +283,94 @@ fn setup_is_not_timed() {
     });
 }
 
+/// Inputs made by an `iter_with_setup` setup that are alive now, and the most alive
+/// at once so far.
+#[derive(Default)]
+struct LiveInputs {
+    now: Cell<u64>,
+    most: Cell<u64>,
+}
+
+/// One input that counts itself in [`LiveInputs`] while it is alive.
+struct CountedInput(Rc<LiveInputs>);
+
+impl CountedInput {
+    fn new(live: &Rc<LiveInputs>) -> Self {
+        live.now.set(live.now.get() + 1);
+        live.most.set(live.most.get().max(live.now.get()));
+        CountedInput(Rc::clone(live))
+    }
+}
+
+impl Drop for CountedInput {
+    fn drop(&mut self) {
+        self.0.now.set(self.0.now.get() - 1);
+    }
+}
+
+/// `iter_with_setup` on the CPU with samples of `sample_s`, each call taking
+/// `base` plus `per_live` for every input alive (as cache misses and allocator work
+/// grow with the memory inputs hold); returns the measurement and the most inputs
+/// alive at once.
+fn with_setup(sample_s: f64, base: Duration, per_live: Duration) -> (Measurement, u64) {
+    let cpu: Rc<dyn DeviceBackend> = Rc::new(TorchDevice::new(tch::Device::Cpu));
+    let live = Rc::new(LiveInputs::default());
+    let (make, call) = (Rc::clone(&live), Rc::clone(&live));
+    let config = MeasurementConfig {
+        sample_target_s: sample_s,
+        ..fast_config()
+    };
+    let m = measure_on(cpu, config, move |b| {
+        b.iter_with_setup(
+            || CountedInput::new(&make),
+            |input| {
+                let alive = u32::try_from(call.now.get()).unwrap_or(u32::MAX);
+                spin(base + per_live * alive);
+                drop(input);
+            },
+        )
+    });
+    (m, live.most.get())
+}
+
+#[test]
+fn inputs_alive_at_once_do_not_grow_with_the_sample_time() {
+    // 20 µs calls: batches of about 1 ms hold 32 to 64 inputs, whatever the sample.
+    for sample_s in [0.002, 0.02] {
+        let (m, most) = with_setup(sample_s, Duration::from_micros(20), Duration::ZERO);
+        let iters = m.samples.iter().map(|s| s.iters).max().unwrap_or(0);
+        assert!(
+            most <= 128,
+            "{most} inputs alive at once with samples of {sample_s} s ({iters} calls each)"
+        );
+        if sample_s > 0.01 {
+            assert!(iters >= 500, "samples of {iters} calls");
+        }
+    }
+}
+
+#[test]
+fn per_call_time_with_setup_does_not_depend_on_the_sample_time() {
+    // Each input alive costs every call 50 ns: a whole 20 ms sample prepared up front
+    // (about 700 inputs) would add some 18 µs to a 20 µs call, a 2 ms one about 2 µs.
+    in_one_of_three(|| {
+        let per_call = |sample_s| {
+            let (m, _) = with_setup(
+                sample_s,
+                Duration::from_micros(20),
+                Duration::from_nanos(50),
+            );
+            median(&m.primary_per_iter())
+        };
+        let (short, long) = (per_call(0.002), per_call(0.02));
+        ensure!(
+            within(long, short, 0.08),
+            "{short} ns per call with samples of 2 ms, {long} ns with 20 ms"
+        );
+        Ok(())
+    });
+}
+
 #[test]
 fn peak_memory_comes_from_the_device() {
     let dev = Rc::new(SimulatedDevice::new());

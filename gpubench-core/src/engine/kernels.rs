@@ -49,7 +49,8 @@ impl Engine<'_> {
         // A call's kernels take at most its device time: the graph holds at most
         // GRAPH_WORK_NS of work.
         let k = ((GRAPH_WORK_NS / per_iter_ns.max(1.0)).round() as u64).clamp(1, 1000);
-        let replayed = self.captured_samples(workload, k);
+        // A device without kernel timing says so before any inputs are made.
+        let replayed = self.captured_samples(workload, k)?;
         let calls = ((PROFILE_WORK_NS / per_iter_ns.max(1.0)).ceil() as u64).clamp(3, 1000);
         let (table, counters) = if profile {
             let (p, allocs) = self.profile_calls(workload, calls)?;
@@ -118,24 +119,32 @@ impl Engine<'_> {
     }
 
     /// Kernel-time samples of [`CAPTURES`] graphs of `k` calls each, captured and
-    /// replayed one after the other; `Err` says why the routine cannot be captured.
-    fn captured_samples(&self, workload: &mut dyn Workload, k: u64) -> Result<Vec<f64>, String> {
+    /// replayed one after the other. The inner `Err` says why the routine cannot be
+    /// captured; the outer one why the device has no kernel timing at all.
+    fn captured_samples(
+        &self,
+        workload: &mut dyn Workload,
+        k: u64,
+    ) -> Result<Result<Vec<f64>, String>, String> {
         let mut samples = Vec::with_capacity(CAPTURES * SAMPLES_PER_CAPTURE);
         for _ in 0..CAPTURES {
+            self.device.capture_enter()?;
             let replayed = self
                 .capture(workload, k)
                 .and_then(|()| self.replay_samples(k));
             self.device.capture_free();
-            samples.extend(replayed?);
+            match replayed {
+                Ok(s) => samples.extend(s),
+                Err(why) => return Ok(Err(why)),
+            }
         }
-        Ok(samples)
+        Ok(Ok(samples))
     }
 
     /// Captures `k` calls in a graph on a side stream, after a warm-up there; `Err`
     /// says why the routine cannot be captured. Each call's output is dropped before
-    /// the next ([`Workload::run_discarding`]).
+    /// the next ([`Workload::run_discarding`]). The device has entered capture mode.
     fn capture(&self, workload: &mut dyn Workload, k: u64) -> Result<(), String> {
-        self.device.capture_enter()?;
         workload.prepare(k);
         workload.run_discarding(k);
         self.device.synchronize();

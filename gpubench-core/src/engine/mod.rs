@@ -5,7 +5,7 @@
 //! for finished work. The host-dispatch time (when the k-th call returned) and the
 //! device time (events around the k calls) are kept beside the synced wall time.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 
 use gpubench_analysis::stats::{median, median_estimate_with, BootstrapConfig};
@@ -22,6 +22,12 @@ pub(crate) mod kernels;
 pub trait Workload {
     /// Untimed preparation of the inputs for the next `iters` calls.
     fn prepare(&mut self, _iters: u64) {}
+    /// Whether [`Workload::prepare`] makes inputs that stay alive until their call
+    /// (`iter_with_setup`): the engine then prepares and times a sample in batches of
+    /// a size that does not depend on the sample time.
+    fn makes_inputs(&self) -> bool {
+        false
+    }
     /// Makes `iters` calls back to back and returns when the last one returned.
     /// Outputs stay alive until [`Workload::release`].
     fn run(&mut self, iters: u64) -> Instant;
@@ -55,6 +61,11 @@ pub trait Workload {
 const STOP_CHECK_RESAMPLES: usize = 500;
 /// Device time queued ahead of the hidden-sync probe.
 const PROBE_BLOCK: Duration = Duration::from_millis(50);
+/// Calls of a workload that makes inputs are prepared and timed in batches of about
+/// this long (the warm-up's first batch that lasts it sets the size), so how many
+/// inputs are alive at once, and with them the caches' and the allocator's state,
+/// does not grow with the sample time.
+const SETUP_BATCH_NS: f64 = 1e6;
 
 /// Options of one measurement beyond the record's config.
 #[derive(Debug, Clone)]
@@ -84,9 +95,12 @@ pub struct Engine<'a> {
     config: &'a MeasurementConfig,
     /// One pair of device events, made once and re-recorded for every timed region.
     timer: RefCell<Option<Box<dyn DeviceTimer + 'a>>>,
+    /// Calls per batch of a workload that makes inputs, once the warm-up set it.
+    setup_batch: Cell<Option<u64>>,
 }
 
 /// What one synced, timed region measured, ns.
+#[derive(Default)]
 struct Bracketed {
     wall_ns: f64,
     host_ns: f64,
@@ -100,6 +114,7 @@ impl<'a> Engine<'a> {
             device,
             config,
             timer: RefCell::new(device.timer()),
+            setup_batch: Cell::new(None),
         }
     }
 
@@ -231,19 +246,45 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// One synced sample of `iters` calls.
+    /// One synced sample of `iters` calls. The calls of a workload that makes inputs
+    /// are prepared and timed in batches ([`SETUP_BATCH_NS`]), the sample being their
+    /// sum. Preparing a whole sample's inputs up front kept as many inputs alive as
+    /// the sample had calls, so a longer sample ran its calls on colder caches and a
+    /// larger heap: per-call time followed the sample time.
     pub(crate) fn timed_sample(&self, workload: &mut dyn Workload, iters: u64) -> Sample {
-        workload.prepare(iters);
-        if self.config.flush_l2 {
-            self.device.flush_cache();
+        let batch = match (workload.makes_inputs(), self.setup_batch.get()) {
+            (true, Some(batch)) => batch.min(iters),
+            _ => iters,
+        };
+        let mut total = Bracketed {
+            device_ns: Some(0.0),
+            ..Bracketed::default()
+        };
+        let mut left = iters;
+        while left > 0 {
+            let n = batch.min(left);
+            workload.prepare(n);
+            if self.config.flush_l2 {
+                self.device.flush_cache();
+            }
+            let timed = self.bracket(|| workload.run(n));
+            workload.release();
+            total.wall_ns += timed.wall_ns;
+            total.host_ns += timed.host_ns;
+            total.device_ns = total.device_ns.zip(timed.device_ns).map(|(a, b)| a + b);
+            left -= n;
         }
-        let timed = self.bracket(|| workload.run(iters));
-        workload.release();
+        if workload.makes_inputs()
+            && self.setup_batch.get().is_none()
+            && total.wall_ns >= SETUP_BATCH_NS
+        {
+            self.setup_batch.set(Some(iters));
+        }
         Sample {
             iters,
-            wall_ns: timed.wall_ns,
-            host_ns: timed.host_ns,
-            device_ns: timed.device_ns,
+            wall_ns: total.wall_ns,
+            host_ns: total.host_ns,
+            device_ns: total.device_ns,
         }
     }
 
