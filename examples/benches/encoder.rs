@@ -13,7 +13,7 @@
 
 use std::path::PathBuf;
 
-use gpubench_core::compare::{Comparison, Compiled};
+use gpubench_core::eager_compiled::{Compiled, EagerVsCompiled};
 use gpubench_core::{gpu_bench, Bencher};
 use gpubench_examples::encoder::{request_stream, Encoder, EncoderConfig};
 use tch::nn::VarStore;
@@ -65,8 +65,8 @@ fn encoder_traced(b: &mut Bencher) {
     let device = b.device();
     let (_vs, encoder, _vs64, encoder64) = models(device, None);
     let stream = request_stream(&LENGTHS, encoder.config().d_model, device);
-    b.compare(
-        Comparison::new(|xs: &[Tensor]| encoder.forward(&xs[0]))
+    b.eager_compiled(
+        EagerVsCompiled::new(|xs: &[Tensor]| encoder.forward(&xs[0]))
             .compiled(Compiled::trace())
             .reference_f64(|xs: &[Tensor]| encoder64.forward(&xs[0]))
             .inputs(stream),
@@ -88,8 +88,8 @@ fn encoder_aoti(b: &mut Bencher, shapes: &str) {
     );
     let (_vs, encoder, _vs64, encoder64) = models(device, Some(&weights));
     let stream = request_stream(&LENGTHS, encoder.config().d_model, device);
-    b.compare(
-        Comparison::new(|xs: &[Tensor]| encoder.forward(&xs[0]))
+    b.eager_compiled(
+        EagerVsCompiled::new(|xs: &[Tensor]| encoder.forward(&xs[0]))
             .compiled(Compiled::aoti(&package).label(&format!("aoti {shapes}")))
             .reference_f64(|xs: &[Tensor]| encoder64.forward(&xs[0]))
             .inputs(stream),

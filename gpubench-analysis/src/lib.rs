@@ -7,7 +7,7 @@
 pub mod atomic_dir;
 pub mod baseline;
 pub mod compare;
-pub mod comparison;
+pub mod eager_compiled;
 pub mod failure;
 pub mod kernels;
 pub mod processes;

@@ -13,7 +13,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::comparison::EagerCompiled;
+use crate::eager_compiled::EagerCompiled;
 use crate::failure::Failure;
 use crate::kernels::{merge_tables, Counters, KernelMeasurement, KernelStat};
 pub use crate::processes::{Bound, ProcessPolicy};

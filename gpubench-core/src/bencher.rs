@@ -18,7 +18,7 @@ pub struct Bencher {
     options: EngineOptions,
     id: String,
     pub(crate) measurement: Option<Measurement>,
-    pub(crate) comparison: Option<gpubench_analysis::comparison::EagerCompiled>,
+    pub(crate) eager_compiled: Option<gpubench_analysis::eager_compiled::EagerCompiled>,
 }
 
 impl Bencher {
@@ -30,7 +30,7 @@ impl Bencher {
             options: EngineOptions::default(),
             id: id.to_string(),
             measurement: None,
-            comparison: None,
+            eager_compiled: None,
         }
     }
 
@@ -119,25 +119,26 @@ impl Bencher {
     }
 
     /// Compares an eager and a compiled variant of the same model for speed,
-    /// numerical agreement and per-shape cold cost (see [`crate::compare`]). The
+    /// numerical agreement and per-shape cold cost (see [`crate::eager_compiled`]). The
     /// compiled variant's steady state becomes this benchmark's measurement and the
-    /// side-by-side result its record's `comparison`. A compiled variant that cannot
-    /// be built or run fails the benchmark, with the comparison still recorded.
-    pub fn compare(
+    /// side-by-side result its record's `eager_compiled`. A compiled variant that
+    /// cannot be built or run fails the benchmark, with the side-by-side result still
+    /// recorded.
+    pub fn eager_compiled(
         &mut self,
-        comparison: crate::compare::Comparison<'_>,
-    ) -> &gpubench_analysis::comparison::EagerCompiled {
+        variants: crate::eager_compiled::EagerVsCompiled<'_>,
+    ) -> &gpubench_analysis::eager_compiled::EagerCompiled {
         assert!(
             self.measurement.is_none(),
-            "benchmark {} called b.iter or b.compare twice: a benchmark measures one routine",
+            "benchmark {} called b.iter or b.eager_compiled twice: a benchmark measures one routine",
             self.id
         );
-        let outcome = comparison
+        let outcome = variants
             .run(self.backend.as_ref(), &self.config, &self.options)
             .unwrap_or_else(|e| panic!("benchmark {}: {e}", self.id));
         let failure = outcome.failure();
         self.measurement = outcome.measurement;
-        let record = self.comparison.insert(outcome.record);
+        let record = self.eager_compiled.insert(outcome.record);
         if let Some(failure) = failure {
             panic!("{failure}");
         }

@@ -347,7 +347,7 @@ fn run_case(
             None
         },
         failure,
-        eager_compiled: bencher.comparison.take(),
+        eager_compiled: bencher.eager_compiled.take(),
     };
     let record = RawRecord::new(
         &case.id,

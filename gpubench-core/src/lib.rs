@@ -23,10 +23,10 @@
 pub mod aoti;
 mod bencher;
 pub mod cli;
-pub mod compare;
 pub mod cuda_loader;
 pub mod cuda_shim;
 pub mod device;
+pub mod eager_compiled;
 pub mod engine;
 pub mod fingerprint;
 pub mod harness;
@@ -37,7 +37,7 @@ pub mod shapes;
 pub mod shim;
 
 pub use bencher::Bencher;
-pub use compare::{Comparison, Compiled};
+pub use eager_compiled::{Compiled, EagerVsCompiled};
 pub use gpubench_analysis::Throughput;
 pub use gpubench_macros::gpu_bench;
 pub use harness::main;

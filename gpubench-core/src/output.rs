@@ -99,7 +99,7 @@ pub fn summary(record: &RawRecord) -> String {
         out.push_str(&format!("    flags: {}\n", flags.join(", ")));
     }
     if let Some(c) = record.eager_compiled() {
-        out.push_str(&crate::compare::summary(c));
+        out.push_str(&crate::eager_compiled::summary(c));
     }
     out
 }

@@ -15,7 +15,7 @@
 //! where `<stem>` is [`gpubench_analysis::file_stem_for_id`] of the benchmark id.
 
 mod charts;
-mod comparison;
+mod eager_compiled;
 mod format;
 mod kernels;
 mod parallel;

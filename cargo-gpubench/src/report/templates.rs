@@ -11,22 +11,19 @@ use super::view::{BenchmarkView, SummaryView};
 use super::ReportError;
 
 /// The stylesheet, written as `report.css`.
-pub const CSS: &str = include_str!("../../../templates/report.css");
+pub const CSS: &str = include_str!("../../templates/report.css");
 
 const TEMPLATES: &[(&str, &str)] = &[
-    ("base.html", include_str!("../../../templates/base.html")),
-    ("index.html", include_str!("../../../templates/index.html")),
+    ("base.html", include_str!("../../templates/base.html")),
+    ("index.html", include_str!("../../templates/index.html")),
     (
         "benchmark.html",
-        include_str!("../../../templates/benchmark.html"),
+        include_str!("../../templates/benchmark.html"),
     ),
-    ("guide.html", include_str!("../../../templates/guide.html")),
-    (
-        "macros.html",
-        include_str!("../../../templates/macros.html"),
-    ),
+    ("guide.html", include_str!("../../templates/guide.html")),
+    ("macros.html", include_str!("../../templates/macros.html")),
     // Inlined into index.html by `{% include %}`; its text holds no tera tags.
-    ("sort.js.html", include_str!("../../../templates/sort.js")),
+    ("sort.js.html", include_str!("../../templates/sort.js")),
 ];
 
 /// The template engine with every template loaded.

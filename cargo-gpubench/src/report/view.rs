@@ -14,7 +14,7 @@ use gpubench_analysis::{
 use serde::Serialize;
 
 use super::charts::{self, palette, Axis, AxisFormat, Note, Plot, Rule, Series, SeriesKind};
-use super::comparison::{ComparisonView, FlagView, SpeedupView};
+use super::eager_compiled::{EagerCompiledView, FlagView, SpeedupView};
 use super::format;
 use super::kernels::KernelView;
 use super::peaks::{device_peaks, dtype_from_id, normalise_dtype};
@@ -343,7 +343,7 @@ pub struct BenchmarkView {
     /// Charts.
     pub charts: PageCharts,
     /// Eager versus compiled, when the benchmark is one.
-    pub comparison: Option<ComparisonView>,
+    pub comparison: Option<EagerCompiledView>,
     /// What the GPU did per call: kernel time, counts, the kernel table.
     pub kernels: Option<KernelView>,
     /// Where and with what it ran.
@@ -819,7 +819,7 @@ fn benchmark_view(
         message: f.message.clone(),
         memory: f.memory_at_failure.map(memory_facts).unwrap_or_default(),
     });
-    let comparison = r.eager_compiled().map(ComparisonView::new);
+    let comparison = r.eager_compiled().map(EagerCompiledView::new);
     let mut view = BenchmarkView {
         id: r.id.clone(),
         stem: stem.clone(),
@@ -844,7 +844,7 @@ fn benchmark_view(
     if let Some(plot) = view
         .comparison
         .as_ref()
-        .and_then(ComparisonView::latency_plot)
+        .and_then(EagerCompiledView::latency_plot)
     {
         view.charts.comparison = Some(chart(
             &stem,

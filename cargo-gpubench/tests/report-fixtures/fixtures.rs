@@ -4,8 +4,8 @@
 #![allow(dead_code)]
 
 use cargo_gpubench::report::{ReportBenchmark, ReportInput};
-use gpubench_analysis::comparison::{
-    CallTiming, ComparisonFlag, CompileCost, EagerCompiled, OutputAgreement, RequestTiming,
+use gpubench_analysis::eager_compiled::{
+    CallTiming, CompileCost, EagerCompiled, EagerCompiledFlag, OutputAgreement, RequestTiming,
     ShapeAgreement, ShapeCost, SteadyState, VariantInfo, VariantKind,
 };
 use gpubench_analysis::stats::Estimate;
@@ -524,9 +524,9 @@ pub fn eager_vs_compiled() -> EagerCompiled {
             expected_calls: 16,
         }),
         flags: vec![
-            ComparisonFlag::OutputsDisagree { shapes: 1, of: 5 },
-            ComparisonFlag::RespecialisesPerShape { shapes: 4, of: 4 },
-            ComparisonFlag::NotWorthCompiling {
+            EagerCompiledFlag::OutputsDisagree { shapes: 1, of: 5 },
+            EagerCompiledFlag::RespecialisesPerShape { shapes: 4, of: 4 },
+            EagerCompiledFlag::NotWorthCompiling {
                 break_even_calls: Some(8367),
                 expected_calls: 16,
             },

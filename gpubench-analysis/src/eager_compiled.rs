@@ -38,7 +38,7 @@ pub struct EagerCompiled {
     pub compile_cost: Option<CompileCost>,
     /// What the comparison found, most severe first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub flags: Vec<ComparisonFlag>,
+    pub flags: Vec<EagerCompiledFlag>,
 }
 
 impl EagerCompiled {
@@ -53,7 +53,7 @@ impl EagerCompiled {
     }
 
     /// The flag of `kind`, when raised.
-    pub fn flag(&self, kind: FlagKind) -> Option<&ComparisonFlag> {
+    pub fn flag(&self, kind: FlagKind) -> Option<&EagerCompiledFlag> {
         self.flags.iter().find(|f| f.kind() == kind)
     }
 }
@@ -266,13 +266,13 @@ pub struct OutputAgreement {
     pub non_finite_mismatch: u64,
     /// Both outputs against a float64 eager reference, when one was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reference: Option<ReferenceError>,
+    pub reference: Option<ReferenceRmse>,
 }
 
 /// Root-mean-square error of each variant against a float64 eager reference, as
 /// PyTorch's compiler benchmarks judge accuracy.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ReferenceError {
+pub struct ReferenceRmse {
     /// RMSE of eager's output against the reference.
     pub eager_rmse: f64,
     /// RMSE of the compiled output against the reference.
@@ -339,26 +339,26 @@ pub struct CompileCost {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlagKind {
-    /// See [`ComparisonFlag::CompiledFailed`].
+    /// See [`EagerCompiledFlag::CompiledFailed`].
     CompiledFailed,
-    /// See [`ComparisonFlag::OutputsDisagree`].
+    /// See [`EagerCompiledFlag::OutputsDisagree`].
     OutputsDisagree,
-    /// See [`ComparisonFlag::CompiledSlower`].
+    /// See [`EagerCompiledFlag::CompiledSlower`].
     CompiledSlower,
-    /// See [`ComparisonFlag::RespecialisesPerShape`].
+    /// See [`EagerCompiledFlag::RespecialisesPerShape`].
     RespecialisesPerShape,
-    /// See [`ComparisonFlag::NotWorthCompiling`].
+    /// See [`EagerCompiledFlag::NotWorthCompiling`].
     NotWorthCompiling,
-    /// See [`ComparisonFlag::NonFiniteOutputs`].
+    /// See [`EagerCompiledFlag::NonFiniteOutputs`].
     NonFiniteOutputs,
-    /// See [`ComparisonFlag::EagerNondeterministic`].
+    /// See [`EagerCompiledFlag::EagerNondeterministic`].
     EagerNondeterministic,
 }
 
 /// Something the comparison found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ComparisonFlag {
+pub enum EagerCompiledFlag {
     /// The compiled variant could not be built, or failed on every request.
     CompiledFailed {
         /// Why, capped.
@@ -407,17 +407,17 @@ pub enum ComparisonFlag {
     },
 }
 
-impl ComparisonFlag {
+impl EagerCompiledFlag {
     /// Which flag this is.
     pub fn kind(&self) -> FlagKind {
         match self {
-            ComparisonFlag::CompiledFailed { .. } => FlagKind::CompiledFailed,
-            ComparisonFlag::OutputsDisagree { .. } => FlagKind::OutputsDisagree,
-            ComparisonFlag::CompiledSlower { .. } => FlagKind::CompiledSlower,
-            ComparisonFlag::RespecialisesPerShape { .. } => FlagKind::RespecialisesPerShape,
-            ComparisonFlag::NotWorthCompiling { .. } => FlagKind::NotWorthCompiling,
-            ComparisonFlag::NonFiniteOutputs { .. } => FlagKind::NonFiniteOutputs,
-            ComparisonFlag::EagerNondeterministic { .. } => FlagKind::EagerNondeterministic,
+            EagerCompiledFlag::CompiledFailed { .. } => FlagKind::CompiledFailed,
+            EagerCompiledFlag::OutputsDisagree { .. } => FlagKind::OutputsDisagree,
+            EagerCompiledFlag::CompiledSlower { .. } => FlagKind::CompiledSlower,
+            EagerCompiledFlag::RespecialisesPerShape { .. } => FlagKind::RespecialisesPerShape,
+            EagerCompiledFlag::NotWorthCompiling { .. } => FlagKind::NotWorthCompiling,
+            EagerCompiledFlag::NonFiniteOutputs { .. } => FlagKind::NonFiniteOutputs,
+            EagerCompiledFlag::EagerNondeterministic { .. } => FlagKind::EagerNondeterministic,
         }
     }
 
@@ -445,17 +445,17 @@ impl ComparisonFlag {
     /// The label with its figures, e.g. `outputs disagree at 12 of 13 shapes`.
     pub fn describe(&self) -> String {
         match self {
-            ComparisonFlag::CompiledFailed { message } => format!("compiled failed: {message}"),
-            ComparisonFlag::OutputsDisagree { shapes, of } => {
+            EagerCompiledFlag::CompiledFailed { message } => format!("compiled failed: {message}"),
+            EagerCompiledFlag::OutputsDisagree { shapes, of } => {
                 format!("outputs disagree at {shapes} of {of} shapes")
             }
-            ComparisonFlag::CompiledSlower { speedup } => {
+            EagerCompiledFlag::CompiledSlower { speedup } => {
                 format!("compiled slower ({speedup:.2}× eager's speed)")
             }
-            ComparisonFlag::RespecialisesPerShape { shapes, of } => {
+            EagerCompiledFlag::RespecialisesPerShape { shapes, of } => {
                 format!("re-specialises per shape ({shapes} of {of} new shapes)")
             }
-            ComparisonFlag::NotWorthCompiling {
+            EagerCompiledFlag::NotWorthCompiling {
                 break_even_calls,
                 expected_calls,
             } => match break_even_calls {
@@ -464,10 +464,10 @@ impl ComparisonFlag {
                 }
                 None => format!("not worth compiling at {expected_calls} calls (never pays off)"),
             },
-            ComparisonFlag::NonFiniteOutputs { eager, compiled } => {
+            EagerCompiledFlag::NonFiniteOutputs { eager, compiled } => {
                 format!("non-finite outputs (eager {eager}, compiled {compiled} elements)")
             }
-            ComparisonFlag::EagerNondeterministic { shapes } => {
+            EagerCompiledFlag::EagerNondeterministic { shapes } => {
                 format!("eager nondeterministic at {shapes} shapes")
             }
         }
@@ -516,8 +516,8 @@ mod tests {
             steady: None,
             compile_cost: None,
             flags: vec![
-                ComparisonFlag::OutputsDisagree { shapes: 1, of: 1 },
-                ComparisonFlag::NotWorthCompiling {
+                EagerCompiledFlag::OutputsDisagree { shapes: 1, of: 1 },
+                EagerCompiledFlag::NotWorthCompiling {
                     break_even_calls: None,
                     expected_calls: 13,
                 },

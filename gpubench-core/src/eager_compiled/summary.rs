@@ -1,6 +1,6 @@
 //! The lines the harness prints under a comparison benchmark's summary.
 
-use gpubench_analysis::comparison::{EagerCompiled, OutputAgreement};
+use gpubench_analysis::eager_compiled::{EagerCompiled, OutputAgreement};
 use gpubench_analysis::stats::median;
 use gpubench_analysis::units::format_ns;
 

@@ -2,18 +2,18 @@
 //! variant that is slower, one that pays a large cost at every new shape, and one
 //! that never pays for its compile time.
 
-mod compare_common;
+mod eager_compiled_common;
 
 use std::collections::HashSet;
 use std::rc::Rc;
 use std::time::Duration;
 
-use compare_common::{
+use eager_compiled_common::{
     fast_config, in_one_of_three, input, run_on_cpu, serial, smoke_config, spin, Mlp,
 };
-use gpubench_analysis::comparison::{ComparisonFlag, FlagKind};
-use gpubench_core::compare::{Comparison, Compiled};
+use gpubench_analysis::eager_compiled::{EagerCompiledFlag, FlagKind};
 use gpubench_core::device::TorchDevice;
+use gpubench_core::eager_compiled::{Compiled, EagerVsCompiled};
 use gpubench_core::Bencher;
 use tch::{Device, Tensor};
 
@@ -23,7 +23,7 @@ fn a_compiled_variant_that_adds_a_hundredth_disagrees() {
     let mlp = Mlp::new(32, 64);
     let stream = vec![input(4, 32), input(9, 32), input(4, 32)];
     let outcome = run_on_cpu(
-        Comparison::new(|xs: &[Tensor]| mlp.forward(xs))
+        EagerVsCompiled::new(|xs: &[Tensor]| mlp.forward(xs))
             .compiled(Compiled::closure("plus 1e-2", |xs: &[Tensor]| {
                 mlp.forward(xs) + 1e-2
             }))
@@ -33,7 +33,7 @@ fn a_compiled_variant_that_adds_a_hundredth_disagrees() {
     let c = &outcome.record;
     assert_eq!(
         c.flag(FlagKind::OutputsDisagree),
-        Some(&ComparisonFlag::OutputsDisagree { shapes: 2, of: 2 })
+        Some(&EagerCompiledFlag::OutputsDisagree { shapes: 2, of: 2 })
     );
     for row in &c.agreement {
         assert!(!row.agrees);
@@ -54,7 +54,7 @@ fn a_float64_reference_is_compared_with_both() {
     mlp64.vs.copy(&mlp.vs).unwrap();
     mlp64.vs.double();
     let outcome = run_on_cpu(
-        Comparison::new(|xs: &[Tensor]| mlp.forward(xs))
+        EagerVsCompiled::new(|xs: &[Tensor]| mlp.forward(xs))
             .compiled(Compiled::closure("plus 1e-2", |xs: &[Tensor]| {
                 mlp.forward(xs) + 1e-2
             }))
@@ -78,7 +78,7 @@ fn a_deliberately_slower_compiled_variant_is_flagged() {
     let x = input(16, 64);
     in_one_of_three(|| {
         let outcome = run_on_cpu(
-            Comparison::new(|xs: &[Tensor]| mlp.forward(xs))
+            EagerVsCompiled::new(|xs: &[Tensor]| mlp.forward(xs))
                 .compiled(Compiled::closure("slow", |xs: &[Tensor]| {
                     spin(Duration::from_millis(2));
                     mlp.forward(xs)
@@ -118,7 +118,7 @@ fn per_shape_cold_calls_are_detected_and_counted() {
         let mut seen = HashSet::new();
         let stream: Vec<Tensor> = batches.iter().map(|&b| input(b, 32)).collect();
         let outcome = run_on_cpu(
-            Comparison::new(|xs: &[Tensor]| mlp.forward(xs))
+            EagerVsCompiled::new(|xs: &[Tensor]| mlp.forward(xs))
                 .compiled(Compiled::closure("respecialising", |xs: &[Tensor]| {
                     if seen.insert(xs[0].size()) {
                         spin(Duration::from_millis(30));
@@ -139,7 +139,7 @@ fn per_shape_cold_calls_are_detected_and_counted() {
             return Err(format!("cold requests {cold:?}"));
         }
         let flag = c.flag(FlagKind::RespecialisesPerShape);
-        if flag != Some(&ComparisonFlag::RespecialisesPerShape { shapes: 3, of: 3 }) {
+        if flag != Some(&EagerCompiledFlag::RespecialisesPerShape { shapes: 3, of: 3 }) {
             return Err(format!("flag {flag:?}; shape costs {:#?}", c.shape_costs));
         }
         let costs = c.compile_cost.as_ref().unwrap();
@@ -165,7 +165,7 @@ fn a_variant_without_per_shape_costs_is_not_flagged() {
     in_one_of_three(|| {
         let stream: Vec<Tensor> = batches.iter().map(|&b| input(b, 32)).collect();
         let outcome = run_on_cpu(
-            Comparison::new(|xs: &[Tensor]| mlp.forward(xs))
+            EagerVsCompiled::new(|xs: &[Tensor]| mlp.forward(xs))
                 .compiled(Compiled::closure("same", |xs: &[Tensor]| mlp.forward(xs)))
                 .inputs(stream),
             &fast_config(),
@@ -184,8 +184,8 @@ fn bencher_compare_records_the_compiled_measurement() {
     let mlp = Mlp::new(16, 16);
     let device = Rc::new(TorchDevice::new(Device::Cpu));
     let mut b = Bencher::new("cmp", device, smoke_config());
-    let record = b.compare(
-        Comparison::new(|xs: &[Tensor]| mlp.forward(xs))
+    let record = b.eager_compiled(
+        EagerVsCompiled::new(|xs: &[Tensor]| mlp.forward(xs))
             .compiled(Compiled::trace())
             .input(input(2, 16)),
     );
@@ -199,8 +199,8 @@ fn bencher_compare_fails_the_benchmark_when_the_variant_cannot_load() {
     let _serial = serial();
     let device = Rc::new(TorchDevice::new(Device::Cpu));
     let mut b = Bencher::new("cmp", device, smoke_config());
-    b.compare(
-        Comparison::new(|xs: &[Tensor]| xs[0].shallow_clone())
+    b.eager_compiled(
+        EagerVsCompiled::new(|xs: &[Tensor]| xs[0].shallow_clone())
             .compiled(Compiled::load("/nonexistent/model.pt"))
             .input(input(2, 2)),
     );

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use gpubench_analysis::comparison::{
+use gpubench_analysis::eager_compiled::{
     EagerCompiled, RequestTiming, ShapeAgreement, ShapeCost, SteadyState, VariantInfo, VariantKind,
 };
 use gpubench_analysis::stats::median;
@@ -14,7 +14,10 @@ use tch::{Kind, Tensor};
 use super::agreement::{compare_outputs, repeat_agreement, OutputsVerdict};
 use super::serve::{self, Runner};
 use super::variant::{self, ClosureVariant, InputCheck};
-use super::{analysis, CompareError, Comparison, ComparisonOutcome, ModelFn, Request, Tolerance};
+use super::{
+    analysis, EagerCompiledError, EagerCompiledOutcome, EagerVsCompiled, ModelFn, Request,
+    Tolerance,
+};
 use crate::device::DeviceBackend;
 use crate::engine::{Engine, EngineOptions};
 
@@ -61,12 +64,12 @@ fn warm_up_device(device: &dyn DeviceBackend) {
 }
 
 pub(crate) fn run(
-    comparison: Comparison<'_>,
+    comparison: EagerVsCompiled<'_>,
     device: &dyn DeviceBackend,
     config: &MeasurementConfig,
     options: &EngineOptions,
-) -> Result<ComparisonOutcome, CompareError> {
-    let Comparison {
+) -> Result<EagerCompiledOutcome, EagerCompiledError> {
+    let EagerVsCompiled {
         eager,
         eager_label,
         compiled,
@@ -76,12 +79,12 @@ pub(crate) fn run(
         expected_calls,
         warm_calls,
     } = comparison;
-    let compiled = compiled.ok_or(CompareError::NoCompiled)?;
+    let compiled = compiled.ok_or(EagerCompiledError::NoCompiled)?;
     if requests.is_empty() {
-        return Err(CompareError::NoInputs);
+        return Err(EagerCompiledError::NoInputs);
     }
     if let Some(index) = requests.iter().position(|r| r.tensors().is_empty()) {
-        return Err(CompareError::EmptyRequest { index });
+        return Err(EagerCompiledError::EmptyRequest { index });
     }
     let _no_grad = tch::no_grad_guard();
     warm_up_device(device);
@@ -147,7 +150,7 @@ pub(crate) fn run(
         let mut measurement = engine.measure(&mut compiled_runner, options);
         measurement.cold = cold;
         record.flags = analysis::flags(&record);
-        return Ok(ComparisonOutcome {
+        return Ok(EagerCompiledOutcome {
             record,
             measurement: Some(measurement),
         });
@@ -201,16 +204,16 @@ pub(crate) fn run(
     ));
     record.steady = Some(steady);
     record.flags = analysis::flags(&record);
-    Ok(ComparisonOutcome {
+    Ok(EagerCompiledOutcome {
         record,
         measurement: Some(measurement),
     })
 }
 
-fn failed(mut record: EagerCompiled, cause: String) -> ComparisonOutcome {
+fn failed(mut record: EagerCompiled, cause: String) -> EagerCompiledOutcome {
     record.compiled.failure = Some(cap_message(&cause));
     record.flags = analysis::flags(&record);
-    ComparisonOutcome {
+    EagerCompiledOutcome {
         record,
         measurement: None,
     }

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use gpubench_analysis::cap_message;
-use gpubench_analysis::comparison::{VariantInfo, VariantKind};
+use gpubench_analysis::eager_compiled::{VariantInfo, VariantKind};
 use tch::jit::IValue;
 use tch::{CModule, Device, Tensor};
 

@@ -1,8 +1,8 @@
 //! Unit tests of agreement, input checks and verdicts (no timing).
 
-use gpubench_analysis::comparison::{
-    ComparisonFlag, EagerCompiled, FlagKind, ShapeAgreement, ShapeCost, SteadyState, VariantInfo,
-    VariantKind,
+use gpubench_analysis::eager_compiled::{
+    EagerCompiled, EagerCompiledFlag, FlagKind, ShapeAgreement, ShapeCost, SteadyState,
+    VariantInfo, VariantKind,
 };
 use gpubench_analysis::stats::Estimate;
 use gpubench_analysis::StopReason;
@@ -234,13 +234,13 @@ fn the_flag_needs_two_shapes_or_the_only_one() {
     costs[2].respecialised = true;
     assert_eq!(
         respecialise_flag(&costs),
-        Some(ComparisonFlag::RespecialisesPerShape { shapes: 2, of: 3 })
+        Some(EagerCompiledFlag::RespecialisesPerShape { shapes: 2, of: 3 })
     );
     let mut single = vec![cost((1.0, 1.0), (1.0, 1.0)); 2];
     single[1].respecialised = true;
     assert_eq!(
         respecialise_flag(&single),
-        Some(ComparisonFlag::RespecialisesPerShape { shapes: 1, of: 1 })
+        Some(EagerCompiledFlag::RespecialisesPerShape { shapes: 1, of: 1 })
     );
     // The first shape's cold call is the first-call cost, never a re-specialisation.
     let mut first_only = vec![cost((1.0, 1.0), (1.0, 1.0)); 3];
@@ -312,14 +312,14 @@ fn flags_follow_speed_and_traffic() {
     let too_little_traffic = record_with(steady(2.0, 1.9, 2.1), Some(1000), 100);
     assert_eq!(
         flags(&too_little_traffic),
-        vec![ComparisonFlag::NotWorthCompiling {
+        vec![EagerCompiledFlag::NotWorthCompiling {
             break_even_calls: Some(1000),
             expected_calls: 100
         }]
     );
     let slower = record_with(steady(0.5, 0.45, 0.55), None, 100);
     let f = flags(&slower);
-    assert_eq!(f[0], ComparisonFlag::CompiledSlower { speedup: 0.5 });
+    assert_eq!(f[0], EagerCompiledFlag::CompiledSlower { speedup: 0.5 });
     assert!(f.iter().any(|f| f.kind() == FlagKind::NotWorthCompiling));
     // Within noise of eager: not called slower.
     let even = record_with(steady(0.99, 0.95, 1.03), None, 100);

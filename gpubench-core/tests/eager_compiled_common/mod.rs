@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant};
 
 use gpubench_analysis::{MeasurementConfig, ProcessPolicy, RunMode};
-use gpubench_core::compare::{Comparison, ComparisonOutcome};
 use gpubench_core::device::TorchDevice;
+use gpubench_core::eager_compiled::{EagerCompiledOutcome, EagerVsCompiled};
 use gpubench_core::engine::EngineOptions;
 use tch::nn::{self, Module};
 use tch::{Device, Kind, Tensor};
@@ -88,7 +88,10 @@ pub fn spin(d: Duration) {
 }
 
 /// Runs `comparison` on the CPU.
-pub fn run_on_cpu(comparison: Comparison<'_>, config: &MeasurementConfig) -> ComparisonOutcome {
+pub fn run_on_cpu(
+    comparison: EagerVsCompiled<'_>,
+    config: &MeasurementConfig,
+) -> EagerCompiledOutcome {
     let device = TorchDevice::new(Device::Cpu);
     comparison
         .run(&device, config, &EngineOptions::default())

@@ -2,8 +2,8 @@
 //! and when it pays off, which shapes made the compiled variant re-specialise, and
 //! the flags.
 
-use gpubench_analysis::comparison::{
-    ComparisonFlag, CompileCost, EagerCompiled, ShapeCost, SteadyState,
+use gpubench_analysis::eager_compiled::{
+    CompileCost, EagerCompiled, EagerCompiledFlag, ShapeCost, SteadyState,
 };
 use gpubench_analysis::stats::{median_estimate, Estimate};
 
@@ -43,7 +43,7 @@ pub(crate) fn respecialised(cost: &ShapeCost) -> bool {
 
 /// The flag, when new shapes re-specialised: at least two of them, or the only one
 /// (a single slow call among many is more likely noise than a pattern).
-pub(crate) fn respecialise_flag(costs: &[ShapeCost]) -> Option<ComparisonFlag> {
+pub(crate) fn respecialise_flag(costs: &[ShapeCost]) -> Option<EagerCompiledFlag> {
     let new_shapes: Vec<&ShapeCost> = costs
         .iter()
         .skip(1)
@@ -52,7 +52,7 @@ pub(crate) fn respecialise_flag(costs: &[ShapeCost]) -> Option<ComparisonFlag> {
     let of = new_shapes.len();
     let shapes = new_shapes.iter().filter(|c| c.respecialised).count();
     (shapes >= 2 || (shapes >= 1 && shapes == of))
-        .then_some(ComparisonFlag::RespecialisesPerShape { shapes, of })
+        .then_some(EagerCompiledFlag::RespecialisesPerShape { shapes, of })
 }
 
 /// What compiling cost up front (build plus the compiled variant's first-call
@@ -91,16 +91,16 @@ pub(crate) fn compile_cost(
 }
 
 /// Every flag the record supports, most severe first.
-pub(crate) fn flags(record: &EagerCompiled) -> Vec<ComparisonFlag> {
+pub(crate) fn flags(record: &EagerCompiled) -> Vec<EagerCompiledFlag> {
     let mut flags = Vec::new();
     if let Some(message) = &record.compiled.failure {
-        flags.push(ComparisonFlag::CompiledFailed {
+        flags.push(EagerCompiledFlag::CompiledFailed {
             message: message.clone(),
         });
     }
     let disagree = record.agreement.iter().filter(|a| !a.agrees).count();
     if disagree > 0 {
-        flags.push(ComparisonFlag::OutputsDisagree {
+        flags.push(EagerCompiledFlag::OutputsDisagree {
             shapes: disagree,
             of: record.agreement.len(),
         });
@@ -108,7 +108,7 @@ pub(crate) fn flags(record: &EagerCompiled) -> Vec<ComparisonFlag> {
     if let Some(steady) = &record.steady {
         let s = steady.speedup;
         if s.upper < 1.0 && s.point < SLOWER_BELOW {
-            flags.push(ComparisonFlag::CompiledSlower { speedup: s.point });
+            flags.push(EagerCompiledFlag::CompiledSlower { speedup: s.point });
         }
     }
     if let Some(flag) = respecialise_flag(&record.shape_costs) {
@@ -119,7 +119,7 @@ pub(crate) fn flags(record: &EagerCompiled) -> Vec<ComparisonFlag> {
             .break_even_calls
             .is_none_or(|n| n > cost.expected_calls)
         {
-            flags.push(ComparisonFlag::NotWorthCompiling {
+            flags.push(EagerCompiledFlag::NotWorthCompiling {
                 break_even_calls: cost.break_even_calls,
                 expected_calls: cost.expected_calls,
             });
@@ -133,7 +133,7 @@ pub(crate) fn flags(record: &EagerCompiled) -> Vec<ComparisonFlag> {
             (e + o.eager_non_finite, c + o.compiled_non_finite)
         });
     if eager_nf + compiled_nf > 0 {
-        flags.push(ComparisonFlag::NonFiniteOutputs {
+        flags.push(EagerCompiledFlag::NonFiniteOutputs {
             eager: eager_nf,
             compiled: compiled_nf,
         });
@@ -144,7 +144,7 @@ pub(crate) fn flags(record: &EagerCompiled) -> Vec<ComparisonFlag> {
         .filter(|a| !a.eager_repeat_agrees)
         .count();
     if unstable > 0 {
-        flags.push(ComparisonFlag::EagerNondeterministic { shapes: unstable });
+        flags.push(EagerCompiledFlag::EagerNondeterministic { shapes: unstable });
     }
     flags
 }

@@ -1,12 +1,12 @@
 //! Eager against TorchScript on the CPU: a real trace of the eager closure, a
 //! TorchScript file, and the failures a user can make.
 
-mod compare_common;
+mod eager_compiled_common;
 
-use compare_common::{fast_config, input, run_on_cpu, serial, smoke_config, Mlp};
-use gpubench_analysis::comparison::{FlagKind, VariantKind};
-use gpubench_core::compare::{CompareError, Comparison, Compiled};
+use eager_compiled_common::{fast_config, input, run_on_cpu, serial, smoke_config, Mlp};
+use gpubench_analysis::eager_compiled::{FlagKind, VariantKind};
 use gpubench_core::device::TorchDevice;
+use gpubench_core::eager_compiled::{Compiled, EagerCompiledError, EagerVsCompiled};
 use gpubench_core::engine::EngineOptions;
 use tch::nn::{self, Module};
 use tch::{Device, Tensor};
@@ -17,7 +17,7 @@ fn a_traced_mlp_agrees_with_eager_and_is_measured() {
     let mlp = Mlp::new(64, 128);
     let stream = vec![input(8, 64), input(32, 64), input(8, 64), input(16, 64)];
     let outcome = run_on_cpu(
-        Comparison::new(|xs: &[Tensor]| mlp.forward(xs))
+        EagerVsCompiled::new(|xs: &[Tensor]| mlp.forward(xs))
             .compiled(Compiled::trace())
             .inputs(stream),
         &fast_config(),
@@ -69,7 +69,7 @@ fn a_torchscript_file_loads_and_agrees() {
     let path = dir.path().join("mlp.pt");
     traced.save(&path).unwrap();
     let outcome = run_on_cpu(
-        Comparison::new(|xs: &[Tensor]| mlp.forward(xs))
+        EagerVsCompiled::new(|xs: &[Tensor]| mlp.forward(xs))
             .compiled(Compiled::load(&path))
             .input(x),
         &smoke_config(),
@@ -91,7 +91,7 @@ fn a_missing_file_is_a_failed_variant_not_a_crash() {
     let _serial = serial();
     let mlp = Mlp::new(8, 8);
     let outcome = run_on_cpu(
-        Comparison::new(|xs: &[Tensor]| mlp.forward(xs))
+        EagerVsCompiled::new(|xs: &[Tensor]| mlp.forward(xs))
             .compiled(Compiled::load("/nonexistent/model.pt"))
             .input(input(2, 8)),
         &smoke_config(),
@@ -111,7 +111,7 @@ fn tracing_unfrozen_parameters_fails_with_a_hint() {
     let vs = nn::VarStore::new(Device::Cpu);
     let lin = nn::linear(vs.root() / "l", 4, 4, Default::default());
     let outcome = run_on_cpu(
-        Comparison::new(|xs: &[Tensor]| lin.forward(&xs[0]))
+        EagerVsCompiled::new(|xs: &[Tensor]| lin.forward(&xs[0]))
             .compiled(Compiled::trace())
             .input(input(2, 4)),
         &smoke_config(),
@@ -138,7 +138,7 @@ fn a_trace_that_bakes_in_a_size_is_caught_on_other_shapes() {
             + Tensor::ones([n], (tch::Kind::Float, Device::Cpu))
     };
     let outcome = run_on_cpu(
-        Comparison::new(eager)
+        EagerVsCompiled::new(eager)
             .compiled(Compiled::trace())
             .inputs(vec![input(4, 3), input(6, 3), input(4, 3)]),
         &smoke_config(),
@@ -156,17 +156,17 @@ fn a_comparison_without_inputs_or_compiled_variant_is_refused() {
     let _serial = serial();
     let device = TorchDevice::new(Device::Cpu);
     let options = EngineOptions::default();
-    let err = Comparison::new(|xs: &[Tensor]| xs[0].shallow_clone())
+    let err = EagerVsCompiled::new(|xs: &[Tensor]| xs[0].shallow_clone())
         .compiled(Compiled::trace())
         .run(&device, &smoke_config(), &options)
         .unwrap_err();
-    assert!(matches!(err, CompareError::NoInputs));
+    assert!(matches!(err, EagerCompiledError::NoInputs));
     assert!(err
         .to_string()
         .starts_with("failed to start the comparison"));
-    let err = Comparison::new(|xs: &[Tensor]| xs[0].shallow_clone())
+    let err = EagerVsCompiled::new(|xs: &[Tensor]| xs[0].shallow_clone())
         .input(input(1, 1))
         .run(&device, &smoke_config(), &options)
         .unwrap_err();
-    assert!(matches!(err, CompareError::NoCompiled));
+    assert!(matches!(err, EagerCompiledError::NoCompiled));
 }

@@ -5,7 +5,7 @@
 //! type alone, so a change to that type touches this file and the template section
 //! that shows it, nothing else.
 
-use gpubench_analysis::comparison::{EagerCompiled, FlagKind, ShapeAgreement};
+use gpubench_analysis::eager_compiled::{EagerCompiled, FlagKind, ShapeAgreement};
 use gpubench_analysis::stats;
 use serde::Serialize;
 
@@ -97,7 +97,7 @@ pub struct Figure {
 
 /// Everything the report shows about one eager-versus-compiled comparison.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ComparisonView {
+pub struct EagerCompiledView {
     /// Latency series: eager, then compiled.
     pub variants: Vec<VariantSeries>,
     /// Per-variant rows.
@@ -124,7 +124,7 @@ pub struct ComparisonView {
     pub artefact: Vec<(String, String)>,
 }
 
-impl ComparisonView {
+impl EagerCompiledView {
     /// The view of a record's comparison.
     pub fn new(c: &EagerCompiled) -> Self {
         let eager = VariantSeries {
@@ -196,7 +196,7 @@ impl ComparisonView {
             })
             .collect();
         flags.sort_by_key(|f| !f.severe);
-        ComparisonView {
+        EagerCompiledView {
             requests: request_table(c),
             variants: vec![eager, compiled],
             variant_rows,
@@ -296,7 +296,7 @@ fn first_line(s: &str) -> &str {
 fn variant_row(
     v: &VariantSeries,
     kind: &str,
-    info: &gpubench_analysis::comparison::VariantInfo,
+    info: &gpubench_analysis::eager_compiled::VariantInfo,
 ) -> VariantRow {
     let pick = |cold: bool| -> Vec<f64> {
         v.points
@@ -473,7 +473,7 @@ fn shape_cost_table(c: &EagerCompiled) -> TableView {
 }
 
 fn request_table(c: &EagerCompiled) -> TableView {
-    let cell = |t: Option<gpubench_analysis::comparison::CallTiming>, cold: bool| match t {
+    let cell = |t: Option<gpubench_analysis::eager_compiled::CallTiming>, cold: bool| match t {
         Some(t) if cold => format!("{} (cold)", format::duration(t.primary_ns())),
         Some(t) => format::duration(t.primary_ns()),
         None => "failed".into(),
@@ -540,8 +540,8 @@ fn artefact_rows(c: &EagerCompiled) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpubench_analysis::comparison::{
-        CallTiming, ComparisonFlag, OutputAgreement, RequestTiming, VariantInfo, VariantKind,
+    use gpubench_analysis::eager_compiled::{
+        CallTiming, EagerCompiledFlag, OutputAgreement, RequestTiming, VariantInfo, VariantKind,
     };
 
     fn call(ns: f64) -> CallTiming {
@@ -602,15 +602,15 @@ mod tests {
             steady: None,
             compile_cost: None,
             flags: vec![
-                ComparisonFlag::RespecialisesPerShape { shapes: 1, of: 1 },
-                ComparisonFlag::OutputsDisagree { shapes: 1, of: 2 },
+                EagerCompiledFlag::RespecialisesPerShape { shapes: 1, of: 1 },
+                EagerCompiledFlag::OutputsDisagree { shapes: 1, of: 2 },
             ],
         }
     }
 
     #[test]
     fn view_reads_variants_agreement_and_flags() {
-        let c = ComparisonView::new(&comparison());
+        let c = EagerCompiledView::new(&comparison());
         assert_eq!(c.variants[0].name, "eager");
         assert_eq!(c.variants[1].points.len(), 3, "a failed call leaves a gap");
         assert_eq!(c.variant_rows[1].cold, 2);

@@ -3,7 +3,7 @@
 //! per-shape cold cost.
 //!
 //! ```no_run
-//! use gpubench_core::compare::{Comparison, Compiled};
+//! use gpubench_core::eager_compiled::{EagerVsCompiled, Compiled};
 //! use gpubench_core::{gpu_bench, Bencher};
 //! use tch::nn::{self, Module};
 //! use tch::{Kind, Tensor};
@@ -22,8 +22,8 @@
 //!         .iter()
 //!         .map(|&n| Tensor::randn([n, 256], (Kind::Float, b.device())))
 //!         .collect();
-//!     b.compare(
-//!         Comparison::new(|xs: &[Tensor]| net.forward(&xs[0]))
+//!     b.eager_compiled(
+//!         EagerVsCompiled::new(|xs: &[Tensor]| net.forward(&xs[0]))
 //!             .compiled(Compiled::trace())
 //!             .inputs(stream),
 //!     );
@@ -63,7 +63,7 @@
 //!    nondeterministic.
 //!
 //! Everything runs under `no_grad`. Smoke runs (`cargo test --benches`) stop after
-//! step 2. The result is a [`gpubench_analysis::comparison::EagerCompiled`].
+//! step 2. The result is a [`gpubench_analysis::eager_compiled::EagerCompiled`].
 
 mod agreement;
 mod analysis;
@@ -77,7 +77,7 @@ mod tests;
 
 use std::path::PathBuf;
 
-use gpubench_analysis::comparison::EagerCompiled;
+use gpubench_analysis::eager_compiled::EagerCompiled;
 use gpubench_analysis::{Measurement, MeasurementConfig};
 use tch::{Kind, Tensor};
 use thiserror::Error;
@@ -236,7 +236,7 @@ pub fn kind_label(kind: Kind) -> &'static str {
     }
 }
 
-/// The compiled side of a [`Comparison`].
+/// The compiled side of a [`EagerVsCompiled`].
 pub struct Compiled<'a> {
     label: Option<String>,
     source: CompiledSource<'a>,
@@ -306,7 +306,7 @@ impl<'a> Compiled<'a> {
 
 /// An eager-versus-compiled comparison, built up and handed to
 /// [`crate::Bencher::compare`].
-pub struct Comparison<'a> {
+pub struct EagerVsCompiled<'a> {
     eager: ModelFn<'a>,
     eager_label: String,
     compiled: Option<Compiled<'a>>,
@@ -320,7 +320,7 @@ pub struct Comparison<'a> {
 /// Synced single calls per shape and variant that give its steady state.
 const DEFAULT_WARM_CALLS: usize = 5;
 
-impl<'a> Comparison<'a> {
+impl<'a> EagerVsCompiled<'a> {
     /// A comparison whose eager variant is `eager`: the request's input tensors in,
     /// a tensor (or several) out.
     pub fn new<F, O>(eager: F) -> Self
@@ -328,7 +328,7 @@ impl<'a> Comparison<'a> {
         F: FnMut(&[Tensor]) -> O + 'a,
         O: ModelOutput,
     {
-        Comparison {
+        EagerVsCompiled {
             eager: boxed(eager),
             eager_label: "eager".into(),
             compiled: None,
@@ -410,14 +410,14 @@ impl<'a> Comparison<'a> {
         device: &dyn DeviceBackend,
         config: &MeasurementConfig,
         options: &EngineOptions,
-    ) -> Result<ComparisonOutcome, CompareError> {
+    ) -> Result<EagerCompiledOutcome, EagerCompiledError> {
         run::run(self, device, config, options)
     }
 }
 
-/// What [`Comparison::run`] produced.
+/// What [`EagerVsCompiled::run`] produced.
 #[derive(Debug, Clone)]
-pub struct ComparisonOutcome {
+pub struct EagerCompiledOutcome {
     /// The side-by-side result.
     pub record: EagerCompiled,
     /// The compiled variant's steady-state measurement; absent when it could not be
@@ -425,7 +425,7 @@ pub struct ComparisonOutcome {
     pub measurement: Option<Measurement>,
 }
 
-impl ComparisonOutcome {
+impl EagerCompiledOutcome {
     /// Why the compiled variant could not be measured, when it could not.
     pub fn failure(&self) -> Option<String> {
         if self.measurement.is_some() {
@@ -446,7 +446,7 @@ impl ComparisonOutcome {
 
 /// A comparison that cannot start.
 #[derive(Debug, Error)]
-pub enum CompareError {
+pub enum EagerCompiledError {
     /// No `.compiled(..)` was given.
     #[error("failed to start the comparison: no compiled variant (add .compiled(Compiled::trace()) or another)")]
     NoCompiled,

@@ -3,7 +3,7 @@
 //! difference, allclose with dtype-aware tolerances, and RMSE against an optional
 //! float64 reference.
 
-use gpubench_analysis::comparison::{OutputAgreement, ReferenceError};
+use gpubench_analysis::eager_compiled::{OutputAgreement, ReferenceRmse};
 use tch::{Kind, Tensor};
 
 use super::{kind_label, Tolerance};
@@ -184,7 +184,7 @@ pub(crate) fn compare_tensors(
         };
         let eager_rmse = rmse(&e);
         let compiled_rmse = rmse(&c);
-        out.reference = Some(ReferenceError {
+        out.reference = Some(ReferenceRmse {
             eager_rmse,
             compiled_rmse,
             rmse_ratio: (eager_rmse > 0.0).then(|| compiled_rmse / eager_rmse),

@@ -5,16 +5,16 @@
 //! Exporting takes tens of seconds per package, so the packages are cached under
 //! `target/gpubench-test-packages/<hash of the script>/`.
 
-mod compare_common;
+mod eager_compiled_common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use compare_common::{run_on_cpu, serial, smoke_config};
-use gpubench_analysis::comparison::{FlagKind, VariantKind};
+use eager_compiled_common::{run_on_cpu, serial, smoke_config};
+use gpubench_analysis::eager_compiled::{FlagKind, VariantKind};
 use gpubench_core::aoti::{AotiError, AotiPackage};
-use gpubench_core::compare::{Comparison, Compiled};
+use gpubench_core::eager_compiled::{Compiled, EagerVsCompiled};
 use tch::nn::{self, Module};
 use tch::{Device, Kind, Tensor};
 
@@ -163,7 +163,7 @@ fn the_dynamic_package_agrees_with_eager_over_a_shape_stream() {
     let dir = packages();
     let tiny = Tiny::load(&dir.join("tiny.safetensors"));
     let outcome = run_on_cpu(
-        Comparison::new(|xs: &[Tensor]| tiny.net.forward(&xs[0]))
+        EagerVsCompiled::new(|xs: &[Tensor]| tiny.net.forward(&xs[0]))
             .compiled(Compiled::aoti(dir.join("tiny_dynamic.pt2")).label("aoti dynamic"))
             .inputs(stream(&LENGTHS)),
         &smoke_config(),
@@ -195,7 +195,7 @@ fn the_static_package_disagrees_at_every_other_length_with_the_mismatch_named() 
     let dir = packages();
     let tiny = Tiny::load(&dir.join("tiny.safetensors"));
     let outcome = run_on_cpu(
-        Comparison::new(|xs: &[Tensor]| tiny.net.forward(&xs[0]))
+        EagerVsCompiled::new(|xs: &[Tensor]| tiny.net.forward(&xs[0]))
             .compiled(Compiled::aoti(dir.join("tiny_static.pt2")))
             .inputs(stream(&LENGTHS)),
         &smoke_config(),
@@ -232,7 +232,12 @@ fn the_static_package_disagrees_at_every_other_length_with_the_mismatch_named() 
     }
     assert_eq!(
         c.flag(FlagKind::OutputsDisagree),
-        Some(&gpubench_analysis::comparison::ComparisonFlag::OutputsDisagree { shapes: 4, of: 5 })
+        Some(
+            &gpubench_analysis::eager_compiled::EagerCompiledFlag::OutputsDisagree {
+                shapes: 4,
+                of: 5
+            }
+        )
     );
 }
 
@@ -263,7 +268,7 @@ fn packages_that_cannot_run_here_are_errors_not_crashes() {
     }
     // The comparison records such a package as a failed variant.
     let outcome = run_on_cpu(
-        Comparison::new(|xs: &[Tensor]| xs[0].shallow_clone())
+        EagerVsCompiled::new(|xs: &[Tensor]| xs[0].shallow_clone())
             .compiled(Compiled::aoti(&garbage))
             .input(Tensor::zeros([1, 8, 4], (Kind::Float, Device::Cpu))),
         &smoke_config(),

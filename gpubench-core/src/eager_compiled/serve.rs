@@ -9,7 +9,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use gpubench_analysis::comparison::CallTiming;
+use gpubench_analysis::eager_compiled::CallTiming;
 use gpubench_analysis::stats::{median_estimate_with, BootstrapConfig};
 use gpubench_analysis::{MeasurementConfig, Sample, StopReason};
 use tch::Tensor;
