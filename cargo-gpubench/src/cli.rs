@@ -15,8 +15,6 @@ use gpubench_analysis::compare::{
 };
 use gpubench_analysis::{CompareConfig, FailOn, ProcessPolicy};
 
-use crate::exit;
-
 /// Discover, build and run `#[gpu_bench]` benchmarks, each in its own process.
 #[derive(Debug, Parser)]
 #[command(
@@ -59,7 +57,7 @@ use crate::exit;
         change: it lies inside; ambiguous: neither, or too few processes; not \
         compared: recorded on another device model; new: not in the baseline. A run: \
         incomplete: its cargo gpubench died before the end.",
-    after_long_help = exit::HELP,
+    after_long_help = crate::exit_code::HELP,
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
@@ -78,7 +76,7 @@ pub struct Cli {
 pub enum Command {
     /// Run benchmarks (the default); with --exe, run already-built bench executables
     /// without cargo.
-    #[command(after_long_help = exit::HELP)]
+    #[command(after_long_help = crate::exit_code::HELP)]
     Run(RunArgs),
     /// Compare two stored baselines or runs, without running anything.
     #[command(

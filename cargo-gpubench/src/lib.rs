@@ -1,55 +1,45 @@
 //! `cargo gpubench`: discovers the bench targets of a workspace that use
-//! `gpubench-core`, builds them, lists their benchmarks, and runs every benchmark in a
-//! process of its own, storing one record per benchmark and a manifest per run.
+//! `gpubench-core`, builds them, lists their benchmarks, runs every benchmark in
+//! processes of its own, stores one record per benchmark and a manifest per run,
+//! judges the run against a baseline and reports it.
 //!
-//! The binary only calls [`main`]. The modules follow the data flow:
-//! [`cli`] → [`discover`] → [`compile`] → [`libtorch`] → [`listing`] → [`select`] →
-//! [`baselines`] (load) → [`runner`] (over [`process`]) → [`store`] and [`manifest`] →
-//! [`comparison`] → [`run_report`] (the HTML [`report`]) → [`baselines`] (save) →
-//! [`summary`] and [`markdown`]; [`app`] strings them together and [`exit`] documents
-//! the exit codes. `cargo gpubench compare` is [`compare_command`], over
-//! [`reference`](mod@reference); `cargo gpubench report` is [`report_command`].
+//! The binary only calls [`main`]. The folders follow the stages of a run:
+//!
+//! | stage | module |
+//! |---|---|
+//! | parse the command line | [`cli`] |
+//! | pick the subcommand | [`commands`] (`run`, `compare`, `report`; `setup` is in [`build`]) |
+//! | find, build, find libtorch | [`build`] |
+//! | list, select, run processes | [`execute`] |
+//! | keep runs, manifests, baselines | [`store`] |
+//! | judge a run against a baseline | [`compare`] |
+//! | terminal, JSON, Markdown, HTML | [`output`] (numbers and words: [`format`]) |
+//! | exit codes; which error gets which | [`exit_code`]; [`error`] |
+//!
+//! Dependencies point down the table and never back: `commands` uses every stage,
+//! `output` reads `compare` and `store`, `compare` reads `store`, and `exit_code`
+//! imports nothing of this crate.
 #![warn(missing_docs)]
 
-pub mod app;
-pub mod baselines;
+pub mod build;
 pub mod cli;
-pub mod compare_command;
-pub mod comparison;
-pub mod compile;
-pub mod discover;
-pub mod exit;
-pub mod libtorch;
-pub mod listing;
-pub mod manifest;
-pub mod markdown;
-pub mod process;
-pub mod progress;
-pub mod reference;
-pub mod report;
-pub mod report_command;
-pub mod run_report;
-pub mod runner;
-pub mod select;
-pub mod setup;
+pub mod commands;
+pub mod compare;
+pub mod error;
+pub mod execute;
+pub mod exit_code;
+pub mod format;
+pub mod output;
 pub mod store;
-pub mod summary;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use thiserror::Error;
-
 use crate::cli::Cli;
-use crate::exit::Exit;
+use crate::exit_code::Exit;
 
-/// A mistake in how `cargo gpubench` was invoked that the option parser cannot see,
-/// e.g. a `--exe` path that does not exist.
-#[derive(Debug, Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
-
-/// Runs `cargo gpubench` with this process's arguments; see [`exit`] for the codes.
+/// Runs `cargo gpubench` with this process's arguments; see [`exit_code`] for the
+/// codes.
 pub fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
     let cli = match Cli::parse_from_cargo(args.clone()) {
@@ -59,11 +49,11 @@ pub fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(Exit::Usage.code()));
         }
     };
-    match app::run(&cli, &args) {
+    match commands::dispatch(&cli, &args) {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(err) => {
-            eprintln!("error: {}", app::error_message(&err));
-            ExitCode::from(Exit::for_error(&err).code())
+            eprintln!("error: {}", error::message(&err));
+            ExitCode::from(error::exit_for(&err).code())
         }
     }
 }

@@ -11,7 +11,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use cargo_gpubench::comparison::{RunComparison, BASELINE_COPY};
+use cargo_gpubench::compare::{RunComparison, BASELINE_COPY};
 use gpubench_analysis::{
     file_stem_for_id, BaselineStore, Failure, FailureKind, RawRecord, Verdict,
 };

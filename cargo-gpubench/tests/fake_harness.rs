@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use cargo_gpubench::manifest::{BenchStatus, RunStatus};
+use cargo_gpubench::store::manifest::{BenchStatus, RunStatus};
 use gpubench_analysis::{
     file_stem_for_id, ColdCall, Failure, FailureKind, Fingerprint, Measurement, MeasurementConfig,
     RawRecord, Round, Sample, StopReason, RECORD_FORMAT_VERSION,
@@ -530,7 +530,7 @@ fn json_format_prints_one_document() {
 #[test]
 fn a_second_run_on_a_locked_output_dir_fails_naming_the_lock() {
     let fake = Fake::new();
-    let held = cargo_gpubench::store::RunStore::open(&fake.out_dir()).unwrap();
+    let held = cargo_gpubench::store::runs::RunStore::open(&fake.out_dir()).unwrap();
     let ran = run(fake.command().arg("passes")).expect_code(5);
     let lock = fake.out_dir().join("lock");
     assert!(

@@ -14,7 +14,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use cargo_gpubench::manifest::{BenchStatus, RunStatus};
+use cargo_gpubench::store::manifest::{BenchStatus, RunStatus};
 use gpubench_analysis::FailureKind;
 use support::{cargo_gpubench, entry, latest_run, manifest, record, run};
 
@@ -57,7 +57,7 @@ fn gpubench(fixture_name: &str, out_dir: &Path) -> Command {
 #[test]
 fn discovery_finds_the_bench_targets_of_gpubench_packages_only() {
     let cargo = PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    let ws = cargo_gpubench::discover::discover(&cargo, Some(&fixture("basic")), &[], &[])
+    let ws = cargo_gpubench::build::discover::discover(&cargo, Some(&fixture("basic")), &[], &[])
         .expect("the fixture's metadata reads");
     let names: Vec<String> = ws
         .targets
@@ -72,7 +72,7 @@ fn discovery_finds_the_bench_targets_of_gpubench_packages_only() {
         ]
     );
     assert_eq!(ws.root, fixture("basic").parent().unwrap());
-    let err = cargo_gpubench::discover::discover(
+    let err = cargo_gpubench::build::discover::discover(
         &cargo,
         Some(&fixture("basic")),
         &["gpubench-fixture-plain".into()],

@@ -11,7 +11,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use cargo_gpubench::manifest::{BenchStatus, RunStatus};
+use cargo_gpubench::store::manifest::{BenchStatus, RunStatus};
 use support::{latest_run, manifest, run};
 
 fn repo_root() -> PathBuf {

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cargo_gpubench::report::{render, ReportIndex};
+use cargo_gpubench::output::html::{render, ReportIndex};
 use fixtures::*;
 use scraper::{Html, Selector};
 

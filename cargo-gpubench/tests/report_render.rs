@@ -7,7 +7,7 @@ mod fixtures;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use cargo_gpubench::report::{render, ReportError, ReportIndex, ReportInput};
+use cargo_gpubench::output::html::{render, ReportError, ReportIndex, ReportInput};
 use fixtures::*;
 use gpubench_analysis::file_stem_for_id;
 use scraper::{Html, Selector};

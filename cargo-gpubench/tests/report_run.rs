@@ -10,7 +10,7 @@ mod support;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use cargo_gpubench::manifest::BenchStatus;
+use cargo_gpubench::store::manifest::BenchStatus;
 use gpubench_analysis::{Failure, FailureKind, RawRecord};
 use scraper::{Html, Selector};
 use support::{

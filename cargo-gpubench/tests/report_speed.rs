@@ -7,7 +7,7 @@ mod fixtures;
 
 use std::time::{Duration, Instant};
 
-use cargo_gpubench::report::render;
+use cargo_gpubench::output::html::render;
 
 #[test]
 fn rendering_200_benchmarks_takes_seconds() {

@@ -3,7 +3,7 @@
 //! baseline through the real comparison code of `gpubench-analysis`.
 #![allow(dead_code)]
 
-use cargo_gpubench::report::{ReportBenchmark, ReportInput};
+use cargo_gpubench::output::html::{ReportBenchmark, ReportInput};
 use gpubench_analysis::eager_compiled::{
     CallTiming, CompileCost, EagerCompiled, EagerCompiledFlag, OutputAgreement, RequestTiming,
     ShapeAgreement, ShapeCost, SteadyState, VariantInfo, VariantKind,

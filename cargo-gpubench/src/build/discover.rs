@@ -1,0 +1,289 @@
+//! Finding the bench targets to build: `cargo metadata`, then the bench targets of
+//! workspace packages that depend on `gpubench-core`, narrowed by `-p` and `--bench`.
+
+use std::path::{Path, PathBuf};
+
+use cargo_metadata::{Metadata, MetadataCommand, TargetKind};
+use thiserror::Error;
+
+/// The crate a package must depend on for its bench targets to be gpubench ones.
+pub const CORE_CRATE: &str = "gpubench-core";
+
+/// Errors discovering bench targets.
+#[derive(Debug, Error)]
+pub enum DiscoverError {
+    /// `cargo metadata` failed.
+    #[error("failed to read the workspace with cargo metadata: {0}")]
+    Metadata(#[source] cargo_metadata::Error),
+    /// `-p` named a package that is not a workspace member.
+    #[error("package `{spec}` is not a member of the workspace (members: {members})")]
+    UnknownPackage {
+        /// The `-p` value.
+        spec: String,
+        /// The members, comma-separated.
+        members: String,
+    },
+    /// `-p` named a package without a dependency on gpubench-core.
+    #[error(
+        "package `{package}` does not depend on {CORE_CRATE}, so it has no gpubench benchmarks"
+    )]
+    NotAGpubenchPackage {
+        /// The package.
+        package: String,
+    },
+    /// `--bench` named no bench target of the selected packages.
+    #[error("no bench target `{name}` in the selected packages (bench targets: {available})")]
+    UnknownBench {
+        /// The `--bench` value.
+        name: String,
+        /// The bench targets there are, comma-separated.
+        available: String,
+    },
+    /// Nothing to build.
+    #[error(
+        "no bench targets in workspace packages that depend on {CORE_CRATE} (workspace {root})"
+    )]
+    NoBenchTargets {
+        /// The workspace root.
+        root: String,
+    },
+}
+
+/// A bench target to build and run.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct BenchTarget {
+    /// Its package's name.
+    pub package: String,
+    /// Cargo's opaque package id, to match build messages.
+    pub package_id: String,
+    /// The target's name (what `--bench` takes).
+    pub name: String,
+}
+
+/// The workspace and the bench targets selected in it.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    /// The workspace root directory.
+    pub root: PathBuf,
+    /// Cargo's target directory.
+    pub target_dir: PathBuf,
+    /// The selected bench targets, sorted by package then name.
+    pub targets: Vec<BenchTarget>,
+}
+
+/// Runs `cargo metadata` and selects bench targets.
+pub fn discover(
+    cargo: &Path,
+    manifest_path: Option<&Path>,
+    packages: &[String],
+    benches: &[String],
+) -> Result<Workspace, DiscoverError> {
+    let metadata = metadata(cargo, manifest_path)?;
+    let targets = select_targets(&metadata, packages, benches)?;
+    Ok(Workspace {
+        root: metadata.workspace_root.into_std_path_buf(),
+        target_dir: metadata.target_directory.into_std_path_buf(),
+        targets,
+    })
+}
+
+/// The workspace root and cargo's target directory, from `cargo metadata`, for what
+/// needs to find stored runs and baselines without building anything.
+pub fn locate(
+    cargo: &Path,
+    manifest_path: Option<&Path>,
+) -> Result<(PathBuf, PathBuf), DiscoverError> {
+    let metadata = metadata(cargo, manifest_path)?;
+    Ok((
+        metadata.workspace_root.into_std_path_buf(),
+        metadata.target_directory.into_std_path_buf(),
+    ))
+}
+
+/// `cargo metadata --no-deps` of the workspace (of `manifest_path` when given).
+fn metadata(cargo: &Path, manifest_path: Option<&Path>) -> Result<Metadata, DiscoverError> {
+    let mut cmd = MetadataCommand::new();
+    cmd.cargo_path(cargo).no_deps();
+    if let Some(path) = manifest_path {
+        cmd.manifest_path(path);
+    }
+    cmd.exec().map_err(DiscoverError::Metadata)
+}
+
+/// Selects the bench targets of workspace members that depend on gpubench-core (as a
+/// normal or dev dependency, under any rename), narrowed by `-p` names and `--bench`
+/// target names.
+pub fn select_targets(
+    metadata: &Metadata,
+    packages: &[String],
+    benches: &[String],
+) -> Result<Vec<BenchTarget>, DiscoverError> {
+    let members: Vec<&cargo_metadata::Package> = metadata
+        .packages
+        .iter()
+        .filter(|p| metadata.workspace_members.contains(&p.id))
+        .collect();
+    let depends_on_core =
+        |p: &cargo_metadata::Package| p.dependencies.iter().any(|d| d.name == CORE_CRATE);
+
+    let chosen: Vec<&cargo_metadata::Package> = if packages.is_empty() {
+        members
+            .iter()
+            .copied()
+            .filter(|p| depends_on_core(p))
+            .collect()
+    } else {
+        let mut chosen = Vec::new();
+        for spec in packages {
+            // `-p name@1.2.3` names a version too; members are unique by name.
+            let name = spec.split('@').next().unwrap_or(spec);
+            let pkg = members
+                .iter()
+                .find(|p| p.name.as_str() == name)
+                .ok_or_else(|| DiscoverError::UnknownPackage {
+                    spec: spec.clone(),
+                    members: join(members.iter().map(|p| p.name.to_string())),
+                })?;
+            if !depends_on_core(pkg) {
+                return Err(DiscoverError::NotAGpubenchPackage {
+                    package: pkg.name.to_string(),
+                });
+            }
+            chosen.push(*pkg);
+        }
+        chosen
+    };
+
+    let mut all: Vec<BenchTarget> = chosen
+        .iter()
+        .flat_map(|p| {
+            p.targets
+                .iter()
+                .filter(|t| t.kind.contains(&TargetKind::Bench))
+                .map(|t| BenchTarget {
+                    package: p.name.to_string(),
+                    package_id: p.id.repr.clone(),
+                    name: t.name.clone(),
+                })
+        })
+        .collect();
+    all.sort();
+    all.dedup();
+
+    for name in benches {
+        if !all.iter().any(|t| &t.name == name) {
+            return Err(DiscoverError::UnknownBench {
+                name: name.clone(),
+                available: join(all.iter().map(|t| t.name.clone())),
+            });
+        }
+    }
+    if !benches.is_empty() {
+        all.retain(|t| benches.contains(&t.name));
+    }
+    if all.is_empty() {
+        return Err(DiscoverError::NoBenchTargets {
+            root: metadata.workspace_root.to_string(),
+        });
+    }
+    Ok(all)
+}
+
+fn join(items: impl Iterator<Item = String>) -> String {
+    let v: Vec<String> = items.collect();
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Metadata in cargo's format for a workspace of three members: `gpu` depends on
+    /// gpubench-core and has two bench targets, `renamed` depends on it under another
+    /// name as a dev-dependency, `plain` has a bench target but no gpubench-core.
+    fn metadata() -> Metadata {
+        let pkg = |name: &str, deps: serde_json::Value, benches: &[&str]| {
+            let mut targets = vec![serde_json::json!({
+                "name": name, "kind": ["lib"], "crate_types": ["lib"],
+                "src_path": format!("/ws/{name}/src/lib.rs"), "edition": "2021",
+                "doctest": true, "test": true, "doc": true
+            })];
+            for b in benches {
+                targets.push(serde_json::json!({
+                    "name": b, "kind": ["bench"], "crate_types": ["bin"],
+                    "src_path": format!("/ws/{name}/benches/{b}.rs"), "edition": "2021",
+                    "doctest": false, "test": false, "doc": false
+                }));
+            }
+            serde_json::json!({
+                "name": name, "version": "0.1.0", "id": format!("path+file:///ws/{name}#0.1.0"),
+                "license": null, "license_file": null, "description": null, "source": null,
+                "dependencies": deps, "targets": targets, "features": {},
+                "manifest_path": format!("/ws/{name}/Cargo.toml"), "metadata": null,
+                "publish": null, "authors": [], "categories": [], "keywords": [],
+                "readme": null, "repository": null, "homepage": null, "documentation": null,
+                "edition": "2021", "links": null, "default_run": null, "rust_version": null
+            })
+        };
+        let dep = |name: &str, kind: Option<&str>, rename: Option<&str>| {
+            serde_json::json!({
+                "name": name, "source": null, "req": "*", "kind": kind, "rename": rename,
+                "optional": false, "uses_default_features": true, "features": [],
+                "target": null, "registry": null, "path": "/ws/core"
+            })
+        };
+        let json = serde_json::json!({
+            "packages": [
+                pkg("gpu", serde_json::json!([dep("gpubench-core", None, None)]), &["matmul", "conv"]),
+                pkg("renamed", serde_json::json!([dep("gpubench-core", Some("dev"), Some("gb"))]), &["attn"]),
+                pkg("plain", serde_json::json!([dep("serde", None, None)]), &["cpu_only"]),
+            ],
+            "workspace_members": [
+                "path+file:///ws/gpu#0.1.0", "path+file:///ws/renamed#0.1.0", "path+file:///ws/plain#0.1.0"
+            ],
+            "workspace_default_members": [],
+            "resolve": null, "target_directory": "/ws/target", "version": 1,
+            "workspace_root": "/ws", "metadata": null
+        });
+        serde_json::from_value(json).expect("valid metadata")
+    }
+
+    fn names(targets: &[BenchTarget]) -> Vec<String> {
+        targets
+            .iter()
+            .map(|t| format!("{}/{}", t.package, t.name))
+            .collect()
+    }
+
+    #[test]
+    fn picks_bench_targets_of_packages_that_depend_on_core() {
+        let t = select_targets(&metadata(), &[], &[]).unwrap();
+        assert_eq!(names(&t), ["gpu/conv", "gpu/matmul", "renamed/attn"]);
+    }
+
+    #[test]
+    fn package_and_bench_narrow_the_selection() {
+        let t = select_targets(&metadata(), &["gpu".into()], &["matmul".into()]).unwrap();
+        assert_eq!(names(&t), ["gpu/matmul"]);
+        let t = select_targets(&metadata(), &["renamed@0.1.0".into()], &[]).unwrap();
+        assert_eq!(names(&t), ["renamed/attn"]);
+    }
+
+    #[test]
+    fn bad_selections_say_what_exists() {
+        let err = select_targets(&metadata(), &["nope".into()], &[]).unwrap_err();
+        assert!(err.to_string().contains("gpu, renamed, plain"), "{err}");
+        let err = select_targets(&metadata(), &["plain".into()], &[]).unwrap_err();
+        assert!(err.to_string().contains("does not depend on gpubench-core"));
+        let err = select_targets(&metadata(), &[], &["cpu_only".into()]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("bench targets: conv, matmul, attn"),
+            "{err}"
+        );
+    }
+}

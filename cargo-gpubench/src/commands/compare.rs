@@ -1,0 +1,223 @@
+//! `cargo gpubench compare BASELINE CURRENT`: judges one stored side (a saved
+//! baseline or a stored run) against another, with the statistics, output formats and
+//! `--fail-on` gate of a run, without running anything. How the two arguments are
+//! resolved is [`crate::store::references`].
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::build::discover;
+use crate::cli::{CompareArgs, Format};
+use crate::compare::{change_text, outcome_word, RunComparison, VerdictSettings};
+use crate::exit_code::Exit;
+use crate::output::markdown::MarkdownSummary;
+use crate::output::terminal::{
+    align, attach_comparison, count_line, render_comparison, render_failures, ExitVerdict,
+    SummaryEntry,
+};
+use crate::store::baselines;
+use crate::store::manifest::BenchStatus;
+use crate::store::references::{self, Places, Side};
+use crate::store::Source;
+
+/// What `--format json` prints for `compare`.
+#[derive(Debug, Serialize)]
+pub struct CompareSummary<'a> {
+    /// The reference side.
+    pub baseline: &'a Source,
+    /// The judged side.
+    pub current: &'a Source,
+    /// The judged side's benchmarks, each with its comparison.
+    pub benchmarks: &'a [SummaryEntry],
+    /// The whole comparison, with verdict counts and ids on one side only.
+    pub comparison: &'a RunComparison,
+    /// How the command ends.
+    pub exit: ExitVerdict,
+}
+
+/// Runs `compare`; see [`crate::exit_code`] for the codes.
+pub fn run(args: &CompareArgs) -> Result<Exit> {
+    let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let places = places(
+        args.manifest_path.as_deref(),
+        args.out_dir.as_deref(),
+        args.verdicts.baselines_dir.as_deref(),
+        &cwd,
+    )?;
+    let load = |what: &str, text: &str| -> Result<Side> {
+        let resolved = references::resolve(text, &places)
+            .with_context(|| format!("failed to resolve {what} `{text}`"))?;
+        Side::load(&resolved).with_context(|| format!("failed to load {what} `{text}`"))
+    };
+    let old = load("BASELINE", &args.baseline)?;
+    let new = load("CURRENT", &args.current)?;
+
+    let (entries, unusable) = old.as_baseline();
+    if !unusable.is_empty() {
+        let list: Vec<String> = unusable
+            .iter()
+            .map(|(id, why)| format!("{id} ({why})"))
+            .collect();
+        eprintln!(
+            "gpubench: note: {} has no usable measurement of {}; they count as new",
+            old.source.describe(),
+            list.join(", ")
+        );
+    }
+    let comparison = RunComparison::judge(
+        &new.records,
+        &entries,
+        old.source.clone(),
+        VerdictSettings::from_args(&args.verdicts),
+    )
+    .with_context(|| {
+        format!(
+            "failed to compare {} with {}",
+            new.source.describe(),
+            old.source.describe()
+        )
+    })?;
+    if let Some(msg) = comparison.device_mismatch_message() {
+        eprintln!("gpubench: warning: {msg}");
+    }
+    let mut rows = new.entries.clone();
+    attach_comparison(&mut rows, &comparison);
+    let failed = rows.iter().any(|e| e.status == BenchStatus::Failed);
+    let exit = Exit::of_verdicts(false, failed, comparison.gate_tripped);
+
+    let subject = format!(
+        "{} against {}",
+        new.source.describe(),
+        old.source.describe()
+    );
+    let markdown = || {
+        MarkdownSummary {
+            subject: &subject,
+            entries: &rows,
+            comparison: Some(&comparison),
+            exit,
+        }
+        .render()
+    };
+    match args.format {
+        Format::Human => print!("{}", render_human(&old, &new, &rows, &comparison, exit)),
+        Format::Markdown => print!("{}", markdown()),
+        Format::Json => {
+            let doc = CompareSummary {
+                baseline: &old.source,
+                current: &new.source,
+                benchmarks: &rows,
+                comparison: &comparison,
+                exit: exit.into(),
+            };
+            let mut text = serde_json::to_string_pretty(&doc).expect("summaries always serialise");
+            text.push('\n');
+            print!("{text}");
+        }
+    }
+    if let Some(path) = &args.verdicts.summary_file {
+        crate::commands::run::write_summary_file(&cwd.join(path), &markdown())?;
+    }
+    Ok(exit)
+}
+
+/// Where baselines and runs are: `--out-dir` and `--baselines-dir` (relative to
+/// `cwd`), else the workspace's (from `cargo metadata`, of `--manifest-path` when
+/// given), else the current directory's when it is not in a workspace.
+pub fn places(
+    manifest_path: Option<&Path>,
+    out_dir: Option<&Path>,
+    baselines_dir: Option<&Path>,
+    cwd: &Path,
+) -> Result<Places> {
+    let needs_workspace = baselines_dir.is_none() || out_dir.is_none();
+    let (root, target_dir) = if needs_workspace {
+        let cargo = PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        match discover::locate(&cargo, manifest_path) {
+            Ok(found) => found,
+            Err(e) if manifest_path.is_some() => {
+                return Err(e).context("failed to find the workspace's baselines and runs")
+            }
+            // Outside a workspace (e.g. a CI machine with only results), as --exe does.
+            Err(_) => (cwd.to_path_buf(), cwd.join("target")),
+        }
+    } else {
+        (cwd.to_path_buf(), cwd.join("target"))
+    };
+    Ok(Places {
+        baselines: baselines::store(baselines_dir, &root, cwd),
+        out_dir: match out_dir {
+            Some(dir) => cwd.join(dir),
+            None => target_dir.join("gpubench"),
+        },
+        cwd: cwd.to_path_buf(),
+    })
+}
+
+/// The terminal output: both sides, a compact table, failures and the comparison.
+fn render_human(
+    old: &Side,
+    new: &Side,
+    rows: &[SummaryEntry],
+    comparison: &RunComparison,
+    exit: Exit,
+) -> String {
+    let mut out = format!(
+        "comparing {} ({}) with {} ({}) as the baseline\n\n",
+        new.source.describe(),
+        new.source.path,
+        old.source.describe(),
+        old.source.path
+    );
+    let header = vec![
+        "benchmark".to_string(),
+        "baseline median".to_string(),
+        "current median".to_string(),
+        format!(
+            "change [{:.0}% CI]",
+            comparison.settings.config.confidence * 100.0
+        ),
+        "verdict".to_string(),
+    ];
+    let dash = || "—".to_string();
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|e| {
+            let outcome = comparison.get(&e.id).map(|b| &b.outcome);
+            let compared = match outcome {
+                Some(gpubench_analysis::baseline::ComparisonOutcome::Compared {
+                    comparison,
+                    ..
+                }) => Some(comparison),
+                _ => None,
+            };
+            let fmt = gpubench_analysis::units::format_ns;
+            let current = compared.map(|c| c.current_estimate).or_else(|| {
+                e.summary
+                    .as_ref()
+                    .and_then(|s| s.primary())
+                    .map(|p| p.estimate.point)
+            });
+            let word = match outcome {
+                Some(o) => outcome_word(o),
+                None if e.status == BenchStatus::Failed => "failed",
+                None if comparison.is_new(&e.id) => "new",
+                None => "not run",
+            };
+            vec![
+                e.name.clone(),
+                compared.map_or_else(dash, |c| fmt(c.baseline_estimate)),
+                current.map_or_else(dash, fmt),
+                compared.map_or_else(dash, |c| change_text(&c.change)),
+                word.to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&align(&header, &table));
+    out.push_str(&render_failures(rows));
+    out.push_str(&format!("\n{}\n", count_line(rows)));
+    out.push_str(&render_comparison(comparison, rows, exit));
+    out
+}

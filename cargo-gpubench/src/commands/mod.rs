@@ -1,0 +1,28 @@
+//! The subcommands, one module each, and which one an invocation runs: [`run`]
+//! (`cargo gpubench`, the default), [`compare`], [`report`], and `setup`
+//! ([`crate::build::setup`]).
+
+pub mod compare;
+pub mod report;
+pub mod run;
+
+use std::ffi::OsString;
+
+use anyhow::Result;
+
+use crate::cli::Cli;
+use crate::exit_code::Exit;
+
+/// Runs the subcommand `cli` names; `command_line` is recorded in a run's manifest.
+pub fn dispatch(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
+    if let Some(args) = cli.compare_args() {
+        return compare::run(args);
+    }
+    if let Some(args) = cli.report_args() {
+        return report::run(args);
+    }
+    if let Some(args) = cli.setup_args() {
+        return crate::build::setup::run(args);
+    }
+    run::run(cli.run_args(), command_line)
+}

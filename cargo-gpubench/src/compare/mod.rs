@@ -1,0 +1,619 @@
+//! A run (or a stored side of `compare`) judged against a baseline, as the subcommand
+//! decides, stores and words it.
+//!
+//! A run's comparison is stored with it, for the HTML report and later readers:
+//!
+//! ```text
+//! runs/<run-id>/comparison.json           this RunComparison
+//! runs/<run-id>/baseline/<stem>.json      the baseline files it was judged against
+//! ```
+//!
+//! The copy keeps what the run was compared with even after `--save-baseline` (in the
+//! same run or a later one) overwrites the baseline: read it with
+//! `BaselineStore::new(run_dir).load(BASELINE_COPY)`.
+//!
+//! Statistics and verdicts come from `gpubench_analysis`; this module only decides
+//! what a device mismatch means here: those benchmarks are *not compared* (never
+//! silently compared), unless `--allow-device-mismatch` asks for it.
+
+use std::path::Path;
+
+use gpubench_analysis::baseline::{
+    BenchmarkComparison, ComparisonOutcome, CrossDevice, Gate, Metric, VerdictCounts,
+};
+use gpubench_analysis::kernels::{CounterChange, KernelChange};
+use gpubench_analysis::stats::Estimate;
+use gpubench_analysis::{
+    compare_with_baseline, BaselineCompareOptions, BaselineEntry, BaselineError, CompareConfig,
+    Comparison, ComparisonSet, FailOn, RawRecord, Verdict,
+};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::format::{percent, plural};
+use crate::store::runs::{self, StoreError};
+use crate::store::Source;
+
+/// The file of a run's comparison.
+pub const COMPARISON_FILE: &str = "comparison.json";
+/// The directory, inside a run, holding a copy of the baseline files it was judged
+/// against; a baseline name, so `BaselineStore::new(run_dir)` loads it.
+pub const BASELINE_COPY: &str = "baseline";
+/// The comparison format this build writes and the newest it reads.
+pub const COMPARISON_FORMAT_VERSION: u32 = 1;
+
+/// Errors reading a stored comparison.
+#[derive(Debug, Error)]
+pub enum ComparisonFileError {
+    /// The file could not be read.
+    #[error("failed to read comparison {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Malformed JSON.
+    #[error("failed to parse comparison {path}: {source}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: serde_json::Error,
+    },
+    /// Written by a newer cargo-gpubench.
+    #[error("comparison {path} has format_version {found}, newer than the {supported} this cargo-gpubench reads: upgrade cargo-gpubench")]
+    TooNew {
+        /// The file.
+        path: String,
+        /// Its version.
+        found: u64,
+        /// The newest this build reads.
+        supported: u32,
+    },
+}
+
+/// How a comparison decides and what fails the run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct VerdictSettings {
+    /// The statistics' settings (`--significance`, `--noise-threshold`).
+    pub config: CompareConfig,
+    /// `--fail-on`.
+    pub fail_on: FailOn,
+    /// `--allow-device-mismatch`.
+    pub allow_device_mismatch: bool,
+    /// `--gate-on`: the metrics whose verdicts `fail_on` looks at.
+    #[serde(default)]
+    pub gate: Gate,
+    /// `--allow-settings-mismatch`.
+    #[serde(default)]
+    pub allow_settings_mismatch: bool,
+}
+
+impl VerdictSettings {
+    /// The statistics and gate `verdicts` (the options) ask for.
+    pub fn from_args(verdicts: &crate::cli::VerdictArgs) -> Self {
+        VerdictSettings {
+            config: verdicts.compare_config(),
+            fail_on: verdicts.fail_on,
+            allow_device_mismatch: verdicts.allow_device_mismatch,
+            gate: verdicts.gate(),
+            allow_settings_mismatch: verdicts.allow_settings_mismatch,
+        }
+    }
+}
+
+/// A set of benchmarks judged against a baseline: what `comparison.json` holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunComparison {
+    /// See [`COMPARISON_FORMAT_VERSION`].
+    pub format_version: u32,
+    /// What it was judged against.
+    pub baseline: Source,
+    /// The device model of the judged side, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_device: Option<String>,
+    /// How it was decided.
+    pub settings: VerdictSettings,
+    /// Benchmarks whose baseline was recorded on another device model and that were
+    /// therefore not compared (empty with `--allow-device-mismatch`, which compares
+    /// them and lists them in `set.cross_device`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_mismatch: Vec<CrossDevice>,
+    /// Every benchmark's outcome, and the ids on one side only.
+    pub set: ComparisonSet,
+    /// How many benchmarks ended each way.
+    pub counts: VerdictCounts,
+    /// Whether the `--fail-on` gate tripped (exit code 4 unless a benchmark failed).
+    pub gate_tripped: bool,
+}
+
+impl RunComparison {
+    /// Judges `current` against `baseline`'s `entries`. A benchmark whose baseline
+    /// was recorded on another device model is not compared unless
+    /// `settings.allow_device_mismatch`; ids on one side only are listed.
+    pub fn judge(
+        current: &[RawRecord],
+        entries: &[BaselineEntry],
+        mut baseline: Source,
+        settings: VerdictSettings,
+    ) -> Result<Self, BaselineError> {
+        let options = BaselineCompareOptions {
+            config: settings.config,
+            // Mismatches are handled below, per benchmark, so the rest still compare.
+            allow_device_mismatch: true,
+            allow_settings_mismatch: settings.allow_settings_mismatch,
+        };
+        let mut set = compare_with_baseline(current, entries, &options)?;
+        let mut device_mismatch = Vec::new();
+        if !settings.allow_device_mismatch {
+            for x in std::mem::take(&mut set.cross_device) {
+                if let Some(b) = set.comparisons.iter_mut().find(|b| b.id == x.id) {
+                    b.outcome = ComparisonOutcome::NotCompared {
+                        reason: format!(
+                            "the baseline was recorded on `{}`, this run on `{}`",
+                            x.baseline_device, x.current_device
+                        ),
+                    };
+                }
+                device_mismatch.push(x);
+            }
+        }
+        baseline.device = baseline.device.or_else(|| {
+            entries
+                .iter()
+                .map(|e| e.fingerprint.device.name.clone())
+                .find(|n| n != "unknown")
+        });
+        let current_device = current
+            .iter()
+            .filter(|r| r.passed())
+            .map(|r| r.fingerprint.device.name.clone())
+            .find(|n| n != "unknown");
+        let counts = set.counts();
+        let gate_tripped = settings.fail_on.should_fail(&set, &settings.gate);
+        Ok(RunComparison {
+            format_version: COMPARISON_FORMAT_VERSION,
+            baseline,
+            current_device,
+            settings,
+            device_mismatch,
+            set,
+            counts,
+            gate_tripped,
+        })
+    }
+
+    /// Benchmark `id`'s comparison, when the baseline has it.
+    pub fn get(&self, id: &str) -> Option<&BenchmarkComparison> {
+        self.set.comparisons.iter().find(|c| c.id == id)
+    }
+
+    /// Whether `id` was run but the baseline lacks it (a new benchmark).
+    pub fn is_new(&self, id: &str) -> bool {
+        self.set.missing_in_baseline.iter().any(|m| m == id)
+    }
+
+    /// Whether `id` was left out because its baseline ran on another device model
+    /// (the [`RunComparison::device_mismatch_message`] covers those).
+    pub fn is_device_mismatch(&self, id: &str) -> bool {
+        self.device_mismatch.iter().any(|x| x.id == id)
+    }
+
+    /// The benchmarks not compared for a reason of their own, as `(id, reason)` in
+    /// order; those left out for a device mismatch are covered by
+    /// [`RunComparison::device_mismatch_message`] instead.
+    pub fn not_compared(&self) -> Vec<(&str, &str)> {
+        self.set
+            .comparisons
+            .iter()
+            .filter_map(|b| match &b.outcome {
+                ComparisonOutcome::NotCompared { reason } if !self.is_device_mismatch(&b.id) => {
+                    Some((b.id.as_str(), reason.as_str()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The benchmarks whose verdict is ambiguous whatever their data, as `(id, why)`
+    /// in order (too few processes on a side).
+    pub fn notes(&self) -> Vec<(&str, &str)> {
+        self.set
+            .comparisons
+            .iter()
+            .filter_map(|b| match &b.outcome {
+                ComparisonOutcome::Compared { comparison, .. } => {
+                    comparison.note.as_deref().map(|n| (b.id.as_str(), n))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The sentence about a device mismatch, when benchmarks were left out for one.
+    pub fn device_mismatch_message(&self) -> Option<String> {
+        let first = self.device_mismatch.first()?;
+        let n = self.device_mismatch.len();
+        Some(format!(
+            "{} was recorded on `{}` but this run is on `{}`: timings from different device \
+             models are not comparable, so {n} benchmark{} {} not compared \
+             (--allow-device-mismatch compares them anyway)",
+            self.baseline.describe(),
+            first.baseline_device,
+            first.current_device,
+            plural(n),
+            if n == 1 { "was" } else { "were" },
+        ))
+    }
+
+    /// The ids whose outcome trips the gate, in order.
+    pub fn tripping(&self) -> Vec<&str> {
+        self.set
+            .comparisons
+            .iter()
+            .filter(|b| self.settings.fail_on.trips(b, &self.settings.gate))
+            .map(|b| b.id.as_str())
+            .collect()
+    }
+
+    /// The ids whose outcome trips the gate, each with why ([`trip_reasons`], joined).
+    pub fn tripping_reasons(&self) -> Vec<(&str, String)> {
+        self.tripping()
+            .into_iter()
+            .map(|id| {
+                let why = self
+                    .get(id)
+                    .map(|b| trip_reasons(b, &self.settings).join(", "))
+                    .unwrap_or_default();
+                (id, why)
+            })
+            .collect()
+    }
+
+    /// `1 regressed, 2 no change, 1 failed`: the non-zero counts, worst first.
+    pub fn counts_text(&self) -> String {
+        let c = &self.counts;
+        let parts: Vec<String> = [
+            (c.regressed, "regressed"),
+            (c.ambiguous, "ambiguous"),
+            (c.improved, "improved"),
+            (c.no_change, "no change"),
+            (c.not_compared, "not compared"),
+            (c.failed, "failed"),
+            (self.set.missing_in_baseline.len(), "new"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, word)| format!("{n} {word}"))
+        .collect();
+        if parts.is_empty() {
+            "nothing to compare".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    /// `kernel time: 1 regressed, 1 no change; counters: 1 regressed`: the verdicts on
+    /// kernel time and counters, worst first, when any benchmark has one.
+    pub fn gpu_counts_text(&self) -> Option<String> {
+        let parts: Vec<String> = [
+            (Metric::Kernel, "kernel time"),
+            (Metric::Counters, "counters"),
+        ]
+        .into_iter()
+        .filter_map(|(metric, label)| {
+            let verdicts: Vec<Verdict> = self
+                .set
+                .comparisons
+                .iter()
+                .filter_map(|b| b.verdict_of(metric))
+                .collect();
+            if verdicts.is_empty() {
+                return None;
+            }
+            let counts: Vec<String> = [
+                Verdict::Regressed,
+                Verdict::Ambiguous,
+                Verdict::Improved,
+                Verdict::NoChange,
+            ]
+            .into_iter()
+            .filter_map(|v| {
+                let n = verdicts.iter().filter(|&&x| x == v).count();
+                (n > 0).then(|| format!("{n} {}", v.label()))
+            })
+            .collect();
+            Some(format!("{label}: {}", counts.join(", ")))
+        })
+        .collect();
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+
+    /// Pretty JSON with a trailing newline.
+    pub fn to_json_pretty(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("comparisons always serialise");
+        s.push('\n');
+        s
+    }
+
+    /// Stores this comparison in `run_dir` with a copy of the baseline's `entries`;
+    /// every file is written atomically.
+    pub fn store(&self, run_dir: &Path, entries: &[BaselineEntry]) -> Result<(), StoreError> {
+        let copy = run_dir.join(BASELINE_COPY);
+        std::fs::create_dir_all(&copy).map_err(|source| StoreError::Io {
+            action: "create",
+            path: copy.display().to_string(),
+            source,
+        })?;
+        for entry in entries {
+            let file = copy.join(format!(
+                "{}.json",
+                gpubench_analysis::file_stem_for_id(&entry.id)
+            ));
+            runs::write_atomic(&file, entry.to_json_pretty().as_bytes())?;
+        }
+        runs::write_atomic(
+            &run_dir.join(COMPARISON_FILE),
+            self.to_json_pretty().as_bytes(),
+        )
+    }
+
+    /// Reads `comparison.json` of `run_dir`, when the run was compared.
+    pub fn read(run_dir: &Path) -> Result<Option<Self>, ComparisonFileError> {
+        let path = run_dir.join(COMPARISON_FILE);
+        let p = || path.display().to_string();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(ComparisonFileError::Io { path: p(), source }),
+        };
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|source| ComparisonFileError::Parse { path: p(), source })?;
+        let found = value
+            .get("format_version")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
+        if found > u64::from(COMPARISON_FORMAT_VERSION) {
+            return Err(ComparisonFileError::TooNew {
+                path: p(),
+                found,
+                supported: COMPARISON_FORMAT_VERSION,
+            });
+        }
+        serde_json::from_value(value)
+            .map(Some)
+            .map_err(|source| ComparisonFileError::Parse { path: p(), source })
+    }
+}
+
+/// `+12.3% [+10.1%, +14.6%]`: a change with its interval.
+pub fn change_text(change: &Estimate) -> String {
+    format!(
+        "{} [{}, {}]",
+        percent(change.point),
+        percent(change.lower),
+        percent(change.upper)
+    )
+}
+
+/// The word for a benchmark's outcome: a verdict, `failed` or `not compared`.
+pub fn outcome_word(outcome: &ComparisonOutcome) -> &'static str {
+    match outcome {
+        ComparisonOutcome::Compared { comparison, .. } => comparison.verdict.label(),
+        ComparisonOutcome::Failed { .. } => "failed",
+        ComparisonOutcome::NotCompared { .. } => "not compared",
+    }
+}
+
+/// Kernel changes named under a benchmark; the rest are counted.
+pub const KERNEL_CHANGES_SHOWN: usize = 5;
+
+/// The kernel-time comparison of `outcome`, when both sides measured kernel time.
+pub fn kernel_comparison(outcome: &ComparisonOutcome) -> Option<&Comparison> {
+    match outcome {
+        ComparisonOutcome::Compared { kernel, .. } => kernel.as_deref(),
+        _ => None,
+    }
+}
+
+/// The counter changes of `outcome` (empty: all equal), when both sides counted.
+pub fn counter_changes(outcome: &ComparisonOutcome) -> Option<&[CounterChange]> {
+    match outcome {
+        ComparisonOutcome::Compared { counters, .. } => counters.as_deref(),
+        _ => None,
+    }
+}
+
+/// `+1 kernel per call, new sync: 1 per call`, or `no change`: the counters' verdict
+/// in words, when both sides counted.
+pub fn counters_text(outcome: &ComparisonOutcome) -> Option<String> {
+    let changes = counter_changes(outcome)?;
+    Some(if changes.is_empty() {
+        Verdict::NoChange.label().to_string()
+    } else {
+        changes
+            .iter()
+            .map(CounterChange::describe)
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
+
+/// What the GPU did differently, in words: the counter changes, then the kernels
+/// that are new, gone or moved (the first [`KERNEL_CHANGES_SHOWN`], then how many
+/// more).
+pub fn gpu_changes(outcome: &ComparisonOutcome) -> Vec<String> {
+    let ComparisonOutcome::Compared { kernel_changes, .. } = outcome else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = counter_changes(outcome)
+        .unwrap_or_default()
+        .iter()
+        .map(CounterChange::describe)
+        .collect();
+    out.extend(
+        kernel_changes
+            .iter()
+            .take(KERNEL_CHANGES_SHOWN)
+            .map(KernelChange::describe),
+    );
+    let more = kernel_changes.len().saturating_sub(KERNEL_CHANGES_SHOWN);
+    if more > 0 {
+        out.push(format!("{more} more kernel{} changed", plural(more)));
+    }
+    out
+}
+
+/// Why `b` trips a gate on `settings`: one phrase per metric that trips, e.g.
+/// `kernel time regressed`, `counters: +1 kernel per call`.
+pub fn trip_reasons(b: &BenchmarkComparison, settings: &VerdictSettings) -> Vec<String> {
+    if let ComparisonOutcome::NotCompared { .. } = &b.outcome {
+        return vec!["not compared".into()];
+    }
+    settings
+        .gate
+        .metrics()
+        .into_iter()
+        .filter_map(|m| {
+            let v = b.verdict_of(m).filter(|&v| settings.fail_on.fails(v))?;
+            Some(match m {
+                Metric::Time => format!("time {}", v.label()),
+                Metric::Kernel => format!("kernel time {}", v.label()),
+                Metric::Counters => format!(
+                    "counters: {}",
+                    counters_text(&b.outcome).unwrap_or_else(|| v.label().to_string())
+                ),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::SourceKind;
+    use gpubench_analysis::synthetic::{GpuLikeSamples, ProcessShift};
+    use gpubench_analysis::{Failure, FailureKind};
+    use rand::SeedableRng;
+    use rand_pcg::Pcg64Mcg;
+
+    fn settings(fail_on: FailOn, allow: bool) -> VerdictSettings {
+        VerdictSettings {
+            config: CompareConfig::default(),
+            fail_on,
+            allow_device_mismatch: allow,
+            gate: Gate::default(),
+            allow_settings_mismatch: false,
+        }
+    }
+
+    fn source() -> Source {
+        Source {
+            kind: SourceKind::Baseline,
+            name: "main".into(),
+            path: "/ws/gpubench/baselines/main".into(),
+            default: true,
+            device: None,
+        }
+    }
+
+    fn records(ids: &[&str], device: &str, factor: f64, seed: u64) -> Vec<RawRecord> {
+        let mut rng = Pcg64Mcg::seed_from_u64(seed);
+        let model = GpuLikeSamples::default()
+            .with_shift(ProcessShift::LogNormal { sigma: 0.005 })
+            .scaled(factor);
+        ids.iter()
+            .map(|id| model.record_processes(id, device, 3, 30, &mut rng))
+            .collect()
+    }
+
+    fn entries(records: &[RawRecord]) -> Vec<BaselineEntry> {
+        records
+            .iter()
+            .map(|r| BaselineEntry::from_record(r).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn another_device_is_not_compared_unless_allowed_and_says_both_devices() {
+        let base = entries(&records(&["mm", "conv"], "NVIDIA A100", 1.0, 1));
+        let now = records(&["mm", "conv"], "NVIDIA H200", 1.5, 2);
+        let c = RunComparison::judge(&now, &base, source(), settings(FailOn::Regressed, false))
+            .unwrap();
+        assert_eq!(c.counts.not_compared, 2);
+        assert!(!c.gate_tripped, "not compared is not a regression");
+        assert_eq!(c.baseline.device.as_deref(), Some("NVIDIA A100"));
+        assert_eq!(c.current_device.as_deref(), Some("NVIDIA H200"));
+        let msg = c.device_mismatch_message().unwrap();
+        assert!(
+            msg.contains(
+                "baseline `main` was recorded on `NVIDIA A100` but this run is on `NVIDIA H200`"
+            ) && msg.contains("2 benchmarks were not compared")
+                && msg.contains("--allow-device-mismatch"),
+            "{msg}"
+        );
+        let strict =
+            RunComparison::judge(&now, &base, source(), settings(FailOn::Ambiguous, false))
+                .unwrap();
+        assert!(strict.gate_tripped);
+        assert_eq!(strict.tripping(), ["mm", "conv"]);
+
+        let allowed =
+            RunComparison::judge(&now, &base, source(), settings(FailOn::Regressed, true)).unwrap();
+        assert_eq!(allowed.counts.regressed, 2);
+        assert!(allowed.gate_tripped && allowed.device_mismatch.is_empty());
+        assert_eq!(allowed.set.cross_device.len(), 2);
+        assert!(allowed.device_mismatch_message().is_none());
+    }
+
+    #[test]
+    fn stored_with_a_copy_of_the_baseline_and_read_back() {
+        let base_records = records(&["mm", "gone", "broke"], "GPU", 1.0, 3);
+        let base = entries(&base_records);
+        let mut now = records(&["mm", "new"], "GPU", 1.0, 4);
+        now.push(records(&["broke"], "GPU", 1.0, 5).remove(0));
+        now[2].rounds[0].measurement = None;
+        now[2].rounds[0].failure = Some(Failure::new(FailureKind::Panic, "boom"));
+        let c = RunComparison::judge(&now, &base, source(), settings(FailOn::Regressed, false))
+            .unwrap();
+        assert_eq!(c.counts_text(), "1 no change, 1 failed, 1 new");
+        assert!(c.is_new("new") && !c.is_new("mm"));
+        assert_eq!(c.set.missing_in_current, ["gone"]);
+
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(RunComparison::read(tmp.path()).unwrap(), None);
+        c.store(tmp.path(), &base).unwrap();
+        assert_eq!(RunComparison::read(tmp.path()).unwrap(), Some(c.clone()));
+        let copy = gpubench_analysis::BaselineStore::new(tmp.path())
+            .load(BASELINE_COPY)
+            .unwrap();
+        let mut sorted = base.clone();
+        sorted.sort_by(|a, b| a.id.cmp(&b.id));
+        assert_eq!(copy, sorted);
+
+        let text = std::fs::read_to_string(tmp.path().join(COMPARISON_FILE)).unwrap();
+        let newer = text.replacen("\"format_version\": 1", "\"format_version\": 7", 1);
+        std::fs::write(tmp.path().join(COMPARISON_FILE), newer).unwrap();
+        let err = RunComparison::read(tmp.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("format_version 7") && err.contains("upgrade"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn percentages_read_well() {
+        assert_eq!(percent(0.1234), "+12.3%");
+        assert_eq!(percent(-0.0004), "+0.0%");
+        assert_eq!(percent(-0.05), "-5.0%");
+        assert_eq!(percent(1.0), "+100.0%");
+        let e = Estimate {
+            point: 0.5,
+            lower: 0.48,
+            upper: 0.521,
+            confidence: 0.95,
+        };
+        assert_eq!(change_text(&e), "+50.0% [+48.0%, +52.1%]");
+    }
+}

@@ -1,0 +1,182 @@
+//! Asking a bench executable which benchmarks it holds, through libtest's
+//! `--list --format terse` protocol (one `<id>: benchmark` line each).
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::execute::process::{self, ChildEnv, Ending};
+
+/// Errors listing an executable's benchmarks.
+#[derive(Debug, Error)]
+pub enum ListError {
+    /// The executable could not be started.
+    #[error("failed to run {exe} --list: {source}")]
+    Spawn {
+        /// The executable.
+        exe: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// It did not list its benchmarks.
+    #[error("failed to list the benchmarks of {exe}: {how}{}", stderr_section(.stderr))]
+    Failed {
+        /// The executable.
+        exe: String,
+        /// How it ended.
+        how: String,
+        /// The tail of its stderr.
+        stderr: String,
+        /// Its exit code, when it exited.
+        code: Option<i32>,
+    },
+}
+
+fn stderr_section(stderr: &str) -> String {
+    let s = stderr.trim_end();
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!("\n{s}")
+    }
+}
+
+/// A benchmark as an executable lists it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ListedBenchmark {
+    /// Its id.
+    pub id: String,
+    /// Whether it is marked ignored.
+    pub ignored: bool,
+}
+
+/// Lists the benchmarks of `exe`, ignored ones marked (two calls: all, then the
+/// ignored ones alone). The list is sorted by id.
+pub fn list(
+    exe: &Path,
+    env: &ChildEnv,
+    timeout: Duration,
+    stop: &AtomicBool,
+) -> Result<Vec<ListedBenchmark>, ListError> {
+    let all = list_ids(exe, env, timeout, stop, false)?;
+    let ignored = list_ids(exe, env, timeout, stop, true)?;
+    let mut out: Vec<ListedBenchmark> = all
+        .into_iter()
+        .map(|id| ListedBenchmark {
+            ignored: ignored.contains(&id),
+            id,
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+fn list_ids(
+    exe: &Path,
+    env: &ChildEnv,
+    timeout: Duration,
+    stop: &AtomicBool,
+    ignored: bool,
+) -> Result<Vec<String>, ListError> {
+    let mut cmd = Command::new(exe);
+    cmd.args(["--list", "--format", "terse"]);
+    if ignored {
+        cmd.arg("--ignored");
+    }
+    env.apply(&mut cmd);
+    // The whole listing must be kept, not a tail: allow a generous size.
+    let finished =
+        process::run(cmd, timeout, stop, 16 << 20).map_err(|source| ListError::Spawn {
+            exe: exe.display().to_string(),
+            source,
+        })?;
+    let code = match finished.ending {
+        Ending::Exited(code) => Some(code),
+        _ => None,
+    };
+    let how = match finished.ending {
+        Ending::Exited(0) => return Ok(parse_terse(&finished.stdout_tail)),
+        Ending::Exited(code) => format!("exit code {code}"),
+        Ending::Signaled(sig) => match process::signal_name(sig) {
+            Some(name) => format!("killed by {name}"),
+            None => format!("killed by signal {sig}"),
+        },
+        Ending::TimedOut => format!("no answer within {} s", timeout.as_secs_f64()),
+        Ending::Interrupted => "interrupted".to_string(),
+    };
+    let mut stderr = finished.stderr_tail;
+    if stderr.len() > process::TAIL_BYTES {
+        let mut cut = stderr.len() - process::TAIL_BYTES;
+        while !stderr.is_char_boundary(cut) {
+            cut += 1;
+        }
+        stderr.drain(..cut);
+    }
+    Err(ListError::Failed {
+        exe: exe.display().to_string(),
+        how,
+        stderr,
+        code,
+    })
+}
+
+/// The ids in libtest's terse listing: lines `<id>: benchmark`. Tests (`: test`) and
+/// anything else are skipped.
+pub fn parse_terse(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter_map(|line| line.strip_suffix(": benchmark"))
+        .filter(|id| !id.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terse_listing_keeps_benchmarks_only() {
+        let out = "matmul/4096: benchmark\nconv: benchmark\nsome_test: test\n\nid: with: colons: benchmark\n";
+        assert_eq!(
+            parse_terse(out),
+            ["matmul/4096", "conv", "id: with: colons"]
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn listing_marks_ignored_benchmarks_and_reports_failures() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let exe = tmp.path().join("bench");
+        std::fs::write(
+            &exe,
+            "#!/bin/sh\n\
+             case \"$*\" in\n\
+             *--ignored*) echo 'slow: benchmark' ;;\n\
+             *) printf 'b: benchmark\\nslow: benchmark\\na: benchmark\\n' ;;\n\
+             esac\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let stop = AtomicBool::new(false);
+        let listed = list(&exe, &ChildEnv::default(), Duration::from_secs(10), &stop).unwrap();
+        let got: Vec<(&str, bool)> = listed.iter().map(|b| (b.id.as_str(), b.ignored)).collect();
+        assert_eq!(got, [("a", false), ("b", false), ("slow", true)]);
+
+        std::fs::write(
+            &exe,
+            "#!/bin/sh\necho 'libtorch_cpu.so: cannot open' >&2\nexit 127\n",
+        )
+        .unwrap();
+        let err = list(&exe, &ChildEnv::default(), Duration::from_secs(10), &stop).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("exit code 127"), "{msg}");
+        assert!(msg.contains("libtorch_cpu.so: cannot open"), "{msg}");
+    }
+}

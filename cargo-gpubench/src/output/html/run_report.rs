@@ -1,0 +1,98 @@
+//! The HTML report of a stored run, in `<out-dir>/report/`: built from the run's
+//! records and, when the run was compared with a baseline, from the comparison stored
+//! with it and the copy of the baseline it was judged against. A run renders it when
+//! it ends and `cargo gpubench report` renders it again ([`crate::commands::report`]);
+//! both go through [`render_run`], so they show the same thing. The pages themselves
+//! are [`crate::output::html`].
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use gpubench_analysis::{BaselineStore, RawRecord};
+
+use super::{ReportIndex, ReportInput};
+use crate::compare::{RunComparison, BASELINE_COPY};
+use crate::output::terminal::SummaryEntry;
+
+/// The report's directory inside the output directory.
+pub const REPORT_DIR: &str = "report";
+
+/// Where the report of runs stored in `out_dir` goes.
+pub fn report_dir(out_dir: &Path) -> PathBuf {
+    out_dir.join(REPORT_DIR)
+}
+
+/// A stored run, as the report needs it.
+#[derive(Debug, Clone, Copy)]
+pub struct StoredRun<'a> {
+    /// Its id.
+    pub id: &'a str,
+    /// Its directory (`runs/<id>/`), holding `comparison.json` when it was compared.
+    pub dir: &'a Path,
+    /// Its records, in run order.
+    pub records: &'a [RawRecord],
+    /// Its benchmarks as the summary showed them; their figures are reused so the
+    /// report shows exactly what the terminal did.
+    pub entries: &'a [SummaryEntry],
+}
+
+/// Renders the report of `run` into `report_dir`, replacing the report there in one
+/// step: it is rendered beside it and swapped in, so a reader never sees half of one
+/// and two renders (a run ending while `cargo gpubench report` runs) wait for each
+/// other instead of mixing their pages.
+pub fn render_run(run: StoredRun<'_>, report_dir: &Path) -> Result<ReportIndex> {
+    let input = input(run)?;
+    let index = gpubench_analysis::atomic_dir::rebuild(report_dir, |staged| {
+        super::render(&input, staged)
+            .map(|index| (index, staged.to_path_buf()))
+            .map_err(anyhow::Error::from)
+    })
+    .with_context(|| {
+        format!(
+            "failed to render the HTML report in {}",
+            report_dir.display()
+        )
+    })?;
+    let (index, staged) = index;
+    let moved = |p: PathBuf| match p.strip_prefix(&staged) {
+        Ok(rest) => report_dir.join(rest),
+        Err(_) => p,
+    };
+    Ok(ReportIndex {
+        index: moved(index.index),
+        pages: index
+            .pages
+            .into_iter()
+            .map(|(id, page)| (id, moved(page)))
+            .collect(),
+        files: index.files.into_iter().map(moved).collect(),
+    })
+}
+
+/// What the report of `run` shows.
+fn input(run: StoredRun<'_>) -> Result<ReportInput> {
+    let mut input = ReportInput::new(format!("gpubench run {}", run.id), run.records.to_vec());
+    input.generated_at = Some(chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string());
+    for bench in &mut input.benchmarks {
+        bench.summary = run
+            .entries
+            .iter()
+            .find(|e| e.id == bench.record.id)
+            .and_then(|e| e.summary.clone());
+    }
+    let comparison = RunComparison::read(run.dir)
+        .with_context(|| format!("failed to read the comparison of run `{}`", run.id))?;
+    let Some(comparison) = comparison else {
+        return Ok(input);
+    };
+    let entries = BaselineStore::new(run.dir)
+        .load(BASELINE_COPY)
+        .with_context(|| {
+            format!(
+                "failed to load the copy of {} stored with run `{}`",
+                comparison.baseline.describe(),
+                run.id
+            )
+        })?;
+    Ok(input.with_baseline(&comparison.baseline.name, &entries, &comparison.set))
+}

@@ -1,0 +1,157 @@
+//! What the templates see: every figure of the report computed, formatted and
+//! labelled once, plus the charts each page links to. [`summary`] builds the summary
+//! page's rows, [`benchmark`] a benchmark's page, [`plots`] its charts, from what
+//! [`common`] holds for both.
+
+pub use common::BenchmarkView;
+pub use summary::SummaryView;
+
+mod benchmark;
+mod common;
+mod plots;
+mod summary;
+
+use crate::output::html::peaks::device_peaks;
+use crate::output::html::view::benchmark::benchmark_view;
+use crate::output::html::view::common::{environment_rows, Figures};
+use crate::output::html::view::summary::{summary_row, CountView, ScorecardRow, SummaryRow};
+use crate::output::html::{ReportBenchmark, ReportInput};
+use gpubench_analysis::{BenchmarkSummary, Fingerprint, RawRecord};
+use std::collections::BTreeSet;
+
+/// The summary and every benchmark page.
+pub struct Views {
+    /// The summary page.
+    pub summary: SummaryView,
+    /// One per benchmark, in input order.
+    pub benchmarks: Vec<BenchmarkView>,
+}
+
+/// Builds every view of the report.
+pub fn build_all(input: &ReportInput) -> Views {
+    let (benchmarks, rows): (Vec<BenchmarkView>, Vec<SummaryRow>) =
+        super::parallel::map(&input.benchmarks, build_one)
+            .into_iter()
+            .unzip();
+    let scorecard = benchmarks
+        .iter()
+        .filter_map(|v| {
+            let c = v.comparison.as_ref()?;
+            Some(ScorecardRow {
+                id: v.id.clone(),
+                href: format!("bench/{}.html", v.stem),
+                speedup: c.speedup.clone(),
+                agreement: c.agreement_summary.clone(),
+                disagrees: c.disagrees,
+                flags: c.flags.clone(),
+            })
+        })
+        .collect();
+    let mut counts: Vec<CountView> = Vec::new();
+    for v in &benchmarks {
+        match counts.iter_mut().find(|c| c.status.class == v.status.class) {
+            Some(c) => c.n += 1,
+            None => counts.push(CountView {
+                status: v.status.clone(),
+                n: 1,
+            }),
+        }
+    }
+    counts.sort_by_key(|c| c.status.rank);
+
+    let records: Vec<&RawRecord> = input.benchmarks.iter().map(|b| &b.record).collect();
+    let known: Vec<&Fingerprint> = records
+        .iter()
+        .map(|r| &r.fingerprint)
+        .filter(|f| f.device.name != "unknown")
+        .collect();
+    let devices: BTreeSet<&str> = known.iter().map(|f| f.device.name.as_str()).collect();
+    let environment = known
+        .first()
+        .or(records.first().map(|r| &r.fingerprint).as_ref())
+        .map(|f| {
+            let mut rows = environment_rows(f);
+            let stamps: BTreeSet<&str> = known.iter().map(|f| f.timestamp.as_str()).collect();
+            if let (Some(first), Some(last)) = (stamps.first(), stamps.last()) {
+                if first != last {
+                    if let Some(row) = rows.iter_mut().find(|(k, _)| k == "measured at") {
+                        row.1 = format!("{first} to {last}");
+                    }
+                }
+            }
+            rows
+        })
+        .unwrap_or_default();
+    let environment_warning = (devices.len() > 1).then(|| {
+        format!(
+            "These records come from {} different devices ({}); compare figures only within one device.",
+            devices.len(),
+            devices.iter().copied().collect::<Vec<_>>().join(", ")
+        )
+    });
+    let peaks = devices.first().and_then(|name| {
+        let p = device_peaks(name)?;
+        let flops: Vec<String> = p
+            .tflops
+            .iter()
+            .map(|(d, tf)| format!("{d} {tf} TFLOP/s"))
+            .collect();
+        Some(format!(
+            "{}: dense {}; memory {} GB/s",
+            p.model,
+            flops.join(", "),
+            p.memory_gb_s
+        ))
+    });
+    let baseline_origin = input.baseline_fingerprint.as_ref().map(|f| {
+        let mut s = format!("{} ({})", f.device.name, f.device.label());
+        if let Some(c) = &f.git_commit {
+            s.push_str(&format!(", commit {}", short_commit(c)));
+        }
+        s.push_str(&format!(", measured {}", f.timestamp));
+        s
+    });
+    let title = if input.title.trim().is_empty() {
+        "cargo gpubench report".to_string()
+    } else {
+        input.title.clone()
+    };
+    Views {
+        summary: SummaryView {
+            title,
+            baseline_name: input.baseline_name.clone(),
+            baseline_origin,
+            generated_at: input.generated_at.clone(),
+            counts,
+            total: benchmarks.len(),
+            environment,
+            environment_warning,
+            peaks,
+            has_kernels: rows.iter().any(|r| !r.kernel.text.is_empty()),
+            rows,
+            missing_in_current: input.missing_in_current.clone(),
+            scorecard,
+        },
+        benchmarks,
+    }
+}
+
+fn short_commit(c: &str) -> &str {
+    c.get(..12).unwrap_or(c)
+}
+
+/// A benchmark's page and its summary row, sharing the (costly) estimates.
+fn build_one(b: &ReportBenchmark) -> (BenchmarkView, SummaryRow) {
+    let summary = match &b.summary {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => std::borrow::Cow::Owned(BenchmarkSummary::from_record(&b.record)),
+    };
+    let compared_kind = b.baseline.as_ref().and_then(|c| c.kind());
+    let fig = b
+        .record
+        .first_measurement()
+        .and_then(|_| Figures::of(&b.record, &summary, compared_kind));
+    let view = benchmark_view(b, &summary, fig.as_ref());
+    let row = summary_row(b, &summary, &view, fig.as_ref());
+    (view, row)
+}

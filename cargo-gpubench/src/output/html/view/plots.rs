@@ -1,0 +1,376 @@
+//! The charts of a benchmark's page: samples, processes, cold calls.
+
+use crate::format;
+use crate::output::html::charts::{
+    self, palette, Axis, AxisFormat, Note, Plot, Rule, Series, SeriesKind,
+};
+use crate::output::html::view::common::{compared, time_label, BenchmarkView, ChartView, Figures};
+use crate::output::html::ReportBenchmark;
+use gpubench_analysis::stats::{self};
+use gpubench_analysis::{BenchmarkSummary, Measurement, TimeKind};
+
+pub(crate) fn chart(stem: &str, file: &str, plot: Plot, alt: &str, caption: &str) -> ChartView {
+    ChartView {
+        file: file.to_string(),
+        src: format!("{stem}/{file}"),
+        alt: alt.to_string(),
+        caption: caption.to_string(),
+        width: charts::WIDTH,
+        height: plot.height,
+        plot,
+    }
+}
+
+pub(crate) fn fill_charts(
+    view: &mut BenchmarkView,
+    b: &ReportBenchmark,
+    s: &BenchmarkSummary,
+    m: &Measurement,
+    fig: &Figures,
+) {
+    let stem = view.stem.clone();
+    let base: &[Vec<f64>] = b
+        .baseline
+        .as_ref()
+        .map(|c| c.baseline_processes_ns.as_slice())
+        .unwrap_or(&[]);
+    let unit = charts::axis_unit(fig.estimate.point);
+    let what = &view.primary_label;
+    let baseline_estimate = compared(b).map(|c| c.baseline_estimate);
+
+    if !fig.compared.is_empty() {
+        let (plot, hidden) = process_plot(
+            &fig.compared,
+            base,
+            fig.estimate.point,
+            baseline_estimate,
+            unit,
+            time_label(fig.compared_kind),
+        );
+        let mut caption = if base.is_empty() {
+            "Every sample, one row per process (in the order they ran); the ring is the process's median and the dashed line the estimate over processes. Rows that sit apart are processes that ran at different speeds.".to_string()
+        } else {
+            "Every sample, one row per process: the baseline's (grey) above this run's (blue); rings are process medians, dashed lines each side's estimate. A change shows as all blue rows shifted; rows scattered on both sides are process-to-process noise.".to_string()
+        };
+        if hidden > 0 {
+            caption.push_str(&format!(
+                " {hidden} far outlier(s) lie beyond the axis; the time-order chart shows them."
+            ));
+        }
+        view.charts.distribution = Some(chart(
+            &stem,
+            "distribution.svg",
+            plot,
+            "Per-call times of every process, this run against the baseline",
+            &caption,
+        ));
+    }
+
+    let pooled = fig.pooled();
+    if pooled.len() >= 2 {
+        let mut plot = Plot::new(
+            Axis::index(
+                "sample (in time order, process after process)",
+                pooled.len(),
+            ),
+            Axis::time(
+                &format!("{what} per call"),
+                charts::padded_range(pooled.iter().copied(), 0.15, false),
+                false,
+                unit,
+            ),
+        );
+        plot.rules.push(Rule {
+            horizontal: true,
+            at: fig.estimate.point,
+            color: palette::BASELINE,
+            dashed: true,
+            label: Some("estimate".into()),
+        });
+        // A light line where each process after the first begins.
+        let mut start = 0usize;
+        for g in &fig.primary[..fig.primary.len().saturating_sub(1)] {
+            start += g.len();
+            plot.rules.push(Rule {
+                horizontal: false,
+                at: start as f64 - 0.5,
+                color: palette::GRID,
+                dashed: false,
+                label: None,
+            });
+        }
+        plot.series.push(Series {
+            name: None,
+            color: palette::NEW,
+            points: charts::in_order(&pooled),
+            kind: SeriesKind::LineMarkers,
+        });
+        view.charts.timeline = Some(chart(
+            &stem,
+            "timeline.svg",
+            plot,
+            "Per-call time of every sample in the order taken, process after process",
+            "Vertical lines separate processes. A steady run is a flat band; a step at a process boundary is a process that ran at another speed; a slope within a process is drift (clocks, heat); a slow start means warm-up ended too early.",
+        ));
+    }
+
+    let r = &b.record;
+    let hosts = r.groups(TimeKind::Host).concat();
+    let walls = r.groups(TimeKind::Wall).concat();
+    let devices = r
+        .device_timed()
+        .then(|| r.groups(TimeKind::Device).concat())
+        .filter(|d| !d.is_empty());
+    if !walls.is_empty() {
+        let all = walls
+            .iter()
+            .chain(hosts.iter())
+            .chain(devices.iter().flatten())
+            .copied();
+        let top = charts::padded_range(all, 0.1, false).end;
+        let n = walls.len();
+        let kind = if n == 1 {
+            SeriesKind::Markers {
+                size: 5,
+                hollow: false,
+            }
+        } else {
+            SeriesKind::Line
+        };
+        let mut plot = Plot::new(
+            Axis::index("sample (in time order)", n),
+            Axis::time("per call", 0.0..top * 1.25, false, unit),
+        );
+        plot.series.push(Series {
+            name: Some("synced wall".into()),
+            color: palette::NEW,
+            points: charts::in_order(&walls),
+            kind,
+        });
+        if let Some(d) = &devices {
+            plot.series.push(Series {
+                name: Some("device".into()),
+                color: palette::DEVICE,
+                points: charts::in_order(d),
+                kind,
+            });
+        }
+        plot.series.push(Series {
+            name: Some("host dispatch".into()),
+            color: palette::HOST,
+            points: charts::in_order(&hosts),
+            kind,
+        });
+        view.charts.host_device = Some(chart(
+            &stem,
+            "host-device.svg",
+            plot,
+            "Host-dispatch, device and synced wall time per call for every sample of every process",
+            "Host dispatch far below device time: device-bound (the host queues ahead). Host dispatch near wall time with device time below it: launch-bound.",
+        ));
+    }
+
+    if !m.warmup.is_empty() {
+        let per_iter: Vec<f64> = m
+            .warmup
+            .iter()
+            .map(|w| w.wall_ns / w.iters.max(1) as f64)
+            .collect();
+        let values = per_iter.iter().copied().chain([fig.estimate.point]);
+        let log = charts::wants_log(values.clone());
+        let wunit = charts::axis_unit(fig.estimate.point);
+        let mut plot = Plot::new(
+            Axis::index("warm-up batch", per_iter.len()),
+            Axis::time(
+                "synced wall per call",
+                charts::padded_range(values, 0.15, log),
+                log,
+                wunit,
+            ),
+        );
+        plot.rules.push(Rule {
+            horizontal: true,
+            at: fig.estimate.point,
+            color: palette::DEVICE,
+            dashed: true,
+            label: Some("steady-state estimate".into()),
+        });
+        plot.series.push(Series {
+            name: None,
+            color: palette::HOST,
+            points: charts::in_order(&per_iter),
+            kind: SeriesKind::LineMarkers,
+        });
+        view.charts.warmup = Some(chart(
+            &stem,
+            "warmup.svg",
+            plot,
+            "Per-call time of each warm-up batch of the first process against the steady-state estimate",
+            "Warm-up runs until the per-call time stops changing; these batches are not part of the samples.",
+        ));
+    }
+
+    if !s.cold.is_empty() && fig.wall > 0.0 {
+        view.charts.cold = Some(chart(
+            &stem,
+            "cold.svg",
+            cold_plot(s, fig.wall),
+            "Cold calls against one steady-state call",
+            "Cold calls include lazy initialisation, library heuristics, allocator growth and compilation; they are reported on their own, never mixed into the samples.",
+        ));
+    }
+}
+
+/// One row per process, the baseline's above this run's: every sample as a dot, the
+/// process median as a ring, each side's estimate as a dashed line. Returns the plot
+/// and how many samples fall outside the axis.
+pub(crate) fn process_plot(
+    new: &[Vec<f64>],
+    base: &[Vec<f64>],
+    new_estimate: f64,
+    base_estimate: Option<f64>,
+    unit: format::TimeUnit,
+    what: &str,
+) -> (Plot, usize) {
+    let all: Vec<f64> = new.iter().chain(base).flatten().copied().collect();
+    // Far outliers (a throttling spike) would squash the rows into one column: show
+    // what lies within the outer fences of some process.
+    let fences: Vec<(f64, f64)> = new
+        .iter()
+        .chain(base)
+        .filter_map(|xs| stats::TukeyFences::from_samples(xs))
+        .map(|f| {
+            let width = (f.high_severe - f.low_severe).max(f.high_severe.abs() * 1e-3);
+            (f.low_severe - 0.1 * width, f.high_severe + 0.1 * width)
+        })
+        .collect();
+    let shown = |v: &f64| fences.iter().any(|(lo, hi)| *v >= *lo && *v <= *hi);
+    let hidden = all.iter().filter(|v| !shown(v)).count();
+    let visible = all.iter().copied().filter(shown).chain([new_estimate]);
+    let x = charts::padded_range(visible.chain(base_estimate), 0.08, false);
+    let rows = base.len() + new.len();
+    let mut plot = Plot::new(
+        Axis::time(&format!("{what} per call"), x, false, unit),
+        Axis::linear("", -0.7..rows as f64 - 0.3, AxisFormat::Hidden),
+    );
+    plot.height = (90 + 26 * rows as u32).clamp(170, 560);
+    // Row 0 at the bottom: this run's last process; the baseline's first at the top.
+    let row = |i: usize| (rows - 1 - i) as f64;
+    let sides = [
+        ("baseline", base, 0usize, palette::BASELINE, base_estimate),
+        (
+            "this run",
+            new,
+            base.len(),
+            palette::NEW,
+            Some(new_estimate),
+        ),
+    ];
+    for (name, groups, offset, color, estimate) in sides {
+        if groups.is_empty() {
+            continue;
+        }
+        let dots = groups
+            .iter()
+            .enumerate()
+            .flat_map(|(i, g)| {
+                g.iter()
+                    .copied()
+                    .filter(shown)
+                    .map(move |v| (v, row(offset + i)))
+            })
+            .collect();
+        plot.series.push(Series {
+            name: Some(format!(
+                "{name} ({} process{})",
+                groups.len(),
+                if groups.len() == 1 { "" } else { "es" }
+            )),
+            color,
+            points: dots,
+            kind: SeriesKind::Markers {
+                size: 2,
+                hollow: false,
+            },
+        });
+        plot.series.push(Series {
+            name: None,
+            color,
+            points: groups
+                .iter()
+                .enumerate()
+                .map(|(i, g)| (stats::median(g), row(offset + i)))
+                .collect(),
+            kind: SeriesKind::Markers {
+                size: 6,
+                hollow: true,
+            },
+        });
+        if let Some(at) = estimate {
+            plot.rules.push(Rule {
+                horizontal: false,
+                at,
+                color,
+                dashed: true,
+                label: None,
+            });
+        }
+    }
+    (plot, hidden)
+}
+
+/// Horizontal bars on a log axis: each cold call and one steady-state call, labelled
+/// with its time and ratio.
+pub(crate) fn cold_plot(s: &BenchmarkSummary, steady: f64) -> Plot {
+    let mut bars: Vec<(String, f64, bool)> = s
+        .cold
+        .iter()
+        .map(|c| (c.label.clone(), c.wall_ns, true))
+        .collect();
+    bars.push(("steady state (median wall)".into(), steady, false));
+    let lo = bars.iter().map(|b| b.1).fold(f64::INFINITY, f64::min) / 3.0;
+    let hi = bars.iter().map(|b| b.1).fold(0.0f64, f64::max);
+    // Room on the right for the labels.
+    let x = lo..hi * 400.0;
+    let n = bars.len();
+    let mut plot = Plot::new(
+        Axis {
+            desc: "synced wall time (log scale)".into(),
+            range: x,
+            log: true,
+            format: AxisFormat::Duration,
+        },
+        Axis::linear("", -0.6..n as f64 - 0.4, AxisFormat::Hidden),
+    );
+    plot.height = (70 + 44 * n as u32).clamp(150, 480);
+    let row = |i: usize| (n - 1 - i) as f64;
+    for (cold, color) in [(true, palette::COLD), (false, palette::DEVICE)] {
+        plot.series.push(Series {
+            name: None,
+            color,
+            points: bars
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.2 == cold)
+                .map(|(i, b)| (b.1, row(i)))
+                .collect(),
+            kind: SeriesKind::HorizontalBars { half_height: 0.3 },
+        });
+    }
+    for (i, (label, v, cold)) in bars.iter().enumerate() {
+        let text = if *cold {
+            format!(
+                "{label}: {} ({:.0}× steady)",
+                format::duration(*v),
+                v / steady
+            )
+        } else {
+            format!("{label}: {}", format::duration(*v))
+        };
+        plot.notes.push(Note {
+            at: (v * 1.15, row(i)),
+            text,
+        });
+    }
+    plot
+}

@@ -1,0 +1,234 @@
+//! The summary page: one row per benchmark, the scorecard and the counts.
+
+use crate::format;
+use crate::output::html::eager_compiled::{FlagView, SpeedupView};
+use crate::output::html::view::common::{
+    baseline_note, compared, first_line, percent_of_peak, wrap_points, BenchmarkView, Cell,
+    Figures, StatusView,
+};
+use crate::output::html::ReportBenchmark;
+use gpubench_analysis::kernels::{count_text, Counter};
+use gpubench_analysis::{BenchmarkSummary, RunMode};
+use serde::Serialize;
+
+/// One row of the summary table.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryRow {
+    /// Benchmark id.
+    pub id: String,
+    /// The id cut after each `/`, `_`, `-`, `.` or `:`, where a narrow column may
+    /// wrap it.
+    pub id_parts: Vec<String>,
+    /// Link to its page, relative to `index.html`.
+    pub href: String,
+    /// Verdict or failure.
+    pub status: StatusView,
+    /// Steady-state time per iteration, with its interval.
+    pub time: Cell,
+    /// Processes that measured it, with the spread between them.
+    pub processes: Cell,
+    /// Change against the baseline, with its interval.
+    pub change: Cell,
+    /// Host-dispatch time per iteration.
+    pub host: Cell,
+    /// Device time per iteration.
+    pub device: Cell,
+    /// Kernel time per call, with its change against the baseline or the kernels
+    /// per call.
+    pub kernel: Cell,
+    /// First cold call.
+    pub cold: Cell,
+    /// Throughput, with % of the device's peak.
+    pub throughput: Cell,
+    /// Peak device memory.
+    pub memory: Cell,
+    /// Failure reason, flags, or the baseline's note.
+    pub note: String,
+}
+
+/// One row of the eager-versus-compiled scorecard.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScorecardRow {
+    /// Benchmark id.
+    pub id: String,
+    /// Link to its page.
+    pub href: String,
+    /// Speedup of compiled over eager.
+    pub speedup: Option<SpeedupView>,
+    /// One line about numerical agreement.
+    pub agreement: String,
+    /// Whether outputs disagreed.
+    pub disagrees: bool,
+    /// Flags raised.
+    pub flags: Vec<FlagView>,
+}
+
+/// A count of benchmarks with one status, for the header.
+#[derive(Debug, Clone, Serialize)]
+pub struct CountView {
+    /// The status.
+    pub status: StatusView,
+    /// How many.
+    pub n: usize,
+}
+
+/// The summary page.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryView {
+    /// Page title.
+    pub title: String,
+    /// Baseline compared against.
+    pub baseline_name: Option<String>,
+    /// The baseline's device, commit and time, in words.
+    pub baseline_origin: Option<String>,
+    /// When generated.
+    pub generated_at: Option<String>,
+    /// Benchmarks per status, most severe first.
+    pub counts: Vec<CountView>,
+    /// Total benchmarks.
+    pub total: usize,
+    /// The environment the run measured on, as rows.
+    pub environment: Vec<(String, String)>,
+    /// A warning when records come from several devices.
+    pub environment_warning: Option<String>,
+    /// The peaks "% of peak" compares with, in words, or `None` for an unknown device.
+    pub peaks: Option<String>,
+    /// The main table.
+    pub rows: Vec<SummaryRow>,
+    /// Benchmarks the baseline has that this run did not run.
+    pub missing_in_current: Vec<String>,
+    /// Eager-versus-compiled scorecard; empty when no benchmark is one.
+    pub scorecard: Vec<ScorecardRow>,
+    /// Whether any benchmark has kernel time (the table's kernel column).
+    pub has_kernels: bool,
+}
+
+pub(crate) fn summary_row(
+    b: &ReportBenchmark,
+    s: &BenchmarkSummary,
+    v: &BenchmarkView,
+    fig: Option<&Figures>,
+) -> SummaryRow {
+    let r = &b.record;
+    let m = r.first_measurement();
+    let time = match fig {
+        Some(f) => Cell {
+            text: format::duration(f.estimate.point),
+            detail: format::duration_interval(f.estimate.point, f.estimate.lower, f.estimate.upper),
+            sort: format!("{}", f.estimate.point),
+        },
+        None => Cell::default(),
+    };
+    let processes = match fig {
+        Some(f) => Cell {
+            text: f.processes.count.to_string(),
+            detail: f
+                .processes
+                .between
+                .map(|b| format!("±{} between", crate::format::spread_percent(b)))
+                .unwrap_or_default(),
+            sort: f.processes.count.to_string(),
+        },
+        None => Cell::default(),
+    };
+    let change = compared(b)
+        .map(|c| c.change)
+        .map(|e| Cell {
+            text: format::percent_change(e.point),
+            detail: format::percent_interval(e.lower, e.upper),
+            sort: format!("{}", e.point),
+        })
+        .unwrap_or_default();
+    let host = Cell::duration(fig.map(|f| f.host));
+    let device = Cell::duration(fig.and_then(|f| f.device));
+    let kernel = kernel_cell(b, s);
+    let cold = Cell::duration(s.cold.first().map(|c| c.wall_ns));
+    let throughput = match (m.and_then(|m| m.throughput), fig) {
+        (
+            Some(t),
+            Some(Figures {
+                throughput: Some((rate, per_s)),
+                estimate,
+                ..
+            }),
+        ) => Cell {
+            text: rate.clone(),
+            detail: percent_of_peak(b, t, estimate.point)
+                .map(|(p, of)| format!("{p:.0}% of {of}"))
+                .unwrap_or_default(),
+            sort: format!("{per_s}"),
+        },
+        _ => Cell::default(),
+    };
+    let memory = s
+        .memory
+        .map(|mem| Cell {
+            text: format::bytes(mem.peak_allocated_bytes),
+            detail: format!("{} reserved", format::bytes(mem.peak_reserved_bytes)),
+            sort: mem.peak_allocated_bytes.to_string(),
+        })
+        .unwrap_or_default();
+    let note = if let Some(f) = r.failure() {
+        format!("{}: {}", f.kind.label(), first_line(&f.message, 160))
+    } else {
+        let mut parts: Vec<String> = s.flags.iter().map(|f| f.label().to_string()).collect();
+        match baseline_note(b) {
+            Some(n) => parts.push(n),
+            None if r.config.mode == RunMode::Smoke => parts.push("smoke run (one call)".into()),
+            None => {}
+        }
+        parts.join("; ")
+    };
+    SummaryRow {
+        id: r.id.clone(),
+        id_parts: wrap_points(&r.id),
+        href: format!("bench/{}.html", v.stem),
+        status: v.status.clone(),
+        time,
+        processes,
+        change,
+        host,
+        device,
+        kernel,
+        cold,
+        throughput,
+        memory,
+        note,
+    }
+}
+
+/// Kernel time per call; below it the change and verdict against the baseline, the
+/// counters' changes, or else the kernels per call.
+pub(crate) fn kernel_cell(b: &ReportBenchmark, s: &BenchmarkSummary) -> Cell {
+    let Some(k) = &s.kernel else {
+        return Cell::default();
+    };
+    let outcome = b.baseline.as_ref().map(|c| &c.outcome);
+    let mut detail: Vec<String> = Vec::new();
+    if let Some(c) = outcome.and_then(crate::compare::kernel_comparison) {
+        detail.push(format!(
+            "{} {}",
+            format::percent_change(c.change.point),
+            c.verdict.label()
+        ));
+    }
+    match outcome.and_then(crate::compare::counter_changes) {
+        Some(changes) if !changes.is_empty() => {
+            detail.extend(changes.iter().map(|c| c.describe()));
+        }
+        _ => {
+            if let Some(n) = s.counters.and_then(|c| c.per_call(Counter::Kernels)) {
+                detail.push(format!(
+                    "{} kernel{} per call",
+                    count_text(n),
+                    if n == 1.0 { "" } else { "s" }
+                ));
+            }
+        }
+    }
+    Cell {
+        text: format::duration(k.estimate.point),
+        detail: detail.join("; "),
+        sort: format!("{}", k.estimate.point),
+    }
+}

@@ -1,0 +1,154 @@
+//! Which baseline a run is compared with and saved as, and where baselines live.
+//!
+//! Baselines are kept at `<workspace>/gpubench/baselines/<name>/` (one file per
+//! benchmark, written by `gpubench_analysis::BaselineStore`), or under
+//! `--baselines-dir`. A run compares with `--baseline NAME`, or with
+//! [`DEFAULT_BASELINE`] when that one is saved, unless `--no-baseline`. The baseline is
+//! loaded before anything runs, so a missing, corrupt or newer file stops the run
+//! before it spends time, and so a run that also saves over it is compared with the
+//! files as they were.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use gpubench_analysis::baseline::SaveReport;
+use gpubench_analysis::{BaselineEntry, BaselineStore, RawRecord};
+use serde::Serialize;
+
+use crate::cli::RunArgs;
+use crate::format::plural;
+use crate::store::{Source, SourceKind};
+
+/// The baseline a run compares with when none is named and it is saved.
+pub const DEFAULT_BASELINE: &str = "main";
+
+/// The store: `--baselines-dir` (`baselines_dir`, relative to `cwd`), else
+/// `<workspace_root>/gpubench/baselines`.
+pub fn store(baselines_dir: Option<&Path>, workspace_root: &Path, cwd: &Path) -> BaselineStore {
+    match baselines_dir {
+        Some(dir) => BaselineStore::new(cwd.join(dir)),
+        None => BaselineStore::for_workspace(workspace_root),
+    }
+}
+
+/// A baseline loaded to compare a run with.
+#[derive(Debug, Clone)]
+pub struct LoadedBaseline {
+    /// Which one, and where.
+    pub source: Source,
+    /// Its benchmarks, sorted by id.
+    pub entries: Vec<BaselineEntry>,
+}
+
+/// Loads the baseline the run compares with: `--baseline NAME` (which must exist),
+/// or `main` when it is saved; none with `--no-baseline` or without `main`.
+pub fn load_for_run(args: &RunArgs, store: &BaselineStore) -> Result<Option<LoadedBaseline>> {
+    if args.no_baseline {
+        return Ok(None);
+    }
+    let (name, default) = match &args.baseline {
+        Some(name) => (name.as_str(), false),
+        None => (DEFAULT_BASELINE, true),
+    };
+    let dir = store.dir(name)?;
+    if default && gpubench_analysis::atomic_dir::readable(&dir).is_none() {
+        return Ok(None);
+    }
+    let loaded = store.load_noting(name).with_context(|| {
+        let saved = match store.list() {
+            Ok(names) if !names.is_empty() => format!(" (saved baselines: {})", names.join(", ")),
+            Ok(_) => format!(" (no baselines are saved in {})", store.root.display()),
+            Err(_) => String::new(),
+        };
+        let hint = if default {
+            "; --no-baseline skips the comparison"
+        } else {
+            ""
+        };
+        format!("failed to load baseline `{name}` to compare with{saved}{hint}")
+    })?;
+    for file in &loaded.ignored {
+        eprintln!(
+            "note: {} is not a baseline file (it has no `id` and `format_version`): ignored",
+            file.display()
+        );
+    }
+    let entries = loaded.entries;
+    Ok(Some(LoadedBaseline {
+        source: Source {
+            kind: SourceKind::Baseline,
+            name: name.to_string(),
+            path: dir.display().to_string(),
+            default,
+            device: None,
+        },
+        entries,
+    }))
+}
+
+/// What `--save-baseline` wrote.
+#[derive(Debug, Clone, Serialize)]
+pub struct SavedBaseline {
+    /// The name.
+    pub name: String,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Files written.
+    pub written: Vec<PathBuf>,
+    /// Benchmarks not saved, and why.
+    pub skipped: Vec<(String, String)>,
+    /// The ids of `skipped` whose previous file is kept.
+    pub kept: Vec<String>,
+}
+
+impl SavedBaseline {
+    fn new(name: &str, report: SaveReport) -> Self {
+        SavedBaseline {
+            name: name.to_string(),
+            dir: report.dir,
+            written: report.written,
+            skipped: report
+                .skipped
+                .into_iter()
+                .map(|(id, why)| (id, why.to_string()))
+                .collect(),
+            kept: report.kept,
+        }
+    }
+
+    /// One line for stderr: what was saved where, and what was not.
+    pub fn describe(&self) -> String {
+        let n = self.written.len();
+        let mut line = format!(
+            "saved baseline `{}`: {n} benchmark{} in {}",
+            self.name,
+            plural(n),
+            self.dir.display()
+        );
+        if !self.skipped.is_empty() {
+            let skipped: Vec<String> = self
+                .skipped
+                .iter()
+                .map(|(id, why)| {
+                    let kept = if self.kept.contains(id) {
+                        "previous file kept"
+                    } else {
+                        "none saved before"
+                    };
+                    format!("{id} ({why}; {kept})")
+                })
+                .collect();
+            line.push_str(&format!("; not saved: {}", skipped.join(", ")));
+        }
+        line
+    }
+}
+
+/// Saves `records` as baseline `name`: one file per benchmark that passed, each
+/// written atomically; other files of the baseline are left alone.
+pub fn save(store: &BaselineStore, name: &str, records: &[RawRecord]) -> Result<SavedBaseline> {
+    let report = store
+        .save(name, records)
+        .with_context(|| format!("failed to save baseline `{name}`"))?;
+    Ok(SavedBaseline::new(name, report))
+}

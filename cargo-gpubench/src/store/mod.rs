@@ -1,0 +1,65 @@
+//! Everything `cargo gpubench` keeps on disk, described once:
+//!
+//! ```text
+//! <out-dir>/lock                          held by the run writing (one at a time)   runs
+//! <out-dir>/latest                        symlink to runs/<run-id> (or a file with the id)
+//! <out-dir>/runs/<run-id>/manifest.json   the run's index                           manifest
+//! <out-dir>/runs/<run-id>/<stem>.json     one record per benchmark                  runs
+//! <out-dir>/runs/<run-id>/comparison.json the run judged against its baseline       compare
+//! <out-dir>/runs/<run-id>/baseline/       the baseline's files it was judged against
+//! <out-dir>/runs/<run-id>/report/         the HTML report                           output::html
+//! <workspace>/gpubench/baselines/<name>/  saved baselines, one file per benchmark   baselines
+//! ```
+//!
+//! `<out-dir>` is `<target-dir>/gpubench` by default (`--out-dir`), the baselines'
+//! folder `--baselines-dir`. Run ids sort by start time. Every file is written to a
+//! temporary name and renamed into place, and a baseline is swapped in as a whole
+//! directory, so a reader (or an interrupted run) never sees half of anything.
+//!
+//! [`runs`] owns the run directories and the lock, [`manifest`] a run's index,
+//! [`baselines`] which baseline a run is compared with and saved as, and
+//! [`references`] what `compare` and `report` take for a run or a baseline.
+
+pub mod baselines;
+pub mod manifest;
+pub mod references;
+pub mod runs;
+
+use serde::{Deserialize, Serialize};
+
+/// Whether a side of a comparison is a saved baseline or a stored run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// A saved baseline, `gpubench/baselines/<name>/`.
+    Baseline,
+    /// A stored run, `target/gpubench/runs/<id>/`.
+    Run,
+}
+
+/// One side of a comparison: what it is and where it lives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Source {
+    /// A baseline or a run.
+    pub kind: SourceKind,
+    /// The baseline's name or the run's id.
+    pub name: String,
+    /// Its directory.
+    pub path: String,
+    /// Whether it was chosen by default (the baseline `main`) rather than asked for.
+    #[serde(default)]
+    pub default: bool,
+    /// Its device model (of its first benchmark that has one), e.g. `NVIDIA H200`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+}
+
+impl Source {
+    /// `baseline `main`` or `run `2026…``, for sentences.
+    pub fn describe(&self) -> String {
+        match self.kind {
+            SourceKind::Baseline => format!("baseline `{}`", self.name),
+            SourceKind::Run => format!("run `{}`", self.name),
+        }
+    }
+}

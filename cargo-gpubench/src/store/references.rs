@@ -1,0 +1,659 @@
+//! What `cargo gpubench compare` takes for each side, and loading it.
+//!
+//! A reference is resolved by these rules, first match wins:
+//!
+//! 1. `baseline:NAME` is the saved baseline NAME; `run:ID` is the stored run ID
+//!    (`run:latest` and `run:PATH` work too). Either prefix also takes a path.
+//! 2. Anything with a path separator (`./x`, `/abs/x`, `runs/x`) is a path: a run
+//!    directory when it holds `manifest.json`, else a directory of baseline files.
+//! 3. `latest` is the run `<out-dir>/latest` points at.
+//! 4. A bare NAME is the saved baseline NAME, or the stored run whose id is NAME or
+//!    starts with NAME.
+//!
+//! A bare name (or `latest`) that is both a baseline and a run, or the prefix of
+//! several run ids, is ambiguous and refused, saying how to pick one; one that is
+//! neither is refused naming where it looked and what exists.
+
+use std::path::{Path, PathBuf};
+
+use gpubench_analysis::baseline::{validate_name, NotSaved};
+use gpubench_analysis::kernels::{KernelMeasurement, KernelMethod};
+use gpubench_analysis::{
+    BaselineEntry, BaselineError, BaselineStore, BenchmarkSummary, Bound, Flag, Measurement,
+    RawRecord, Round, Sample, StopReason, RECORD_FORMAT_VERSION,
+};
+use thiserror::Error;
+
+use crate::output::terminal::SummaryEntry;
+use crate::store::manifest::{BenchStatus, ManifestError, RunManifest, MANIFEST_FILE};
+use crate::store::runs::{resolve_latest, LATEST, RUNS_DIR};
+use crate::store::{Source, SourceKind};
+
+/// Run ids shown when listing what exists.
+const LISTED_RUNS: usize = 5;
+
+/// Errors resolving or loading a reference.
+#[derive(Debug, Error)]
+pub enum ReferenceError {
+    /// Names both a baseline and a run, or several runs.
+    #[error("`{reference}` is ambiguous: {candidates}; {how}")]
+    Ambiguous {
+        /// What was given.
+        reference: String,
+        /// What it could mean.
+        candidates: String,
+        /// How to say which.
+        how: String,
+    },
+    /// Names nothing that exists.
+    #[error("`{reference}` is neither a saved baseline nor a stored run: {looked}")]
+    NotFound {
+        /// What was given.
+        reference: String,
+        /// Where it was looked for, and what exists there.
+        looked: String,
+    },
+    /// `latest` (or `run:latest`) without a run.
+    #[error("there is no latest run: {path} does not exist (run `cargo gpubench` first, or pass --out-dir)")]
+    NoLatest {
+        /// The `latest` pointer looked for.
+        path: String,
+    },
+    /// `run:` with something that is not a run.
+    #[error("{what} is not a stored run: {why}")]
+    NotARun {
+        /// What was given.
+        what: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// A baseline name or file is unusable.
+    #[error(transparent)]
+    Baseline(#[from] BaselineError),
+    /// A run's manifest is unusable.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// A run's record is unusable.
+    #[error(transparent)]
+    Record(#[from] gpubench_analysis::RecordError),
+}
+
+/// Where references are looked up.
+#[derive(Debug, Clone)]
+pub struct Places {
+    /// The saved baselines.
+    pub baselines: BaselineStore,
+    /// The output directory holding `runs/` and `latest`.
+    pub out_dir: PathBuf,
+    /// What relative paths are relative to.
+    pub cwd: PathBuf,
+}
+
+/// A resolved reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolved {
+    /// Baseline `name` of `store`.
+    Baseline {
+        /// The store holding it.
+        store: BaselineStore,
+        /// Its name.
+        name: String,
+    },
+    /// The run stored in `dir`.
+    Run {
+        /// Its directory.
+        dir: PathBuf,
+    },
+}
+
+/// Resolves `reference` by the rules of the module docs.
+pub fn resolve(reference: &str, places: &Places) -> Result<Resolved, ReferenceError> {
+    if let Some(rest) = reference.strip_prefix("baseline:") {
+        if is_path(rest) {
+            return baseline_dir(rest, places);
+        }
+        validate_name(rest)?;
+        return Ok(Resolved::Baseline {
+            store: places.baselines.clone(),
+            name: rest.to_string(),
+        });
+    }
+    if let Some(rest) = reference.strip_prefix("run:") {
+        if is_path(rest) {
+            return run_dir(rest, places);
+        }
+        if rest == LATEST {
+            return latest(places);
+        }
+        return match runs_matching(rest, places).as_slice() {
+            [one] => Ok(Resolved::Run { dir: one.clone() }),
+            [] => Err(ReferenceError::NotARun {
+                what: format!("`{rest}`"),
+                why: format!(
+                    "no run id is or starts with it in {}{}",
+                    places.out_dir.join(RUNS_DIR).display(),
+                    existing_runs(places)
+                ),
+            }),
+            several => Err(several_runs(reference, several)),
+        };
+    }
+    if is_path(reference) {
+        let path = places.cwd.join(reference);
+        if path.join(MANIFEST_FILE).is_file() {
+            return Ok(Resolved::Run { dir: path });
+        }
+        if path.is_dir() {
+            return baseline_dir(reference, places);
+        }
+        return Err(ReferenceError::NotFound {
+            reference: reference.to_string(),
+            looked: format!("{} does not exist", path.display()),
+        });
+    }
+
+    let baseline =
+        validate_name(reference).is_ok() && places.baselines.root.join(reference).is_dir();
+    let runs = if reference == LATEST {
+        latest(places)
+            .map(|r| match r {
+                Resolved::Run { dir } => vec![dir],
+                Resolved::Baseline { .. } => vec![],
+            })
+            .unwrap_or_default()
+    } else {
+        runs_matching(reference, places)
+    };
+    match (baseline, runs.as_slice()) {
+        (true, []) => Ok(Resolved::Baseline {
+            store: places.baselines.clone(),
+            name: reference.to_string(),
+        }),
+        (false, [one]) => Ok(Resolved::Run { dir: one.clone() }),
+        (true, [run, ..]) => Err(ReferenceError::Ambiguous {
+            reference: reference.to_string(),
+            candidates: format!(
+                "it is the baseline {} and the run {}",
+                places.baselines.root.join(reference).display(),
+                run.display()
+            ),
+            how: format!("write `baseline:{reference}` or `run:{reference}`"),
+        }),
+        (false, []) if reference == LATEST => Err(ReferenceError::NoLatest {
+            path: places.out_dir.join(LATEST).display().to_string(),
+        }),
+        (false, []) => Err(ReferenceError::NotFound {
+            reference: reference.to_string(),
+            looked: format!(
+                "there is no {} and no run id is or starts with it in {}{}{}",
+                places.baselines.root.join(reference).display(),
+                places.out_dir.join(RUNS_DIR).display(),
+                existing_baselines(places),
+                existing_runs(places)
+            ),
+        }),
+        (false, several) => Err(several_runs(reference, several)),
+    }
+}
+
+fn is_path(s: &str) -> bool {
+    s.contains(['/', '\\']) || s == "." || s == ".."
+}
+
+fn latest(places: &Places) -> Result<Resolved, ReferenceError> {
+    match resolve_latest(&places.out_dir) {
+        Some(dir) if dir.is_dir() => Ok(Resolved::Run { dir }),
+        _ => Err(ReferenceError::NoLatest {
+            path: places.out_dir.join(LATEST).display().to_string(),
+        }),
+    }
+}
+
+fn run_dir(path: &str, places: &Places) -> Result<Resolved, ReferenceError> {
+    let dir = places.cwd.join(path);
+    if dir.join(MANIFEST_FILE).is_file() {
+        Ok(Resolved::Run { dir })
+    } else {
+        Err(ReferenceError::NotARun {
+            what: dir.display().to_string(),
+            why: format!("it has no {MANIFEST_FILE}"),
+        })
+    }
+}
+
+fn baseline_dir(path: &str, places: &Places) -> Result<Resolved, ReferenceError> {
+    let dir = places.cwd.join(path);
+    if !dir.is_dir() {
+        return Err(ReferenceError::NotFound {
+            reference: path.to_string(),
+            looked: format!("{} does not exist", dir.display()),
+        });
+    }
+    let dir = std::path::absolute(&dir).unwrap_or(dir);
+    // `a/b/.` and `a/b/..` have no usable last component; normalise them away.
+    let dir = dir.canonicalize().unwrap_or(dir);
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    validate_name(&name)?;
+    let parent = dir.parent().unwrap_or(Path::new("/")).to_path_buf();
+    Ok(Resolved::Baseline {
+        store: BaselineStore::new(parent),
+        name,
+    })
+}
+
+/// Run directories whose id is `prefix`, or else starts with it.
+fn runs_matching(prefix: &str, places: &Places) -> Vec<PathBuf> {
+    let ids = run_ids(places);
+    if ids.iter().any(|id| id == prefix) {
+        return vec![places.out_dir.join(RUNS_DIR).join(prefix)];
+    }
+    ids.into_iter()
+        .filter(|id| id.starts_with(prefix))
+        .map(|id| places.out_dir.join(RUNS_DIR).join(id))
+        .collect()
+}
+
+/// Stored run ids, oldest first.
+fn run_ids(places: &Places) -> Vec<String> {
+    let Ok(items) = std::fs::read_dir(places.out_dir.join(RUNS_DIR)) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = items
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join(MANIFEST_FILE).is_file())
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .collect();
+    ids.sort();
+    ids
+}
+
+fn several_runs(reference: &str, runs: &[PathBuf]) -> ReferenceError {
+    let ids: Vec<String> = runs
+        .iter()
+        .take(LISTED_RUNS)
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    let more = if runs.len() > LISTED_RUNS {
+        ", …"
+    } else {
+        ""
+    };
+    ReferenceError::Ambiguous {
+        reference: reference.to_string(),
+        candidates: format!(
+            "{} run ids start with it ({}{more})",
+            runs.len(),
+            ids.join(", ")
+        ),
+        how: "give more of the run id".to_string(),
+    }
+}
+
+fn existing_baselines(places: &Places) -> String {
+    match places.baselines.list() {
+        Ok(names) if !names.is_empty() => format!(" (saved baselines: {})", names.join(", ")),
+        _ => format!(
+            " (no baselines are saved in {})",
+            places.baselines.root.display()
+        ),
+    }
+}
+
+fn existing_runs(places: &Places) -> String {
+    let ids = run_ids(places);
+    if ids.is_empty() {
+        return " (no runs are stored there)".to_string();
+    }
+    let newest: Vec<&str> = ids
+        .iter()
+        .rev()
+        .take(LISTED_RUNS)
+        .map(String::as_str)
+        .collect();
+    format!(" (newest runs: {})", newest.join(", "))
+}
+
+/// One loaded side of a comparison.
+#[derive(Debug, Clone)]
+pub struct Side {
+    /// What it is.
+    pub source: Source,
+    /// Its benchmarks as the summary shows them, in order (a run's benchmarks that
+    /// did not run included).
+    pub entries: Vec<SummaryEntry>,
+    /// Its benchmarks' records, in order; a baseline's are rebuilt from its samples.
+    pub records: Vec<RawRecord>,
+    /// A baseline's own files, when it is one.
+    baseline_entries: Option<Vec<BaselineEntry>>,
+}
+
+impl Side {
+    /// Loads what `resolved` names; any unreadable, corrupt or newer file is an
+    /// error naming it.
+    pub fn load(resolved: &Resolved) -> Result<Side, ReferenceError> {
+        match resolved {
+            Resolved::Baseline { store, name } => {
+                let entries = store.load(name)?;
+                let records: Vec<RawRecord> = entries.iter().map(record_of_entry).collect();
+                let summaries = records.iter().map(|r| SummaryEntry {
+                    name: r.id.clone(),
+                    target: String::new(),
+                    id: r.id.clone(),
+                    status: BenchStatus::Passed,
+                    record: None,
+                    summary: Some(BenchmarkSummary::from_record(r)),
+                    comparison: None,
+                });
+                Ok(Side {
+                    source: Source {
+                        kind: SourceKind::Baseline,
+                        name: name.clone(),
+                        path: store.root.join(name).display().to_string(),
+                        default: false,
+                        device: device_of(&records),
+                    },
+                    entries: summaries.collect(),
+                    records,
+                    baseline_entries: Some(entries),
+                })
+            }
+            Resolved::Run { dir } => {
+                let manifest = RunManifest::read(&dir.join(MANIFEST_FILE))?;
+                if let Some(note) = manifest.incomplete_note() {
+                    eprintln!("gpubench: warning: {note}");
+                }
+                let mut entries = Vec::new();
+                let mut records = Vec::new();
+                for b in &manifest.benchmarks {
+                    let record = match &b.record {
+                        Some(file) => Some(RawRecord::read(&dir.join(file))?),
+                        None => None,
+                    };
+                    entries.push(SummaryEntry {
+                        name: format!("{}/{}", b.target, b.id),
+                        target: b.target.clone(),
+                        id: b.id.clone(),
+                        status: b.status,
+                        record: b.record.clone(),
+                        summary: record.as_ref().map(BenchmarkSummary::from_record),
+                        comparison: None,
+                    });
+                    records.extend(record);
+                }
+                Ok(Side {
+                    source: Source {
+                        kind: SourceKind::Run,
+                        name: manifest.run_id.clone(),
+                        path: dir.display().to_string(),
+                        default: false,
+                        device: device_of(&records),
+                    },
+                    entries,
+                    records,
+                    baseline_entries: None,
+                })
+            }
+        }
+    }
+
+    /// This side as a baseline: a baseline's files, or a run's records that passed;
+    /// with the benchmarks of a run that cannot serve as one, and why.
+    pub fn as_baseline(&self) -> (Vec<BaselineEntry>, Vec<(String, NotSaved)>) {
+        if let Some(entries) = &self.baseline_entries {
+            return (entries.clone(), Vec::new());
+        }
+        let mut entries = Vec::new();
+        let mut unusable = Vec::new();
+        for r in &self.records {
+            match BaselineEntry::from_record(r) {
+                Ok(e) => entries.push(e),
+                Err(why) => unusable.push((r.id.clone(), why)),
+            }
+        }
+        (entries, unusable)
+    }
+}
+
+fn device_of(records: &[RawRecord]) -> Option<String> {
+    records
+        .iter()
+        .filter(|r| r.passed())
+        .map(|r| r.fingerprint.device.name.clone())
+        .find(|n| n != "unknown")
+}
+
+/// A passed record holding a baseline file's samples (one iteration each, one round
+/// per process, flagged device-bound when the baseline was), so a baseline can be the
+/// judged side of a comparison.
+pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
+    let flags = match entry.bound {
+        Some(Bound::Device) => vec![Flag::DeviceBound],
+        _ => Vec::new(),
+    };
+    let (name, arg) = match entry.id.split_once('/') {
+        Some((n, a)) => (n.to_string(), Some(a.to_string())),
+        None => (entry.id.clone(), None),
+    };
+    let rounds = entry
+        .processes
+        .iter()
+        .enumerate()
+        .map(|(p, s)| {
+            // Kernel time, with the table and counters in the first process, as a run
+            // records them.
+            let kernel = s.kernel_ns.as_ref().map(|k| KernelMeasurement {
+                method: KernelMethod::GraphReplay,
+                not_capturable: None,
+                samples_ns: k.clone(),
+                kernels: if p == 0 {
+                    entry.kernels.clone()
+                } else {
+                    Vec::new()
+                },
+                counters: if p == 0 { entry.counters } else { None },
+            });
+            let samples = (0..s.wall_ns.len())
+                .map(|i| Sample {
+                    iters: 1,
+                    wall_ns: s.wall_ns[i],
+                    host_ns: s.host_ns.get(i).copied().unwrap_or(0.0),
+                    device_ns: s.device_ns.as_ref().and_then(|d| d.get(i).copied()),
+                })
+                .collect();
+            Round {
+                round: p as u32 + 1,
+                started_at: entry.fingerprint.timestamp.clone(),
+                measurement: Some(Measurement {
+                    sync_cost_ns: 0.0,
+                    cold: Vec::new(),
+                    warmup: Vec::new(),
+                    samples,
+                    naive: Vec::new(),
+                    throughput: None,
+                    memory: None,
+                    stop_reason: StopReason::Converged,
+                    flags: flags.clone(),
+                    device_timer: s.device_ns.is_some(),
+                    kernel,
+                    kernel_unavailable: None,
+                }),
+                failure: None,
+                eager_compiled: None,
+            }
+        })
+        .collect();
+    RawRecord {
+        format_version: RECORD_FORMAT_VERSION,
+        id: entry.id.clone(),
+        name,
+        arg,
+        fingerprint: entry.fingerprint.clone(),
+        config: entry.config.clone().unwrap_or_default(),
+        rounds,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpubench_analysis::synthetic::GpuLikeSamples;
+    use rand::SeedableRng;
+    use rand_pcg::Pcg64Mcg;
+
+    struct World {
+        _tmp: tempfile::TempDir,
+        places: Places,
+    }
+
+    /// Baselines `main` and `20260102` (named like a run-id prefix), and runs
+    /// `20260101T…-0`, `20260102T…-0`, `20260102T…-1` with `latest` at the last.
+    fn world() -> World {
+        let tmp = tempfile::tempdir().unwrap();
+        let places = Places {
+            baselines: BaselineStore::new(tmp.path().join("baselines")),
+            out_dir: tmp.path().join("out"),
+            cwd: tmp.path().to_path_buf(),
+        };
+        let mut rng = Pcg64Mcg::seed_from_u64(1);
+        let rec = GpuLikeSamples::default().record("mm", "GPU", 10, &mut rng);
+        places
+            .baselines
+            .save("main", std::slice::from_ref(&rec))
+            .unwrap();
+        places.baselines.save("20260102", &[rec]).unwrap();
+        for id in [
+            "20260101T000000.000Z-1-0",
+            "20260102T000000.000Z-1-0",
+            "20260102T000000.000Z-1-1",
+        ] {
+            let dir = places.out_dir.join(RUNS_DIR).join(id);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join(MANIFEST_FILE), "{}").unwrap();
+        }
+        std::fs::write(places.out_dir.join(LATEST), "20260102T000000.000Z-1-1\n").unwrap();
+        World { _tmp: tmp, places }
+    }
+
+    fn run(w: &World, id: &str) -> Resolved {
+        Resolved::Run {
+            dir: w.places.out_dir.join(RUNS_DIR).join(id),
+        }
+    }
+
+    #[test]
+    fn names_resolve_to_baselines_runs_and_paths() {
+        let w = world();
+        let p = &w.places;
+        let main = Resolved::Baseline {
+            store: p.baselines.clone(),
+            name: "main".into(),
+        };
+        assert_eq!(resolve("main", p).unwrap(), main);
+        assert_eq!(resolve("baseline:main", p).unwrap(), main);
+        assert_eq!(
+            resolve("latest", p).unwrap(),
+            run(&w, "20260102T000000.000Z-1-1")
+        );
+        assert_eq!(
+            resolve("20260101", p).unwrap(),
+            run(&w, "20260101T000000.000Z-1-0")
+        );
+        assert_eq!(
+            resolve("run:20260102T000000.000Z-1-0", p).unwrap(),
+            run(&w, "20260102T000000.000Z-1-0")
+        );
+        assert_eq!(
+            resolve("./out/runs/20260101T000000.000Z-1-0", p).unwrap(),
+            Resolved::Run {
+                dir: p.cwd.join("./out/runs/20260101T000000.000Z-1-0")
+            }
+        );
+        // A directory of baseline files given as a path.
+        let by_path = resolve("./baselines/main", p).unwrap();
+        let Resolved::Baseline { store, name } = &by_path else {
+            panic!("{by_path:?}")
+        };
+        assert_eq!(name, "main");
+        assert_eq!(store.load("main").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn ambiguous_and_missing_names_say_what_exists_and_how_to_choose() {
+        let w = world();
+        let p = &w.places;
+        // Both a baseline and the prefix of two runs.
+        let err = resolve("20260102", p).unwrap_err().to_string();
+        assert!(
+            err.starts_with("`20260102` is ambiguous: it is the baseline"),
+            "{err}"
+        );
+        assert!(
+            err.contains("write `baseline:20260102` or `run:20260102`"),
+            "{err}"
+        );
+        assert_eq!(
+            resolve("baseline:20260102", p).unwrap(),
+            Resolved::Baseline {
+                store: p.baselines.clone(),
+                name: "20260102".into()
+            }
+        );
+        let err = resolve("run:20260102", p).unwrap_err().to_string();
+        assert!(
+            err.contains(
+                "2 run ids start with it (20260102T000000.000Z-1-0, 20260102T000000.000Z-1-1)"
+            ) && err.contains("give more of the run id"),
+            "{err}"
+        );
+
+        let err = resolve("nope", p).unwrap_err().to_string();
+        assert!(
+            err.starts_with("`nope` is neither a saved baseline nor a stored run"),
+            "{err}"
+        );
+        assert!(err.contains("saved baselines: 20260102, main"), "{err}");
+        assert!(
+            err.contains("newest runs: 20260102T000000.000Z-1-1"),
+            "{err}"
+        );
+        let err = resolve("./no/such/dir", p).unwrap_err().to_string();
+        assert!(err.contains("does not exist"), "{err}");
+        let err = resolve("baseline:.hidden", p).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ReferenceError::Baseline(BaselineError::InvalidName { .. })
+            ),
+            "{err}"
+        );
+        let err = resolve("baseline:../no-such-dir", p)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no-such-dir does not exist"), "{err}");
+        let err = resolve("baseline:a b", p).unwrap_err().to_string();
+        assert!(
+            err.contains("a baseline name is 1 to 64 ASCII letters"),
+            "{err}"
+        );
+
+        std::fs::remove_file(p.out_dir.join(LATEST)).unwrap();
+        let err = resolve("latest", p).unwrap_err().to_string();
+        assert!(err.starts_with("there is no latest run"), "{err}");
+    }
+
+    #[test]
+    fn a_baseline_round_trips_through_its_rebuilt_records() {
+        let mut rng = Pcg64Mcg::seed_from_u64(2);
+        let rec = GpuLikeSamples::default().record("mm/64", "GPU", 12, &mut rng);
+        let entry = BaselineEntry::from_record(&rec).unwrap();
+        let back = record_of_entry(&entry);
+        assert_eq!(BaselineEntry::from_record(&back).unwrap(), entry);
+        assert_eq!(
+            (back.name.as_str(), back.arg.as_deref()),
+            ("mm", Some("64"))
+        );
+    }
+}
