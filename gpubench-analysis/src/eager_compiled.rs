@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::{Sample, StopReason};
+use crate::measurement::{Sample, StopReason};
 use crate::stats::Estimate;
 
 /// One benchmark's eager-versus-compiled comparison.

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::MemoryStats;
+use crate::measurement::MemoryStats;
 
 /// Longest message kept in a record, in bytes. libtorch error strings can embed
 /// megabytes of tensor contents; a few KB always hold the useful part.

@@ -10,6 +10,7 @@ pub mod compare;
 pub mod eager_compiled;
 pub mod failure;
 pub mod kernels;
+pub mod measurement;
 pub mod processes;
 pub mod protocol;
 pub mod record;
@@ -25,5 +26,6 @@ pub use baseline::{
 pub use compare::{compare_processes, CompareConfig, Comparison, Verdict};
 
 pub use failure::{cap_message, Failure, FailureKind, MESSAGE_CAP_BYTES};
+pub use measurement::*;
 pub use record::*;
 pub use summary::{BenchmarkSummary, TimeKind};

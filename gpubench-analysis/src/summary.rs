@@ -7,9 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::failure::Failure;
 use crate::kernels::{Counters, KernelMeasurement, KernelMethod, KernelStat};
+pub use crate::measurement::TimeKind;
+use crate::measurement::{Flag, MemoryStats, NaiveLoop, RunMode, StopReason, Throughput};
 use crate::processes::{Bound, EstimateBasis, ProcessStats};
-pub use crate::record::TimeKind;
-use crate::record::{Flag, MemoryStats, NaiveLoop, RawRecord, RunMode, StopReason, Throughput};
+use crate::record::RawRecord;
 use crate::stats::{
     classify_outliers, mad, mean, median, std_dev, BootstrapConfig, Estimate, OutlierCounts,
 };
@@ -391,7 +392,7 @@ impl BenchmarkSummary {
 
 /// The flags of several processes: how the benchmark is bound when most processes
 /// agree, the others when any process raised them; in the engine's order.
-fn merged_flags(measurements: &[&crate::record::Measurement]) -> Vec<Flag> {
+fn merged_flags(measurements: &[&crate::measurement::Measurement]) -> Vec<Flag> {
     let n = measurements.len();
     let count = |f: Flag| measurements.iter().filter(|m| m.flags.contains(&f)).count();
     let mut out = Vec::new();
@@ -417,7 +418,7 @@ fn merged_flags(measurements: &[&crate::record::Measurement]) -> Vec<Flag> {
 mod tests {
     use super::*;
     use crate::failure::FailureKind;
-    use crate::record::{ColdCall, Sample};
+    use crate::measurement::{ColdCall, Sample};
     use crate::synthetic::{GpuLikeSamples, ProcessShift};
     use rand::SeedableRng;
     use rand_pcg::Pcg64Mcg;

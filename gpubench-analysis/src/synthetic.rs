@@ -12,10 +12,8 @@
 use rand::Rng;
 
 use crate::kernels::{table, ActivityKind, Counters, KernelMeasurement, KernelMethod};
-use crate::record::{
-    Fingerprint, Flag, Measurement, MeasurementConfig, ProcessPolicy, RawRecord, Round, Sample,
-    StopReason, Throughput, RECORD_FORMAT_VERSION,
-};
+use crate::measurement::{Flag, Measurement, MeasurementConfig, Sample, StopReason, Throughput};
+use crate::record::{Fingerprint, ProcessPolicy, RawRecord, Round, RECORD_FORMAT_VERSION};
 
 /// How a whole process's times move against the model's centre.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -1,0 +1,492 @@
+//! One baseline file: its format (versions 1 and 2), names, rounding, and a
+//! benchmark's processes and estimates as saved.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::compare::CompareError;
+use crate::kernels::{Counters, KernelStat};
+use crate::measurement::TimeKind;
+use crate::measurement::{MeasurementConfig, RunMode};
+use crate::processes::{Bound, EstimateBasis, ProcessStats};
+use crate::record::{Fingerprint, RawRecord};
+use crate::stats::{BootstrapConfig, Estimate};
+
+/// The baseline format this build writes and the newest it reads.
+pub const BASELINE_FORMAT_VERSION: u32 = 2;
+/// Significant digits kept of every time in a baseline file.
+pub const SIGNIFICANT_DIGITS: usize = 6;
+/// Longest baseline name, in bytes.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// What a valid baseline name looks like, for error messages.
+const VALID_NAME: &str = "a baseline name is 1 to 64 ASCII letters, digits, '.', '_' or '-', \
+     not starting with '.' (e.g. `main`, `pr-123`, `v0.2`)";
+
+/// Errors of baseline files, the store and comparisons with a baseline.
+#[derive(Debug, Error)]
+pub enum BaselineError {
+    /// The name could be a path outside the store, or is otherwise unusable.
+    #[error("invalid baseline name {name:?}: {reason}; {VALID_NAME}")]
+    InvalidName {
+        /// The name given.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// No baseline of that name was saved.
+    #[error("baseline `{name}` not found: {path} does not exist")]
+    NotFound {
+        /// The name.
+        name: String,
+        /// Where it was looked for.
+        path: String,
+    },
+    /// A file or directory could not be read or written.
+    #[error("failed to {action} {path}: {source}")]
+    Io {
+        /// What was being done, e.g. `write baseline file`.
+        action: &'static str,
+        /// The path.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A baseline file is malformed or truncated, or a field is missing.
+    #[error("failed to parse baseline file {path}: {source}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: serde_json::Error,
+    },
+    /// A baseline file was written by a newer gpubench.
+    #[error(
+        "baseline file {path} has format_version {found}, newer than the {supported} this gpubench reads: upgrade cargo-gpubench"
+    )]
+    TooNew {
+        /// The file.
+        path: String,
+        /// Its version.
+        found: u32,
+        /// The newest this build reads.
+        supported: u32,
+    },
+    /// A baseline file parses but its content is unusable.
+    #[error("baseline file {path} is invalid: {reason}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Two baseline files hold the same benchmark id.
+    #[error("benchmark id `{id}` appears in two baseline files: {first} and {second}")]
+    DuplicateId {
+        /// The id.
+        id: String,
+        /// The first file.
+        first: String,
+        /// The second file.
+        second: String,
+    },
+    /// The records to save hold the same benchmark id twice.
+    #[error("benchmark id `{id}` appears more than once in the records to save")]
+    DuplicateRecord {
+        /// The id.
+        id: String,
+    },
+    /// Two benchmark ids map to the same file name.
+    #[error("benchmarks `{first}` and `{second}` would both be saved as {file}: rename one")]
+    FileClash {
+        /// One id.
+        first: String,
+        /// The other id.
+        second: String,
+        /// The shared file name.
+        file: String,
+    },
+    /// The baseline was recorded on another device model.
+    #[error(
+        "the baseline was recorded on `{baseline_device}` but this run is on `{current_device}` (benchmark `{id}`): timings from different device models are not comparable; record a baseline on this device, or explicitly allow comparing across devices"
+    )]
+    DeviceMismatch {
+        /// The first benchmark found on different devices.
+        id: String,
+        /// The baseline's device model.
+        baseline_device: String,
+        /// This run's device model.
+        current_device: String,
+    },
+    /// The comparison settings are invalid.
+    #[error(transparent)]
+    Compare(#[from] CompareError),
+}
+
+/// Checks a baseline name: 1 to [`MAX_NAME_LEN`] ASCII letters, digits, `.`, `_` or
+/// `-`, not starting with `.`; so it is always one plain directory inside the store.
+pub fn validate_name(name: &str) -> Result<(), BaselineError> {
+    let reason = if name.is_empty() {
+        "it is empty"
+    } else if name.len() > MAX_NAME_LEN {
+        "it is too long"
+    } else if name.contains(['/', '\\']) {
+        "it contains a path separator"
+    } else if name.starts_with('.') {
+        "it starts with '.'"
+    } else if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        "it contains a character other than ASCII letters, digits, '.', '_' or '-'"
+    } else {
+        return Ok(());
+    };
+    Err(BaselineError::InvalidName {
+        name: name.to_string(),
+        reason,
+    })
+}
+
+/// Rounds `x` to [`SIGNIFICANT_DIGITS`] significant digits. Going through the decimal
+/// text gives the float nearest that decimal, which JSON then prints exactly as such.
+pub fn round_significant(x: f64) -> f64 {
+    if !x.is_finite() || x == 0.0 {
+        return x;
+    }
+    format!("{:.*e}", SIGNIFICANT_DIGITS - 1, x)
+        .parse()
+        .unwrap_or(x)
+}
+
+/// Per-iteration times of one process of a baseline, ns, in sample order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessSamples {
+    /// Synced wall time per iteration.
+    pub wall_ns: Vec<f64>,
+    /// Host-dispatch time per iteration.
+    pub host_ns: Vec<f64>,
+    /// Device time per iteration, when every sample had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_ns: Option<Vec<f64>>,
+    /// Kernel time per call of each kernel sample, when measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_ns: Option<Vec<f64>>,
+}
+
+impl ProcessSamples {
+    /// The times of timer `kind`.
+    pub fn get(&self, kind: TimeKind) -> Option<&[f64]> {
+        match kind {
+            TimeKind::Wall => Some(&self.wall_ns),
+            TimeKind::Host => Some(&self.host_ns),
+            TimeKind::Device => self.device_ns.as_deref(),
+            TimeKind::Kernel => self.kernel_ns.as_deref(),
+        }
+    }
+
+    /// Whether every time is finite and non-negative.
+    fn all_valid(&self) -> bool {
+        let optional_valid = [&self.device_ns, &self.kernel_ns]
+            .into_iter()
+            .all(|x| x.as_deref().is_none_or(valid_times));
+        optional_valid && valid_times(&self.wall_ns) && valid_times(&self.host_ns)
+    }
+}
+
+/// The primary timer's estimates, for people reading the file and its diffs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineEstimates {
+    /// The timer they describe.
+    pub primary: TimeKind,
+    /// The typical time per iteration with its interval, ns (see
+    /// [`crate::processes`]).
+    pub estimate_ns: Estimate,
+    /// What the estimate rests on.
+    pub basis: EstimateBasis,
+    /// Processes measured.
+    pub processes: usize,
+    /// Spread between processes (standard deviation of the log process medians).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub between: Option<f64>,
+    /// Noise within a process, MAD / median (median over processes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<f64>,
+}
+
+/// One benchmark of a baseline: the content of one file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineEntry {
+    /// Format of this file; see [`BASELINE_FORMAT_VERSION`].
+    pub format_version: u32,
+    /// The benchmark id.
+    pub id: String,
+    /// Where and with what it ran.
+    pub fingerprint: Fingerprint,
+    /// The settings it was measured with; absent in files from before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<MeasurementConfig>,
+    /// What its time rested on (absent in files from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Bound>,
+    /// The per-iteration times of each process, in the order the processes ran.
+    pub processes: Vec<ProcessSamples>,
+    /// The kernels, copies and memsets of one call, averaged over processes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<KernelStat>,
+    /// Exact counts per call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<Counters>,
+    /// The primary timer's estimates.
+    pub estimates: BaselineEstimates,
+}
+
+/// Why a record was not saved into a baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotSaved {
+    /// The benchmark failed; the previous file, if any, is kept.
+    Failed,
+    /// A smoke run measures nothing.
+    Smoke,
+    /// The record has no samples.
+    NoSamples,
+    /// A time is NaN, infinite or negative.
+    InvalidSamples,
+}
+
+impl fmt::Display for NotSaved {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NotSaved::Failed => "the benchmark failed",
+            NotSaved::Smoke => "a smoke run measures nothing",
+            NotSaved::NoSamples => "the record has no samples",
+            NotSaved::InvalidSamples => "a time is not a finite non-negative number",
+        })
+    }
+}
+
+fn valid_times(xs: &[f64]) -> bool {
+    xs.iter().all(|x| x.is_finite() && *x >= 0.0)
+}
+
+impl BaselineEntry {
+    /// The entry for a measured record, samples rounded as the module docs say.
+    pub fn from_record(record: &RawRecord) -> Result<Self, NotSaved> {
+        if !record.passed() {
+            return Err(NotSaved::Failed);
+        }
+        if record.config.mode == RunMode::Smoke {
+            return Err(NotSaved::Smoke);
+        }
+        let round = |xs: Vec<f64>| -> Vec<f64> { xs.into_iter().map(round_significant).collect() };
+        let device = record.device_timed();
+        let measured: Vec<_> = record
+            .measurements()
+            .filter(|m| !m.samples.is_empty())
+            .collect();
+        let kernel_timed = measured.iter().all(|m| m.kernel.is_some());
+        let processes: Vec<ProcessSamples> = measured
+            .iter()
+            .map(|m| ProcessSamples {
+                wall_ns: round(m.wall_per_iter()),
+                host_ns: round(m.host_per_iter()),
+                device_ns: device.then(|| round(m.device_per_iter().unwrap_or_default())),
+                kernel_ns: kernel_timed.then(|| round(m.per_iter(TimeKind::Kernel))),
+            })
+            .collect();
+        let kernels: Vec<KernelStat> = record
+            .kernel_table()
+            .into_iter()
+            .map(|k| KernelStat {
+                count_per_call: round_significant(k.count_per_call),
+                ns_per_call: round_significant(k.ns_per_call),
+                ..k
+            })
+            .collect();
+        let counters = record.counters();
+        if processes.is_empty() {
+            return Err(NotSaved::NoSamples);
+        }
+        if !processes.iter().all(ProcessSamples::all_valid) {
+            return Err(NotSaved::InvalidSamples);
+        }
+        let bound = record.bound();
+        let estimates = estimates_of(&processes, bound);
+        Ok(BaselineEntry {
+            format_version: BASELINE_FORMAT_VERSION,
+            id: record.id.clone(),
+            fingerprint: record.fingerprint.clone(),
+            config: Some(record.config.clone()),
+            bound: Some(bound),
+            processes,
+            kernels,
+            counters,
+            estimates,
+        })
+    }
+
+    /// Device time when every process recorded it, else wall time: as
+    /// [`RawRecord::primary_kind`].
+    pub fn primary_kind(&self) -> TimeKind {
+        let all_device = self
+            .processes
+            .iter()
+            .all(|p| p.device_ns.as_ref().is_some_and(|d| !d.is_empty()));
+        if all_device && !self.processes.is_empty() {
+            TimeKind::Device
+        } else {
+            TimeKind::Wall
+        }
+    }
+
+    /// The times of timer `kind`, one group per process (empty where absent).
+    pub fn groups(&self, kind: TimeKind) -> Vec<Vec<f64>> {
+        self.processes
+            .iter()
+            .map(|p| p.get(kind).map(<[f64]>::to_vec).unwrap_or_default())
+            .collect()
+    }
+
+    /// Serialises to pretty JSON with a trailing newline.
+    pub fn to_json_pretty(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("baseline entries always serialise");
+        s.push('\n');
+        s
+    }
+
+    /// Parses and checks an entry, refusing newer versions and reading version 1 as
+    /// one process; `origin` names the source in errors.
+    pub fn from_json(text: &str, origin: &str) -> Result<Self, BaselineError> {
+        #[derive(Deserialize)]
+        struct Versioned {
+            format_version: u32,
+        }
+        let parse_err = |source| BaselineError::Parse {
+            path: origin.to_string(),
+            source,
+        };
+        let v: Versioned = serde_json::from_str(text).map_err(parse_err)?;
+        if v.format_version > BASELINE_FORMAT_VERSION {
+            return Err(BaselineError::TooNew {
+                path: origin.to_string(),
+                found: v.format_version,
+                supported: BASELINE_FORMAT_VERSION,
+            });
+        }
+        let entry: BaselineEntry = if v.format_version < 2 {
+            serde_json::from_str::<BaselineEntryV1>(text)
+                .map_err(parse_err)?
+                .into()
+        } else {
+            serde_json::from_str(text).map_err(parse_err)?
+        };
+        entry.check().map_err(|reason| BaselineError::Invalid {
+            path: origin.to_string(),
+            reason,
+        })?;
+        Ok(entry)
+    }
+
+    /// Checks what JSON's types cannot: consistent, non-empty, valid times.
+    fn check(&self) -> Result<(), String> {
+        if self.id.is_empty() {
+            return Err("the benchmark id is empty".into());
+        }
+        if self.processes.is_empty() {
+            return Err("it has no processes".into());
+        }
+        for (i, p) in self.processes.iter().enumerate() {
+            let n = p.wall_ns.len();
+            if n == 0 {
+                return Err(format!("process {} has no samples", i + 1));
+            }
+            if p.host_ns.len() != n || p.device_ns.as_ref().is_some_and(|d| d.len() != n) {
+                return Err(format!(
+                    "the sample lists of process {} differ in length ({n} wall, {} host, {} device)",
+                    i + 1,
+                    p.host_ns.len(),
+                    p.device_ns.as_ref().map_or(0, Vec::len)
+                ));
+            }
+            if !p.all_valid() {
+                return Err(format!(
+                    "a time of process {} is negative or not finite",
+                    i + 1
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A baseline file as format version 1 wrote it: the samples of one process.
+#[derive(Deserialize)]
+struct BaselineEntryV1 {
+    id: String,
+    fingerprint: Fingerprint,
+    samples: ProcessSamples,
+}
+
+impl From<BaselineEntryV1> for BaselineEntry {
+    fn from(v1: BaselineEntryV1) -> Self {
+        let processes = vec![v1.samples];
+        BaselineEntry {
+            format_version: BASELINE_FORMAT_VERSION,
+            id: v1.id,
+            fingerprint: v1.fingerprint,
+            config: None,
+            bound: None,
+            estimates: estimates_of(&processes, Bound::Device),
+            processes,
+            kernels: Vec::new(),
+            counters: None,
+        }
+    }
+}
+
+fn estimates_of(processes: &[ProcessSamples], bound: Bound) -> BaselineEstimates {
+    let entry_kind = {
+        let all_device = processes
+            .iter()
+            .all(|p| p.device_ns.as_ref().is_some_and(|d| !d.is_empty()));
+        if all_device {
+            TimeKind::Device
+        } else {
+            TimeKind::Wall
+        }
+    };
+    let groups: Vec<Vec<f64>> = processes
+        .iter()
+        .map(|p| p.get(entry_kind).unwrap_or(&p.wall_ns).to_vec())
+        .collect();
+    let stats = ProcessStats::from_groups(&groups);
+    let round = |e: Estimate| Estimate {
+        point: round_significant(e.point),
+        lower: round_significant(e.lower),
+        upper: round_significant(e.upper),
+        confidence: e.confidence,
+    };
+    let (estimate, basis) = stats
+        .estimate(&groups[0], BootstrapConfig::default(), bound.run_floor())
+        .unwrap_or((
+            Estimate {
+                point: f64::NAN,
+                lower: f64::NAN,
+                upper: f64::NAN,
+                confidence: 0.95,
+            },
+            EstimateBasis::OneProcess,
+        ));
+    let finite = |x: Option<f64>| x.map(round_significant).filter(|x| x.is_finite());
+    BaselineEstimates {
+        primary: entry_kind,
+        estimate_ns: round(estimate),
+        basis,
+        processes: stats.count,
+        between: finite(stats.between),
+        within: finite(stats.within),
+    }
+}

@@ -1,0 +1,201 @@
+//! What a verdict is about ([`Metric`]), which metrics the CI gate looks at
+//! ([`Gate`], `--gate-on`) and which outcomes fail it ([`FailOn`], `--fail-on`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use super::*;
+use crate::compare::Verdict;
+
+/// What a verdict is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// The benchmark's time: device time when measured, else synced wall time.
+    Time,
+    /// Kernel time: the GPU's own work per call.
+    Kernel,
+    /// The exact counts per call (kernels, copies, syncs, allocations).
+    Counters,
+}
+
+impl Metric {
+    /// Every metric, in the order tables show them.
+    pub const ALL: [Metric; 3] = [Metric::Time, Metric::Kernel, Metric::Counters];
+
+    /// The word used on the command line and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Metric::Time => "time",
+            Metric::Kernel => "kernel",
+            Metric::Counters => "counters",
+        }
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The metrics a gate looks at; every one by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Gate {
+    /// The benchmark's time.
+    pub time: bool,
+    /// Kernel time.
+    pub kernel: bool,
+    /// The exact counters.
+    pub counters: bool,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate {
+            time: true,
+            kernel: true,
+            counters: true,
+        }
+    }
+}
+
+impl Gate {
+    /// A gate on `metrics`.
+    pub fn of(metrics: &[Metric]) -> Self {
+        Gate {
+            time: metrics.contains(&Metric::Time),
+            kernel: metrics.contains(&Metric::Kernel),
+            counters: metrics.contains(&Metric::Counters),
+        }
+    }
+
+    /// Whether the gate looks at `metric`.
+    pub fn contains(&self, metric: Metric) -> bool {
+        match metric {
+            Metric::Time => self.time,
+            Metric::Kernel => self.kernel,
+            Metric::Counters => self.counters,
+        }
+    }
+
+    /// The metrics it looks at, in [`Metric::ALL`]'s order.
+    pub fn metrics(&self) -> Vec<Metric> {
+        Metric::ALL
+            .into_iter()
+            .filter(|&m| self.contains(m))
+            .collect()
+    }
+}
+
+impl fmt::Display for Gate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let words: Vec<&str> = self.metrics().iter().map(|m| m.as_str()).collect();
+        f.write_str(&words.join(","))
+    }
+}
+
+/// An unknown [`Metric`] word.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("unknown metric {0:?}: expected `time`, `kernel` or `counters`")]
+pub struct UnknownMetric(pub String);
+
+impl FromStr for Metric {
+    type Err = UnknownMetric;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Metric::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| UnknownMetric(s.to_string()))
+    }
+}
+
+/// Which comparison outcomes fail a CI run.
+///
+/// * [`FailOn::Regressed`] (the default): a regressed benchmark fails the run.
+/// * [`FailOn::Ambiguous`]: strict; regressed, ambiguous and not-compared benchmarks
+///   all fail it, since none of them shows the code is as fast as before.
+/// * [`FailOn::Never`]: report only.
+///
+/// Benchmarks that failed to run are not counted here: a failed benchmark has its own
+/// exit status, whatever this says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailOn {
+    /// Fail on regressions.
+    #[default]
+    Regressed,
+    /// Fail on regressions and on anything that cannot be told apart from one.
+    Ambiguous,
+    /// Never fail on a comparison.
+    Never,
+}
+
+impl FailOn {
+    /// Every value, for help texts.
+    pub const ALL: [FailOn; 3] = [FailOn::Regressed, FailOn::Ambiguous, FailOn::Never];
+
+    /// The word used on the command line and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailOn::Regressed => "regressed",
+            FailOn::Ambiguous => "ambiguous",
+            FailOn::Never => "never",
+        }
+    }
+
+    /// Whether a benchmark with `verdict` fails the run.
+    pub fn fails(self, verdict: Verdict) -> bool {
+        match self {
+            FailOn::Regressed => verdict == Verdict::Regressed,
+            FailOn::Ambiguous => matches!(verdict, Verdict::Regressed | Verdict::Ambiguous),
+            FailOn::Never => false,
+        }
+    }
+
+    /// Whether benchmark `b` fails the run on the metrics of `gate`; see the type's
+    /// docs. A metric a benchmark has no verdict on (no kernel time on either side)
+    /// does not count.
+    pub fn trips(self, b: &BenchmarkComparison, gate: &Gate) -> bool {
+        match &b.outcome {
+            ComparisonOutcome::Compared { .. } => gate
+                .metrics()
+                .into_iter()
+                .filter_map(|m| b.verdict_of(m))
+                .any(|v| self.fails(v)),
+            ComparisonOutcome::NotCompared { .. } => self == FailOn::Ambiguous,
+            ComparisonOutcome::Failed { .. } => false,
+        }
+    }
+
+    /// Whether `set` fails the run on the metrics of `gate`.
+    pub fn should_fail(self, set: &ComparisonSet, gate: &Gate) -> bool {
+        set.comparisons.iter().any(|b| self.trips(b, gate))
+    }
+}
+
+impl fmt::Display for FailOn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An unknown [`FailOn`] word.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("unknown fail-on mode {0:?}: expected `regressed`, `ambiguous` or `never`")]
+pub struct UnknownFailOn(pub String);
+
+impl FromStr for FailOn {
+    type Err = UnknownFailOn;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        FailOn::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| UnknownFailOn(s.to_string()))
+    }
+}

@@ -1,0 +1,349 @@
+//! A run judged against a baseline: per benchmark (time, kernel time, counters),
+//! and the set's outcomes and counts.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::*;
+use crate::compare::{compare_processes, CompareConfig, Comparison, Verdict};
+use crate::failure::Failure;
+use crate::kernels::{counter_changes, kernel_changes, CounterChange, KernelChange};
+use crate::measurement::RunMode;
+use crate::measurement::TimeKind;
+use crate::processes::Bound;
+use crate::record::RawRecord;
+
+/// How [`compare_with_baseline`] compares.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct BaselineCompareOptions {
+    /// The statistical settings.
+    pub config: CompareConfig,
+    /// Compare even when the device models differ (the set records each mismatch).
+    pub allow_device_mismatch: bool,
+    /// Compare even when the two sides were measured with settings that move the
+    /// figures ([`MeasurementConfig::differences_that_move_figures`]; the set records
+    /// each mismatch); otherwise such a benchmark is not compared.
+    #[serde(default)]
+    pub allow_settings_mismatch: bool,
+}
+
+/// A benchmark compared although its two sides were measured with settings that
+/// move the figures, because [`BaselineCompareOptions::allow_settings_mismatch`] was
+/// set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OtherSettings {
+    /// The benchmark id.
+    pub id: String,
+    /// How the settings differ, in words.
+    pub differences: Vec<String>,
+}
+
+/// A benchmark measured on another device model than its baseline, compared because
+/// [`BaselineCompareOptions::allow_device_mismatch`] was set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrossDevice {
+    /// The benchmark id.
+    pub id: String,
+    /// The baseline's device model.
+    pub baseline_device: String,
+    /// This run's device model.
+    pub current_device: String,
+}
+
+/// What became of one benchmark present in both the run and the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ComparisonOutcome {
+    /// Compared.
+    Compared {
+        /// The timer compared: device when both sides have it, else wall.
+        kind: TimeKind,
+        /// The result.
+        comparison: Comparison,
+        /// Kernel time against the baseline's, when both sides measured it (judged
+        /// like device-bound work: it is the GPU's own).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kernel: Option<Box<Comparison>>,
+        /// The counters per call that differ (empty: all equal), when both sides
+        /// counted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        counters: Option<Vec<CounterChange>>,
+        /// The kernels that are new, gone, or moved, when both sides have a table.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        kernel_changes: Vec<KernelChange>,
+    },
+    /// The benchmark failed in this run.
+    Failed {
+        /// Why.
+        failure: Failure,
+    },
+    /// It could not be compared (a smoke run, no samples, unusable samples).
+    NotCompared {
+        /// Why, as a lower-case fragment.
+        reason: String,
+    },
+}
+
+/// One benchmark's comparison with its baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchmarkComparison {
+    /// The benchmark id.
+    pub id: String,
+    /// What became of it.
+    pub outcome: ComparisonOutcome,
+}
+
+impl BenchmarkComparison {
+    /// The verdict on time, when compared.
+    pub fn verdict(&self) -> Option<Verdict> {
+        self.verdict_of(Metric::Time)
+    }
+
+    /// The verdict on `metric`, when it was compared.
+    pub fn verdict_of(&self, metric: Metric) -> Option<Verdict> {
+        self.outcome.verdict_of(metric)
+    }
+}
+
+impl ComparisonOutcome {
+    /// The verdict on `metric`, when it was compared: for the counters, regressed when
+    /// any count per call went up, improved when some went down and none up.
+    pub fn verdict_of(&self, metric: Metric) -> Option<Verdict> {
+        let ComparisonOutcome::Compared {
+            comparison,
+            kernel,
+            counters,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        match metric {
+            Metric::Time => Some(comparison.verdict),
+            Metric::Kernel => kernel.as_ref().map(|k| k.verdict),
+            Metric::Counters => counters.as_ref().map(|c| counters_verdict(c)),
+        }
+    }
+}
+
+/// Regressed when a count went up, improved when some went down and none up, else no
+/// change.
+pub fn counters_verdict(changes: &[CounterChange]) -> Verdict {
+    if changes.iter().any(CounterChange::is_increase) {
+        Verdict::Regressed
+    } else if changes.is_empty() {
+        Verdict::NoChange
+    } else {
+        Verdict::Improved
+    }
+}
+
+/// How many benchmarks of a set ended each way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerdictCounts {
+    /// Compared and improved.
+    pub improved: usize,
+    /// Compared and regressed.
+    pub regressed: usize,
+    /// Compared, no change.
+    pub no_change: usize,
+    /// Compared, too noisy to tell.
+    pub ambiguous: usize,
+    /// Failed in this run.
+    pub failed: usize,
+    /// Present on both sides but not compared.
+    pub not_compared: usize,
+}
+
+/// A run compared with a baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparisonSet {
+    /// Benchmarks present on both sides, in the run's order.
+    pub comparisons: Vec<BenchmarkComparison>,
+    /// Ids run now that the baseline lacks (new benchmarks), in the run's order.
+    pub missing_in_baseline: Vec<String>,
+    /// Ids in the baseline that were not run now, sorted.
+    pub missing_in_current: Vec<String>,
+    /// Benchmarks compared across device models by request.
+    pub cross_device: Vec<CrossDevice>,
+    /// Benchmarks compared across settings that move the figures, by request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_settings: Vec<OtherSettings>,
+}
+
+impl ComparisonSet {
+    /// How many benchmarks ended each way.
+    pub fn counts(&self) -> VerdictCounts {
+        let mut c = VerdictCounts::default();
+        for b in &self.comparisons {
+            match &b.outcome {
+                ComparisonOutcome::Compared { comparison, .. } => match comparison.verdict {
+                    Verdict::Improved => c.improved += 1,
+                    Verdict::Regressed => c.regressed += 1,
+                    Verdict::NoChange => c.no_change += 1,
+                    Verdict::Ambiguous => c.ambiguous += 1,
+                },
+                ComparisonOutcome::Failed { .. } => c.failed += 1,
+                ComparisonOutcome::NotCompared { .. } => c.not_compared += 1,
+            }
+        }
+        c
+    }
+}
+
+/// Compares current records with a baseline's entries, matched by id. Ids on one side
+/// only are listed, not errors. A benchmark whose device model
+/// (`fingerprint.device.name`) differs from its baseline's is an error unless
+/// [`BaselineCompareOptions::allow_device_mismatch`] is set.
+pub fn compare_with_baseline(
+    current: &[RawRecord],
+    baseline: &[BaselineEntry],
+    options: &BaselineCompareOptions,
+) -> Result<ComparisonSet, BaselineError> {
+    options.config.validate()?;
+    let by_id: HashMap<&str, &BaselineEntry> =
+        baseline.iter().map(|e| (e.id.as_str(), e)).collect();
+    let current_ids: HashSet<&str> = current.iter().map(|r| r.id.as_str()).collect();
+    let mut set = ComparisonSet {
+        comparisons: Vec::new(),
+        missing_in_baseline: Vec::new(),
+        missing_in_current: Vec::new(),
+        cross_device: Vec::new(),
+        other_settings: Vec::new(),
+    };
+    for record in current {
+        let Some(entry) = by_id.get(record.id.as_str()) else {
+            set.missing_in_baseline.push(record.id.clone());
+            continue;
+        };
+        let outcome = match (record.failure(), record.first_measurement()) {
+            (Some(failure), _) => ComparisonOutcome::Failed {
+                failure: failure.clone(),
+            },
+            (None, None) => not_compared("the run has no measurement"),
+            (None, Some(_)) if record.config.mode == RunMode::Smoke => {
+                not_compared("a smoke run measures nothing")
+            }
+            (None, Some(_)) => {
+                let (was, now) = (
+                    &entry.fingerprint.device.name,
+                    &record.fingerprint.device.name,
+                );
+                if was != now {
+                    if !options.allow_device_mismatch {
+                        return Err(BaselineError::DeviceMismatch {
+                            id: record.id.clone(),
+                            baseline_device: was.clone(),
+                            current_device: now.clone(),
+                        });
+                    }
+                    set.cross_device.push(CrossDevice {
+                        id: record.id.clone(),
+                        baseline_device: was.clone(),
+                        current_device: now.clone(),
+                    });
+                }
+                let differences = entry
+                    .config
+                    .as_ref()
+                    .map(|was| record.config.differences_that_move_figures(was))
+                    .unwrap_or_default();
+                if !differences.is_empty() {
+                    if !options.allow_settings_mismatch {
+                        set.comparisons.push(BenchmarkComparison {
+                            id: record.id.clone(),
+                            outcome: not_compared(&format!(
+                                "measured with other settings ({}), which move the figures: \
+                                 measure both sides alike, or --allow-settings-mismatch",
+                                differences.join("; ")
+                            )),
+                        });
+                        continue;
+                    }
+                    set.other_settings.push(OtherSettings {
+                        id: record.id.clone(),
+                        differences,
+                    });
+                }
+                let kind = match (record.primary_kind(), entry.primary_kind()) {
+                    (TimeKind::Device, TimeKind::Device) => TimeKind::Device,
+                    _ => TimeKind::Wall,
+                };
+                let now_times = record.groups(kind);
+                let was_times = entry.groups(kind);
+                let bound = match (record.bound(), entry.bound) {
+                    (Bound::Host, _) | (_, Some(Bound::Host)) => Bound::Host,
+                    _ => Bound::Device,
+                };
+                match compare_processes(&was_times, &now_times, bound, &options.config) {
+                    Ok(comparison) => {
+                        let (kernel, counters, kernel_changes) =
+                            compare_kernels(record, entry, &options.config);
+                        ComparisonOutcome::Compared {
+                            kind,
+                            comparison,
+                            kernel,
+                            counters,
+                            kernel_changes,
+                        }
+                    }
+                    Err(e) => not_compared(&e.to_string()),
+                }
+            }
+        };
+        set.comparisons.push(BenchmarkComparison {
+            id: record.id.clone(),
+            outcome,
+        });
+    }
+    set.missing_in_current = baseline
+        .iter()
+        .filter(|e| !current_ids.contains(e.id.as_str()))
+        .map(|e| e.id.clone())
+        .collect();
+    set.missing_in_current.sort();
+    Ok(set)
+}
+
+/// Kernel time, counters and the kernel table of `record` against `entry`'s, each when
+/// both sides have it.
+fn compare_kernels(
+    record: &RawRecord,
+    entry: &BaselineEntry,
+    config: &CompareConfig,
+) -> (
+    Option<Box<Comparison>>,
+    Option<Vec<CounterChange>>,
+    Vec<KernelChange>,
+) {
+    let measured: Vec<_> = record.measurements().collect();
+    let now_kernel = record.groups(TimeKind::Kernel);
+    let was_kernel = entry.groups(TimeKind::Kernel);
+    let both_timed = !measured.is_empty()
+        && measured.iter().all(|m| m.kernel.is_some())
+        && was_kernel.iter().all(|g| !g.is_empty())
+        && !was_kernel.is_empty();
+    // Kernel time is the GPU's own work, so it is judged like device-bound time.
+    let kernel = both_timed
+        .then(|| compare_processes(&was_kernel, &now_kernel, Bound::Device, config).ok())
+        .flatten()
+        .map(Box::new);
+    let counters = match (&entry.counters, record.counters()) {
+        (Some(was), Some(now)) => Some(counter_changes(was, &now)),
+        _ => None,
+    };
+    let now_table = record.kernel_table();
+    let changes = if entry.kernels.is_empty() || now_table.is_empty() {
+        Vec::new()
+    } else {
+        kernel_changes(&entry.kernels, &now_table)
+    };
+    (kernel, counters, changes)
+}
+
+pub(super) fn not_compared(reason: &str) -> ComparisonOutcome {
+    ComparisonOutcome::NotCompared {
+        reason: reason.to_string(),
+    }
+}

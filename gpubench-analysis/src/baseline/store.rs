@@ -1,0 +1,219 @@
+//! The store of baselines under `gpubench/baselines/<name>/`: loading (unrelated
+//! files noted and left alone) and saving a whole baseline at once.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::*;
+use crate::record::{file_stem_for_id, RawRecord};
+
+/// What [`BaselineStore::save`] did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SaveReport {
+    /// The baseline's directory.
+    pub dir: PathBuf,
+    /// Files written, in record order.
+    pub written: Vec<PathBuf>,
+    /// Records not saved and why; their previous files, if any, are kept.
+    pub skipped: Vec<(String, NotSaved)>,
+    /// The ids of `skipped` whose previous file is kept (the others have none).
+    pub kept: Vec<String>,
+}
+
+/// A loaded baseline and the files of its directory that were not baseline files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedEntries {
+    /// Every benchmark, sorted by id.
+    pub entries: Vec<BaselineEntry>,
+    /// JSON files without a baseline's `id` and `format_version`, ignored.
+    pub ignored: Vec<PathBuf>,
+}
+
+/// The baselines of a workspace: one directory per name under `root`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaselineStore {
+    /// The directory holding one directory per baseline, usually
+    /// `<workspace>/gpubench/baselines`.
+    pub root: PathBuf,
+}
+
+impl BaselineStore {
+    /// A store rooted at `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        BaselineStore { root: root.into() }
+    }
+
+    /// The store of a workspace: `<workspace_root>/gpubench/baselines`.
+    pub fn for_workspace(workspace_root: &Path) -> Self {
+        Self::new(workspace_root.join("gpubench").join("baselines"))
+    }
+
+    /// The directory of baseline `name`, after checking the name.
+    pub fn dir(&self, name: &str) -> Result<PathBuf, BaselineError> {
+        validate_name(name)?;
+        Ok(self.root.join(name))
+    }
+
+    /// Saves one file per measured record into baseline `name`, creating it when
+    /// needed, as one change ([`crate::atomic_dir`]): a reader, or a save killed at
+    /// any point, sees the baseline entirely as it was or entirely as saved. Files of
+    /// other benchmarks are kept, and so are those of records that are skipped.
+    pub fn save(&self, name: &str, records: &[RawRecord]) -> Result<SaveReport, BaselineError> {
+        let dir = self.dir(name)?;
+        let mut entries = Vec::new();
+        let mut skipped = Vec::new();
+        let mut by_stem: HashMap<String, &str> = HashMap::new();
+        for record in records {
+            let stem = file_stem_for_id(&record.id);
+            if let Some(first) = by_stem.insert(stem.clone(), &record.id) {
+                return Err(if first == record.id {
+                    BaselineError::DuplicateRecord {
+                        id: record.id.clone(),
+                    }
+                } else {
+                    BaselineError::FileClash {
+                        first: first.to_string(),
+                        second: record.id.clone(),
+                        file: format!("{stem}.json"),
+                    }
+                });
+            }
+            match BaselineEntry::from_record(record) {
+                Ok(entry) => entries.push((stem, entry)),
+                Err(why) => skipped.push((record.id.clone(), why)),
+            }
+        }
+        let current = crate::atomic_dir::readable(&dir);
+        let kept = skipped
+            .iter()
+            .filter(|(id, _)| {
+                current
+                    .as_ref()
+                    .is_some_and(|d| d.join(format!("{}.json", file_stem_for_id(id))).is_file())
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        let files: Vec<(String, Vec<u8>)> = entries
+            .iter()
+            .map(|(stem, entry)| (format!("{stem}.json"), entry.to_json_pretty().into_bytes()))
+            .collect();
+        if !files.is_empty() {
+            std::fs::create_dir_all(&self.root).map_err(|source| BaselineError::Io {
+                action: "create baseline directory",
+                path: self.root.display().to_string(),
+                source,
+            })?;
+            crate::atomic_dir::replace_files(&dir, &files).map_err(|source| BaselineError::Io {
+                action: "save baseline",
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let written = files.iter().map(|(f, _)| dir.join(f)).collect();
+        Ok(SaveReport {
+            dir,
+            written,
+            skipped,
+            kept,
+        })
+    }
+
+    /// Loads every benchmark of baseline `name`, sorted by id. Any unreadable, corrupt,
+    /// truncated or newer baseline file is an error naming it; JSON files that are not
+    /// baseline files are left out ([`BaselineStore::load_noting`] names them).
+    pub fn load(&self, name: &str) -> Result<Vec<BaselineEntry>, BaselineError> {
+        self.load_noting(name).map(|l| l.entries)
+    }
+
+    /// [`BaselineStore::load`], with the files it ignored.
+    pub fn load_noting(&self, name: &str) -> Result<LoadedEntries, BaselineError> {
+        let named = self.dir(name)?;
+        // A save killed between its two renames leaves the old files beside it.
+        let Some(dir) = crate::atomic_dir::readable(&named) else {
+            return Err(BaselineError::NotFound {
+                name: name.to_string(),
+                path: named.display().to_string(),
+            });
+        };
+        let io_err = |action, path: &Path| {
+            let path = path.display().to_string();
+            move |source| BaselineError::Io {
+                action,
+                path,
+                source,
+            }
+        };
+        let mut files = Vec::new();
+        for item in std::fs::read_dir(&dir).map_err(io_err("read baseline directory", &dir))? {
+            let path = item
+                .map_err(io_err("read baseline directory", &dir))?
+                .path();
+            let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            // Leading dots are temporary files of an interrupted save.
+            if file_name.ends_with(".json") && !file_name.starts_with('.') && path.is_file() {
+                files.push(path);
+            }
+        }
+        files.sort();
+        let mut entries: Vec<BaselineEntry> = Vec::with_capacity(files.len());
+        let mut ignored = Vec::new();
+        let mut seen: HashMap<String, PathBuf> = HashMap::new();
+        for path in files {
+            let text =
+                std::fs::read_to_string(&path).map_err(io_err("read baseline file", &path))?;
+            if !looks_like_a_baseline(&text) {
+                ignored.push(path);
+                continue;
+            }
+            let entry = BaselineEntry::from_json(&text, &path.display().to_string())?;
+            if let Some(first) = seen.insert(entry.id.clone(), path.clone()) {
+                return Err(BaselineError::DuplicateId {
+                    id: entry.id,
+                    first: first.display().to_string(),
+                    second: path.display().to_string(),
+                });
+            }
+            entries.push(entry);
+        }
+        entries.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(LoadedEntries { entries, ignored })
+    }
+
+    /// Names of the saved baselines, sorted; none when the store does not exist yet.
+    pub fn list(&self) -> Result<Vec<String>, BaselineError> {
+        if !self.root.exists() {
+            return Ok(Vec::new());
+        }
+        let io_err = |source| BaselineError::Io {
+            action: "read baseline store",
+            path: self.root.display().to_string(),
+            source,
+        };
+        let mut names = Vec::new();
+        for item in std::fs::read_dir(&self.root).map_err(io_err)? {
+            let item = item.map_err(io_err)?;
+            if let Some(name) = item.file_name().to_str() {
+                if validate_name(name).is_ok() && item.path().is_dir() {
+                    names.push(name.to_string());
+                }
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+}
+
+/// Whether `text` is meant as a baseline file: a JSON object with an `id` and a
+/// `format_version`. Anything that is not valid JSON counts as one (a truncated
+/// baseline file must be an error, not skipped).
+fn looks_like_a_baseline(text: &str) -> bool {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(map)) => {
+            map.contains_key("id") && map.contains_key("format_version")
+        }
+        Ok(_) => false,
+        Err(_) => true,
+    }
+}

@@ -1,0 +1,565 @@
+//! Tests of saved baselines: the file format, the store, comparisons and the gate.
+
+use super::judge::not_compared;
+use super::*;
+use crate::compare::Verdict;
+use crate::failure::Failure;
+use crate::failure::FailureKind;
+use crate::kernels::Counter;
+use crate::measurement::MeasurementConfig;
+use crate::measurement::TimeKind;
+use crate::processes::{Bound, EstimateBasis};
+use crate::record::{file_stem_for_id, RawRecord};
+use crate::synthetic::{GpuLikeSamples, ProcessShift, SyntheticKernels};
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+
+const H200: &str = "NVIDIA H200";
+
+fn records(ids: &[&str], slowdown: f64, seed: u64) -> Vec<RawRecord> {
+    let mut rng = Pcg64Mcg::seed_from_u64(seed);
+    let model = GpuLikeSamples::default()
+        .with_shift(ProcessShift::LogNormal { sigma: 0.005 })
+        .scaled(slowdown);
+    ids.iter()
+        .map(|id| model.record_processes(id, H200, 3, 30, &mut rng))
+        .collect()
+}
+
+fn store() -> (tempfile::TempDir, BaselineStore) {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = BaselineStore::for_workspace(tmp.path());
+    (tmp, store)
+}
+
+#[test]
+fn save_then_load_round_trips_and_is_byte_stable() {
+    let (_tmp, store) = store();
+    let recs = records(&["matmul/4096", "conv", "attn/bf16"], 1.0, 1);
+    let report = store.save("main", &recs).unwrap();
+    assert_eq!(report.written.len(), 3);
+    assert!(report.skipped.is_empty());
+    let file = report
+        .dir
+        .join(format!("{}.json", file_stem_for_id("matmul/4096")));
+    assert_eq!(report.written[0], file);
+    assert!(file.starts_with(store.root.join("main")));
+    assert!(store.root.ends_with("gpubench/baselines"));
+
+    let loaded = store.load("main").unwrap();
+    let ids: Vec<&str> = loaded.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(ids, ["attn/bf16", "conv", "matmul/4096"]);
+    let entry = loaded.iter().find(|e| e.id == "matmul/4096").unwrap();
+    assert_eq!(entry, &BaselineEntry::from_record(&recs[0]).unwrap());
+    assert_eq!(entry.fingerprint, recs[0].fingerprint);
+    assert_eq!(entry.processes.len(), 3);
+    assert_eq!(entry.processes[0].wall_ns.len(), 30);
+    assert_eq!(entry.estimates.primary, TimeKind::Device);
+    assert_eq!(entry.estimates.basis, EstimateBasis::Processes);
+    assert_eq!(entry.config.as_ref(), Some(&recs[0].config));
+
+    // Re-saving what was loaded reproduces the file byte for byte.
+    let before = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(entry.to_json_pretty(), before);
+    assert!(before.contains("\"format_version\": 2,"), "{before}");
+    assert_eq!(store.list().unwrap(), ["main"]);
+}
+
+#[test]
+fn saved_times_have_six_significant_digits() {
+    assert_eq!(round_significant(1_234_567.891), 1_234_570.0);
+    assert_eq!(round_significant(0.000_123_456_78), 0.000_123_457);
+    assert_eq!(round_significant(0.0), 0.0);
+    let mut recs = records(&["a"], 1.0, 2);
+    recs[0].rounds[0].measurement.as_mut().unwrap().samples[0].wall_ns = 10.0 * 1_234_567.891;
+    let text = BaselineEntry::from_record(&recs[0])
+        .unwrap()
+        .to_json_pretty();
+    assert!(text.contains("\n        1234570.0,\n"), "{text}");
+}
+
+#[test]
+fn save_keeps_other_files_and_skips_failed_records() {
+    let (_tmp, store) = store();
+    store.save("main", &records(&["a", "b"], 1.0, 3)).unwrap();
+    let dir = store.dir("main").unwrap();
+    let old_b = std::fs::read_to_string(dir.join("b.json")).unwrap();
+    std::fs::write(dir.join("notes.txt"), "keep me").unwrap();
+
+    let mut now = records(&["a", "b"], 1.1, 4);
+    now[1].rounds[1].measurement = None;
+    now[1].rounds[1].failure = Some(Failure::new(FailureKind::Crash, "signal 11"));
+    let report = store.save("main", &now[..]).unwrap();
+    assert_eq!(report.written, [dir.join("a.json")]);
+    assert_eq!(report.skipped, [("b".to_string(), NotSaved::Failed)]);
+    assert_eq!(report.kept, ["b"], "b's previous file is kept");
+    assert_eq!(std::fs::read_to_string(dir.join("b.json")).unwrap(), old_b);
+    assert!(dir.join("notes.txt").exists());
+    // A failed benchmark that was never saved has no previous file to keep.
+    let mut fresh = records(&["c"], 1.0, 5);
+    fresh[0].rounds[0].measurement = None;
+    fresh[0].rounds[0].failure = Some(Failure::new(FailureKind::Crash, "signal 11"));
+    let report = store.save("main", &fresh).unwrap();
+    assert!(report.kept.is_empty() && report.written.is_empty());
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(names.is_empty(), "temporary files left: {names:?}");
+}
+
+#[test]
+fn bad_names_are_refused_with_what_a_valid_name_is() {
+    let (tmp, store) = store();
+    let long = "x".repeat(65);
+    for name in [
+        "", "..", ".hidden", "a/b", "a\\b", "../x", "a b", "ü", &long,
+    ] {
+        let err = store.save(name, &records(&["a"], 1.0, 5)).unwrap_err();
+        assert!(
+            matches!(err, BaselineError::InvalidName { .. }),
+            "{name}: {err}"
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.contains("a baseline name is 1 to 64 ASCII letters"),
+            "{msg}"
+        );
+        assert!(store.load(name).is_err());
+    }
+    // Nothing escaped the store.
+    assert!(!tmp.path().join("x").exists() && !tmp.path().join("gpubench").exists());
+    for name in ["main", "pr-123", "v0.2", "a_b", "x..y"] {
+        validate_name(name).unwrap();
+    }
+    let msg = validate_name("a/b").unwrap_err().to_string();
+    assert!(msg.starts_with("invalid baseline name \"a/b\": it contains a path separator"));
+}
+
+#[test]
+fn corrupt_truncated_and_newer_files_are_errors_naming_the_file() {
+    let (_tmp, store) = store();
+    store.save("main", &records(&["a", "b"], 1.0, 6)).unwrap();
+    let dir = store.dir("main").unwrap();
+    let good = std::fs::read_to_string(dir.join("a.json")).unwrap();
+    let file = dir.join("a.json");
+    let name = file.display().to_string();
+
+    let newer = good.replacen("\"format_version\": 2", "\"format_version\": 3", 1);
+    let cases: Vec<(&str, String)> = vec![
+        ("truncated", good[..good.len() / 2].to_string()),
+        ("empty", String::new()),
+        ("not json", "<html>".into()),
+        ("newer", newer),
+        ("wrong type", good.replacen("\"id\": \"a\"", "\"id\": 7", 1)),
+        (
+            "uneven samples",
+            good.replacen("\"host_ns\": [\n", "\"host_ns\": [\n        1.0,\n", 1),
+        ),
+    ];
+    for (what, text) in cases {
+        std::fs::write(&file, &text).unwrap();
+        let err = store.load("main").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains(&name), "{what}: {msg}");
+        if what == "newer" {
+            assert!(
+                matches!(err, BaselineError::TooNew { found: 3, .. }),
+                "{msg}"
+            );
+            assert!(msg.contains("upgrade"), "{msg}");
+        }
+    }
+    std::fs::write(&file, good.replacen("\"id\": \"a\"", "\"id\": \"b\"", 1)).unwrap();
+    let err = store.load("main").unwrap_err();
+    assert!(matches!(err, BaselineError::DuplicateId { .. }), "{err}");
+}
+
+#[test]
+fn json_files_that_are_not_baseline_files_are_ignored_and_named() {
+    let (_tmp, store) = store();
+    store.save("main", &records(&["a"], 1.0, 7)).unwrap();
+    let dir = store.dir("main").unwrap();
+    std::fs::write(dir.join("settings.json"), r#"{"theme": "dark"}"#).unwrap();
+    std::fs::write(dir.join("list.json"), "[1, 2]").unwrap();
+    let loaded = store.load_noting("main").unwrap();
+    assert_eq!(loaded.entries.len(), 1);
+    assert_eq!(
+        loaded.ignored,
+        [dir.join("list.json"), dir.join("settings.json")]
+    );
+    assert_eq!(store.load("main").unwrap(), loaded.entries);
+}
+
+#[test]
+#[cfg(unix)]
+fn saved_files_are_readable_by_everyone() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_tmp, store) = store();
+    let report = store.save("main", &records(&["a"], 1.0, 8)).unwrap();
+    let mode = std::fs::metadata(&report.written[0])
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o044, 0o044, "{mode:o}");
+}
+
+#[test]
+fn missing_baseline_and_empty_store() {
+    let (_tmp, store) = store();
+    assert!(store.list().unwrap().is_empty());
+    let err = store.load("main").unwrap_err();
+    assert!(matches!(err, BaselineError::NotFound { .. }));
+    assert!(
+        err.to_string().starts_with("baseline `main` not found"),
+        "{err}"
+    );
+}
+
+#[test]
+fn duplicate_ids_in_one_save_are_refused_before_writing() {
+    let (_tmp, store) = store();
+    let recs = records(&["a", "a"], 1.0, 7);
+    let err = store.save("main", &recs).unwrap_err();
+    assert!(
+        matches!(err, BaselineError::DuplicateRecord { .. }),
+        "{err}"
+    );
+    assert!(!store.root.join("main").exists());
+}
+
+#[test]
+fn comparing_a_run_with_a_baseline() {
+    let base: Vec<BaselineEntry> = records(&["same", "slower", "gone"], 1.0, 8)
+        .iter()
+        .map(|r| BaselineEntry::from_record(r).unwrap())
+        .collect();
+    let mut now = records(&["same"], 1.0, 9);
+    now.extend(records(&["slower"], 1.2, 10));
+    now.extend(records(&["new", "broke"], 1.0, 11));
+    let mut base = base;
+    base.push(BaselineEntry::from_record(&now[3]).unwrap());
+    now[3].rounds[0].measurement = None;
+    now[3].rounds[0].failure = Some(Failure::new(FailureKind::OutOfMemory, "CUDA out of memory"));
+
+    let set = compare_with_baseline(&now, &base, &BaselineCompareOptions::default()).unwrap();
+    assert_eq!(set.missing_in_baseline, ["new"]);
+    assert_eq!(set.missing_in_current, ["gone"]);
+    let verdicts: Vec<(&str, Option<Verdict>)> = set
+        .comparisons
+        .iter()
+        .map(|c| (c.id.as_str(), c.verdict()))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("same", Some(Verdict::NoChange)),
+            ("slower", Some(Verdict::Regressed)),
+            ("broke", None)
+        ]
+    );
+    assert!(matches!(
+        &set.comparisons[1].outcome,
+        ComparisonOutcome::Compared {
+            kind: TimeKind::Device,
+            ..
+        }
+    ));
+    assert!(matches!(
+        &set.comparisons[2].outcome,
+        ComparisonOutcome::Failed { .. }
+    ));
+    let c = set.counts();
+    assert_eq!((c.no_change, c.regressed, c.failed), (1, 1, 1));
+    assert!(FailOn::Regressed.should_fail(&set, &Gate::default()));
+    assert!(FailOn::Ambiguous.should_fail(&set, &Gate::default()));
+    assert!(!FailOn::Never.should_fail(&set, &Gate::default()));
+    // Gated on counters alone, which these records do not have, nothing trips.
+    assert!(!FailOn::Regressed.should_fail(&set, &Gate::of(&[Metric::Counters])));
+
+    let json = serde_json::to_value(&set).unwrap();
+    assert_eq!(json["comparisons"][1]["outcome"]["status"], "compared");
+    assert_eq!(
+        json["comparisons"][1]["outcome"]["comparison"]["verdict"],
+        "regressed"
+    );
+    let back: ComparisonSet = serde_json::from_value(json).unwrap();
+    assert_eq!(back, set);
+}
+
+/// A launch-bound record: host dispatch in two modes 1.7× apart between processes
+/// (as on the H200), the GPU's own work from `kernels`.
+fn launch_bound(id: &str, kernels: &SyntheticKernels, processes: usize, seed: u64) -> RawRecord {
+    let mut rng = Pcg64Mcg::seed_from_u64(seed);
+    let host = GpuLikeSamples {
+        base_ns: 8_000.0,
+        ..GpuLikeSamples::default()
+    }
+    .with_shift(ProcessShift::Modes {
+        slow_factor: 1.7,
+        slow_share: 0.4,
+        sigma: 0.03,
+    });
+    let mut r = host.record_processes(id, H200, processes, 30, &mut rng);
+    for m in r.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+        m.flags.clear();
+    }
+    kernels.attach(&mut r, &mut rng);
+    r
+}
+
+#[test]
+fn kernel_time_and_counters_judge_what_host_timing_cannot() {
+    let add = SyntheticKernels::one("vectorized_elementwise_kernel<add>", 2_290.0);
+    let base = BaselineEntry::from_record(&launch_bound("add", &add, 5, 1)).unwrap();
+    assert_eq!(base.bound, Some(Bound::Host));
+    assert_eq!(base.kernels.len(), 1);
+    assert_eq!(base.counters.unwrap().per_call(Counter::Kernels), Some(1.0));
+    assert!(base
+        .processes
+        .iter()
+        .all(|p| p.kernel_ns.as_ref().unwrap().len() == 10));
+    let judge = |now: &RawRecord| {
+        compare_with_baseline(
+            std::slice::from_ref(now),
+            std::slice::from_ref(&base),
+            &BaselineCompareOptions::default(),
+        )
+        .unwrap()
+        .comparisons
+        .remove(0)
+    };
+
+    // The same work in new processes: nothing changed on any metric.
+    let same = judge(&launch_bound("add", &add, 5, 2));
+    assert_eq!(same.verdict_of(Metric::Kernel), Some(Verdict::NoChange));
+    assert_eq!(same.verdict_of(Metric::Counters), Some(Verdict::NoChange));
+    assert!(!FailOn::Regressed.trips(&same, &Gate::default()));
+
+    // 10% more elements: plain in kernel time, lost in host timing.
+    let slower = judge(&launch_bound("add", &add.scaled(1.1), 5, 3));
+    assert_eq!(slower.verdict_of(Metric::Kernel), Some(Verdict::Regressed));
+    assert_ne!(slower.verdict_of(Metric::Time), Some(Verdict::Regressed));
+    assert_eq!(slower.verdict_of(Metric::Counters), Some(Verdict::NoChange));
+    assert!(FailOn::Regressed.trips(&slower, &Gate::default()));
+    assert!(!FailOn::Regressed.trips(&slower, &Gate::of(&[Metric::Time, Metric::Counters])));
+    let ComparisonOutcome::Compared { kernel_changes, .. } = &slower.outcome else {
+        panic!("{slower:?}");
+    };
+    assert_eq!(kernel_changes.len(), 1);
+    assert!(
+        kernel_changes[0].describe().ends_with("+10%"),
+        "{kernel_changes:?}"
+    );
+
+    // One more kernel per call: an exact counter change, and the kernel named.
+    let extra = judge(&launch_bound(
+        "add",
+        &add.with_kernel("fill_kernel", 1_000.0),
+        5,
+        4,
+    ));
+    assert_eq!(extra.verdict_of(Metric::Counters), Some(Verdict::Regressed));
+    let ComparisonOutcome::Compared {
+        counters: Some(counters),
+        kernel_changes,
+        ..
+    } = &extra.outcome
+    else {
+        panic!("{extra:?}");
+    };
+    assert_eq!(counters[0].describe(), "+1 kernel per call");
+    assert_eq!(kernel_changes[0].describe(), "new kernel `fill_kernel`");
+    assert!(FailOn::Regressed.trips(&extra, &Gate::of(&[Metric::Counters])));
+
+    // A run without kernel time (another machine, the CPU) has no kernel verdict,
+    // and a gate on kernel time alone does not trip on it.
+    let mut plain = launch_bound("add", &add, 5, 5);
+    for m in plain
+        .rounds
+        .iter_mut()
+        .filter_map(|x| x.measurement.as_mut())
+    {
+        m.kernel = None;
+    }
+    let plain = judge(&plain);
+    assert_eq!(plain.verdict_of(Metric::Kernel), None);
+    assert_eq!(plain.verdict_of(Metric::Counters), None);
+    assert!(!FailOn::Ambiguous.trips(&plain, &Gate::of(&[Metric::Kernel])));
+}
+
+#[test]
+fn kernel_data_round_trips_through_a_saved_baseline() {
+    let (_tmp, store) = store();
+    let add = SyntheticKernels::one("add_kernel", 2_000.0);
+    let rec = launch_bound("add", &add, 3, 6);
+    store.save("main", std::slice::from_ref(&rec)).unwrap();
+    let loaded = store.load("main").unwrap();
+    assert_eq!(loaded[0], BaselineEntry::from_record(&rec).unwrap());
+    assert_eq!(loaded[0].kernels[0].name, "add_kernel");
+    assert_eq!(
+        loaded[0].groups(TimeKind::Kernel),
+        rec.groups(TimeKind::Kernel)
+            .into_iter()
+            .map(|g| g.into_iter().map(round_significant).collect::<Vec<_>>())
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn settings_that_move_figures_are_not_compared_unless_allowed() {
+    let base: Vec<BaselineEntry> = records(&["a", "b"], 1.0, 30)
+        .iter()
+        .map(|r| BaselineEntry::from_record(r).unwrap())
+        .collect();
+    let mut now = records(&["a", "b"], 1.0, 31);
+    // `a` measured with --quick's shorter samples and warm-up; `b` with a longer
+    // measurement time and more samples, which only narrow its interval.
+    now[0].config = MeasurementConfig {
+        processes: now[0].config.processes,
+        ..MeasurementConfig::quick()
+    };
+    now[1].config.measurement_time_s = 20.0;
+    now[1].config.max_samples = 500;
+    let set = compare_with_baseline(&now, &base, &BaselineCompareOptions::default()).unwrap();
+    let ComparisonOutcome::NotCompared { reason } = &set.comparisons[0].outcome else {
+        panic!("{:?}", set.comparisons[0]);
+    };
+    assert!(
+        reason.starts_with(
+            "measured with other settings (samples of 5.000 ms here, 10.00 ms in the baseline; \
+             a warm-up of 200.0 ms here, 1.000 s in the baseline)"
+        ),
+        "{reason}"
+    );
+    assert!(reason.contains("--allow-settings-mismatch"), "{reason}");
+    assert_eq!(set.comparisons[1].verdict(), Some(Verdict::NoChange));
+    assert!(FailOn::Ambiguous.should_fail(&set, &Gate::default()));
+
+    let allow = BaselineCompareOptions {
+        allow_settings_mismatch: true,
+        ..Default::default()
+    };
+    let set = compare_with_baseline(&now, &base, &allow).unwrap();
+    assert!(set.comparisons[0].verdict().is_some());
+    assert_eq!(set.other_settings.len(), 1);
+    assert_eq!(set.other_settings[0].id, "a");
+    assert_eq!(set.other_settings[0].differences.len(), 2);
+}
+
+#[test]
+fn a_baseline_from_another_device_is_refused_unless_allowed() {
+    let mut rng = Pcg64Mcg::seed_from_u64(12);
+    let model = GpuLikeSamples::default();
+    let base =
+        [
+            BaselineEntry::from_record(&model.record_processes(
+                "mm",
+                "NVIDIA A100",
+                3,
+                30,
+                &mut rng,
+            ))
+            .unwrap(),
+        ];
+    let now = [model.record_processes("mm", H200, 3, 30, &mut rng)];
+    let err = compare_with_baseline(&now, &base, &BaselineCompareOptions::default()).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("`NVIDIA A100`") && msg.contains("`NVIDIA H200`"),
+        "{msg}"
+    );
+    let allow = BaselineCompareOptions {
+        allow_device_mismatch: true,
+        ..Default::default()
+    };
+    let set = compare_with_baseline(&now, &base, &allow).unwrap();
+    assert_eq!(set.cross_device.len(), 1);
+    assert!(set.comparisons[0].verdict().is_some());
+}
+
+#[test]
+fn wall_time_is_compared_when_one_side_lacks_device_events() {
+    let mut now = records(&["a"], 1.0, 13);
+    let base = [BaselineEntry::from_record(&records(&["a"], 1.0, 14)[0]).unwrap()];
+    for s in &mut now[0].rounds[0].measurement.as_mut().unwrap().samples {
+        s.device_ns = None;
+    }
+    let set = compare_with_baseline(&now, &base, &BaselineCompareOptions::default()).unwrap();
+    assert!(matches!(
+        &set.comparisons[0].outcome,
+        ComparisonOutcome::Compared {
+            kind: TimeKind::Wall,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn fail_on_modes() {
+    use Verdict::*;
+    let table = [
+        (FailOn::Regressed, [false, true, false, false]),
+        (FailOn::Ambiguous, [false, true, false, true]),
+        (FailOn::Never, [false, false, false, false]),
+    ];
+    for (mode, expected) in table {
+        let got = [Improved, Regressed, NoChange, Ambiguous].map(|v| mode.fails(v));
+        assert_eq!(got, expected, "{mode}");
+        assert_eq!(mode.as_str().parse::<FailOn>().unwrap(), mode);
+    }
+    assert_eq!(FailOn::default(), FailOn::Regressed);
+    let err = "sometimes".parse::<FailOn>().unwrap_err().to_string();
+    assert!(err.contains("`regressed`, `ambiguous` or `never`"), "{err}");
+
+    let not_compared = ComparisonSet {
+        comparisons: vec![BenchmarkComparison {
+            id: "x".into(),
+            outcome: not_compared("a smoke run measures nothing"),
+        }],
+        missing_in_baseline: vec![],
+        missing_in_current: vec![],
+        cross_device: vec![],
+        other_settings: vec![],
+    };
+    assert!(FailOn::Ambiguous.should_fail(&not_compared, &Gate::default()));
+    assert!(!FailOn::Regressed.should_fail(&not_compared, &Gate::default()));
+}
+
+#[test]
+fn a_version_1_file_reads_as_one_process_and_compares_as_ambiguous() {
+    let (_tmp, store) = store();
+    let recs = records(&["mm"], 1.0, 15);
+    let dir = store.root.join("old");
+    std::fs::create_dir_all(&dir).unwrap();
+    let m = recs[0].first_measurement().unwrap();
+    let v1 = serde_json::json!({
+        "format_version": 1,
+        "id": "mm",
+        "fingerprint": recs[0].fingerprint,
+        "samples": {
+            "wall_ns": m.wall_per_iter(),
+            "host_ns": m.host_per_iter(),
+            "device_ns": m.device_per_iter(),
+        },
+        "estimates": {"primary": "device", "median_ns": {"point": 1.0, "lower": 1.0, "upper": 1.0, "confidence": 0.95}, "mean_ns": {"point": 1.0, "lower": 1.0, "upper": 1.0, "confidence": 0.95}},
+    });
+    std::fs::write(dir.join("mm.json"), v1.to_string()).unwrap();
+    let loaded = store.load("old").unwrap();
+    assert_eq!(loaded[0].processes.len(), 1);
+    assert_eq!(loaded[0].estimates.basis, EstimateBasis::OneProcess);
+    assert!(loaded[0].config.is_none());
+    let set = compare_with_baseline(&recs, &loaded, &BaselineCompareOptions::default()).unwrap();
+    match &set.comparisons[0].outcome {
+        ComparisonOutcome::Compared { comparison, .. } => {
+            assert_eq!(comparison.verdict, Verdict::Ambiguous);
+            assert!(comparison
+                .note
+                .as_ref()
+                .unwrap()
+                .contains("the baseline has 1 process"));
+        }
+        other => panic!("{other:?}"),
+    }
+}

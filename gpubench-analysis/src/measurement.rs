@@ -1,0 +1,390 @@
+//! What one process measured and how: the measurement settings, the samples and
+//! cold calls, the naive loops, memory, flags and the stopping reason, as a record's
+//! round holds them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::kernels::KernelMeasurement;
+pub use crate::processes::ProcessPolicy;
+
+/// The options a measurement ran with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeasurementConfig {
+    /// `bench` (measured) or `smoke` (each benchmark run once).
+    pub mode: RunMode,
+    /// Warm-up time bound, seconds.
+    pub warmup_time_s: f64,
+    /// Measurement time bound, seconds.
+    pub measurement_time_s: f64,
+    /// Target duration of one sample, seconds.
+    pub sample_target_s: f64,
+    /// Fewest samples taken.
+    pub min_samples: u32,
+    /// Most samples taken.
+    pub max_samples: u32,
+    /// Adaptive stop: relative half-width of the median's confidence interval.
+    pub target_rel_ci: f64,
+    /// Whether L2 was flushed before every timed call.
+    #[serde(default)]
+    pub flush_l2: bool,
+    /// How many processes measured the benchmark (one for records from before
+    /// rounds, and for a bench executable run on its own).
+    #[serde(default = "ProcessPolicy::single")]
+    pub processes: ProcessPolicy,
+}
+
+impl MeasurementConfig {
+    /// Defaults suited to GPUs: warm up for at most 1 s, measure for at most 5 s,
+    /// samples of about 10 ms (an empty CUDA sync costs ~10 µs, so under 0.2%), at
+    /// least 10 and at most 200 samples, stop once the median's 95% interval is
+    /// within ±1%; one process (`cargo gpubench` sets its own process policy).
+    pub fn standard() -> Self {
+        MeasurementConfig {
+            mode: RunMode::Bench,
+            warmup_time_s: 1.0,
+            measurement_time_s: 5.0,
+            sample_target_s: 0.01,
+            min_samples: 10,
+            max_samples: 200,
+            target_rel_ci: 0.01,
+            flush_l2: false,
+            processes: ProcessPolicy::single(),
+        }
+    }
+
+    /// `--quick`: shorter bounds (0.2 s warm-up, 1 s measurement, 5 samples minimum)
+    /// and a looser ±2% target.
+    pub fn quick() -> Self {
+        MeasurementConfig {
+            warmup_time_s: 0.2,
+            measurement_time_s: 1.0,
+            sample_target_s: 0.005,
+            min_samples: 5,
+            max_samples: 100,
+            target_rel_ci: 0.02,
+            ..Self::standard()
+        }
+    }
+}
+
+impl MeasurementConfig {
+    /// The settings in which `self` (this run) and `baseline` differ that move the
+    /// figures themselves, in words: the sample time (samples of a few calls pay a
+    /// sync, a first call or cache misses that longer ones amortise), the warm-up
+    /// (clocks, caches) and `--flush-l2`. The measurement time, sample counts,
+    /// stopping target and processes change only how sure a figure is.
+    pub fn differences_that_move_figures(&self, baseline: &Self) -> Vec<String> {
+        let differs = |a: f64, b: f64| (a - b).abs() > 1e-9 * a.abs().max(b.abs()).max(1e-12);
+        let seconds = |s: f64| crate::units::format_ns(s * 1e9);
+        let mut out = Vec::new();
+        if differs(self.sample_target_s, baseline.sample_target_s) {
+            out.push(format!(
+                "samples of {} here, {} in the baseline",
+                seconds(self.sample_target_s),
+                seconds(baseline.sample_target_s)
+            ));
+        }
+        if differs(self.warmup_time_s, baseline.warmup_time_s) {
+            out.push(format!(
+                "a warm-up of {} here, {} in the baseline",
+                seconds(self.warmup_time_s),
+                seconds(baseline.warmup_time_s)
+            ));
+        }
+        if self.flush_l2 != baseline.flush_l2 {
+            let on = |f: bool| if f { "on" } else { "off" };
+            out.push(format!(
+                "--flush-l2 {} here, {} in the baseline",
+                on(self.flush_l2),
+                on(baseline.flush_l2)
+            ));
+        }
+        out
+    }
+}
+
+impl Default for MeasurementConfig {
+    fn default() -> Self {
+        Self::standard()
+    }
+}
+
+/// Whether a benchmark was measured or smoke-tested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunMode {
+    /// Full measurement (`--bench`).
+    Bench,
+    /// One call, to check it runs (`cargo test --benches`).
+    Smoke,
+}
+
+/// One call timed on its own: the first ever, or the first at a new shape/argument.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColdCall {
+    /// What made it cold: `first call`, or the new shape.
+    pub label: String,
+    /// Synced wall time, ns.
+    pub wall_ns: f64,
+    /// When the call returned to the host, ns after the start.
+    pub host_ns: f64,
+    /// Device time from events, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_ns: Option<f64>,
+}
+
+/// A point of the warm-up trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WarmupPoint {
+    /// Iterations in this batch.
+    pub iters: u64,
+    /// Synced wall time of the batch, ns.
+    pub wall_ns: f64,
+}
+
+/// One steady-state sample: `sync; t0; k calls; sync; t1`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// k, the iterations in this sample.
+    pub iters: u64,
+    /// Synced wall time `t1 - t0`, ns.
+    pub wall_ns: f64,
+    /// When the k-th call returned to the host, ns after `t0`.
+    pub host_ns: f64,
+    /// Device time between events recorded around the k calls, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_ns: Option<f64>,
+}
+
+impl Sample {
+    /// Synced wall time per iteration, ns.
+    pub fn per_iter_wall(&self) -> f64 {
+        self.wall_ns / self.iters as f64
+    }
+    /// Host-dispatch time per iteration, ns.
+    pub fn per_iter_host(&self) -> f64 {
+        self.host_ns / self.iters as f64
+    }
+    /// Device time per iteration, ns.
+    pub fn per_iter_device(&self) -> Option<f64> {
+        self.device_ns.map(|d| d / self.iters as f64)
+    }
+    /// Device time per iteration when measured, else synced wall time, ns.
+    pub fn per_iter_primary(&self) -> f64 {
+        self.per_iter_device()
+            .unwrap_or_else(|| self.per_iter_wall())
+    }
+}
+
+/// What an unsynchronised timing loop reports, next to the truth.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NaiveLoop {
+    /// Iterations in the loop.
+    pub iters: u64,
+    /// Host time of the loop without a final sync, per iteration, ns.
+    pub naive_ns_per_iter: f64,
+    /// The same loop with the final sync, per iteration, ns.
+    pub synced_ns_per_iter: f64,
+}
+
+/// Work done per iteration, for rates.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "unit", content = "per_iter")]
+pub enum Throughput {
+    /// Floating-point operations per iteration.
+    Flops(f64),
+    /// Bytes moved per iteration.
+    Bytes(f64),
+    /// Elements processed per iteration.
+    Elements(f64),
+}
+
+impl Throughput {
+    /// The rate at `ns_per_iter`, formatted with a unit that fits its size
+    /// (`760.1 TFLOP/s`, `51.2 GFLOP/s`, `1.21 TB/s`, `3.4 Melem/s`).
+    pub fn format_rate(&self, ns_per_iter: f64) -> String {
+        let rate = self.rate(ns_per_iter);
+        let (unit, prefixes): (&str, &[(f64, &str)]) = match self {
+            Throughput::Flops(_) => ("FLOP/s", &[(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]),
+            Throughput::Bytes(_) => ("B/s", &[(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]),
+            Throughput::Elements(_) => {
+                ("elem/s", &[(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")])
+            }
+        };
+        for &(scale, prefix) in prefixes {
+            if rate >= scale {
+                return format!("{:.1} {prefix}{unit}", rate / scale);
+            }
+        }
+        format!("{rate:.1} {unit}")
+    }
+
+    /// The rate in the unit's base per second (FLOP/s, B/s, elem/s).
+    pub fn rate(&self, ns_per_iter: f64) -> f64 {
+        let per_iter = match *self {
+            Throughput::Flops(x) | Throughput::Bytes(x) | Throughput::Elements(x) => x,
+        };
+        per_iter / (ns_per_iter * 1e-9)
+    }
+}
+
+/// Peak device memory from libtorch's caching allocator (CUDA only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryStats {
+    /// Peak bytes held by tensors.
+    pub peak_allocated_bytes: u64,
+    /// Peak bytes reserved from the driver; the gap to `peak_allocated_bytes` is
+    /// fragmentation and cache.
+    pub peak_reserved_bytes: u64,
+    /// Bytes held by tensors when read.
+    pub allocated_bytes: u64,
+    /// Bytes reserved when read.
+    pub reserved_bytes: u64,
+    /// Allocations that had to free the cache and retry.
+    pub alloc_retries: u64,
+    /// Out-of-memory errors raised.
+    pub num_ooms: u64,
+}
+
+/// Why sampling stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The confidence interval became narrow enough.
+    Converged,
+    /// The measurement time bound was hit first.
+    TimeBound,
+    /// The maximum number of samples was reached.
+    SampleBound,
+    /// Smoke mode: one call only.
+    Smoke,
+}
+
+/// Which timer a figure comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeKind {
+    /// Synced wall time.
+    Wall,
+    /// Host-dispatch time: when the last call returned to the host.
+    Host,
+    /// Device time from events.
+    Device,
+    /// Kernel time: the GPU's own work per call without host gaps (CUDA-graph replay,
+    /// or the profiler's kernel durations).
+    Kernel,
+}
+
+impl TimeKind {
+    /// Words for tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            TimeKind::Wall => "wall",
+            TimeKind::Host => "host",
+            TimeKind::Device => "device",
+            TimeKind::Kernel => "kernel",
+        }
+    }
+}
+
+/// Something the engine noticed about a benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Flag {
+    /// The host returns long before the device finishes: device time dominates.
+    DeviceBound,
+    /// The device waits on the host: dispatch time dominates.
+    LaunchBound,
+    /// Host-dispatch time tracks device time: something syncs inside the routine.
+    SyncsInsideRoutine,
+    /// The samples never settled: noise above the target at the time bound.
+    Unstable,
+    /// The processes disagree: their medians differ by more than 10%, well beyond the
+    /// noise within each (see [`crate::processes`]).
+    UnstableAcrossProcesses,
+}
+
+impl Flag {
+    /// Words for tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            Flag::DeviceBound => "device-bound",
+            Flag::LaunchBound => "launch-bound",
+            Flag::SyncsInsideRoutine => "syncs inside the routine",
+            Flag::Unstable => "unstable",
+            Flag::UnstableAcrossProcesses => "unstable across processes",
+        }
+    }
+}
+
+/// Everything measured for one benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Median cost of an empty `sync; t0; sync; t1`, ns.
+    pub sync_cost_ns: f64,
+    /// Cold calls, in order: the first ever, then each new shape/argument.
+    pub cold: Vec<ColdCall>,
+    /// The warm-up trace.
+    pub warmup: Vec<WarmupPoint>,
+    /// Steady-state samples in time order.
+    pub samples: Vec<Sample>,
+    /// What naive unsynchronised loops would have reported.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub naive: Vec<NaiveLoop>,
+    /// Work per iteration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput: Option<Throughput>,
+    /// Peak memory; absent (not zero) on CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryStats>,
+    /// Why sampling stopped.
+    pub stop_reason: StopReason,
+    /// What the engine noticed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<Flag>,
+    /// Whether device times come from device events (`true`) or are absent.
+    pub device_timer: bool,
+    /// What the GPU did per call (kernel time, kernels, counters); absent on a device
+    /// without kernel timing (the CPU) and when it could not be taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelMeasurement>,
+    /// Why there is no kernel measurement, when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_unavailable: Option<String>,
+}
+
+impl Measurement {
+    /// Per-iteration synced wall times of the samples, ns.
+    pub fn wall_per_iter(&self) -> Vec<f64> {
+        self.samples.iter().map(Sample::per_iter_wall).collect()
+    }
+    /// Per-iteration host-dispatch times, ns.
+    pub fn host_per_iter(&self) -> Vec<f64> {
+        self.samples.iter().map(Sample::per_iter_host).collect()
+    }
+    /// Per-iteration device times, ns, when every sample has one.
+    pub fn device_per_iter(&self) -> Option<Vec<f64>> {
+        self.samples.iter().map(Sample::per_iter_device).collect()
+    }
+    /// Per-iteration times of timer `kind`, ns (empty without device times).
+    pub fn per_iter(&self, kind: TimeKind) -> Vec<f64> {
+        match kind {
+            TimeKind::Wall => self.wall_per_iter(),
+            TimeKind::Host => self.host_per_iter(),
+            TimeKind::Device => self.device_per_iter().unwrap_or_default(),
+            TimeKind::Kernel => self
+                .kernel
+                .as_ref()
+                .map(|k| k.samples_ns.clone())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The steady-state figure of this process: device time when measured, else
+    /// synced wall time, per iteration.
+    pub fn primary_per_iter(&self) -> Vec<f64> {
+        self.device_per_iter()
+            .filter(|d| !d.is_empty())
+            .unwrap_or_else(|| self.wall_per_iter())
+    }
+}
