@@ -1,6 +1,7 @@
 //! The bench executable's command line: libtest-compatible, every option also read
 //! from a `GPUBENCH_*` environment variable.
 
+use gpubench_analysis::protocol;
 use std::path::PathBuf;
 
 use clap::builder::BoolishValueParser;
@@ -56,7 +57,7 @@ pub struct HarnessArgs {
     #[arg(long, env = "GPUBENCH_QUICK", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub quick: bool,
     /// Write one raw JSON record per benchmark into this directory.
-    #[arg(long, env = "GPUBENCH_RECORD_DIR", value_name = "DIR")]
+    #[arg(long, env = protocol::RECORD_DIR_VAR, value_name = "DIR")]
     pub record_dir: Option<PathBuf>,
     /// Warm-up time bound in seconds (default 1, quick 0.2).
     #[arg(
@@ -101,7 +102,7 @@ pub struct HarnessArgs {
     pub flush_l2: bool,
     /// Which round (process) of this benchmark `cargo gpubench` runs: from 2 on, the
     /// diagnostics the first round recorded are left out.
-    #[arg(long, env = "GPUBENCH_ROUND", hide = true, value_name = "N")]
+    #[arg(long, env = protocol::ROUND_VAR, hide = true, value_name = "N")]
     pub round: Option<u32>,
     /// Accepted for libtest compatibility (output is never captured).
     #[arg(long, hide = true)]
@@ -124,4 +125,20 @@ pub struct HarnessArgs {
     /// Accepted for libtest compatibility.
     #[arg(short = 'Z', hide = true, value_name = "FLAG")]
     pub unstable: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn help_states_the_protocol_exit_codes() {
+        let help = HarnessArgs::command().render_long_help().to_string();
+        let failed = format!("{} a benchmark failed", protocol::EXIT_BENCHMARK_FAILED);
+        let usage = format!("{} bad usage", protocol::EXIT_USAGE);
+        assert!(help.contains(&failed), "{help}");
+        assert!(help.contains(&usage), "{help}");
+    }
 }

@@ -12,11 +12,9 @@ use crate::build::discover;
 use crate::cli::{CompareArgs, Format};
 use crate::compare::{change_text, outcome_word, RunComparison, VerdictSettings};
 use crate::exit_code::Exit;
+use crate::output::json::{attach_comparison, ExitVerdict, SummaryEntry};
 use crate::output::markdown::MarkdownSummary;
-use crate::output::terminal::{
-    align, attach_comparison, count_line, render_comparison, render_failures, ExitVerdict,
-    SummaryEntry,
-};
+use crate::output::terminal::{align, count_line, render_comparison, render_failures};
 use crate::store::baselines;
 use crate::store::manifest::BenchStatus;
 use crate::store::references::{self, Places, Side};
@@ -118,7 +116,7 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
         }
     }
     if let Some(path) = &args.verdicts.summary_file {
-        crate::commands::run::write_summary_file(&cwd.join(path), &markdown())?;
+        crate::output::markdown::write_summary_file(&cwd.join(path), &markdown())?;
     }
     Ok(exit)
 }

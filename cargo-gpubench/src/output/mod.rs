@@ -1,6 +1,8 @@
-//! What a user reads: the terminal table and the JSON document ([`terminal`]), the
-//! Markdown summary for pull requests ([`markdown`]) and the HTML report ([`html`]).
+//! What a user reads: the run's summary as data, printed as JSON ([`json`]), the
+//! terminal table ([`terminal`]), the Markdown summary for pull requests
+//! ([`markdown`]) and the HTML report ([`html`]).
 
 pub mod html;
+pub mod json;
 pub mod markdown;
 pub mod terminal;

@@ -9,7 +9,7 @@ use gpubench_analysis::summary::BenchmarkSummary;
 use serde::Serialize;
 
 use super::facts::{fact, Fact};
-use super::BaselineComparison;
+use super::input::BaselineComparison;
 use crate::compare::{counters_text, kernel_comparison};
 use crate::format;
 

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use gpubench_analysis::{BaselineStore, RawRecord};
 
-use super::{ReportIndex, ReportInput};
+use super::input::{ReportIndex, ReportInput};
 use crate::compare::{RunComparison, BASELINE_COPY};
-use crate::output::terminal::SummaryEntry;
+use crate::output::json::SummaryEntry;
 
 /// The report's directory inside the output directory.
 pub const REPORT_DIR: &str = "report";

@@ -7,8 +7,8 @@
 use serde::Serialize;
 use tera::{Context, Tera};
 
+use super::input::ReportError;
 use super::view::{BenchmarkView, SummaryView};
-use super::ReportError;
 
 /// The stylesheet, written as `report.css`.
 pub const CSS: &str = include_str!("../../../templates/report.css");

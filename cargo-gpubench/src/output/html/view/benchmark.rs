@@ -4,13 +4,13 @@
 use crate::format;
 use crate::output::html::eager_compiled::EagerCompiledView;
 use crate::output::html::facts::{fact, Fact};
+use crate::output::html::input::ReportBenchmark;
 use crate::output::html::kernels::KernelView;
 use crate::output::html::view::common::{
     baseline_note, benchmark_status, compared, environment_rows, p_value, percent_of_peak,
     time_label, BenchmarkView, ColdRow, FailureView, Figures, NaiveRow, PageCharts,
 };
 use crate::output::html::view::plots::{chart, fill_charts};
-use crate::output::html::ReportBenchmark;
 use gpubench_analysis::processes::EstimateBasis;
 use gpubench_analysis::{
     file_stem_for_id, BenchmarkSummary, Measurement, RawRecord, RunMode, StopReason,

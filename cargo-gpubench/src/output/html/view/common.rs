@@ -11,9 +11,9 @@ use crate::format;
 use crate::output::html::charts::Plot;
 use crate::output::html::eager_compiled::EagerCompiledView;
 use crate::output::html::facts::Fact;
+use crate::output::html::input::ReportBenchmark;
 use crate::output::html::kernels::KernelView;
 use crate::output::html::peaks::{device_peaks, dtype_from_id, normalise_dtype};
-use crate::output::html::ReportBenchmark;
 
 /// A benchmark's status: its verdict, or why it has none.
 #[derive(Debug, Clone, Serialize)]

@@ -11,11 +11,11 @@ mod common;
 mod plots;
 mod summary;
 
+use crate::output::html::input::{ReportBenchmark, ReportInput};
 use crate::output::html::peaks::device_peaks;
 use crate::output::html::view::benchmark::benchmark_view;
 use crate::output::html::view::common::{environment_rows, Figures};
 use crate::output::html::view::summary::{summary_row, CountView, ScorecardRow, SummaryRow};
-use crate::output::html::{ReportBenchmark, ReportInput};
 use gpubench_analysis::{BenchmarkSummary, Fingerprint, RawRecord};
 use std::collections::BTreeSet;
 

@@ -4,8 +4,8 @@ use crate::format;
 use crate::output::html::charts::{
     self, palette, Axis, AxisFormat, Note, Plot, Rule, Series, SeriesKind,
 };
+use crate::output::html::input::ReportBenchmark;
 use crate::output::html::view::common::{compared, time_label, BenchmarkView, ChartView, Figures};
-use crate::output::html::ReportBenchmark;
 use gpubench_analysis::stats::{self};
 use gpubench_analysis::{BenchmarkSummary, Measurement, TimeKind};
 

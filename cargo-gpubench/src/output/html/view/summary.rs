@@ -2,11 +2,11 @@
 
 use crate::format;
 use crate::output::html::eager_compiled::{FlagView, SpeedupView};
+use crate::output::html::input::ReportBenchmark;
 use crate::output::html::view::common::{
     baseline_note, compared, first_line, percent_of_peak, wrap_points, BenchmarkView, Cell,
     Figures, StatusView,
 };
-use crate::output::html::ReportBenchmark;
 use gpubench_analysis::kernels::{count_text, Counter};
 use gpubench_analysis::{BenchmarkSummary, RunMode};
 use serde::Serialize;

@@ -1,0 +1,247 @@
+//! The options of `compare` and `report`, and what a run shares with `compare`: the
+//! output format and the verdict options (`--fail-on`, `--gate-on`, the statistics'
+//! settings).
+
+use std::path::PathBuf;
+
+use clap::builder::BoolishValueParser;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{ArgAction, Args, ValueEnum};
+use gpubench_analysis::baseline::validate_name;
+use gpubench_analysis::baseline::{Gate, Metric};
+use gpubench_analysis::compare::{
+    DEFAULT_HOST_NOISE_THRESHOLD, DEFAULT_NOISE_THRESHOLD, DEFAULT_SIGNIFICANCE,
+};
+use gpubench_analysis::{CompareConfig, FailOn};
+
+/// Options of `cargo gpubench compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The reference side: a saved baseline or a stored run (how names resolve: see
+    /// --help).
+    #[arg(value_name = "BASELINE")]
+    pub baseline: String,
+
+    /// The side judged against BASELINE: a saved baseline or a stored run.
+    #[arg(value_name = "CURRENT")]
+    pub current: String,
+
+    /// Output format on stdout.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        env = "GPUBENCH_FORMAT",
+        default_value_t = Format::Human
+    )]
+    pub format: Format,
+
+    /// Path to the workspace's Cargo.toml (to find its baselines and runs).
+    #[arg(long, value_name = "PATH", env = "GPUBENCH_MANIFEST_PATH")]
+    pub manifest_path: Option<PathBuf>,
+
+    /// Where runs are stored [default: `<target-dir>/gpubench` of the workspace, or
+    /// ./target/gpubench outside one].
+    #[arg(long, value_name = "DIR", env = "GPUBENCH_OUT_DIR")]
+    pub out_dir: Option<PathBuf>,
+
+    /// How the comparison decides and gates.
+    #[command(flatten)]
+    pub verdicts: VerdictArgs,
+}
+
+/// Options of `cargo gpubench report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// The stored run to report on (how names resolve: see --help).
+    #[arg(value_name = "RUN", default_value = "latest")]
+    pub run: String,
+
+    /// Open the report in a browser (xdg-open, or open on macOS) once written.
+    #[arg(long, env = "GPUBENCH_OPEN", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub open: bool,
+
+    /// Path to the workspace's Cargo.toml (to find its runs).
+    #[arg(long, value_name = "PATH", env = "GPUBENCH_MANIFEST_PATH")]
+    pub manifest_path: Option<PathBuf>,
+
+    /// Where runs are stored, and the report is written [default:
+    /// `<target-dir>/gpubench` of the workspace, or ./target/gpubench outside one].
+    #[arg(long, value_name = "DIR", env = "GPUBENCH_OUT_DIR")]
+    pub out_dir: Option<PathBuf>,
+
+    /// Directory holding the saved baselines, to tell a run from a baseline of the
+    /// same name [default: `<workspace>/gpubench/baselines`, or ./gpubench/baselines
+    /// outside a workspace].
+    #[arg(long, value_name = "DIR", env = "GPUBENCH_BASELINES_DIR")]
+    pub baselines_dir: Option<PathBuf>,
+}
+
+/// How a comparison with a baseline decides, what fails the run, and where its
+/// summary and baselines go; shared by a run and `compare`.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Baselines")]
+pub struct VerdictArgs {
+    /// Directory holding the saved baselines, one directory per name [default:
+    /// `<workspace>/gpubench/baselines`, or ./gpubench/baselines with --exe or outside
+    /// a workspace].
+    #[arg(long, value_name = "DIR", env = "GPUBENCH_BASELINES_DIR")]
+    pub baselines_dir: Option<PathBuf>,
+
+    /// Largest p-value (bootstrap test of "no change") for a change to count as
+    /// significant; between 0 and 1.
+    #[arg(
+        long,
+        value_name = "P",
+        env = "GPUBENCH_SIGNIFICANCE",
+        default_value_t = DEFAULT_SIGNIFICANCE,
+        value_parser = parse_significance
+    )]
+    pub significance: f64,
+
+    /// Relative change that is noise, not a change: with 0.02 (or 2%) a device-bound
+    /// benchmark is only called regressed or improved when the whole 90% interval of
+    /// its change lies beyond ±2% (and beyond 1.5 times the spread between its
+    /// processes).
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        env = "GPUBENCH_NOISE_THRESHOLD",
+        default_value_t = DEFAULT_NOISE_THRESHOLD,
+        value_parser = parse_noise_threshold
+    )]
+    pub noise_threshold: f64,
+
+    /// Noise threshold of benchmarks that are not device-bound: their time rests on the
+    /// host's dispatch speed, which drifts between runs (on an H200 by up to 45%), so
+    /// smaller changes of it are no change. Kernel time is their sensitive gate.
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        env = "GPUBENCH_HOST_NOISE_THRESHOLD",
+        default_value_t = DEFAULT_HOST_NOISE_THRESHOLD,
+        value_parser = parse_noise_threshold
+    )]
+    pub host_noise_threshold: f64,
+
+    /// Compare with a baseline recorded on another device model (otherwise such
+    /// benchmarks are listed as not compared, naming both devices).
+    #[arg(
+        long,
+        env = "GPUBENCH_ALLOW_DEVICE_MISMATCH",
+        action = ArgAction::SetTrue,
+        value_parser = BoolishValueParser::new()
+    )]
+    pub allow_device_mismatch: bool,
+
+    /// Compare benchmarks whose two sides were measured with settings that move the
+    /// figures (sample time, warm-up, --flush-l2; otherwise they are listed as not
+    /// compared, naming the difference).
+    #[arg(
+        long,
+        env = "GPUBENCH_ALLOW_SETTINGS_MISMATCH",
+        action = ArgAction::SetTrue,
+        value_parser = BoolishValueParser::new()
+    )]
+    pub allow_settings_mismatch: bool,
+
+    /// Which verdicts end the run with exit code 4: `regressed`; `ambiguous`
+    /// (regressed, ambiguous, or not compared, e.g. another device); `never` (report
+    /// only).
+    #[arg(
+        long,
+        value_name = "WHEN",
+        env = "GPUBENCH_FAIL_ON",
+        default_value = "regressed",
+        value_parser = PossibleValuesParser::new(FailOn::ALL.map(FailOn::as_str))
+            .map(|s| s.parse::<FailOn>().expect("clap checked the value"))
+    )]
+    pub fail_on: FailOn,
+
+    /// The metrics whose verdicts --fail-on looks at, comma-separated: `time` (device
+    /// time, else synced wall time), `kernel` (kernel time), `counters` (kernels,
+    /// copies, syncs and allocations per call). Launch-bound work is best gated on
+    /// `kernel,counters`: its time rests on the host.
+    #[arg(
+        long,
+        value_name = "METRICS",
+        env = "GPUBENCH_GATE_ON",
+        default_value = "time,kernel,counters",
+        value_delimiter = ',',
+        value_parser = PossibleValuesParser::new(Metric::ALL.map(Metric::as_str))
+            .map(|s| s.parse::<Metric>().expect("clap checked the value"))
+    )]
+    pub gate_on: Vec<Metric>,
+
+    /// Also write the Markdown summary (the --format markdown one) to this file,
+    /// e.g. for a pull-request comment or $GITHUB_STEP_SUMMARY.
+    #[arg(long, value_name = "PATH", env = "GPUBENCH_SUMMARY_FILE")]
+    pub summary_file: Option<PathBuf>,
+}
+
+impl VerdictArgs {
+    /// The metrics the gate looks at.
+    pub fn gate(&self) -> Gate {
+        Gate::of(&self.gate_on)
+    }
+
+    /// The statistical settings of the comparison.
+    pub fn compare_config(&self) -> CompareConfig {
+        CompareConfig {
+            significance: self.significance,
+            noise_threshold: self.noise_threshold,
+            host_noise_threshold: self.host_noise_threshold,
+            ..CompareConfig::default()
+        }
+    }
+}
+
+pub(super) fn parse_baseline_name(s: &str) -> Result<String, String> {
+    validate_name(s).map_err(|e| e.to_string())?;
+    Ok(s.to_string())
+}
+
+pub(super) fn parse_significance(s: &str) -> Result<f64, String> {
+    let p: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if p > 0.0 && p < 1.0 {
+        Ok(p)
+    } else {
+        Err(format!(
+            "the significance must lie strictly between 0 and 1, got `{s}`"
+        ))
+    }
+}
+
+/// A fraction (`0.05`) or a percentage (`5%`).
+pub(super) fn parse_noise_threshold(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (number, scale) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), 0.01),
+        None => (t, 1.0),
+    };
+    let x: f64 = number
+        .parse()
+        .map_err(|_| format!("`{s}` is not a fraction (0.02) or a percentage (2%)"))?;
+    let x = x * scale;
+    if x.is_finite() && x >= 0.0 {
+        Ok(x)
+    } else {
+        Err(format!(
+            "the noise threshold must be a finite number of at least 0, got `{s}`"
+        ))
+    }
+}
+
+/// How results are printed on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A table for people; progress on stderr.
+    Human,
+    /// One JSON document for programs; no progress bar.
+    Json,
+    /// A Markdown summary for a pull-request comment.
+    Markdown,
+}

@@ -1,0 +1,231 @@
+//! The command line of `cargo gpubench`: every option also reads a `GPUBENCH_*`
+//! environment variable, so CI can set options without editing command lines.
+
+mod compare;
+mod run;
+#[cfg(test)]
+mod tests;
+
+pub use compare::{CompareArgs, Format, ReportArgs, VerdictArgs};
+pub use run::{MeasureArgs, RunArgs, MAX_PROCESSES};
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::builder::BoolishValueParser;
+use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand};
+
+/// Discover, build and run `#[gpu_bench]` benchmarks, each in its own process.
+#[derive(Debug, Parser)]
+#[command(
+    name = "cargo-gpubench",
+    bin_name = "cargo gpubench",
+    version,
+    about = "Discover, build and run #[gpu_bench] benchmarks, each in its own process.",
+    long_about = "Discover, build and run #[gpu_bench] benchmarks, each in its own process.\n\n\
+        Bench targets of workspace packages that depend on gpubench-core are built with \
+        `cargo bench --no-run`, listed, and every selected benchmark is measured in \
+        several processes of its own (rounds: round 1 of every benchmark, then round 2, \
+        ...), each with a timeout: a machine's speed changes from one process to the \
+        next, so the interval of every figure comes from how the processes differ. A \
+        crash, panic, out-of-memory or timeout becomes a failed record and the other \
+        benchmarks still run. Each run is stored under \
+        <target-dir>/gpubench/runs/<run-id>/ (one JSON record per benchmark and a \
+        manifest.json), with <target-dir>/gpubench/latest pointing at it, and its HTML \
+        report is written to <target-dir>/gpubench/report/index.html (--no-report skips \
+        it; `cargo gpubench report` renders it again).\n\n\
+        libtorch is found through LIBTORCH, the project's .venv, a torch importable by \
+        python3, or the build scripts' native library paths, and put on the loader path \
+        of every benchmark process. The harness's own tuning variables (e.g. \
+        GPUBENCH_MEASUREMENT_TIME) pass through to benchmark processes.\n\n\
+        Baselines: --save-baseline NAME saves the run's measurements as \
+        <workspace>/gpubench/baselines/NAME/ (one small JSON file per benchmark, made \
+        to be committed to git). A run is compared with --baseline NAME, or by default \
+        with the baseline `main` when one is saved (--no-baseline skips it); the \
+        terminal table gains a change column, the comparison is stored as \
+        runs/<run-id>/comparison.json, and --fail-on decides which verdicts end the \
+        run with exit code 4. Comparing and saving in one run compares with the \
+        baseline as it was before this run.\n\n\
+        Words in the summary. A benchmark: passed, or failed (panic, out of memory, \
+        crash, timeout, exit code); device-bound: the host returns long before the \
+        device finishes, so the figure is device time; launch-bound: the device waits \
+        on the host's dispatch; syncs inside the routine: host dispatch tracks device \
+        time (something reads back); unstable: a process's samples never settled within \
+        its time bound; unstable across processes: the processes' medians differ by \
+        more than 10%. A verdict (on time, kernel time or counts): regressed or \
+        improved: the whole 90% interval of the change lies beyond the threshold; no \
+        change: it lies inside; ambiguous: neither, or too few processes; not \
+        compared: recorded on another device model; new: not in the baseline. A run: \
+        incomplete: its cargo gpubench died before the end.",
+    after_long_help = crate::exit_code::HELP,
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    /// What to do; running benchmarks when absent.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Options of the default action (running benchmarks).
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// The subcommands.
+// Parsed once per process: the size of the run variant does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run benchmarks (the default); with --exe, run already-built bench executables
+    /// without cargo.
+    #[command(after_long_help = crate::exit_code::HELP)]
+    Run(RunArgs),
+    /// Compare two stored baselines or runs, without running anything.
+    #[command(
+        long_about = "Compare two stored baselines or runs, without running anything: \
+            BASELINE is the reference, CURRENT is judged against it, benchmark by \
+            benchmark, with the same statistics and --fail-on gate as a run.",
+        after_long_help = COMPARE_HELP
+    )]
+    Compare(CompareArgs),
+    /// Render the HTML report of a stored run again (the latest by default).
+    #[command(
+        long_about = "Render the HTML report of a stored run again, without running \
+            anything: RUN's records, and its comparison with the baseline when it was \
+            compared, are written to <out-dir>/report/ (index.html and a page per \
+            benchmark), replacing the report there.",
+        after_long_help = REPORT_HELP
+    )]
+    Report(ReportArgs),
+    /// Install the libtorch this build needs into the user's cache, once.
+    #[command(
+        long_about = "Install libtorch (PyPI's torch wheel, CPU and CUDA 13, with the \
+            CUDA headers kernel timing builds against) into a virtual environment in \
+            the user's cache: GPUBENCH_CACHE_DIR, else XDG_CACHE_HOME/gpubench, else \
+            ~/.cache/gpubench. cargo gpubench finds it there, builds tch against it and \
+            runs benchmarks with it, with no environment to set. About 5 GB; needs \
+            python3 with venv and access to PyPI."
+    )]
+    Setup(SetupArgs),
+}
+
+/// Options of `setup`.
+#[derive(Debug, Clone, Args)]
+pub struct SetupArgs {
+    /// The virtual environment to make [default: <cache>/torch-<version>].
+    #[arg(long, value_name = "DIR", env = "GPUBENCH_SETUP_VENV")]
+    pub venv: Option<PathBuf>,
+    /// The Python that makes it.
+    #[arg(
+        long,
+        value_name = "PYTHON",
+        env = "GPUBENCH_SETUP_PYTHON",
+        default_value = "python3"
+    )]
+    pub python: OsString,
+    /// Leave out the CUDA headers wheel (no kernel timing is built then).
+    #[arg(long, env = "GPUBENCH_SETUP_NO_CUDA_HEADERS", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub no_cuda_headers: bool,
+    /// Install again even when it is there.
+    #[arg(long, env = "GPUBENCH_SETUP_FORCE", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub force: bool,
+}
+
+/// How `report` resolves its argument, and its exit codes.
+pub const REPORT_HELP: &str = "\
+RUN is resolved like the sides of `cargo gpubench compare` (see its --help):
+latest (the default), run:ID, an id or the start of one, or a run directory's path.
+A saved baseline is not a run and is refused.
+
+Exit codes:
+  0    the report was written (with --open, whether or not a browser opened)
+  2    bad input: an unknown or ambiguous run, a corrupt or newer file
+  5    a file could not be read, or the report could not be written";
+
+/// How `compare` resolves its arguments, and its exit codes.
+pub const COMPARE_HELP: &str = "\
+How BASELINE and CURRENT are resolved:
+  baseline:NAME   the saved baseline NAME (<baselines-dir>/NAME/)
+  run:ID          the stored run ID (<out-dir>/runs/ID/); also run:latest, run:PATH
+  latest          the newest run (what <out-dir>/latest points at)
+  PATH            anything with a '/' (e.g. ./dir): a run directory (it holds
+                  manifest.json) or a directory of baseline files
+  NAME            a saved baseline NAME, or a stored run whose id is NAME or starts
+                  with NAME; when both exist it is ambiguous and refused: write
+                  baseline:NAME or run:NAME
+
+Exit codes:
+  0    compared; the --fail-on gate did not trip
+  1    CURRENT holds a failed benchmark (wins over 4)
+  2    bad input: an unknown or ambiguous name, a corrupt or newer file
+  4    the --fail-on gate tripped: a regression was found
+  5    a file could not be read or written";
+
+impl Cli {
+    /// Parses the command line as cargo passes it: `cargo gpubench ...` runs
+    /// `cargo-gpubench gpubench ...`, so a leading `gpubench` is dropped.
+    pub fn parse_from_cargo<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString>,
+    {
+        let mut args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        if args.get(1).is_some_and(|a| a == "gpubench") {
+            args.remove(1);
+        }
+        Cli::try_parse_from(args)
+    }
+
+    /// The options of a run, from the `run` subcommand or the top level (with
+    /// `compare`, the top level's, which it does not use: see [`Cli::compare_args`]).
+    pub fn run_args(&self) -> &RunArgs {
+        match &self.command {
+            Some(Command::Run(args)) => args,
+            Some(Command::Compare(_) | Command::Report(_) | Command::Setup(_)) | None => &self.run,
+        }
+    }
+
+    /// The options of `compare`, when that is the subcommand.
+    pub fn compare_args(&self) -> Option<&CompareArgs> {
+        match &self.command {
+            Some(Command::Compare(args)) => Some(args),
+            _ => None,
+        }
+    }
+
+    /// The options of `setup`, when that is the subcommand.
+    pub fn setup_args(&self) -> Option<&SetupArgs> {
+        match &self.command {
+            Some(Command::Setup(args)) => Some(args),
+            _ => None,
+        }
+    }
+
+    /// The options of `report`, when that is the subcommand.
+    pub fn report_args(&self) -> Option<&ReportArgs> {
+        match &self.command {
+            Some(Command::Report(args)) => Some(args),
+            _ => None,
+        }
+    }
+}
+
+/// The environment variables this command line reads. Benchmark processes do not
+/// inherit them: the options reach the harness as explicit arguments, so a variable
+/// meant for the subcommand (e.g. `GPUBENCH_IGNORED`) cannot change what the harness
+/// lists or runs behind its back.
+pub fn option_env_vars() -> Vec<String> {
+    fn collect(cmd: &clap::Command, out: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            if let Some(env) = arg.get_env() {
+                out.push(env.to_string_lossy().into_owned());
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            collect(sub, out);
+        }
+    }
+    let mut out = Vec::new();
+    collect(&Cli::command(), &mut out);
+    out.sort();
+    out.dedup();
+    out
+}

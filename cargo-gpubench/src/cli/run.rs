@@ -1,0 +1,284 @@
+//! The options of a run (`cargo gpubench [run]`): what to build and run, how to
+//! measure, where to keep results, and their parsers.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::compare::{parse_baseline_name, Format, VerdictArgs};
+
+use clap::builder::BoolishValueParser;
+use clap::{ArgAction, Args};
+use gpubench_analysis::ProcessPolicy;
+
+/// Options of a run.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Run only benchmarks whose id (or `<target>/<id>`) contains one of these.
+    #[arg(value_name = "FILTER", env = "GPUBENCH_FILTER")]
+    pub filters: Vec<String>,
+
+    /// Match FILTER against the whole id (or `<target>/<id>`) instead of a substring.
+    #[arg(long, env = "GPUBENCH_EXACT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub exact: bool,
+
+    /// Only bench targets of these workspace packages.
+    #[arg(
+        short = 'p',
+        long = "package",
+        value_name = "SPEC",
+        env = "GPUBENCH_PACKAGE",
+        value_delimiter = ','
+    )]
+    pub packages: Vec<String>,
+
+    /// Only these bench targets.
+    #[arg(
+        long = "bench",
+        value_name = "TARGET",
+        env = "GPUBENCH_BENCH",
+        value_delimiter = ','
+    )]
+    pub benches: Vec<String>,
+
+    /// Print the matching benchmarks as `<target>/<id>`, sorted, ignored ones marked,
+    /// without running them.
+    #[arg(long, env = "GPUBENCH_LIST", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub list: bool,
+
+    /// Device to measure on: cpu, cuda or cuda:N (the harness picks when absent).
+    #[arg(long, value_name = "DEVICE", env = "GPUBENCH_DEVICE", value_parser = parse_device)]
+    pub device: Option<String>,
+
+    /// Run only the benchmarks marked ignored.
+    #[arg(long, env = "GPUBENCH_IGNORED", conflicts_with = "include_ignored", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub ignored: bool,
+
+    /// Run the benchmarks marked ignored as well as the others.
+    #[arg(long, env = "GPUBENCH_INCLUDE_IGNORED", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub include_ignored: bool,
+
+    /// Time limit of one benchmark process, in seconds; it is killed past it.
+    #[arg(
+        long,
+        value_name = "SECS",
+        env = "GPUBENCH_TIMEOUT",
+        default_value = "300",
+        value_parser = parse_timeout
+    )]
+    pub timeout: Duration,
+
+    /// Shorter warm-up and measurement bounds and 3 processes per benchmark (for
+    /// smoke runs and CI).
+    #[arg(long, env = "GPUBENCH_QUICK", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub quick: bool,
+
+    /// Processes per benchmark: N, or MIN..MAX to let the run decide [default: 3..6,
+    /// where only device-bound benchmarks go past 3, while their interval is wider
+    /// than ±3%; 3 with --quick].
+    #[arg(
+        long,
+        value_name = "N|MIN..MAX",
+        env = "GPUBENCH_PROCESSES",
+        value_parser = parse_processes
+    )]
+    pub processes: Option<ProcessPolicy>,
+
+    /// Flush the GPU's L2 cache before every timed call.
+    #[arg(long, env = "GPUBENCH_FLUSH_L2", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub flush_l2: bool,
+
+    /// The harness's measurement options, passed to every benchmark process.
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+
+    /// Path to the workspace's Cargo.toml.
+    #[arg(long, value_name = "PATH", env = "GPUBENCH_MANIFEST_PATH")]
+    pub manifest_path: Option<PathBuf>,
+
+    /// Output format on stdout.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        env = "GPUBENCH_FORMAT",
+        default_value_t = Format::Human
+    )]
+    pub format: Format,
+
+    /// Run these already-built bench executables instead of building with cargo
+    /// (for a machine without a Rust toolchain). One --exe takes several paths
+    /// (--exe=PATH takes one), so FILTERs go before it or after `--`: `--exe a b --
+    /// matmul`.
+    #[arg(
+        long = "exe",
+        value_name = "PATH",
+        env = "GPUBENCH_EXE",
+        num_args = 1..,
+        value_delimiter = ',',
+        conflicts_with_all = ["packages", "manifest_path"]
+    )]
+    pub exes: Vec<PathBuf>,
+
+    /// Where runs are stored [default: `<target-dir>/gpubench`, or ./target/gpubench
+    /// with --exe].
+    #[arg(long, value_name = "DIR", env = "GPUBENCH_OUT_DIR")]
+    pub out_dir: Option<PathBuf>,
+
+    /// Do not write the HTML report (`<out-dir>/report/index.html`) after the run.
+    #[arg(long, env = "GPUBENCH_NO_REPORT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub no_report: bool,
+
+    /// Compare the run with the saved baseline NAME [default: `main` when it is
+    /// saved].
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "GPUBENCH_BASELINE",
+        value_parser = parse_baseline_name,
+        help_heading = "Baselines"
+    )]
+    pub baseline: Option<String>,
+
+    /// Do not compare with any baseline (not even `main`).
+    #[arg(
+        long,
+        env = "GPUBENCH_NO_BASELINE",
+        conflicts_with = "baseline",
+        action = ArgAction::SetTrue,
+        value_parser = BoolishValueParser::new(),
+        help_heading = "Baselines"
+    )]
+    pub no_baseline: bool,
+
+    /// Save the run's measurements as baseline NAME (one file per benchmark that
+    /// passed; failed ones keep their previous file), after comparing.
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "GPUBENCH_SAVE_BASELINE",
+        value_parser = parse_baseline_name,
+        help_heading = "Baselines"
+    )]
+    pub save_baseline: Option<String>,
+
+    /// How comparisons decide and gate.
+    #[command(flatten)]
+    pub verdicts: VerdictArgs,
+}
+
+/// Most processes a benchmark may be given.
+pub const MAX_PROCESSES: u32 = 100;
+
+impl RunArgs {
+    /// How many processes measure each benchmark: `--processes`, else 3 with
+    /// `--quick`, else [`ProcessPolicy::standard`].
+    pub fn process_policy(&self) -> ProcessPolicy {
+        match self.processes {
+            Some(p) => p,
+            None if self.quick => ProcessPolicy::fixed(3),
+            None => ProcessPolicy::standard(),
+        }
+    }
+}
+
+/// `N` (exactly N processes) or `MIN..MAX` (at least MIN, at most MAX).
+pub(super) fn parse_processes(s: &str) -> Result<ProcessPolicy, String> {
+    let number = |x: &str| -> Result<u32, String> {
+        let n: u32 = x
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{s}` is not N or MIN..MAX (e.g. 5 or 3..6)"))?;
+        if n == 0 || n > MAX_PROCESSES {
+            return Err(format!(
+                "the number of processes must be between 1 and {MAX_PROCESSES}, got `{s}`"
+            ));
+        }
+        Ok(n)
+    };
+    match s.split_once("..") {
+        None => Ok(ProcessPolicy::fixed(number(s)?)),
+        Some((lo, hi)) => {
+            let (min, max) = (number(lo)?, number(hi)?);
+            if min > max {
+                return Err(format!("MIN is above MAX in `{s}`"));
+            }
+            Ok(ProcessPolicy {
+                min,
+                max,
+                target_rel_ci: ProcessPolicy::standard().target_rel_ci,
+            })
+        }
+    }
+}
+
+/// The measurement options of the bench executables, under the same names, so a
+/// run sets them like the harness; recorded in every record's config, and the ones
+/// that move figures (sample time, warm-up, --flush-l2) are checked when comparing.
+#[derive(Debug, Clone, Default, Args)]
+pub struct MeasureArgs {
+    /// Warm-up time bound of a process, seconds [default: 1; --quick: 0.2].
+    #[arg(long, value_name = "SECS", env = "GPUBENCH_WARM_UP_TIME", value_parser = parse_seconds)]
+    pub warm_up_time: Option<f64>,
+    /// Measurement time of a benchmark, seconds, split across its processes
+    /// [default: 5; --quick: 1].
+    #[arg(long, value_name = "SECS", env = "GPUBENCH_MEASUREMENT_TIME", value_parser = parse_seconds)]
+    pub measurement_time: Option<f64>,
+    /// Target duration of one sample, seconds [default: 0.01; --quick: 0.005].
+    #[arg(long, value_name = "SECS", env = "GPUBENCH_SAMPLE_TIME", value_parser = parse_seconds)]
+    pub sample_time: Option<f64>,
+    /// Fewest samples per process [default: 10; --quick: 5].
+    #[arg(long, value_name = "N", env = "GPUBENCH_MIN_SAMPLES", value_parser = clap::value_parser!(u32).range(2..))]
+    pub min_samples: Option<u32>,
+    /// Most samples per process [default: 200; --quick: 100].
+    #[arg(long, value_name = "N", env = "GPUBENCH_MAX_SAMPLES", value_parser = clap::value_parser!(u32).range(2..))]
+    pub max_samples: Option<u32>,
+    /// Stop a process once its median's 95% interval is within ± this fraction
+    /// [default: 0.01; --quick: 0.02].
+    #[arg(long, value_name = "FRACTION", env = "GPUBENCH_TARGET_REL_CI", value_parser = parse_fraction)]
+    pub target_rel_ci: Option<f64>,
+}
+
+pub(super) fn parse_seconds(s: &str) -> Result<f64, String> {
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!("a time must be positive, got `{s}`"));
+    }
+    Ok(secs)
+}
+
+pub(super) fn parse_fraction(s: &str) -> Result<f64, String> {
+    let x: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if !(x.is_finite() && x > 0.0 && x < 1.0) {
+        return Err(format!("a fraction strictly between 0 and 1, got `{s}`"));
+    }
+    Ok(x)
+}
+
+pub(super) fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!("the timeout must be positive, got `{s}`"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+pub(super) fn parse_device(s: &str) -> Result<String, String> {
+    let ok = s == "cpu"
+        || s == "cuda"
+        || s.strip_prefix("cuda:")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!("`{s}` is not a device: use cpu, cuda or cuda:N"))
+    }
+}

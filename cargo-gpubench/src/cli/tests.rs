@@ -1,0 +1,278 @@
+//! Tests of [`super`].
+
+use std::time::Duration;
+
+use gpubench_analysis::baseline::{Gate, Metric};
+use gpubench_analysis::{CompareConfig, FailOn, ProcessPolicy};
+
+use super::*;
+
+#[test]
+fn definition_is_consistent() {
+    Cli::command().debug_assert();
+}
+
+#[test]
+fn cargo_passes_the_subcommand_name_first() {
+    let cli = Cli::parse_from_cargo(["cargo-gpubench", "gpubench", "--quick", "matmul"]).unwrap();
+    let args = cli.run_args();
+    assert!(args.quick);
+    assert_eq!(args.filters, ["matmul"]);
+    let direct = Cli::parse_from_cargo(["cargo-gpubench", "--list"]).unwrap();
+    assert!(direct.run_args().list);
+}
+
+#[test]
+fn run_subcommand_takes_executables() {
+    let cli = Cli::parse_from_cargo([
+        "cargo-gpubench",
+        "run",
+        "--exe",
+        "a",
+        "--exe",
+        "b",
+        "--timeout",
+        "2.5",
+        "conv",
+    ])
+    .unwrap();
+    let args = cli.run_args();
+    assert_eq!(args.exes, [PathBuf::from("a"), PathBuf::from("b")]);
+    assert_eq!(args.timeout, Duration::from_millis(2500));
+    assert_eq!(args.filters, ["conv"]);
+}
+
+#[test]
+fn one_exe_takes_several_paths_and_filters_follow_a_double_dash() {
+    let parse = |argv: &[&str]| {
+        let cli =
+            Cli::parse_from_cargo(["cargo-gpubench", "run"].iter().chain(argv).copied()).unwrap();
+        let args = cli.run_args().clone();
+        let exes: Vec<String> = args.exes.iter().map(|p| p.display().to_string()).collect();
+        (exes, args.filters)
+    };
+    let (a, b, c) = ("a".to_string(), "b".to_string(), "c".to_string());
+    assert_eq!(
+        parse(&["--exe", "a", "b", "c"]),
+        (vec![a.clone(), b.clone(), c.clone()], vec![])
+    );
+    assert_eq!(
+        parse(&["--exe", "a", "b", "--", "mm", "conv"]),
+        (vec![a.clone(), b.clone()], vec!["mm".into(), "conv".into()])
+    );
+    assert_eq!(
+        parse(&["mm", "--exe", "a", "b", "--quick"]),
+        (vec![a.clone(), b.clone()], vec!["mm".into()])
+    );
+    assert_eq!(
+        parse(&["--exe", "a", "--exe", "b,c"]),
+        (vec![a.clone(), b.clone(), c.clone()], vec![])
+    );
+    assert_eq!(parse(&["--exe=a", "mm"]), (vec![a], vec!["mm".into()]));
+    let help = Cli::command()
+        .find_subcommand_mut("run")
+        .unwrap()
+        .render_long_help()
+        .to_string();
+    assert!(
+        help.contains("FILTERs go before it or after `--`"),
+        "{help}"
+    );
+}
+
+#[test]
+fn processes_take_a_number_or_a_range() {
+    let policy = |argv: &[&str]| {
+        Cli::parse_from_cargo(std::iter::once("cargo-gpubench").chain(argv.iter().copied()))
+            .map(|c| c.run_args().process_policy())
+    };
+    assert_eq!(policy(&[]).unwrap(), ProcessPolicy::standard());
+    assert_eq!(policy(&["--quick"]).unwrap(), ProcessPolicy::fixed(3));
+    assert_eq!(
+        policy(&["--processes", "5"]).unwrap(),
+        ProcessPolicy::fixed(5)
+    );
+    let p = policy(&["--processes", "2..8"]).unwrap();
+    assert_eq!((p.min, p.max), (2, 8));
+    assert_eq!(p.target_rel_ci, ProcessPolicy::standard().target_rel_ci);
+    for (bad, why) in [
+        ("0", "between 1 and 100"),
+        ("many", "is not N or MIN..MAX"),
+        ("5..3", "MIN is above MAX"),
+        ("1..101", "between 1 and 100"),
+    ] {
+        let err = policy(&["--processes", bad]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains(why), "{bad}: {err}");
+    }
+}
+
+#[test]
+fn report_takes_a_run_reference_defaulting_to_latest() {
+    let cli = Cli::parse_from_cargo(["cargo-gpubench", "gpubench", "report"]).unwrap();
+    let r = cli.report_args().unwrap();
+    assert_eq!((r.run.as_str(), r.open), ("latest", false));
+    let cli = Cli::parse_from_cargo(["cargo-gpubench", "report", "run:2026", "--open"]).unwrap();
+    let r = cli.report_args().unwrap();
+    assert_eq!((r.run.as_str(), r.open), ("run:2026", true));
+    assert!(
+        Cli::parse_from_cargo(["cargo-gpubench", "--no-report"])
+            .unwrap()
+            .run_args()
+            .no_report
+    );
+}
+
+#[test]
+fn bad_values_are_usage_errors() {
+    for bad in [
+        &["cargo-gpubench", "--device", "tpu"][..],
+        &["cargo-gpubench", "--timeout", "0"],
+        &["cargo-gpubench", "--timeout", "soon"],
+        &["cargo-gpubench", "--format", "xml"],
+        &["cargo-gpubench", "--ignored", "--include-ignored"],
+        &["cargo-gpubench", "--exe", "a", "-p", "x"],
+    ] {
+        let err = Cli::parse_from_cargo(bad.iter().copied()).unwrap_err();
+        assert_eq!(err.exit_code(), 2, "{bad:?}: {err}");
+    }
+    assert!(Cli::parse_from_cargo(["cargo-gpubench", "--device", "cuda:1"]).is_ok());
+}
+
+#[test]
+fn every_option_reads_an_environment_variable() {
+    let cmd = Cli::command();
+    for arg in cmd.get_arguments() {
+        let id = arg.get_id().as_str();
+        if matches!(id, "help" | "version") {
+            continue;
+        }
+        let env = arg
+            .get_env()
+            .unwrap_or_else(|| panic!("--{id} has no env var"));
+        assert!(env.to_string_lossy().starts_with("GPUBENCH_"), "{id}");
+    }
+    let vars = option_env_vars();
+    assert!(vars.contains(&"GPUBENCH_IGNORED".to_string()));
+    assert!(vars.contains(&"GPUBENCH_DEVICE".to_string()));
+}
+
+#[test]
+fn baseline_options_map_to_the_comparison_settings() {
+    let cli = Cli::parse_from_cargo(["cargo-gpubench", "gpubench"]).unwrap();
+    let v = &cli.run_args().verdicts;
+    assert_eq!(v.compare_config(), CompareConfig::default());
+    assert_eq!(v.fail_on, FailOn::Regressed);
+    assert_eq!(v.gate(), Gate::default());
+    assert!(!v.allow_device_mismatch && v.summary_file.is_none());
+
+    let cli = Cli::parse_from_cargo([
+        "cargo-gpubench",
+        "--baseline",
+        "pr-1",
+        "--save-baseline",
+        "main",
+        "--significance",
+        "0.01",
+        "--noise-threshold",
+        "5%",
+        "--fail-on",
+        "ambiguous",
+        "--gate-on",
+        "kernel,counters",
+        "--format",
+        "markdown",
+    ])
+    .unwrap();
+    let args = cli.run_args();
+    assert_eq!(
+        args.verdicts.gate(),
+        Gate::of(&[Metric::Kernel, Metric::Counters])
+    );
+    assert_eq!(args.verdicts.gate().to_string(), "kernel,counters");
+    assert_eq!(args.baseline.as_deref(), Some("pr-1"));
+    assert_eq!(args.save_baseline.as_deref(), Some("main"));
+    assert_eq!(args.format, Format::Markdown);
+    let config = args.verdicts.compare_config();
+    assert_eq!((config.significance, config.noise_threshold), (0.01, 0.05));
+    assert_eq!(args.verdicts.fail_on, FailOn::Ambiguous);
+
+    let cli = Cli::parse_from_cargo([
+        "cargo-gpubench",
+        "compare",
+        "main",
+        "latest",
+        "--fail-on",
+        "never",
+        "--noise-threshold",
+        "0.1",
+    ])
+    .unwrap();
+    let c = cli.compare_args().unwrap();
+    assert_eq!(
+        (c.baseline.as_str(), c.current.as_str()),
+        ("main", "latest")
+    );
+    assert_eq!(c.verdicts.fail_on, FailOn::Never);
+    assert_eq!(c.verdicts.noise_threshold, 0.1);
+}
+
+#[test]
+fn bad_baseline_options_are_usage_errors_with_the_reason() {
+    for (bad, reason) in [
+        (
+            &["--save-baseline", "../up"][..],
+            "a baseline name is 1 to 64",
+        ),
+        (&["--baseline", ".x"], "it starts with '.'"),
+        (&["--baseline", "a", "--no-baseline"], "cannot be used with"),
+        (&["--significance", "0"], "strictly between 0 and 1"),
+        (&["--significance", "1.5"], "strictly between 0 and 1"),
+        (&["--noise-threshold=-1%"], "at least 0"),
+        (&["--noise-threshold", "lots"], "percentage (2%)"),
+        (
+            &["--fail-on", "sometimes"],
+            "[possible values: regressed, ambiguous, never]",
+        ),
+        (
+            &["--gate-on", "time,speed"],
+            "[possible values: time, kernel, counters]",
+        ),
+    ] {
+        let args = std::iter::once("cargo-gpubench").chain(bad.iter().copied());
+        let err = Cli::parse_from_cargo(args).unwrap_err();
+        assert_eq!(err.exit_code(), 2, "{bad:?}");
+        assert!(err.to_string().contains(reason), "{bad:?}: {err}");
+    }
+    let err = Cli::parse_from_cargo(["cargo-gpubench", "compare", "main"]).unwrap_err();
+    assert_eq!(err.exit_code(), 2);
+}
+
+#[test]
+fn compare_options_read_environment_variables_too() {
+    let cmd = Cli::command();
+    let compare = cmd.find_subcommand("compare").unwrap();
+    for arg in compare.get_arguments() {
+        let id = arg.get_id().as_str();
+        if arg.is_positional() || matches!(id, "help" | "version") {
+            continue;
+        }
+        let env = arg
+            .get_env()
+            .unwrap_or_else(|| panic!("compare --{id} has no env var"));
+        assert!(env.to_string_lossy().starts_with("GPUBENCH_"), "{id}");
+    }
+    let help = compare.clone().render_long_help().to_string();
+    assert!(help.contains("ambiguous and refused"), "{help}");
+    assert!(help.contains("4    the --fail-on gate tripped"), "{help}");
+}
+
+#[test]
+fn help_documents_exit_codes() {
+    let help = Cli::command().render_long_help().to_string();
+    assert!(help.contains("Exit codes:"), "{help}");
+    assert!(help.contains("3    the bench targets failed to build"));
+    assert!(help.contains("4    regression found"), "{help}");
+    assert!(help.contains("[default: 0.05]") && help.contains("[default: 0.02]"));
+    assert!(help.contains("[default: regressed]"), "{help}");
+}

@@ -1,0 +1,167 @@
+//! The summary of a run (or of `compare`) as data: one entry per benchmark with its
+//! figures and verdict, and how the invocation ends. `--format json` prints it as it
+//! is; [`crate::output::terminal`] and [`crate::output::markdown`] lay it out.
+
+use gpubench_analysis::baseline::ComparisonOutcome;
+use gpubench_analysis::summary::BenchmarkSummary;
+use serde::Serialize;
+
+use crate::compare::RunComparison;
+use crate::exit_code::Exit;
+use crate::store::baselines::SavedBaseline;
+use crate::store::manifest::{BenchStatus, RunStatus};
+
+/// One benchmark of the run, as the summary shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryEntry {
+    /// `<target>/<id>`.
+    pub name: String,
+    /// The bench target.
+    pub target: String,
+    /// The benchmark id.
+    pub id: String,
+    /// Where it is.
+    pub status: BenchStatus,
+    /// Its record, relative to the run directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<String>,
+    /// The figures, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<BenchmarkSummary>,
+    /// Its comparison with the baseline, when the baseline has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<ComparisonOutcome>,
+}
+
+/// How an invocation ends, for JSON readers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ExitVerdict {
+    /// The process exit code.
+    pub code: u8,
+    /// What it means, e.g. `regression_found`.
+    pub verdict: &'static str,
+}
+
+impl From<Exit> for ExitVerdict {
+    fn from(exit: Exit) -> Self {
+        ExitVerdict {
+            code: exit.code(),
+            verdict: exit.word(),
+        }
+    }
+}
+
+/// Fills each entry's comparison from `comparison`.
+pub fn attach_comparison(entries: &mut [SummaryEntry], comparison: &RunComparison) {
+    for e in entries {
+        e.comparison = comparison.get(&e.id).map(|c| c.outcome.clone());
+    }
+}
+
+/// The whole run, as `--format json` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    /// The run id.
+    pub run_id: String,
+    /// The run directory.
+    pub run_dir: String,
+    /// Completed or interrupted.
+    pub status: RunStatus,
+    /// Benchmarks that passed.
+    pub passed: usize,
+    /// Benchmarks that failed.
+    pub failed: usize,
+    /// Benchmarks stopped or never started because of Ctrl-C.
+    pub not_run: usize,
+    /// Wall time of the whole run, seconds.
+    pub elapsed_s: f64,
+    /// Every selected benchmark, in run order.
+    pub benchmarks: Vec<SummaryEntry>,
+    /// The comparison with the baseline (with its verdict counts), when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<RunComparison>,
+    /// The baseline this run saved, with `--save-baseline`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saved_baseline: Option<SavedBaseline>,
+    /// The HTML report's summary page (`<out-dir>/report/index.html`), when written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report: Option<String>,
+    /// Why the HTML report could not be written (the run then exits 5 unless a
+    /// verdict already fails it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report_error: Option<String>,
+    /// How the run ends: the exit code and its meaning.
+    pub exit: ExitVerdict,
+}
+
+impl RunSummary {
+    /// Builds the summary, counting statuses.
+    pub fn new(
+        run_id: String,
+        run_dir: String,
+        status: RunStatus,
+        elapsed_s: f64,
+        benchmarks: Vec<SummaryEntry>,
+    ) -> Self {
+        let count = |s: BenchStatus| benchmarks.iter().filter(|b| b.status == s).count();
+        let passed = count(BenchStatus::Passed);
+        let failed = count(BenchStatus::Failed);
+        let mut summary = RunSummary {
+            run_id,
+            run_dir,
+            status,
+            passed,
+            failed,
+            not_run: benchmarks.len() - passed - failed,
+            elapsed_s,
+            benchmarks,
+            comparison: None,
+            saved_baseline: None,
+            report: None,
+            report_error: None,
+            exit: Exit::Success.into(),
+        };
+        summary.exit = summary.exit_code().into();
+        summary
+    }
+
+    /// The summary with the run's comparison attached.
+    pub fn with_comparison(mut self, comparison: RunComparison) -> Self {
+        attach_comparison(&mut self.benchmarks, &comparison);
+        self.comparison = Some(comparison);
+        self.exit = self.exit_code().into();
+        self
+    }
+
+    /// The summary with where the HTML report was written, or why it was not.
+    pub fn with_report(mut self, report: Result<std::path::PathBuf, String>) -> Self {
+        match report {
+            Ok(index) => self.report = Some(index.display().to_string()),
+            Err(error) => self.report_error = Some(error),
+        }
+        self.exit = self.exit_code().into();
+        self
+    }
+
+    /// How the run ends; see [`Exit::of_verdicts`] for the precedence. A report that
+    /// could not be written is a setup error (5) when no verdict fails the run.
+    pub fn exit_code(&self) -> Exit {
+        let verdict = Exit::of_verdicts(
+            self.status == RunStatus::Interrupted,
+            self.failed > 0,
+            self.comparison.as_ref().is_some_and(|c| c.gate_tripped),
+        );
+        if verdict == Exit::Success && self.report_error.is_some() {
+            Exit::Setup
+        } else {
+            verdict
+        }
+    }
+
+    /// Pretty JSON with a trailing newline.
+    pub fn to_json_pretty(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("summaries always serialise");
+        s.push('\n');
+        s
+    }
+}

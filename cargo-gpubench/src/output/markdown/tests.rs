@@ -1,0 +1,333 @@
+//! Tests of [`super`].
+
+use super::*;
+use gpubench_analysis::{
+    BaselineEntry, CompareConfig, DeviceIdentity, FailOn, Failure, FailureKind, Fingerprint,
+    Measurement, MeasurementConfig, RawRecord, Round, Sample, StopReason, RECORD_FORMAT_VERSION,
+};
+
+use crate::compare::VerdictSettings;
+use crate::store::{Source, SourceKind};
+use gpubench_analysis::baseline::{Gate, Metric};
+use gpubench_analysis::synthetic::SyntheticKernels;
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+
+/// A passed record of three processes on an `NVIDIA H200` whose per-iteration
+/// device times are `base_ns` times a fixed ±1% pattern, the processes 0.3% apart:
+/// deterministic, so the table is too.
+fn record(id: &str, base_ns: f64) -> RawRecord {
+    let mut r = one_process(id, base_ns);
+    r.append_rounds(one_process(id, base_ns * 1.003)).unwrap();
+    r.append_rounds(one_process(id, base_ns * 0.997)).unwrap();
+    r
+}
+
+fn one_process(id: &str, base_ns: f64) -> RawRecord {
+    let pattern = [
+        1.0, 1.01, 0.99, 1.005, 0.995, 1.002, 0.998, 1.0, 1.008, 0.992,
+    ];
+    let samples = (0..20)
+        .map(|i| {
+            let device = base_ns * pattern[i % pattern.len()] * 10.0;
+            Sample {
+                iters: 10,
+                wall_ns: device * 1.02,
+                host_ns: device * 0.3,
+                device_ns: Some(device),
+            }
+        })
+        .collect();
+    let (name, arg) = match id.split_once('/') {
+        Some((n, a)) => (n.to_string(), Some(a.to_string())),
+        None => (id.to_string(), None),
+    };
+    RawRecord {
+        format_version: RECORD_FORMAT_VERSION,
+        id: id.into(),
+        name,
+        arg,
+        fingerprint: Fingerprint {
+            device: DeviceIdentity {
+                kind: "cuda".into(),
+                index: Some(0),
+                name: "NVIDIA H200".into(),
+                total_memory_bytes: None,
+            },
+            ..Fingerprint::unknown("cuda:0", "2026-01-01T00:00:00Z".into())
+        },
+        config: MeasurementConfig::standard(),
+        rounds: vec![Round {
+            round: 1,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            measurement: Some(Measurement {
+                sync_cost_ns: 1e4,
+                cold: vec![],
+                warmup: vec![],
+                samples,
+                naive: vec![],
+                throughput: None,
+                memory: None,
+                stop_reason: StopReason::Converged,
+                flags: vec![gpubench_analysis::Flag::DeviceBound],
+                device_timer: true,
+                kernel: None,
+                kernel_unavailable: None,
+            }),
+            failure: None,
+            eager_compiled: None,
+        }],
+    }
+}
+
+fn failed(id: &str) -> RawRecord {
+    let mut r = one_process(id, 1e6);
+    r.rounds[0].measurement = None;
+    r.rounds[0].failure = Some(Failure::new(
+        FailureKind::OutOfMemory,
+        "CUDA out of memory | tried to allocate 2.00 GiB\nmore detail",
+    ));
+    r
+}
+
+fn entry(r: &RawRecord) -> SummaryEntry {
+    SummaryEntry {
+        name: format!("matmul/{}", r.id),
+        target: "matmul".into(),
+        id: r.id.clone(),
+        status: if r.passed() {
+            BenchStatus::Passed
+        } else {
+            BenchStatus::Failed
+        },
+        record: None,
+        summary: Some(BenchmarkSummary::from_record(r)),
+        comparison: None,
+    }
+}
+
+/// A baseline of four benchmarks, and a run where one regressed by 50%, one
+/// improved by 20%, one is unchanged, one failed, one is new and one is gone.
+fn fixture(fail_on: FailOn) -> (Vec<SummaryEntry>, RunComparison) {
+    let base: Vec<BaselineEntry> = [
+        record("mm_f32/4096", 2e6),
+        record("mm_bf16/4096", 1e6),
+        record("mm_f32/1024", 1e5),
+        record("conv", 3e5),
+        record("gone", 1e5),
+    ]
+    .iter()
+    .map(|r| BaselineEntry::from_record(r).unwrap())
+    .collect();
+    let now = vec![
+        record("mm_f32/4096", 3e6),
+        record("mm_bf16/4096", 0.8e6),
+        record("mm_f32/1024", 1e5),
+        failed("conv"),
+        record("new|one", 5e5),
+    ];
+    let settings = VerdictSettings {
+        config: CompareConfig::default(),
+        fail_on,
+        allow_device_mismatch: false,
+        gate: gpubench_analysis::baseline::Gate::default(),
+        allow_settings_mismatch: false,
+    };
+    let source = Source {
+        kind: SourceKind::Baseline,
+        name: "main".into(),
+        path: "/ws/gpubench/baselines/main".into(),
+        default: false,
+        device: None,
+    };
+    let c = RunComparison::judge(&now, &base, source, settings).unwrap();
+    (now.iter().map(entry).collect(), c)
+}
+
+#[test]
+fn a_regression_with_a_failure_new_and_missing_benchmarks() {
+    let (entries, c) = fixture(FailOn::Regressed);
+    let md = MarkdownSummary {
+        subject: "run `20260101T000000.000Z-1-0`",
+        entries: &entries,
+        comparison: Some(&c),
+        exit: Exit::of_verdicts(false, true, c.gate_tripped),
+    }
+    .render();
+    insta::assert_snapshot!(md, @r"
+    ### cargo gpubench: run `20260101T000000.000Z-1-0`
+
+    **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters`, significance 0.05, noise threshold ±2% (host-bound ±50%)
+
+    | Benchmark | Baseline | Current | Change [90% CI] | Processes (spread) | Verdict |
+    | :-- | --: | --: | --: | --: | :-- |
+    | `matmul/mm_f32/4096` | 2.000 ms | 3.000 ms | +50.0% [+49.2%, +50.8%] | 3 vs 3 (±0.3%) | **regressed** |
+    | `matmul/mm_bf16/4096` | 1.000 ms | 800.0 µs | -20.0% [-20.4%, -19.6%] | 3 vs 3 (±0.3%) | improved |
+    | `matmul/mm_f32/1024` | 100.0 µs | 100.0 µs | +0.0% [-0.5%, +0.5%] | 3 vs 3 (±0.3%) | no change |
+    | `matmul/conv` | — | — | — | — | failed |
+    | `matmul/new\|one` | — | 500.0 µs | — | 3 ±0.3% | new |
+
+    **Verdicts:** 1 regressed, 1 improved, 1 no change, 1 failed, 1 new.
+
+    **Failed:**
+
+    - `matmul/conv` (out of memory): CUDA out of memory \| tried to allocate 2.00 GiB
+
+    **New** (not in the baseline): `matmul/new|one`
+
+    **Missing** (in the baseline, not run here): `gone`
+
+    **Result: 1 benchmark failed** (exit code 1); a regression was also found: `matmul/mm_f32/4096` (time regressed) (`--fail-on regressed --gate-on time,kernel,counters`).
+    ");
+}
+
+#[test]
+fn a_clean_run_and_a_run_without_a_baseline() {
+    let (entries, c) = fixture(FailOn::Regressed);
+    let clean: Vec<SummaryEntry> = entries
+        .iter()
+        .filter(|e| e.id == "mm_f32/1024")
+        .cloned()
+        .collect();
+    let only = RunComparison::judge(
+        &[record("mm_f32/1024", 1e5)],
+        &[BaselineEntry::from_record(&record("mm_f32/1024", 1e5)).unwrap()],
+        Source {
+            default: true,
+            ..c.baseline.clone()
+        },
+        c.settings,
+    )
+    .unwrap();
+    let md = MarkdownSummary {
+        subject: "run `r`",
+        entries: &clean,
+        comparison: Some(&only),
+        exit: Exit::of_verdicts(false, false, only.gate_tripped),
+    }
+    .render();
+    insta::assert_snapshot!(md, @"
+    ### cargo gpubench: run `r`
+
+    **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200; the default) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters`, significance 0.05, noise threshold ±2% (host-bound ±50%)
+
+    | Benchmark | Baseline | Current | Change [90% CI] | Processes (spread) | Verdict |
+    | :-- | --: | --: | --: | --: | :-- |
+    | `matmul/mm_f32/1024` | 100.0 µs | 100.0 µs | +0.0% [-0.5%, +0.5%] | 3 vs 3 (±0.3%) | no change |
+
+    **Verdicts:** 1 no change.
+
+    **Result: no regression** (exit code 0, `--fail-on regressed --gate-on time,kernel,counters`).
+    ");
+    let md = MarkdownSummary {
+        subject: "run `r`",
+        entries: &clean,
+        comparison: None,
+        exit: Exit::Success,
+    }
+    .render();
+    insta::assert_snapshot!(md, @"
+    ### cargo gpubench: run `r`
+
+    **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** none
+
+    | Benchmark | Time [95% interval] | Processes (spread) | Status |
+    | :-- | --: | --: | :-- |
+    | `matmul/mm_f32/1024` | 100.0 µs [98.95, 101.1] | 3 ±0.3% | passed |
+
+    **Result: passed** (exit code 0).
+    ");
+}
+
+/// `base_ns` of device time per call with the GPU work of `kernels` attached.
+fn with_kernels(id: &str, base_ns: f64, kernels: &SyntheticKernels, seed: u64) -> RawRecord {
+    let mut r = record(id, base_ns);
+    kernels.attach(&mut r, &mut Pcg64Mcg::seed_from_u64(seed));
+    r
+}
+
+#[test]
+fn kernel_time_counters_and_kernel_changes_are_shown() {
+    let add = SyntheticKernels::one("add_kernel", 2_290.0);
+    let sdpa = SyntheticKernels::one("flash_fwd_kernel", 6_700.0);
+    let base: Vec<BaselineEntry> = [
+        with_kernels("add_1m", 9e3, &add, 1),
+        with_kernels("sdpa", 2e4, &sdpa, 2),
+    ]
+    .iter()
+    .map(|r| BaselineEntry::from_record(r).unwrap())
+    .collect();
+    let now = vec![
+        with_kernels("add_1m", 9e3, &add.scaled(1.1), 3),
+        with_kernels("sdpa", 2e4, &sdpa.with_kernel("fill_kernel", 1_000.0), 4),
+    ];
+    let (entries, c) = {
+        let (_, fixture) = fixture(FailOn::Regressed);
+        let c = RunComparison::judge(&now, &base, fixture.baseline, fixture.settings).unwrap();
+        (now.iter().map(entry).collect::<Vec<_>>(), c)
+    };
+    assert!(c.gate_tripped);
+    let md = MarkdownSummary {
+        subject: "run `r`",
+        entries: &entries,
+        comparison: Some(&c),
+        exit: Exit::of_verdicts(false, false, c.gate_tripped),
+    }
+    .render();
+    insta::assert_snapshot!(md);
+    // Gated on time alone, neither trips.
+    let time_only = RunComparison::judge(
+        &now,
+        &base,
+        c.baseline.clone(),
+        VerdictSettings {
+            gate: Gate::of(&[Metric::Time]),
+            ..c.settings
+        },
+    )
+    .unwrap();
+    assert!(!time_only.gate_tripped);
+
+    // Without a baseline the kernel time and kernels per call are a column.
+    let md = MarkdownSummary {
+        subject: "run `r`",
+        entries: &entries,
+        comparison: None,
+        exit: Exit::Success,
+    }
+    .render();
+    assert!(md.contains("| Kernel time (kernels) |"), "{md}");
+    assert!(md.contains("| 2.5"), "{md}");
+}
+
+#[test]
+fn a_run_without_kernel_time_says_why_once() {
+    let mut r = record("mm", 1e5);
+    for m in r.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+        m.kernel_unavailable = Some("no kernel timing on cpu".into());
+    }
+    let entries = vec![entry(&r)];
+    let md = MarkdownSummary {
+        subject: "run `r`",
+        entries: &entries,
+        comparison: None,
+        exit: Exit::Success,
+    }
+    .render();
+    assert!(
+        md.contains("\nKernel time: not measured (no kernel timing on cpu).\n"),
+        "{md}"
+    );
+    assert!(!md.contains("Kernel time (kernels)"), "{md}");
+}
+
+#[test]
+fn names_and_messages_cannot_break_the_markdown() {
+    assert_eq!(code("a/b"), "`a/b`");
+    assert_eq!(code("a`b"), "`` a`b ``");
+    assert_eq!(code("x|y"), "`x|y`");
+    assert_eq!(cell_code("x|y"), "`x\\|y`");
+    assert_eq!(text("*bold* <b> | #1"), "\\*bold\\* \\<b\\> \\| \\#1");
+    assert_eq!(plain_percent(0.02), "2%");
+    assert_eq!(plain_percent(0.025), "2.5%");
+}

@@ -1,0 +1,297 @@
+//! Tests of [`super`].
+
+use super::*;
+use crate::store::manifest::RunStatus;
+use gpubench_analysis::{
+    ColdCall, DeviceIdentity, Failure, FailureKind, Fingerprint, Flag, Measurement,
+    MeasurementConfig, MemoryStats, RawRecord, Round, Sample, StopReason, Throughput,
+    RECORD_FORMAT_VERSION,
+};
+
+/// Three processes at 1.611, 1.621 and 1.601 ms of device time per call.
+fn passed_record() -> RawRecord {
+    let mut r = one_process_record();
+    for shift in [0.1e6, -0.1e6] {
+        let mut later = one_process_record();
+        for s in &mut later.rounds[0].measurement.as_mut().unwrap().samples {
+            s.device_ns = s.device_ns.map(|d| d + shift);
+            s.wall_ns += shift;
+        }
+        r.append_rounds(later).unwrap();
+    }
+    r
+}
+
+fn one_process_record() -> RawRecord {
+    let samples = (0..20)
+        .map(|i| Sample {
+            iters: 10,
+            wall_ns: 16.2e6 + i as f64 * 1e3,
+            host_ns: 4.9e6,
+            device_ns: Some(16.1e6 + i as f64 * 1e3),
+        })
+        .collect();
+    RawRecord {
+        format_version: RECORD_FORMAT_VERSION,
+        id: "matmul/4096".into(),
+        name: "matmul".into(),
+        arg: Some("4096".into()),
+        fingerprint: Fingerprint {
+            device: DeviceIdentity {
+                kind: "cuda".into(),
+                index: Some(0),
+                name: "NVIDIA H200".into(),
+                total_memory_bytes: None,
+            },
+            ..Fingerprint::unknown("cuda:0", "t".into())
+        },
+        config: MeasurementConfig::standard(),
+        rounds: vec![Round {
+            round: 1,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            measurement: Some(Measurement {
+                sync_cost_ns: 1e4,
+                cold: vec![ColdCall {
+                    label: "first call".into(),
+                    wall_ns: 132e6,
+                    host_ns: 1e6,
+                    device_ns: None,
+                }],
+                warmup: vec![],
+                samples,
+                naive: vec![],
+                throughput: Some(Throughput::Flops(2.0 * 4096f64.powi(3) / 10.0)),
+                memory: Some(MemoryStats {
+                    peak_allocated_bytes: 3 << 29,
+                    peak_reserved_bytes: 2 << 30,
+                    allocated_bytes: 0,
+                    reserved_bytes: 0,
+                    alloc_retries: 0,
+                    num_ooms: 0,
+                }),
+                stop_reason: StopReason::Converged,
+                flags: vec![Flag::DeviceBound],
+                device_timer: true,
+                kernel: None,
+                kernel_unavailable: None,
+            }),
+            failure: None,
+            eager_compiled: None,
+        }],
+    }
+}
+
+fn entry(record: &RawRecord, status: BenchStatus) -> SummaryEntry {
+    SummaryEntry {
+        name: format!("suite/{}", record.id),
+        target: "suite".into(),
+        id: record.id.clone(),
+        status,
+        record: Some(format!("{}.json", record.id)),
+        summary: Some(BenchmarkSummary::from_record(record)),
+        comparison: None,
+    }
+}
+
+fn failed_record() -> RawRecord {
+    let mut r = passed_record();
+    r.id = "boom".into();
+    r.rounds[0].measurement = None;
+    r.rounds[0].failure = Some(Failure::new(
+        FailureKind::Crash,
+        "killed by signal 6 (SIGABRT)\nstderr ends with:\nabort() called",
+    ));
+    r
+}
+
+#[test]
+fn kernel_columns_verdicts_and_gpu_changes_in_the_terminal() {
+    use crate::compare::VerdictSettings;
+    use crate::store::{Source, SourceKind};
+    use gpubench_analysis::baseline::Gate;
+    use gpubench_analysis::synthetic::SyntheticKernels;
+    use gpubench_analysis::{BaselineEntry, CompareConfig, FailOn};
+    use rand::SeedableRng;
+
+    let gemm = SyntheticKernels::one("sm90_gemm", 1.2e6);
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(1);
+    let mut was = passed_record();
+    gemm.attach(&mut was, &mut rng);
+    let mut now = passed_record();
+    gemm.with_kernel("copy_kernel", 1e4)
+        .attach(&mut now, &mut rng);
+    let base = BaselineEntry::from_record(&was).unwrap();
+    let c = RunComparison::judge(
+        std::slice::from_ref(&now),
+        std::slice::from_ref(&base),
+        Source {
+            kind: SourceKind::Baseline,
+            name: "main".into(),
+            path: "b".into(),
+            default: false,
+            device: None,
+        },
+        VerdictSettings {
+            config: CompareConfig::default(),
+            fail_on: FailOn::Regressed,
+            allow_device_mismatch: false,
+            gate: Gate::default(),
+            allow_settings_mismatch: false,
+        },
+    )
+    .unwrap();
+    let entries = vec![entry(&now, BenchStatus::Passed)];
+    let text = render_table(&entries, Some(&c));
+    let lines: Vec<&str> = text.lines().collect();
+    for column in [
+        "kernel change",
+        "counters",
+        "kernel/iter",
+        "kernels",
+        "launch",
+    ] {
+        assert!(lines[0].contains(column), "{column}: {text}");
+    }
+    // Two kernels per call, 1.21 ms of kernel time against 1.61 ms of device time.
+    let cells: Vec<&str> = lines[1]
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    let at = cells
+        .iter()
+        .position(|c| c.starts_with("1.2") && c.ends_with(" ms"));
+    let at = at.unwrap_or_else(|| panic!("no kernel time: {text}"));
+    assert_eq!(&cells[at + 1..at + 3], ["2", "25%"], "{text}");
+    assert!(cells.contains(&"+1 kernel per call"), "{text}");
+    assert!(
+        text.contains("what the GPU did differently from baseline `main`:\n  suite/matmul/4096: +1 kernel per call; new kernel `copy_kernel`"),
+        "{text}"
+    );
+    let closing = render_comparison(&c, &entries, Exit::RegressionFound);
+    assert!(
+        closing
+            .contains("  on the GPU's own work: kernel time: 1 no change; counters: 1 regressed"),
+        "{closing}"
+    );
+    assert!(
+        closing.contains("regression found (--fail-on regressed --gate-on time,kernel,counters): suite/matmul/4096 (counters: +1 kernel per call) (exit code 4)"),
+        "{closing}"
+    );
+
+    // A run without kernel figures has no kernel columns and says why once.
+    let mut cpu = passed_record();
+    for m in cpu.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+        m.kernel_unavailable = Some("no kernel timing on cpu".into());
+    }
+    let text = render_table(&[entry(&cpu, BenchStatus::Passed)], None);
+    assert!(!text.lines().next().unwrap().contains("kernel"), "{text}");
+    assert!(
+        text.contains("\nkernel time: not measured (no kernel timing on cpu)\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn table_shows_figures_and_failures() {
+    let entries = vec![
+        entry(&passed_record(), BenchStatus::Passed),
+        entry(&failed_record(), BenchStatus::Failed),
+        SummaryEntry {
+            name: "suite/later".into(),
+            target: "suite".into(),
+            id: "later".into(),
+            status: BenchStatus::Pending,
+            record: None,
+            summary: None,
+            comparison: None,
+        },
+    ];
+    let s = RunSummary::new(
+        "r1".into(),
+        "/t/runs/r1".into(),
+        RunStatus::Interrupted,
+        2.5,
+        entries,
+    );
+    assert_eq!((s.passed, s.failed, s.not_run), (1, 1, 1));
+    let text = s.render_human();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("benchmark") && lines[0].contains("time [95% interval]"),
+        "{text}"
+    );
+    let matmul = lines[1];
+    // Device time is primary: ~1.61 ms per iteration, with its interval over the
+    // three processes and their spread (0.62%).
+    assert!(matmul.contains("1.611 ms [1.576, 1.646]"), "{matmul}");
+    assert!(matmul.contains("  3 ±0.6%  "), "{matmul}");
+    assert!(matmul.contains("490.0 µs"), "host/iter: {matmul}");
+    assert!(matmul.contains("132.0 ms"), "cold call: {matmul}");
+    assert!(matmul.contains("TFLOP/s"), "{matmul}");
+    assert!(matmul.contains("1.50 GiB"), "{matmul}");
+    assert!(matmul.ends_with("passed (device-bound)"), "{matmul}");
+    assert!(
+        lines[2].ends_with("crash: killed by signal 6 (SIGABRT)"),
+        "{text}"
+    );
+    assert!(lines[3].ends_with("not run"), "{text}");
+    assert!(
+        text.contains("\n  suite/boom (crash)\n    killed by signal 6"),
+        "{text}"
+    );
+    assert!(text.contains("    abort() called"), "{text}");
+    assert!(
+        text.contains("3 benchmarks: 1 passed, 1 failed, 1 not run (interrupted) in 2.500 s; records in /t/runs/r1"),
+        "{text}"
+    );
+    // Columns line up: every row's status starts where the header's does.
+    let col = lines[0].find("status").unwrap();
+    assert_eq!(
+        lines[1].char_indices().nth(col).map(|(_, c)| c),
+        Some('p'),
+        "{text}"
+    );
+}
+
+#[test]
+fn json_carries_the_figures() {
+    let s = RunSummary::new(
+        "r1".into(),
+        "/d".into(),
+        RunStatus::Completed,
+        1.0,
+        vec![entry(&passed_record(), BenchStatus::Passed)],
+    );
+    let v: serde_json::Value = serde_json::from_str(&s.to_json_pretty()).unwrap();
+    assert_eq!(v["passed"], 1);
+    assert_eq!(v["benchmarks"][0]["status"], "passed");
+    assert_eq!(v["benchmarks"][0]["summary"]["primary_kind"], "device");
+    let device = &v["benchmarks"][0]["summary"]["device"];
+    assert!(device["estimate"]["point"].as_f64().unwrap() > 1e6);
+    assert_eq!(device["basis"], "processes");
+    assert_eq!(device["processes"]["count"], 3);
+    assert_eq!(device["processes"]["medians"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn intervals_share_the_points_unit() {
+    assert_eq!(
+        interval(16.12e6, 16.05e6, 16.2e6),
+        "16.12 ms [16.05, 16.20]"
+    );
+    assert_eq!(
+        interval(1.001e6, 999.0e3, 1.01e6),
+        "1.001 ms [999.0 µs, 1.010]"
+    );
+}
+
+#[test]
+fn long_messages_are_excerpted() {
+    let msg: String = (0..40).map(|i| format!("line {i}\n")).collect();
+    let e = excerpt(&msg, 12);
+    assert_eq!(e.len(), 12);
+    assert_eq!(e[0], "line 0");
+    assert_eq!(e.last().unwrap(), "line 39");
+    assert!(e[2].contains("29 lines"), "{e:?}");
+}

@@ -1,0 +1,343 @@
+//! Tests of [`super`].
+
+use super::*;
+use crate::processes::Bound;
+use crate::synthetic::{GpuLikeSamples, ProcessShift};
+use proptest::prelude::*;
+use rand::SeedableRng;
+
+fn device_bound() -> GpuLikeSamples {
+    GpuLikeSamples::default().with_shift(ProcessShift::LogNormal { sigma: 0.01 })
+}
+
+fn bimodal() -> GpuLikeSamples {
+    GpuLikeSamples::default().with_shift(ProcessShift::Modes {
+        slow_factor: 1.7,
+        slow_share: 0.5,
+        sigma: 0.02,
+    })
+}
+
+#[test]
+fn clear_changes_get_clear_verdicts() {
+    let model = device_bound();
+    let mut rng = Pcg64Mcg::seed_from_u64(3);
+    let old = model.draw_processes(5, 30, &mut rng);
+    let same = model.draw_processes(5, 30, &mut rng);
+    let slower = model.scaled(1.10).draw_processes(5, 30, &mut rng);
+    let faster = model.scaled(0.90).draw_processes(5, 30, &mut rng);
+    let cfg = CompareConfig::default();
+
+    let c = compare_processes(&old, &slower, Bound::Device, &cfg).unwrap();
+    assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+    assert!(c.change.contains(0.10) && c.p_value < 0.01, "{c:?}");
+    assert!((c.current_estimate / c.baseline_estimate - 1.0 - c.change.point).abs() < 1e-12);
+    assert_eq!((c.baseline_processes, c.current_processes), (5, 5));
+    assert_eq!(c.threshold, DEFAULT_NOISE_THRESHOLD, "{c:?}");
+
+    let c = compare_processes(&old, &faster, Bound::Device, &cfg).unwrap();
+    assert_eq!(c.verdict, Verdict::Improved, "{c:?}");
+
+    let c = compare_processes(&old, &same, Bound::Device, &cfg).unwrap();
+    assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
+    assert!(c.change.contains(0.0) && c.note.is_none());
+}
+
+#[test]
+fn processes_in_other_modes_are_not_a_change() {
+    // Two thirds of the baseline's processes landed in the fast mode, two thirds of
+    // this run's in the slow one: the spread between processes raises the
+    // threshold, and the change is not called.
+    let fast = [1.0, 1.01, 0.99, 1.0, 1.7, 1.71];
+    let slow = [1.7, 1.72, 1.0, 1.69, 0.99, 1.7];
+    let group = |ms: &[f64]| -> Vec<Vec<f64>> { ms.iter().map(|m| vec![m * 1e6; 5]).collect() };
+    let c = compare_processes(
+        &group(&fast),
+        &group(&slow),
+        Bound::Device,
+        &CompareConfig::default(),
+    )
+    .unwrap();
+    assert!(c.spread.unwrap() > 0.15, "{c:?}");
+    assert!(c.threshold > 0.15, "{c:?}");
+    assert_ne!(c.verdict, Verdict::Regressed, "{c:?}");
+}
+
+#[test]
+fn host_bound_work_needs_a_change_beyond_the_hosts_drift_between_runs() {
+    // Every process of this run 45% slower, as the host was in one run on an
+    // H200: tight on both sides, so only the host noise threshold stops it.
+    let group = |m: f64| -> Vec<Vec<f64>> {
+        (0..5)
+            .map(|i| vec![m * (1.0 + 0.002 * i as f64); 5])
+            .collect()
+    };
+    let cfg = CompareConfig::default();
+    // Within the host's drift between runs: no change worth a verdict.
+    let c = compare_processes(&group(6.1e3), &group(8.8e3), Bound::Host, &cfg).unwrap();
+    assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
+    assert!((c.threshold - 0.5).abs() < 1e-9, "{c:?}");
+    let c = compare_processes(&group(6.1e3), &group(8.8e3), Bound::Device, &cfg).unwrap();
+    assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+    // Twice as slow is beyond it.
+    let c = compare_processes(&group(6.1e3), &group(12.2e3), Bound::Host, &cfg).unwrap();
+    assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+    let tolerant = CompareConfig {
+        host_noise_threshold: 0.1,
+        ..cfg
+    };
+    let c = compare_processes(&group(6.1e3), &group(8.8e3), Bound::Host, &tolerant).unwrap();
+    assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+    // With fewer than five processes a side, host-bound work gets no verdict.
+    let three: Vec<Vec<f64>> = group(6.1e3).into_iter().take(3).collect();
+    let c = compare_processes(&three, &group(30e3), Bound::Host, &cfg).unwrap();
+    assert_eq!(c.verdict, Verdict::Ambiguous, "{c:?}");
+    assert!(c.note.unwrap().contains("needs 5 on each side"));
+}
+
+#[test]
+fn one_process_on_a_side_is_ambiguous_and_says_why() {
+    let mut rng = Pcg64Mcg::seed_from_u64(4);
+    let model = device_bound();
+    let one = model.draw_processes(1, 50, &mut rng);
+    let five = model.scaled(1.5).draw_processes(5, 50, &mut rng);
+    let c = compare_processes(&one, &five, Bound::Device, &CompareConfig::default()).unwrap();
+    assert_eq!(c.verdict, Verdict::Ambiguous);
+    assert!(c.change.point > 0.4, "{c:?}");
+    let note = c.note.unwrap();
+    assert!(
+        note.starts_with("the baseline has 1 process: a verdict on device-bound work needs 2"),
+        "{note}"
+    );
+    let c = compare_processes(&five, &one, Bound::Device, &CompareConfig::default()).unwrap();
+    assert!(c.note.unwrap().starts_with("this run has 1 process"));
+    let two = model.draw_processes(2, 50, &mut rng);
+    let c = compare_processes(
+        &two,
+        &model.scaled(2.0).draw_processes(2, 50, &mut rng),
+        Bound::Device,
+        &CompareConfig::default(),
+    )
+    .unwrap();
+    assert!(c.note.is_none());
+}
+
+#[test]
+fn too_few_host_processes_still_report_the_change_of_the_estimates() {
+    // Three processes a side is short of a host-bound verdict, but the change
+    // shown must be the one between the estimates shown beside it.
+    let mut rng = Pcg64Mcg::seed_from_u64(14);
+    let model = device_bound();
+    let was = model.draw_processes(3, 40, &mut rng);
+    let now = model.scaled(1.3).draw_processes(3, 40, &mut rng);
+    let c = compare_processes(&was, &now, Bound::Host, &CompareConfig::default()).unwrap();
+    assert_eq!(c.verdict, Verdict::Ambiguous);
+    assert!(c.note.is_some());
+    let ratio = c.current_estimate / c.baseline_estimate - 1.0;
+    assert!((c.change.point - ratio).abs() < 1e-12, "{c:?}");
+    assert!(c.change.lower < c.change.point && c.change.point < c.change.upper);
+}
+
+#[test]
+fn a_significant_change_below_the_threshold_is_no_change() {
+    let quiet = GpuLikeSamples {
+        rel_noise: 0.001,
+        outlier_fraction: 0.0,
+        ..GpuLikeSamples::default()
+    }
+    .with_shift(ProcessShift::LogNormal { sigma: 0.001 });
+    let mut rng = Pcg64Mcg::seed_from_u64(5);
+    let c = compare_processes(
+        &quiet.draw_processes(6, 30, &mut rng),
+        &quiet.scaled(1.005).draw_processes(6, 30, &mut rng),
+        Bound::Device,
+        &CompareConfig::default(),
+    )
+    .unwrap();
+    assert!(c.p_value < 0.01, "{c:?}");
+    assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
+    // A clean 2% step straddles the 2% threshold.
+    let c = compare_processes(
+        &quiet.draw_processes(6, 30, &mut rng),
+        &quiet.scaled(1.02).draw_processes(6, 30, &mut rng),
+        Bound::Device,
+        &CompareConfig::default(),
+    )
+    .unwrap();
+    assert_eq!(c.verdict, Verdict::Ambiguous, "{c:?}");
+}
+
+#[test]
+fn bad_input_is_an_error_not_a_panic() {
+    let cfg = CompareConfig::default();
+    assert_eq!(
+        compare_processes(&[], &[vec![1.0]], Bound::Device, &cfg),
+        Err(CompareError::NoSamples {
+            side: Side::Baseline
+        })
+    );
+    assert_eq!(
+        compare_processes(&[vec![]], &[vec![1.0]], Bound::Device, &cfg),
+        Err(CompareError::NoSamples {
+            side: Side::Baseline
+        })
+    );
+    let err = compare_processes(
+        &[vec![1.0, 2.0]],
+        &[vec![1.0, f64::NAN]],
+        Bound::Device,
+        &cfg,
+    )
+    .unwrap_err();
+    assert!(matches!(
+        err,
+        CompareError::InvalidSample {
+            side: Side::Current,
+            ..
+        }
+    ));
+    assert!(
+        err.to_string().starts_with("current samples include"),
+        "{err}"
+    );
+    assert!(compare_processes(&[vec![1.0, -2.0]], &[vec![1.0]], Bound::Device, &cfg).is_err());
+    assert_eq!(
+        compare_processes(&[vec![0.0, 0.0, 1.0]], &[vec![1.0]], Bound::Device, &cfg),
+        Err(CompareError::ZeroMedian {
+            side: Side::Baseline
+        })
+    );
+    let bad = CompareConfig {
+        significance: 1.5,
+        ..cfg
+    };
+    let err = compare_processes(&[vec![1.0]], &[vec![1.0]], Bound::Device, &bad).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid comparison settings: significance must lie strictly between 0 and 1"
+    );
+    for bad in [
+        CompareConfig {
+            confidence: 1.0,
+            ..cfg
+        },
+        CompareConfig {
+            noise_threshold: f64::NAN,
+            ..cfg
+        },
+        CompareConfig {
+            resamples: 0,
+            ..cfg
+        },
+    ] {
+        assert!(bad.validate().is_err(), "{bad:?}");
+    }
+    // Identical processes on both sides: no spread at all, still a verdict.
+    let flat = vec![vec![5.0; 3]; 3];
+    let c = compare_processes(&flat, &flat, Bound::Device, &cfg).unwrap();
+    assert_eq!((c.verdict, c.p_value), (Verdict::NoChange, 1.0));
+    let c = compare_processes(&flat, &vec![vec![6.0; 3]; 3], Bound::Device, &cfg).unwrap();
+    assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+}
+
+#[test]
+fn verdicts_serialise_in_snake_case() {
+    let json = serde_json::to_string(&[Verdict::NoChange, Verdict::Regressed]).unwrap();
+    assert_eq!(json, r#"["no_change","regressed"]"#);
+}
+
+#[test]
+fn false_alarms_are_rare_and_slowdowns_are_caught() {
+    // A small version of benches/calibration.rs, so the rule cannot drift unnoticed.
+    let mut rng = Pcg64Mcg::seed_from_u64(6);
+    let trials = 200;
+    let (mut false_alarms, mut caught) = (0, 0);
+    let cfg = CompareConfig::default();
+    for _ in 0..trials {
+        let model = device_bound();
+        let old = model.draw_processes(4, 15, &mut rng);
+        let same = model.draw_processes(4, 15, &mut rng);
+        let slow = model.scaled(1.05).draw_processes(4, 15, &mut rng);
+        let verdict = compare_processes(&old, &same, Bound::Device, &cfg)
+            .unwrap()
+            .verdict;
+        if matches!(verdict, Verdict::Regressed | Verdict::Improved) {
+            false_alarms += 1;
+        }
+        if compare_processes(&old, &slow, Bound::Device, &cfg)
+            .unwrap()
+            .verdict
+            == Verdict::Regressed
+        {
+            caught += 1;
+        }
+        let b = bimodal();
+        let verdict = compare_processes(
+            &b.draw_processes(3, 15, &mut rng),
+            &b.draw_processes(3, 15, &mut rng),
+            Bound::Host,
+            &cfg,
+        )
+        .unwrap()
+        .verdict;
+        if matches!(verdict, Verdict::Regressed | Verdict::Improved) {
+            false_alarms += 1;
+        }
+    }
+    assert!(
+        false_alarms <= 2,
+        "{false_alarms} false alarms in {}",
+        2 * trials
+    );
+    assert!(caught >= trials * 9 / 10, "caught {caught} of {trials}");
+}
+
+fn groups_strategy() -> impl Strategy<Value = Vec<Vec<f64>>> {
+    prop::collection::vec(prop::collection::vec(1.0f64..1e6, 1..8), 1..7)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn comparisons_are_reproducible_and_consistent(
+        old in groups_strategy(),
+        new in groups_strategy(),
+        seed in any::<u64>(),
+    ) {
+        let cfg = CompareConfig { seed, resamples: 200, ..CompareConfig::default() };
+        let a = compare_processes(&old, &new, Bound::Device, &cfg).unwrap();
+        prop_assert_eq!(&a, &compare_processes(&old, &new, Bound::Device, &cfg).unwrap());
+        prop_assert!(a.change.lower <= a.change.upper);
+        prop_assert!(a.p_value >= 0.0 && a.p_value <= 1.0);
+        prop_assert!(a.threshold >= cfg.noise_threshold);
+        let t = a.threshold;
+        let improved = 1.0 / (1.0 + t) - 1.0;
+        match a.verdict {
+            Verdict::Regressed => prop_assert!(a.change.lower > t - 1e-12),
+            Verdict::Improved => prop_assert!(a.change.upper < improved + 1e-12),
+            Verdict::NoChange => prop_assert!(
+                a.change.lower >= improved - 1e-12 && a.change.upper <= t + 1e-12
+            ),
+            Verdict::Ambiguous => {}
+        }
+    }
+
+    #[test]
+    fn swapping_sides_mirrors_the_verdict(
+        old in prop::collection::vec(prop::collection::vec(1.0f64..1e6, 1..8), 2..7),
+        new in prop::collection::vec(prop::collection::vec(1.0f64..1e6, 1..8), 2..7),
+    ) {
+        let cfg = CompareConfig::default();
+        let ab = compare_processes(&old, &new, Bound::Device, &cfg).unwrap();
+        let ba = compare_processes(&new, &old, Bound::Device, &cfg).unwrap();
+        let mirrored = match ab.verdict {
+            Verdict::Regressed => Verdict::Improved,
+            Verdict::Improved => Verdict::Regressed,
+            v => v,
+        };
+        // On the log scale the test is symmetric: the verdict mirrors exactly.
+        prop_assert_eq!(ba.verdict, mirrored, "{:?} vs {:?}", ab, ba);
+        prop_assert!(((1.0 + ab.change.point) * (1.0 + ba.change.point) - 1.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,180 @@
+//! Tests of [`super`].
+
+use super::*;
+use crate::failure::FailureKind;
+
+fn fingerprint() -> Fingerprint {
+    Fingerprint {
+        device: DeviceIdentity {
+            kind: "cuda".into(),
+            index: Some(0),
+            name: "NVIDIA H200".into(),
+            total_memory_bytes: Some(150_000_000_000),
+        },
+        cuda_version: Some("13.0".into()),
+        cudnn_version: None,
+        libtorch_version: "2.11.0".into(),
+        tch_version: "0.24.0".into(),
+        gpubench_version: "0.1.0".into(),
+        cpu_model: Some("x86".into()),
+        os: "linux x86_64".into(),
+        git_commit: None,
+        timestamp: "2026-11-29T00:00:00Z".into(),
+    }
+}
+
+fn measurement(device_ns: f64) -> Measurement {
+    Measurement {
+        sync_cost_ns: 5000.0,
+        cold: vec![ColdCall {
+            label: "first call".into(),
+            wall_ns: 1e8,
+            host_ns: 9e7,
+            device_ns: None,
+        }],
+        warmup: vec![WarmupPoint {
+            iters: 1,
+            wall_ns: 2e6,
+        }],
+        samples: vec![Sample {
+            iters: 4,
+            wall_ns: 4e6,
+            host_ns: 1e5,
+            device_ns: Some(device_ns),
+        }],
+        naive: vec![],
+        throughput: Some(Throughput::Flops(1.37e11)),
+        memory: Some(MemoryStats {
+            peak_allocated_bytes: 1 << 30,
+            peak_reserved_bytes: 1 << 31,
+            allocated_bytes: 0,
+            reserved_bytes: 1 << 31,
+            alloc_retries: 0,
+            num_ooms: 0,
+        }),
+        stop_reason: StopReason::Converged,
+        flags: vec![Flag::DeviceBound],
+        device_timer: true,
+        kernel: None,
+        kernel_unavailable: None,
+    }
+}
+
+pub(crate) fn sample_record() -> RawRecord {
+    let mut round = Round::first("2026-11-29T00:00:00Z".into());
+    round.measurement = Some(measurement(3.9e6));
+    RawRecord::new(
+        "matmul/4096",
+        "matmul",
+        Some("4096".into()),
+        fingerprint(),
+        MeasurementConfig {
+            max_samples: 100,
+            ..MeasurementConfig::standard()
+        },
+        round,
+    )
+}
+
+#[test]
+fn record_round_trips_through_json() {
+    let r = sample_record();
+    let text = r.to_json_pretty();
+    assert!(text.contains("\"format_version\": 2"), "{text}");
+    let back = RawRecord::from_json(&text, "mem").unwrap();
+    assert_eq!(r, back);
+    let mut failed = sample_record();
+    failed.rounds[0].measurement = None;
+    failed.rounds[0].failure = Some(Failure::new(FailureKind::Panic, "boom"));
+    let back = RawRecord::from_json(&failed.to_json_pretty(), "mem").unwrap();
+    assert_eq!(failed, back);
+    assert!(!back.passed());
+    assert_eq!(back.failure().unwrap().message, "boom");
+}
+
+#[test]
+fn newer_format_version_is_refused_with_a_clear_error() {
+    let mut v: serde_json::Value = serde_json::to_value(sample_record()).unwrap();
+    v["format_version"] = (RECORD_FORMAT_VERSION + 1).into();
+    let err = RawRecord::from_json(&v.to_string(), "runs/x/matmul.json").unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, RecordError::TooNew { .. }));
+    assert!(msg.contains("runs/x/matmul.json"), "{msg}");
+    assert!(msg.contains("upgrade"), "{msg}");
+}
+
+#[test]
+fn a_version_1_record_reads_as_one_round() {
+    let mut v1 = serde_json::to_value(sample_record()).unwrap();
+    let obj = v1.as_object_mut().unwrap();
+    let round = obj.remove("rounds").unwrap()[0].clone();
+    obj.insert("format_version".into(), 1.into());
+    obj.insert("measurement".into(), round["measurement"].clone());
+    obj["config"].as_object_mut().unwrap().remove("processes");
+    let r = RawRecord::from_json(&v1.to_string(), "old.json").unwrap();
+    assert_eq!(r.rounds.len(), 1);
+    assert_eq!(r.rounds[0].started_at, "2026-11-29T00:00:00Z");
+    assert_eq!(r.config.processes, ProcessPolicy::single());
+    assert_eq!(r.first_measurement(), sample_record().first_measurement());
+    assert_eq!(r.format_version, RECORD_FORMAT_VERSION);
+}
+
+#[test]
+fn truncated_record_names_the_file() {
+    let text = sample_record().to_json_pretty();
+    let err = RawRecord::from_json(&text[..text.len() / 2], "a/b.json").unwrap_err();
+    assert!(err.to_string().contains("a/b.json"));
+}
+
+#[test]
+fn primary_time_prefers_device_events() {
+    let r = sample_record();
+    let m = r.first_measurement().unwrap();
+    assert_eq!(m.primary_per_iter(), vec![3.9e6 / 4.0]);
+    assert_eq!(r.primary_groups(), vec![vec![3.9e6 / 4.0]]);
+}
+
+#[test]
+fn rounds_append_in_order_and_keep_the_first_fingerprint() {
+    let mut r = sample_record();
+    let mut later = sample_record();
+    later.fingerprint.timestamp = "later".into();
+    later.rounds[0].measurement = Some(measurement(4.1e6));
+    r.append_rounds(later.clone()).unwrap();
+    r.append_rounds(later).unwrap();
+    assert_eq!(
+        r.rounds.iter().map(|x| x.round).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert_eq!(r.fingerprint.timestamp, "2026-11-29T00:00:00Z");
+    assert_eq!(
+        r.primary_groups(),
+        vec![vec![3.9e6 / 4.0], vec![4.1e6 / 4.0], vec![4.1e6 / 4.0]]
+    );
+    assert!(r.passed());
+    let mut other = sample_record();
+    other.id = "conv".into();
+    let err = r.append_rounds(other).unwrap_err().to_string();
+    assert!(
+        err.contains("`conv`") && err.contains("`matmul/4096`"),
+        "{err}"
+    );
+    // One round without device times makes every round fall back to wall time.
+    let mut wall_only = sample_record();
+    wall_only.rounds[0].measurement.as_mut().unwrap().samples[0].device_ns = None;
+    r.append_rounds(wall_only).unwrap();
+    assert!(!r.device_timed());
+    assert_eq!(r.primary_groups()[0], vec![1e6]);
+}
+
+#[test]
+fn a_failed_round_fails_the_record_and_keeps_the_others() {
+    let mut r = sample_record();
+    let mut failed = sample_record();
+    failed.rounds[0].measurement = None;
+    failed.rounds[0].failure = Some(Failure::new(FailureKind::Crash, "signal 11"));
+    r.append_rounds(failed).unwrap();
+    assert!(!r.passed());
+    assert_eq!(r.failed_round().unwrap().round, 2);
+    assert_eq!(r.measurements().count(), 1);
+}
