@@ -2,7 +2,8 @@
 //! that speaks the harness protocol and behaves per benchmark id (passes, panics,
 //! aborts, hangs, exits oddly). Needs no libtorch and no build, so it pins the
 //! runner's behaviour on any Unix machine; `fixture_workspace.rs` does the same with
-//! real bench targets.
+//! real bench targets. One file over 600 lines on purpose: every scenario shares the
+//! one stand-in script and its helpers, and cargo builds each test file as a binary.
 #![cfg(unix)]
 
 mod support;

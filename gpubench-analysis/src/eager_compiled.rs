@@ -475,10 +475,10 @@ impl EagerCompiledFlag {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn sample_comparison() -> EagerCompiled {
+    pub(crate) fn sample_comparison() -> EagerCompiled {
         let timing = CallTiming {
             wall_ns: 2e6,
             host_ns: 1e5,

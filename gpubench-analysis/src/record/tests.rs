@@ -178,3 +178,29 @@ fn a_failed_round_fails_the_record_and_keeps_the_others() {
     assert_eq!(r.failed_round().unwrap().round, 2);
     assert_eq!(r.measurements().count(), 1);
 }
+
+#[test]
+fn eager_versus_compiled_is_written_as_eager_compiled_and_read_from_old_comparison_keys() {
+    let side_by_side = crate::eager_compiled::tests::sample_comparison();
+    let mut r = sample_record();
+    r.rounds[0].eager_compiled = Some(side_by_side.clone());
+    let text = r.to_json_pretty();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(json["rounds"][0].get("eager_compiled").is_some(), "{text}");
+    assert!(json["rounds"][0].get("comparison").is_none(), "{text}");
+    assert_eq!(RawRecord::from_json(&text, "new.json").unwrap(), r);
+
+    // A version 1 record kept the side-by-side result under `comparison`.
+    let mut v1 = serde_json::to_value(sample_record()).unwrap();
+    let obj = v1.as_object_mut().unwrap();
+    let round = obj.remove("rounds").unwrap()[0].clone();
+    obj.insert("format_version".into(), 1.into());
+    obj.insert("measurement".into(), round["measurement"].clone());
+    obj.insert(
+        "comparison".into(),
+        serde_json::to_value(&side_by_side).unwrap(),
+    );
+    obj["config"].as_object_mut().unwrap().remove("processes");
+    let old = RawRecord::from_json(&v1.to_string(), "old.json").unwrap();
+    assert_eq!(old.eager_compiled(), Some(&side_by_side));
+}
