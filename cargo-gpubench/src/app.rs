@@ -52,6 +52,9 @@ pub fn run(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
     if let Some(args) = cli.setup_args() {
         return crate::setup::run(args);
     }
+    if let Some(args) = cli.doctor_args() {
+        return crate::doctor::run(args);
+    }
     let args = cli.run_args();
     let stop = interrupt_flag()?;
 

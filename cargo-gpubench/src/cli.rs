@@ -107,6 +107,18 @@ pub enum Command {
             python3 with venv and access to PyPI."
     )]
     Setup(SetupArgs),
+    /// Check the machine: libtorch, CUDA, the NVIDIA driver, each GPU's clocks, modes
+    /// and other processes, the host's CPU governor and load.
+    #[command(
+        long_about = "Check the machine before benchmarking on it: the libtorch benchmarks \
+            would load (where, which version, whether it is the one tch needs), whether \
+            CUDA is usable, the NVIDIA driver and each GPU through NVML (clocks, \
+            persistence mode, compute mode, ECC, slowdown reasons, other processes on \
+            it), and the host (CPU frequency governor, load average). Each problem is \
+            listed with why it makes results unreliable and what to do.",
+        after_long_help = crate::doctor::DOCTOR_HELP
+    )]
+    Doctor(crate::doctor::DoctorArgs),
 }
 
 /// Options of `setup`.
@@ -181,7 +193,10 @@ impl Cli {
     pub fn run_args(&self) -> &RunArgs {
         match &self.command {
             Some(Command::Run(args)) => args,
-            Some(Command::Compare(_) | Command::Report(_) | Command::Setup(_)) | None => &self.run,
+            Some(
+                Command::Compare(_) | Command::Report(_) | Command::Setup(_) | Command::Doctor(_),
+            )
+            | None => &self.run,
         }
     }
 
@@ -197,6 +212,14 @@ impl Cli {
     pub fn setup_args(&self) -> Option<&SetupArgs> {
         match &self.command {
             Some(Command::Setup(args)) => Some(args),
+            _ => None,
+        }
+    }
+
+    /// The options of `doctor`, when that is the subcommand.
+    pub fn doctor_args(&self) -> Option<&crate::doctor::DoctorArgs> {
+        match &self.command {
+            Some(Command::Doctor(args)) => Some(args),
             _ => None,
         }
     }

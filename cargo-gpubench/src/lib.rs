@@ -8,7 +8,8 @@
 //! [`comparison`] → [`run_report`] (the HTML [`report`]) → [`baselines`] (save) →
 //! [`summary`] and [`markdown`]; [`app`] strings them together and [`exit`] documents
 //! the exit codes. `cargo gpubench compare` is [`compare_command`], over
-//! [`reference`](mod@reference); `cargo gpubench report` is [`report_command`].
+//! [`reference`](mod@reference); `cargo gpubench report` is [`report_command`];
+//! `cargo gpubench doctor` is [`doctor`].
 #![warn(missing_docs)]
 
 pub mod app;
@@ -18,7 +19,9 @@ pub mod compare_command;
 pub mod comparison;
 pub mod compile;
 pub mod discover;
+pub mod doctor;
 pub mod exit;
+pub mod gpu_notes;
 pub mod libtorch;
 pub mod listing;
 pub mod manifest;

@@ -49,6 +49,7 @@ impl MarkdownSummary<'_> {
             None => self.plain_table(&mut out),
         }
         self.unstable(&mut out);
+        out.push_str(&crate::gpu_notes::render_markdown(self.entries, code, text));
         self.failures(&mut out);
         if let Some(c) = self.comparison {
             self.one_side_only(&mut out, c);
@@ -270,6 +271,14 @@ impl MarkdownSummary<'_> {
                 "\n> **Note:** {} was compared across settings (`--allow-settings-mismatch`): {}.",
                 code(&x.id),
                 text(&x.differences.join("; "))
+            );
+        }
+        for (id, note) in crate::gpu_notes::clock_lines(&c.set.other_clocks) {
+            let _ = writeln!(
+                out,
+                "\n> **Note:** {} ran at other clocks: {}.",
+                code(&id),
+                text(&note)
             );
         }
         for x in &c.set.cross_device {
@@ -600,6 +609,7 @@ mod tests {
                     wall_ns: device * 1.02,
                     host_ns: device * 0.3,
                     device_ns: Some(device),
+                    clock: None,
                 }
             })
             .collect();
@@ -641,6 +651,8 @@ mod tests {
                 }),
                 failure: None,
                 eager_compiled: None,
+                telemetry: None,
+                telemetry_unavailable: None,
             }],
         }
     }

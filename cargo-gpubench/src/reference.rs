@@ -461,6 +461,7 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                     wall_ns: s.wall_ns[i],
                     host_ns: s.host_ns.get(i).copied().unwrap_or(0.0),
                     device_ns: s.device_ns.as_ref().and_then(|d| d.get(i).copied()),
+                    clock: None,
                 })
                 .collect();
             Round {
@@ -482,6 +483,8 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                 }),
                 failure: None,
                 eager_compiled: None,
+                telemetry: None,
+                telemetry_unavailable: None,
             }
         })
         .collect();

@@ -259,6 +259,9 @@ pub fn render_comparison(c: &RunComparison, entries: &[SummaryEntry], exit: Exit
             x.differences.join("; ")
         );
     }
+    for (id, note) in crate::gpu_notes::clock_lines(&c.set.other_clocks) {
+        let _ = writeln!(out, "  compared at other clocks: {id}: {note}");
+    }
     let name_of = |id: &str| {
         entries
             .iter()
@@ -400,6 +403,7 @@ pub fn render_table(entries: &[SummaryEntry], comparison: Option<&RunComparison>
     }
     let mut out = align(&header, &rows);
     out.push_str(&render_process_notes(entries));
+    out.push_str(&crate::gpu_notes::render_terminal(entries));
     out.push_str(&render_kernel_notes(entries, comparison));
     out
 }
@@ -756,6 +760,7 @@ mod tests {
                 wall_ns: 16.2e6 + i as f64 * 1e3,
                 host_ns: 4.9e6,
                 device_ns: Some(16.1e6 + i as f64 * 1e3),
+                clock: None,
             })
             .collect();
         RawRecord {
@@ -804,6 +809,8 @@ mod tests {
                 }),
                 failure: None,
                 eager_compiled: None,
+                telemetry: None,
+                telemetry_unavailable: None,
             }],
         }
     }

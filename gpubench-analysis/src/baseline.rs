@@ -194,6 +194,10 @@ pub struct ProcessSamples {
     /// Kernel time per call of each kernel sample, when measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_ns: Option<Vec<f64>>,
+    /// The SM clock read after each sample, MHz, when the GPU was read: a comparison
+    /// says when the two sides ran at clearly different clocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz: Option<Vec<u32>>,
 }
 
 impl ProcessSamples {
@@ -315,6 +319,7 @@ impl BaselineEntry {
                 host_ns: round(m.host_per_iter()),
                 device_ns: device.then(|| round(m.device_per_iter().unwrap_or_default())),
                 kernel_ns: kernel_timed.then(|| round(m.per_iter(TimeKind::Kernel))),
+                sm_clock_mhz: m.sm_clocks_mhz(),
             })
             .collect();
         let kernels: Vec<KernelStat> = record
@@ -360,6 +365,16 @@ impl BaselineEntry {
         } else {
             TimeKind::Wall
         }
+    }
+
+    /// The mean SM clock over every sample, MHz, when every process read it.
+    pub fn mean_sm_clock_mhz(&self) -> Option<f64> {
+        let groups: Option<Vec<Vec<u32>>> = self
+            .processes
+            .iter()
+            .map(|p| p.sm_clock_mhz.clone())
+            .collect();
+        crate::telemetry::mean_clock_mhz(&groups?)
     }
 
     /// The times of timer `kind`, one group per process (empty where absent).
@@ -745,6 +760,29 @@ pub struct OtherSettings {
     pub differences: Vec<String>,
 }
 
+/// A benchmark whose two sides ran at clearly different SM clocks (mean over their
+/// samples; see [`crate::telemetry::CLOCK_DIFFERENCE_FRACTION`]): a change may be the
+/// clock's, not the code's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OtherClocks {
+    /// The benchmark id.
+    pub id: String,
+    /// The baseline's mean SM clock, MHz.
+    pub baseline_mhz: f64,
+    /// This run's mean SM clock, MHz.
+    pub current_mhz: f64,
+}
+
+impl OtherClocks {
+    /// In words: `1410 MHz here, 1980 MHz in the baseline`.
+    pub fn describe(&self) -> String {
+        format!(
+            "the GPU ran at {:.0} MHz here, {:.0} MHz in the baseline (mean SM clock)",
+            self.current_mhz, self.baseline_mhz
+        )
+    }
+}
+
 /// A benchmark measured on another device model than its baseline, compared because
 /// [`BaselineCompareOptions::allow_device_mismatch`] was set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -980,6 +1018,9 @@ pub struct ComparisonSet {
     /// Benchmarks compared across settings that move the figures, by request.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_settings: Vec<OtherSettings>,
+    /// Benchmarks compared whose two sides ran at clearly different SM clocks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_clocks: Vec<OtherClocks>,
 }
 
 impl ComparisonSet {
@@ -1021,6 +1062,7 @@ pub fn compare_with_baseline(
         missing_in_current: Vec::new(),
         cross_device: Vec::new(),
         other_settings: Vec::new(),
+        other_clocks: Vec::new(),
     };
     for record in current {
         let Some(entry) = by_id.get(record.id.as_str()) else {
@@ -1086,6 +1128,17 @@ pub fn compare_with_baseline(
                     (Bound::Host, _) | (_, Some(Bound::Host)) => Bound::Host,
                     _ => Bound::Device,
                 };
+                if let (Some(was), Some(now)) =
+                    (entry.mean_sm_clock_mhz(), record.mean_sm_clock_mhz())
+                {
+                    if crate::telemetry::clearly_different_clocks(was, now) {
+                        set.other_clocks.push(OtherClocks {
+                            id: record.id.clone(),
+                            baseline_mhz: was,
+                            current_mhz: now,
+                        });
+                    }
+                }
                 match compare_processes(&was_times, &now_times, bound, &options.config) {
                     Ok(comparison) => {
                         let (kernel, counters, kernel_changes) =
@@ -1693,6 +1746,47 @@ mod tests {
         assert_eq!(set.other_settings[0].differences.len(), 2);
     }
 
+    /// Sets the SM clock read with every sample of every process of `r`.
+    fn clock_at(r: &mut RawRecord, sm_mhz: u32) {
+        for m in r.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+            for s in &mut m.samples {
+                s.clock = Some(crate::record::SampleClock {
+                    sm_mhz,
+                    temperature_c: Some(60),
+                    throttled: false,
+                });
+            }
+        }
+    }
+
+    #[test]
+    fn two_sides_at_clearly_different_clocks_are_noted() {
+        let mut base_recs = records(&["a", "b", "c"], 1.0, 40);
+        for r in &mut base_recs {
+            clock_at(r, 1980);
+        }
+        let base: Vec<BaselineEntry> = base_recs
+            .iter()
+            .map(|r| BaselineEntry::from_record(r).unwrap())
+            .collect();
+        assert_eq!(base[0].mean_sm_clock_mhz(), Some(1980.0));
+        let json = base[0].to_json_pretty();
+        let back = BaselineEntry::from_json(&json, "a.json").unwrap();
+        assert_eq!(back, base[0]);
+        let mut now = records(&["a", "b", "c"], 1.0, 41);
+        clock_at(&mut now[0], 1410);
+        clock_at(&mut now[1], 1950);
+        let set = compare_with_baseline(&now, &base, &BaselineCompareOptions::default()).unwrap();
+        // `a` ran 29% slower clocks; `b` within 5%; `c` was not read: no note.
+        assert_eq!(set.other_clocks.len(), 1, "{:?}", set.other_clocks);
+        assert_eq!(set.other_clocks[0].id, "a");
+        assert_eq!(
+            set.other_clocks[0].describe(),
+            "the GPU ran at 1410 MHz here, 1980 MHz in the baseline (mean SM clock)"
+        );
+        assert!(set.comparisons[0].verdict().is_some());
+    }
+
     #[test]
     fn a_baseline_from_another_device_is_refused_unless_allowed() {
         let mut rng = Pcg64Mcg::seed_from_u64(12);
@@ -1765,6 +1859,7 @@ mod tests {
             missing_in_current: vec![],
             cross_device: vec![],
             other_settings: vec![],
+            other_clocks: vec![],
         };
         assert!(FailOn::Ambiguous.should_fail(&not_compared, &Gate::default()));
         assert!(!FailOn::Regressed.should_fail(&not_compared, &Gate::default()));

@@ -10,12 +10,14 @@ pub mod compare;
 pub mod comparison;
 pub mod failure;
 pub mod kernels;
+pub mod nvml;
 pub mod processes;
 pub mod protocol;
 pub mod record;
 pub mod stats;
 pub mod summary;
 pub mod synthetic;
+pub mod telemetry;
 pub mod units;
 
 pub use baseline::{

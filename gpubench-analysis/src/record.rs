@@ -17,6 +17,7 @@ use crate::comparison::EagerCompiled;
 use crate::failure::Failure;
 use crate::kernels::{merge_tables, Counters, KernelMeasurement, KernelStat};
 pub use crate::processes::{Bound, ProcessPolicy};
+use crate::telemetry::{GpuState, ProcessTelemetry};
 
 /// The record format this build writes and the newest it reads.
 pub const RECORD_FORMAT_VERSION: u32 = 2;
@@ -78,6 +79,13 @@ pub struct Round {
     /// The eager-versus-compiled result, when the benchmark is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eager_compiled: Option<EagerCompiled>,
+    /// What the GPU said at the start and end of the process (clocks, temperature,
+    /// power, other processes); absent without NVML and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<ProcessTelemetry>,
+    /// Why there is no telemetry, when there is none (`no NVIDIA driver/NVML`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry_unavailable: Option<String>,
 }
 
 impl Round {
@@ -89,7 +97,16 @@ impl Round {
             measurement: None,
             failure: None,
             eager_compiled: None,
+            telemetry: None,
+            telemetry_unavailable: None,
         }
+    }
+
+    /// Whether another process used the GPU while this one measured.
+    pub fn contended(&self) -> bool {
+        self.telemetry
+            .as_ref()
+            .is_some_and(ProcessTelemetry::contended)
     }
 }
 
@@ -236,6 +253,36 @@ impl RawRecord {
         any
     }
 
+    /// Samples left out of the figures because they ran throttled, over every
+    /// measured round.
+    pub fn throttled_samples(&self) -> usize {
+        self.measurements()
+            .map(Measurement::throttled_samples)
+            .sum()
+    }
+
+    /// Whether another process used the GPU while any round measured.
+    pub fn contended(&self) -> bool {
+        self.rounds.iter().any(Round::contended)
+    }
+
+    /// The mean SM clock over the kept samples of every measured round, MHz, when
+    /// every round read one.
+    pub fn mean_sm_clock_mhz(&self) -> Option<f64> {
+        let per_round: Option<Vec<Vec<u32>>> = self
+            .measurements()
+            .map(Measurement::sm_clocks_mhz)
+            .collect();
+        crate::telemetry::mean_clock_mhz(&per_round?)
+    }
+
+    /// Why the first round has no telemetry, when it has none.
+    pub fn telemetry_unavailable(&self) -> Option<&str> {
+        self.rounds
+            .first()
+            .and_then(|r| r.telemetry_unavailable.as_deref())
+    }
+
     /// Appends the rounds of `other` (a record of the same benchmark from a later
     /// process), numbering them after this record's. The fingerprint and settings of
     /// the first round stand; a record without rounds takes `other`'s.
@@ -314,6 +361,8 @@ impl From<RawRecordV1> for RawRecord {
             measurement: v1.measurement,
             failure: v1.failure,
             eager_compiled: v1.comparison,
+            telemetry: None,
+            telemetry_unavailable: None,
         };
         RawRecord::new(&v1.id, &v1.name, v1.arg, v1.fingerprint, v1.config, round)
     }
@@ -393,6 +442,10 @@ pub struct Fingerprint {
     pub git_commit: Option<String>,
     /// When the measurement started (RFC 3339, UTC).
     pub timestamp: String,
+    /// The GPU's driver, clocks, power limit and modes, from NVML; absent without
+    /// it (the CPU, no driver) and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuState>,
 }
 
 impl Fingerprint {
@@ -419,6 +472,7 @@ impl Fingerprint {
             os: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
             git_commit: None,
             timestamp,
+            gpu: None,
         }
     }
 }
@@ -570,9 +624,31 @@ pub struct Sample {
     /// Device time between events recorded around the k calls, ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_ns: Option<f64>,
+    /// The GPU's clock read right after the sample; absent without telemetry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<SampleClock>,
+}
+
+/// The SM clock and temperature read right after a sample, and whether the sample
+/// was throttled by [`crate::telemetry::is_throttled`]'s rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampleClock {
+    /// SM clock, MHz.
+    pub sm_mhz: u32,
+    /// GPU temperature, °C.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature_c: Option<u32>,
+    /// Throttled: left out of the statistics.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub throttled: bool,
 }
 
 impl Sample {
+    /// Whether the sample ran throttled (and is left out of the statistics).
+    pub fn throttled(&self) -> bool {
+        self.clock.is_some_and(|c| c.throttled)
+    }
+
     /// Synced wall time per iteration, ns.
     pub fn per_iter_wall(&self) -> f64 {
         self.wall_ns / self.iters as f64
@@ -718,6 +794,12 @@ pub enum Flag {
     /// The processes disagree: their medians differ by more than 10%, well beyond the
     /// noise within each (see [`crate::processes`]).
     UnstableAcrossProcesses,
+    /// The GPU throttled during some samples (clock below 75% of its default, or a
+    /// hardware, thermal or power-brake slowdown): they are left out of the figures.
+    Throttled,
+    /// Another process used the GPU while this benchmark ran: its figures may be
+    /// slow by whatever that process took.
+    Contended,
 }
 
 impl Flag {
@@ -729,6 +811,8 @@ impl Flag {
             Flag::SyncsInsideRoutine => "syncs inside the routine",
             Flag::Unstable => "unstable",
             Flag::UnstableAcrossProcesses => "unstable across processes",
+            Flag::Throttled => "throttled",
+            Flag::Contended => "contended",
         }
     }
 }
@@ -770,17 +854,41 @@ pub struct Measurement {
 }
 
 impl Measurement {
-    /// Per-iteration synced wall times of the samples, ns.
+    /// The samples the figures rest on, in time order: those that did not run
+    /// throttled, or every sample when all did (the GPU then never ran at its clock
+    /// and the figures say so through [`Flag::Throttled`]).
+    pub fn kept_samples(&self) -> impl Iterator<Item = &Sample> {
+        let all_throttled = self.samples.iter().all(Sample::throttled);
+        self.samples
+            .iter()
+            .filter(move |s| all_throttled || !s.throttled())
+    }
+
+    /// Samples left out of the figures because they ran throttled.
+    pub fn throttled_samples(&self) -> usize {
+        self.samples.len() - self.kept_samples().count()
+    }
+
+    /// The SM clock of each kept sample, MHz, when every one has it.
+    pub fn sm_clocks_mhz(&self) -> Option<Vec<u32>> {
+        let clocks: Option<Vec<u32>> = self
+            .kept_samples()
+            .map(|s| s.clock.map(|c| c.sm_mhz))
+            .collect();
+        clocks.filter(|c| !c.is_empty())
+    }
+
+    /// Per-iteration synced wall times of the kept samples, ns.
     pub fn wall_per_iter(&self) -> Vec<f64> {
-        self.samples.iter().map(Sample::per_iter_wall).collect()
+        self.kept_samples().map(Sample::per_iter_wall).collect()
     }
-    /// Per-iteration host-dispatch times, ns.
+    /// Per-iteration host-dispatch times of the kept samples, ns.
     pub fn host_per_iter(&self) -> Vec<f64> {
-        self.samples.iter().map(Sample::per_iter_host).collect()
+        self.kept_samples().map(Sample::per_iter_host).collect()
     }
-    /// Per-iteration device times, ns, when every sample has one.
+    /// Per-iteration device times of the kept samples, ns, when every one has one.
     pub fn device_per_iter(&self) -> Option<Vec<f64>> {
-        self.samples.iter().map(Sample::per_iter_device).collect()
+        self.kept_samples().map(Sample::per_iter_device).collect()
     }
     /// Per-iteration times of timer `kind`, ns (empty without device times).
     pub fn per_iter(&self, kind: TimeKind) -> Vec<f64> {
@@ -827,6 +935,7 @@ mod tests {
             os: "linux x86_64".into(),
             git_commit: None,
             timestamp: "2026-11-29T00:00:00Z".into(),
+            gpu: None,
         }
     }
 
@@ -848,6 +957,7 @@ mod tests {
                 wall_ns: 4e6,
                 host_ns: 1e5,
                 device_ns: Some(device_ns),
+                clock: None,
             }],
             naive: vec![],
             throughput: Some(Throughput::Flops(1.37e11)),
@@ -972,6 +1082,63 @@ mod tests {
         r.append_rounds(wall_only).unwrap();
         assert!(!r.device_timed());
         assert_eq!(r.primary_groups()[0], vec![1e6]);
+    }
+
+    fn clocked(sm_mhz: u32, throttled: bool) -> Option<SampleClock> {
+        Some(SampleClock {
+            sm_mhz,
+            temperature_c: Some(60),
+            throttled,
+        })
+    }
+
+    #[test]
+    fn throttled_samples_are_left_out_of_the_figures_and_counted() {
+        let mut r = sample_record();
+        let m = r.rounds[0].measurement.as_mut().unwrap();
+        let fast = m.samples[0].clone();
+        m.samples[0].clock = clocked(1980, false);
+        m.samples.push(Sample {
+            device_ns: Some(9e6),
+            clock: clocked(1100, true),
+            ..fast.clone()
+        });
+        m.samples.push(Sample {
+            clock: clocked(1960, false),
+            ..fast
+        });
+        assert_eq!(m.samples.len(), 3);
+        assert_eq!(m.throttled_samples(), 1);
+        assert_eq!(m.primary_per_iter(), vec![3.9e6 / 4.0, 3.9e6 / 4.0]);
+        assert_eq!(r.throttled_samples(), 1);
+        assert_eq!(r.mean_sm_clock_mhz(), Some(1970.0));
+        let back = RawRecord::from_json(&r.to_json_pretty(), "mem").unwrap();
+        assert_eq!(back, r);
+        assert_eq!(back.throttled_samples(), 1);
+    }
+
+    #[test]
+    fn when_every_sample_throttled_all_are_kept() {
+        let mut r = sample_record();
+        let m = r.rounds[0].measurement.as_mut().unwrap();
+        m.samples[0].clock = clocked(900, true);
+        assert_eq!(m.throttled_samples(), 0);
+        assert_eq!(m.primary_per_iter().len(), 1);
+    }
+
+    #[test]
+    fn a_record_from_before_telemetry_loads_without_it() {
+        let text = sample_record().to_json_pretty();
+        assert!(
+            !text.contains("clock") && !text.contains("telemetry"),
+            "{text}"
+        );
+        let r = RawRecord::from_json(&text, "old.json").unwrap();
+        assert_eq!(r.fingerprint.gpu, None);
+        assert!(!r.contended());
+        assert_eq!(r.throttled_samples(), 0);
+        assert_eq!(r.mean_sm_clock_mhz(), None);
+        assert_eq!(r.telemetry_unavailable(), None);
     }
 
     #[test]
