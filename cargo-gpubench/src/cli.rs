@@ -54,7 +54,14 @@ use crate::exit;
         on the host's dispatch; syncs inside the routine: host dispatch tracks device \
         time (something reads back); unstable: a process's samples never settled within \
         its time bound; unstable across processes: the processes' medians differ by \
-        more than 10%. A verdict (on time, kernel time or counts): regressed or \
+        more than 10%; throttled: some samples ran with the GPU's SM clock below 75% \
+        of its default or during a hardware, thermal or power-brake slowdown, and are \
+        left out of the figures (the count is shown); contended: another process used \
+        the GPU while the benchmark ran, so its figures may be slow by what that \
+        process took. A comparison notes when its two sides ran at clearly different \
+        SM clocks. --flush-l2 measures one call per sample after a flush, so the GPU \
+        idles and clocks up between calls: a rested-GPU figure, often faster than \
+        calls back to back. A verdict (on time, kernel time or counts): regressed or \
         improved: the whole 90% interval of the change lies beyond the threshold; no \
         change: it lies inside; ambiguous: neither, or too few processes; not \
         compared: recorded on another device model; new: not in the baseline. A run: \
@@ -306,7 +313,9 @@ pub struct RunArgs {
     )]
     pub processes: Option<ProcessPolicy>,
 
-    /// Flush the GPU's L2 cache before every timed call.
+    /// Flush the GPU's L2 cache before every timed call: one call per sample, so the
+    /// GPU idles and clocks up between calls (a rested GPU's cold-cache time, often
+    /// faster than calls back to back).
     #[arg(long, env = "GPUBENCH_FLUSH_L2", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub flush_l2: bool,
 

@@ -88,7 +88,7 @@ impl TelemetrySource for FakeGpu {
         let reading = self.clock();
         let n = self.reads.get() + 1;
         self.reads.set(n);
-        self.throttled_now.set(n % self.period == 0);
+        self.throttled_now.set(n.is_multiple_of(self.period));
         Ok(reading)
     }
 }

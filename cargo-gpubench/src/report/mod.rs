@@ -17,6 +17,7 @@
 mod charts;
 mod comparison;
 mod format;
+mod gpu;
 mod kernels;
 mod parallel;
 mod peaks;

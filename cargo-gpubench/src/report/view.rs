@@ -218,6 +218,10 @@ pub struct PageCharts {
     pub distribution: Option<ChartView>,
     /// Samples in time order.
     pub timeline: Option<ChartView>,
+    /// The SM clock read after each sample, in time order.
+    pub gpu_clock: Option<ChartView>,
+    /// The GPU's temperature read after each sample, in time order.
+    pub gpu_temperature: Option<ChartView>,
     /// Host-dispatch, device and synced wall time per sample.
     pub host_device: Option<ChartView>,
     /// The warm-up trace.
@@ -234,6 +238,8 @@ impl PageCharts {
         [
             &self.distribution,
             &self.timeline,
+            &self.gpu_clock,
+            &self.gpu_temperature,
             &self.host_device,
             &self.warmup,
             &self.cold,
@@ -1050,6 +1056,19 @@ fn fill_facts(
         if *flag == gpubench_analysis::Flag::Unstable {
             view.reading.push("The samples of a process never settled within its time bound; treat the figures as rough and look at the time-order chart for drift or throttling.".into());
         }
+        if *flag == gpubench_analysis::Flag::Throttled {
+            view.reading.push(format!(
+                "The GPU throttled during {} sample(s): their SM clock was below 75% of the GPU's default, or a hardware, thermal or power-brake slowdown was on. They are left out of the figures; the clock chart under the samples shows when.",
+                s.throttled_samples
+            ));
+        }
+        if *flag == gpubench_analysis::Flag::Contended {
+            let pids: Vec<String> = s.other_processes.iter().map(u32::to_string).collect();
+            view.reading.push(format!(
+                "Contended: another process used the GPU while this benchmark ran (process {}). It shared the SMs, memory bandwidth and power, so the figures may be slow by whatever it took; measure again on a quiet GPU (`cargo gpubench doctor` lists what runs on it).",
+                pids.join(", ")
+            ));
+        }
         if *flag == gpubench_analysis::Flag::UnstableAcrossProcesses {
             view.reading.push(format!(
                 "The processes disagree ({}): the machine runs this benchmark at a different speed in each fresh process, usually the host's dispatch speed for launch-bound work. The interval covers that; kernel time would not move with it.",
@@ -1174,10 +1193,18 @@ fn config_rows(r: &RawRecord) -> Vec<(String, String)> {
         ("processes".into(), processes_setting(&c.processes)),
         (
             "L2 flushed".into(),
-            if c.flush_l2 { "yes" } else { "no" }.into(),
+            if c.flush_l2 {
+                FLUSH_L2_REGIME
+            } else {
+                "no: calls run back to back, the GPU busy and at its loaded clock"
+            }
+            .into(),
         ),
     ]
 }
+
+/// Which regime a `--flush-l2` run measures, in words.
+pub const FLUSH_L2_REGIME: &str = "yes: one call per sample after a flush, so the GPU idles between calls and clocks up; this is the cold-cache, rested-GPU figure, often faster than back to back (an 8192³ bf16 matmul on an H200: 1.39 ms here, 1.60–1.64 ms back to back)";
 
 /// The process policy in words: `3 to 6 (more than 3 only for device-bound ...)`, `5`.
 fn processes_setting(p: &gpubench_analysis::ProcessPolicy) -> String {
@@ -1307,6 +1334,25 @@ fn fill_charts(
             "Per-call time of every sample in the order taken, process after process",
             "Vertical lines separate processes. A steady run is a flat band; a step at a process boundary is a process that ran at another speed; a slope within a process is drift (clocks, heat); a slow start means warm-up ended too early.",
         ));
+    }
+
+    if let Some((clock, temperature, caption)) = super::gpu::clock_plots(&b.record) {
+        view.charts.gpu_clock = Some(chart(
+            &stem,
+            "gpu-clock.svg",
+            clock,
+            "The GPU's SM clock after every sample, in time order",
+            &caption,
+        ));
+        view.charts.gpu_temperature = temperature.map(|plot| {
+            chart(
+                &stem,
+                "gpu-temperature.svg",
+                plot,
+                "The GPU's temperature after every sample, in time order",
+                "The GPU's temperature read with each sample: a climb towards the slowdown temperature comes before thermal throttling.",
+            )
+        });
     }
 
     let r = &b.record;
