@@ -8,8 +8,6 @@ use std::fmt::Write as _;
 use gpubench_analysis::baseline::OtherClocks;
 use gpubench_analysis::BenchmarkSummary;
 
-use crate::summary::SummaryEntry;
-
 /// `3 of 120 samples throttled, left out; shared the GPU with process 4242`, when
 /// the GPU throttled or was shared; `None` otherwise (and without telemetry).
 pub fn gpu_note(s: &BenchmarkSummary) -> Option<String> {
@@ -41,12 +39,14 @@ pub const HEADING: &str = "the GPU throttled or was shared (throttled samples ar
     the figures; a contended benchmark may be slow by what the other process took)";
 
 /// Lines under the terminal table naming throttled or contended benchmarks (empty
-/// when none was).
-pub fn render_terminal(entries: &[SummaryEntry]) -> String {
+/// when none was); `benchmarks` are each benchmark's name and figures.
+pub fn render_terminal<'a>(
+    benchmarks: impl IntoIterator<Item = (&'a str, &'a BenchmarkSummary)>,
+) -> String {
     let mut out = String::new();
-    for e in entries {
-        if let Some(note) = e.summary.as_ref().and_then(gpu_note) {
-            let _ = writeln!(out, "  {}: {note}", e.name);
+    for (name, s) in benchmarks {
+        if let Some(note) = gpu_note(s) {
+            let _ = writeln!(out, "  {name}: {note}");
         }
     }
     if !out.is_empty() {
@@ -56,15 +56,15 @@ pub fn render_terminal(entries: &[SummaryEntry]) -> String {
 }
 
 /// The same as a Markdown list, with `code` and `text` escaping as the caller does.
-pub fn render_markdown(
-    entries: &[SummaryEntry],
+pub fn render_markdown<'a>(
+    benchmarks: impl IntoIterator<Item = (&'a str, &'a BenchmarkSummary)>,
     code: impl Fn(&str) -> String,
     text: impl Fn(&str) -> String,
 ) -> String {
     let mut out = String::new();
-    for e in entries {
-        if let Some(note) = e.summary.as_ref().and_then(gpu_note) {
-            let _ = writeln!(out, "- {}: {}", code(&e.name), text(&note));
+    for (name, s) in benchmarks {
+        if let Some(note) = gpu_note(s) {
+            let _ = writeln!(out, "- {}: {}", code(name), text(&note));
         }
     }
     if !out.is_empty() {
@@ -111,22 +111,13 @@ mod tests {
             gpu_note(&s).unwrap(),
             "4 of 24 samples throttled, left out; contended: shared the GPU with process 4242"
         );
-        let entries = vec![SummaryEntry {
-            name: "mm".into(),
-            target: "suite".into(),
-            id: "mm".into(),
-            status: crate::manifest::BenchStatus::Passed,
-            record: None,
-            summary: Some(s),
-            comparison: None,
-        }];
-        let terminal = render_terminal(&entries);
+        let terminal = render_terminal([("mm", &s)]);
         assert!(
             terminal.contains("the GPU throttled or was shared"),
             "{terminal}"
         );
         assert!(terminal.contains("  mm: 4 of 24"), "{terminal}");
-        let md = render_markdown(&entries, |c| format!("`{c}`"), str::to_string);
+        let md = render_markdown([("mm", &s)], |c| format!("`{c}`"), str::to_string);
         assert!(md.contains("**The GPU throttled or was shared"), "{md}");
         assert!(md.contains("- `mm`: 4 of 24"), "{md}");
     }

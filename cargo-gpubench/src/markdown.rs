@@ -49,7 +49,13 @@ impl MarkdownSummary<'_> {
             None => self.plain_table(&mut out),
         }
         self.unstable(&mut out);
-        out.push_str(&crate::gpu_notes::render_markdown(self.entries, code, text));
+        out.push_str(&crate::gpu_notes::render_markdown(
+            self.entries
+                .iter()
+                .filter_map(|e| Some((e.name.as_str(), e.summary.as_ref()?))),
+            code,
+            text,
+        ));
         self.failures(&mut out);
         if let Some(c) = self.comparison {
             self.one_side_only(&mut out, c);

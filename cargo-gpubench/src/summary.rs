@@ -403,7 +403,11 @@ pub fn render_table(entries: &[SummaryEntry], comparison: Option<&RunComparison>
     }
     let mut out = align(&header, &rows);
     out.push_str(&render_process_notes(entries));
-    out.push_str(&crate::gpu_notes::render_terminal(entries));
+    out.push_str(&crate::gpu_notes::render_terminal(
+        entries
+            .iter()
+            .filter_map(|e| Some((e.name.as_str(), e.summary.as_ref()?))),
+    ));
     out.push_str(&render_kernel_notes(entries, comparison));
     out
 }
