@@ -8,7 +8,7 @@
 //! | 2    | usage error or bad input: a bad option, an unknown package or bench target, no benchmark matched, two benchmarks share an id, a bad or unknown baseline name, a corrupt or newer baseline, record, manifest or comparison file |
 //! | 3    | the bench targets failed to build |
 //! | 4    | regression found: the comparison with the baseline tripped the `--fail-on` gate |
-//! | 5    | setup error: libtorch not found, cargo or a bench executable could not be run, another run holds the lock, results or the HTML report could not be written |
+//! | 5    | setup error: libtorch not found, cargo or a bench executable could not be run, another run holds the lock, results or the HTML report could not be written; `doctor` found something that makes results unreliable |
 //! | 130  | interrupted (Ctrl-C or SIGTERM); finished records and the manifest are kept |
 //!
 //! CI can gate on these: 1 and 4 are verdicts about the code measured, 2, 3 and 5 are
@@ -97,7 +97,8 @@ Exit codes:
   4    regression found: the comparison with the baseline tripped --fail-on
        (default: a benchmark regressed)
   5    setup error: libtorch not found, cargo or a bench executable could not be run,
-       another run holds the lock, results or the HTML report could not be written
+       another run holds the lock, results or the HTML report could not be written;
+       `doctor`: something found would make results unreliable
   130  interrupted (Ctrl-C or SIGTERM); finished records and the manifest are kept
 
 When several apply: 130 wins over 1, 1 (a benchmark failed) over 4 (regression

@@ -146,6 +146,7 @@ fn passed_record(id: &str) -> RawRecord {
                         wall_ns: 1.0e6 + f64::from(i) * 1e3,
                         host_ns: 1.0e6,
                         device_ns: None,
+                        clock: None,
                     })
                     .collect(),
                 naive: vec![],
@@ -159,6 +160,8 @@ fn passed_record(id: &str) -> RawRecord {
             }),
             failure: None,
             eager_compiled: None,
+            telemetry: None,
+            telemetry_unavailable: None,
         }],
     }
 }

@@ -11,12 +11,14 @@ pub mod eager_compiled;
 pub mod failure;
 pub mod kernels;
 pub mod measurement;
+pub mod nvml;
 pub mod processes;
 pub mod protocol;
 pub mod record;
 pub mod stats;
 pub mod summary;
 pub mod synthetic;
+pub mod telemetry;
 pub mod units;
 
 pub use baseline::{

@@ -154,9 +154,31 @@ pub struct Sample {
     /// Device time between events recorded around the k calls, ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_ns: Option<f64>,
+    /// The GPU's clock read right after the sample; absent without telemetry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<SampleClock>,
+}
+
+/// The SM clock and temperature read right after a sample, and whether the sample
+/// was throttled by [`crate::telemetry::is_throttled`]'s rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampleClock {
+    /// SM clock, MHz.
+    pub sm_mhz: u32,
+    /// GPU temperature, °C.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature_c: Option<u32>,
+    /// Throttled: left out of the statistics.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub throttled: bool,
 }
 
 impl Sample {
+    /// Whether the sample ran throttled (and is left out of the statistics).
+    pub fn throttled(&self) -> bool {
+        self.clock.is_some_and(|c| c.throttled)
+    }
+
     /// Synced wall time per iteration, ns.
     pub fn per_iter_wall(&self) -> f64 {
         self.wall_ns / self.iters as f64
@@ -302,6 +324,12 @@ pub enum Flag {
     /// The processes disagree: their medians differ by more than 10%, well beyond the
     /// noise within each (see [`crate::processes`]).
     UnstableAcrossProcesses,
+    /// The GPU throttled during some samples (clock below 75% of its default, or a
+    /// hardware, thermal or power-brake slowdown): they are left out of the figures.
+    Throttled,
+    /// Another process used the GPU while this benchmark ran: its figures may be
+    /// slow by whatever that process took.
+    Contended,
 }
 
 impl Flag {
@@ -313,6 +341,8 @@ impl Flag {
             Flag::SyncsInsideRoutine => "syncs inside the routine",
             Flag::Unstable => "unstable",
             Flag::UnstableAcrossProcesses => "unstable across processes",
+            Flag::Throttled => "throttled",
+            Flag::Contended => "contended",
         }
     }
 }
@@ -354,17 +384,41 @@ pub struct Measurement {
 }
 
 impl Measurement {
-    /// Per-iteration synced wall times of the samples, ns.
+    /// The samples the figures rest on, in time order: those that did not run
+    /// throttled, or every sample when all did (the GPU then never ran at its clock
+    /// and the figures say so through [`Flag::Throttled`]).
+    pub fn kept_samples(&self) -> impl Iterator<Item = &Sample> {
+        let all_throttled = self.samples.iter().all(Sample::throttled);
+        self.samples
+            .iter()
+            .filter(move |s| all_throttled || !s.throttled())
+    }
+
+    /// Samples left out of the figures because they ran throttled.
+    pub fn throttled_samples(&self) -> usize {
+        self.samples.len() - self.kept_samples().count()
+    }
+
+    /// The SM clock of each kept sample, MHz, when every one has it.
+    pub fn sm_clocks_mhz(&self) -> Option<Vec<u32>> {
+        let clocks: Option<Vec<u32>> = self
+            .kept_samples()
+            .map(|s| s.clock.map(|c| c.sm_mhz))
+            .collect();
+        clocks.filter(|c| !c.is_empty())
+    }
+
+    /// Per-iteration synced wall times of the kept samples, ns.
     pub fn wall_per_iter(&self) -> Vec<f64> {
-        self.samples.iter().map(Sample::per_iter_wall).collect()
+        self.kept_samples().map(Sample::per_iter_wall).collect()
     }
-    /// Per-iteration host-dispatch times, ns.
+    /// Per-iteration host-dispatch times of the kept samples, ns.
     pub fn host_per_iter(&self) -> Vec<f64> {
-        self.samples.iter().map(Sample::per_iter_host).collect()
+        self.kept_samples().map(Sample::per_iter_host).collect()
     }
-    /// Per-iteration device times, ns, when every sample has one.
+    /// Per-iteration device times of the kept samples, ns, when every one has one.
     pub fn device_per_iter(&self) -> Option<Vec<f64>> {
-        self.samples.iter().map(Sample::per_iter_device).collect()
+        self.kept_samples().map(Sample::per_iter_device).collect()
     }
     /// Per-iteration times of timer `kind`, ns (empty without device times).
     pub fn per_iter(&self, kind: TimeKind) -> Vec<f64> {

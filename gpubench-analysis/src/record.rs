@@ -18,6 +18,7 @@ use crate::failure::Failure;
 use crate::kernels::{merge_tables, Counters, KernelStat};
 use crate::measurement::*;
 pub use crate::processes::{Bound, ProcessPolicy};
+use crate::telemetry::{GpuState, ProcessTelemetry};
 
 /// The record format this build writes and the newest it reads.
 pub const RECORD_FORMAT_VERSION: u32 = 2;
@@ -79,6 +80,13 @@ pub struct Round {
     /// The eager-versus-compiled result, when the benchmark is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eager_compiled: Option<EagerCompiled>,
+    /// What the GPU said at the start and end of the process (clocks, temperature,
+    /// power, other processes); absent without NVML and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<ProcessTelemetry>,
+    /// Why there is no telemetry, when there is none (`no NVIDIA driver/NVML`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry_unavailable: Option<String>,
 }
 
 impl Round {
@@ -90,7 +98,16 @@ impl Round {
             measurement: None,
             failure: None,
             eager_compiled: None,
+            telemetry: None,
+            telemetry_unavailable: None,
         }
+    }
+
+    /// Whether another process used the GPU while this one measured.
+    pub fn contended(&self) -> bool {
+        self.telemetry
+            .as_ref()
+            .is_some_and(ProcessTelemetry::contended)
     }
 }
 
@@ -237,6 +254,36 @@ impl RawRecord {
         any
     }
 
+    /// Samples left out of the figures because they ran throttled, over every
+    /// measured round.
+    pub fn throttled_samples(&self) -> usize {
+        self.measurements()
+            .map(Measurement::throttled_samples)
+            .sum()
+    }
+
+    /// Whether another process used the GPU while any round measured.
+    pub fn contended(&self) -> bool {
+        self.rounds.iter().any(Round::contended)
+    }
+
+    /// The mean SM clock over the kept samples of every measured round, MHz, when
+    /// every round read one.
+    pub fn mean_sm_clock_mhz(&self) -> Option<f64> {
+        let per_round: Option<Vec<Vec<u32>>> = self
+            .measurements()
+            .map(Measurement::sm_clocks_mhz)
+            .collect();
+        crate::telemetry::mean_clock_mhz(&per_round?)
+    }
+
+    /// Why the first round has no telemetry, when it has none.
+    pub fn telemetry_unavailable(&self) -> Option<&str> {
+        self.rounds
+            .first()
+            .and_then(|r| r.telemetry_unavailable.as_deref())
+    }
+
     /// Appends the rounds of `other` (a record of the same benchmark from a later
     /// process), numbering them after this record's. The fingerprint and settings of
     /// the first round stand; a record without rounds takes `other`'s.
@@ -315,6 +362,8 @@ impl From<RawRecordV1> for RawRecord {
             measurement: v1.measurement,
             failure: v1.failure,
             eager_compiled: v1.comparison,
+            telemetry: None,
+            telemetry_unavailable: None,
         };
         RawRecord::new(&v1.id, &v1.name, v1.arg, v1.fingerprint, v1.config, round)
     }
@@ -394,6 +443,10 @@ pub struct Fingerprint {
     pub git_commit: Option<String>,
     /// When the measurement started (RFC 3339, UTC).
     pub timestamp: String,
+    /// The GPU's driver, clocks, power limit and modes, from NVML; absent without
+    /// it (the CPU, no driver) and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuState>,
 }
 
 impl Fingerprint {
@@ -420,6 +473,7 @@ impl Fingerprint {
             os: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
             git_commit: None,
             timestamp,
+            gpu: None,
         }
     }
 }

@@ -221,6 +221,25 @@ pub struct BenchmarkSummary {
     /// What the engine noticed (how a benchmark is bound: in most processes; the
     /// rest: in any), and whether it is unstable across processes.
     pub flags: Vec<Flag>,
+    /// Samples left out of the figures because the GPU throttled, over every process.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub throttled_samples: usize,
+    /// The mean SM clock over the samples kept, MHz, when the GPU was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz: Option<f64>,
+    /// The hottest the GPU got in any process, °C, when it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_temperature_c: Option<u32>,
+    /// Ids of the other processes that used the GPU while this benchmark ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_processes: Vec<u32>,
+    /// Why the GPU was not read, when it was not (`no NVIDIA driver/NVML`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry_unavailable: Option<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl BenchmarkSummary {
@@ -267,7 +286,20 @@ impl BenchmarkSummary {
             naive: Vec::new(),
             stop_reason: None,
             flags: Vec::new(),
+            throttled_samples: 0,
+            sm_clock_mhz: None,
+            max_temperature_c: None,
+            other_processes: Vec::new(),
+            telemetry_unavailable: record.telemetry_unavailable().map(str::to_string),
         };
+        for t in record.rounds.iter().filter_map(|r| r.telemetry.as_ref()) {
+            s.max_temperature_c = s.max_temperature_c.max(t.max_temperature_c);
+            for p in &t.other_processes {
+                if !s.other_processes.contains(&p.pid) {
+                    s.other_processes.push(p.pid);
+                }
+            }
+        }
         let measurements: Vec<_> = record.measurements().collect();
         let Some(first) = measurements.first() else {
             return s;
@@ -366,6 +398,14 @@ impl BenchmarkSummary {
         if s.primary().is_some_and(|p| p.processes.unstable) {
             s.flags.push(Flag::UnstableAcrossProcesses);
         }
+        s.throttled_samples = record.throttled_samples();
+        s.sm_clock_mhz = record.mean_sm_clock_mhz();
+        if s.throttled_samples > 0 && !s.flags.contains(&Flag::Throttled) {
+            s.flags.push(Flag::Throttled);
+        }
+        if record.contended() && !s.flags.contains(&Flag::Contended) {
+            s.flags.push(Flag::Contended);
+        }
         s
     }
 
@@ -401,6 +441,8 @@ fn merged_flags(measurements: &[&crate::measurement::Measurement]) -> Vec<Flag> 
         Flag::LaunchBound,
         Flag::SyncsInsideRoutine,
         Flag::Unstable,
+        Flag::Throttled,
+        Flag::Contended,
     ] {
         let c = count(f);
         let keep = match f {
@@ -483,6 +525,68 @@ mod tests {
     }
 
     #[test]
+    fn throttled_samples_and_other_processes_are_flagged_and_counted() {
+        use crate::measurement::SampleClock;
+        use crate::telemetry::{ClockReading, GpuProcess, ProcessTelemetry, TelemetryReading};
+        let quiet = BenchmarkSummary::from_record(&record());
+        assert!(!quiet.flags.contains(&Flag::Throttled) && !quiet.flags.contains(&Flag::Contended));
+        let mut r = record();
+        let m = r.rounds[0].measurement.as_mut().unwrap();
+        let n = m.samples.len();
+        for (i, x) in m.samples.iter_mut().enumerate() {
+            x.clock = Some(SampleClock {
+                sm_mhz: if i < 3 { 1000 } else { 1980 },
+                temperature_c: Some(50 + i as u32 % 7),
+                throttled: i < 3,
+            });
+            if i < 3 {
+                // Throttled samples are slow: left in, they would move the figure.
+                x.wall_ns *= 3.0;
+                x.device_ns = x.device_ns.map(|d| d * 3.0);
+            }
+        }
+        let reading = |pids: &[u32]| TelemetryReading {
+            clock: ClockReading {
+                sm_clock_mhz: 1980,
+                temperature_c: Some(55),
+                slowdown: vec![],
+            },
+            memory_clock_mhz: None,
+            power_w: None,
+            power_limit_w: None,
+            processes: pids
+                .iter()
+                .map(|&pid| GpuProcess {
+                    pid,
+                    used_memory_bytes: None,
+                })
+                .collect(),
+        };
+        r.rounds[0].telemetry = Some(ProcessTelemetry {
+            start: reading(&[]),
+            end: reading(&[31337]),
+            max_temperature_c: Some(56),
+            other_processes: vec![GpuProcess {
+                pid: 31337,
+                used_memory_bytes: None,
+            }],
+        });
+        let s = BenchmarkSummary::from_record(&r);
+        assert_eq!(s.throttled_samples, 3);
+        assert_eq!(s.primary().unwrap().samples, n - 3);
+        assert!(s.flags.contains(&Flag::Throttled), "{:?}", s.flags);
+        assert!(s.flags.contains(&Flag::Contended), "{:?}", s.flags);
+        assert_eq!(s.other_processes, vec![31337]);
+        assert_eq!(s.max_temperature_c, Some(56));
+        assert_eq!(s.sm_clock_mhz, Some(1980.0));
+        let slowest = s.primary().unwrap().max;
+        assert!(
+            slowest < 2.0 * s.primary().unwrap().min,
+            "a throttled sample was kept"
+        );
+    }
+
+    #[test]
     fn summary_of_a_failed_record_keeps_the_failure() {
         let mut r = record();
         r.rounds[0].measurement = None;
@@ -506,6 +610,7 @@ mod tests {
             wall_ns: 1.0,
             host_ns: 0.0,
             device_ns: None,
+            clock: None,
         });
         let s = BenchmarkSummary::from_record(&r);
         assert_eq!(s.primary_kind, Some(TimeKind::Wall));

@@ -160,6 +160,7 @@ impl GpuLikeSamples {
                             wall_ns: wall,
                             host_ns: 0.3 * wall,
                             device_ns: Some(device),
+                            clock: None,
                         }
                     })
                     .collect();
@@ -182,6 +183,8 @@ impl GpuLikeSamples {
                     }),
                     failure: None,
                     eager_compiled: None,
+                    telemetry: None,
+                    telemetry_unavailable: None,
                 }
             })
             .collect();

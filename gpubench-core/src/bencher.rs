@@ -10,6 +10,7 @@ use gpubench_analysis::{Measurement, MeasurementConfig, Throughput};
 use crate::device::DeviceBackend;
 use crate::engine::{Engine, EngineOptions, Workload};
 use crate::shapes::InputShape;
+use crate::telemetry::Telemetry;
 
 /// Passed to every `#[gpu_bench]` function; call one of the `iter*` methods once.
 pub struct Bencher {
@@ -17,6 +18,7 @@ pub struct Bencher {
     config: MeasurementConfig,
     options: EngineOptions,
     id: String,
+    telemetry: Option<Telemetry>,
     pub(crate) measurement: Option<Measurement>,
     pub(crate) eager_compiled: Option<gpubench_analysis::eager_compiled::EagerCompiled>,
 }
@@ -29,6 +31,7 @@ impl Bencher {
             config,
             options: EngineOptions::default(),
             id: id.to_string(),
+            telemetry: None,
             measurement: None,
             eager_compiled: None,
         }
@@ -59,6 +62,12 @@ impl Bencher {
     /// naive loops and the hidden-sync probe); on by default.
     pub(crate) fn diagnostics(&mut self, on: bool) -> &mut Self {
         self.options.diagnostics = on;
+        self
+    }
+
+    /// Reads the GPU's clock after every sample through `telemetry`.
+    pub(crate) fn telemetry(&mut self, telemetry: Option<Telemetry>) -> &mut Self {
+        self.telemetry = telemetry;
         self
     }
 
@@ -161,7 +170,8 @@ impl Bencher {
             "benchmark {} called b.iter twice: a benchmark measures one routine",
             self.id
         );
-        let engine = Engine::new(self.backend.as_ref(), &self.config);
+        let engine = Engine::new(self.backend.as_ref(), &self.config)
+            .with_telemetry(self.telemetry.as_ref());
         self.measurement = Some(engine.measure(workload, &self.options));
     }
 }

@@ -97,7 +97,9 @@ pub struct HarnessArgs {
         value_name = "FRACTION"
     )]
     pub target_rel_ci: Option<f64>,
-    /// Overwrite a buffer larger than the last-level cache before each timed call.
+    /// Overwrite a buffer larger than the last-level cache before each timed call:
+    /// one call per sample, so the GPU idles and clocks up between calls (a rested
+    /// GPU's cold-cache time, often faster than calls back to back).
     #[arg(long, env = "GPUBENCH_FLUSH_L2", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub flush_l2: bool,
     /// Which round (process) of this benchmark `cargo gpubench` runs: from 2 on, the

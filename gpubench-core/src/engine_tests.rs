@@ -17,7 +17,7 @@ use crate::Bencher;
 
 /// Timing tests spin on the CPU; run them one at a time so they do not steal each
 /// other's cores on a small CI machine.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub(crate) static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn fast_config() -> MeasurementConfig {
     MeasurementConfig {

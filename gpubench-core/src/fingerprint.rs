@@ -28,6 +28,8 @@ pub fn collect(backend: &dyn DeviceBackend) -> Fingerprint {
         os: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
         git_commit: git_commit(),
         timestamp: now_rfc3339(),
+        // Filled from the GPU's telemetry by the harness, which opens it once.
+        gpu: None,
     }
 }
 
@@ -61,15 +63,29 @@ fn git_commit() -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-/// The CUDA device's marketing name from the driver API (`cuDeviceGetName`), read
-/// through `dlsym` so no CUDA headers or link flags are needed.
+/// The CUDA device's marketing name from the driver API (`cuDeviceGetName`).
 pub fn cuda_device_name(index: usize) -> Option<String> {
+    cuda_device_string(index, "cuDeviceGetName", 256)
+}
+
+/// The CUDA device's PCI bus id (`0000:18:00.0`) from the driver API
+/// (`cuDeviceGetPCIBusId`): how NVML finds the same GPU whatever
+/// `CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER` did to CUDA's numbering.
+pub fn cuda_device_pci_bus_id(index: usize) -> Option<String> {
+    cuda_device_string(index, "cuDeviceGetPCIBusId", 64)
+}
+
+/// A string property of CUDA device `index` from driver API function `getter`
+/// (`CUresult getter(char*, int, CUdevice)`), read through `dlsym` so no CUDA
+/// headers or link flags are needed.
+fn cuda_device_string(index: usize, getter: &str, capacity: usize) -> Option<String> {
     type CuInit = unsafe extern "C" fn(u32) -> c_int;
     type CuDeviceGet = unsafe extern "C" fn(*mut c_int, c_int) -> c_int;
-    type CuDeviceGetName = unsafe extern "C" fn(*mut c_char, c_int, c_int) -> c_int;
+    type CuDeviceGetString = unsafe extern "C" fn(*mut c_char, c_int, c_int) -> c_int;
     let lib = CString::new("libcuda.so.1").ok()?;
     // SAFETY: dlopen/dlsym with valid C strings; the symbols have the driver API's
-    // documented signatures.
+    // documented signatures (both getters write a NUL-terminated string of at most
+    // `len` bytes).
     unsafe {
         let handle = libc::dlopen(lib.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL);
         if handle.is_null() {
@@ -82,7 +98,7 @@ pub fn cuda_device_name(index: usize) -> Option<String> {
         };
         let init: CuInit = std::mem::transmute(sym("cuInit")?);
         let get: CuDeviceGet = std::mem::transmute(sym("cuDeviceGet")?);
-        let get_name: CuDeviceGetName = std::mem::transmute(sym("cuDeviceGetName")?);
+        let get_string: CuDeviceGetString = std::mem::transmute(sym(getter)?);
         if init(0) != 0 {
             return None;
         }
@@ -90,8 +106,8 @@ pub fn cuda_device_name(index: usize) -> Option<String> {
         if get(&mut dev, index as c_int) != 0 {
             return None;
         }
-        let mut buf = vec![0 as c_char; 256];
-        if get_name(buf.as_mut_ptr(), buf.len() as c_int, dev) != 0 {
+        let mut buf = vec![0 as c_char; capacity];
+        if get_string(buf.as_mut_ptr(), buf.len() as c_int, dev) != 0 {
             return None;
         }
         Some(

@@ -19,6 +19,7 @@ use crate::cli::HarnessArgs;
 use crate::cuda_loader::{self, CudaLoad};
 use crate::device::{DeviceBackend, TorchDevice};
 use crate::registry::{self, Case};
+use crate::telemetry::Telemetry;
 use crate::{fingerprint, output, Bencher};
 
 pub use gpubench_analysis::protocol::{EXIT_BENCHMARK_FAILED as EXIT_FAILED, EXIT_USAGE};
@@ -104,7 +105,10 @@ pub fn run(args: HarnessArgs) -> i32 {
     install_panic_hook();
     // The device, libraries, host and commit do not change between benchmarks: ask
     // once (a git subprocess, the driver, /proc/cpuinfo); only the time is per case.
-    let fingerprint = fingerprint::collect(backend.as_ref());
+    let mut fingerprint = fingerprint::collect(backend.as_ref());
+    // Opened once per process; without a GPU or NVML each round only says why.
+    let telemetry = Telemetry::for_device(backend.as_ref());
+    fingerprint.gpu = telemetry.as_ref().ok().map(|t| t.state.clone());
     let started = Instant::now();
     let filtered_out = total - selected.len();
     let (mut passed, mut failed, mut ignored) = (0, 0, 0);
@@ -117,7 +121,7 @@ pub fn run(args: HarnessArgs) -> i32 {
             }
             continue;
         }
-        let record = run_case(case, &backend, &config, &fingerprint, round);
+        let record = run_case(case, &backend, &config, &fingerprint, &telemetry, round);
         if let Some(dir) = &args.record_dir {
             if let Err(e) = write_record(dir, &record) {
                 eprintln!("error: failed to write the record of {}: {e}", case.id);
@@ -306,9 +310,11 @@ fn run_case(
     backend: &Rc<dyn DeviceBackend>,
     config: &MeasurementConfig,
     fingerprint: &Fingerprint,
+    telemetry: &Result<Telemetry, String>,
     round: u32,
 ) -> RawRecord {
     backend.reset_memory();
+    let log = telemetry.as_ref().map(Telemetry::start);
     let fingerprint = Fingerprint {
         timestamp: fingerprint::now_rfc3339(),
         ..fingerprint.clone()
@@ -316,6 +322,7 @@ fn run_case(
     let mut bencher = Bencher::new(&case.id, Rc::clone(backend), config.clone());
     // A later round of `cargo gpubench` leaves out what the first one recorded.
     bencher.diagnostics(round == 1);
+    bencher.telemetry(telemetry.as_ref().ok().cloned());
     LAST_PANIC.with(|p| p.borrow_mut().take());
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| (case.run)(&mut bencher)));
     let failure = match outcome {
@@ -338,7 +345,7 @@ fn run_case(
             Some(f)
         }
     };
-    let round = Round {
+    let mut round = Round {
         round,
         started_at: fingerprint.timestamp.clone(),
         measurement: if failure.is_none() {
@@ -348,7 +355,13 @@ fn run_case(
         },
         failure,
         eager_compiled: bencher.eager_compiled.take(),
+        telemetry: None,
+        telemetry_unavailable: None,
     };
+    match (telemetry, log) {
+        (Ok(t), Ok(log)) => t.finish(log, &mut round),
+        (Err(why), _) | (_, Err(why)) => round.telemetry_unavailable = Some(why.clone()),
+    }
     let record = RawRecord::new(
         &case.id,
         &case.name,

@@ -35,6 +35,7 @@ mod quiet_panic;
 pub mod registry;
 pub mod shapes;
 pub mod shim;
+pub mod telemetry;
 
 pub use bencher::Bencher;
 pub use eager_compiled::{Compiled, EagerVsCompiled};
@@ -62,3 +63,5 @@ pub mod __private {
 
 #[cfg(test)]
 mod engine_tests;
+#[cfg(test)]
+mod telemetry_tests;

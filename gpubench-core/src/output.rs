@@ -98,10 +98,43 @@ pub fn summary(record: &RawRecord) -> String {
         let flags: Vec<&str> = m.flags.iter().map(|f| f.label()).collect();
         out.push_str(&format!("    flags: {}\n", flags.join(", ")));
     }
+    out.push_str(&gpu_line(record, m));
     if let Some(c) = record.eager_compiled() {
         out.push_str(&crate::eager_compiled::summary(c));
     }
     out
+}
+
+/// `    gpu: SM clock 1980 MHz at start, 1755 MHz at end, up to 71 °C; 3 of 40 samples
+/// throttled, left out; other processes on the GPU: 4242`, when the GPU was read;
+/// nothing without telemetry (a CPU run prints nothing new).
+fn gpu_line(record: &RawRecord, m: &Measurement) -> String {
+    let Some(t) = record.rounds.first().and_then(|r| r.telemetry.as_ref()) else {
+        return String::new();
+    };
+    let mut parts = vec![format!(
+        "SM clock {} MHz at start, {} MHz at end",
+        t.start.clock.sm_clock_mhz, t.end.clock.sm_clock_mhz
+    )];
+    if let Some(c) = t.max_temperature_c {
+        parts.push(format!("up to {c} °C"));
+    }
+    let throttled = m.throttled_samples();
+    if throttled > 0 {
+        parts.push(format!(
+            "{throttled} of {} samples throttled, left out",
+            m.samples.len()
+        ));
+    }
+    if t.contended() {
+        let pids: Vec<String> = t
+            .other_processes
+            .iter()
+            .map(|p| p.pid.to_string())
+            .collect();
+        parts.push(format!("other processes on the GPU: {}", pids.join(", ")));
+    }
+    format!("    gpu: {}\n", parts.join(" · "))
 }
 
 /// `    kernel 2.29 µs per call (CUDA-graph replay) · 1 kernel, 0 memcpys, 0 syncs per

@@ -162,6 +162,27 @@ fn bench_mode_measures_and_writes_a_record() {
         1,
         "only the selected benchmark ran"
     );
+    // No GPU to read: the record says why in one field, the output says nothing.
+    assert_eq!(
+        record.rounds[0].telemetry_unavailable.as_deref(),
+        Some("no GPU telemetry on cpu")
+    );
+    assert!(record.rounds[0].telemetry.is_none() && record.fingerprint.gpu.is_none());
+    assert!(m.samples.iter().all(|s| s.clock.is_none()));
+    let printed = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    for quiet in [
+        "telemetry",
+        "NVML",
+        "nvml",
+        "gpu:",
+        "throttled",
+        "contended",
+    ] {
+        assert!(
+            !printed.contains(quiet),
+            "a CPU run mentions {quiet}: {printed}"
+        );
+    }
 }
 
 #[test]

@@ -52,7 +52,14 @@ use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand};
         on the host's dispatch; syncs inside the routine: host dispatch tracks device \
         time (something reads back); unstable: a process's samples never settled within \
         its time bound; unstable across processes: the processes' medians differ by \
-        more than 10%. A verdict (on time, kernel time or counts): regressed or \
+        more than 10%; throttled: some samples ran with the GPU's SM clock below 75% \
+        of its default or during a hardware, thermal or power-brake slowdown, and are \
+        left out of the figures (the count is shown); contended: another process used \
+        the GPU while the benchmark ran, so its figures may be slow by what that \
+        process took. A comparison notes when its two sides ran at clearly different \
+        SM clocks. --flush-l2 measures one call per sample after a flush, so the GPU \
+        idles and clocks up between calls: a rested-GPU figure, often faster than \
+        calls back to back. A verdict (on time, kernel time or counts): regressed or \
         improved: the whole 90% interval of the change lies beyond the threshold; no \
         change: it lies inside; ambiguous: neither, or too few processes; not \
         compared: recorded on another device model; new: not in the baseline. A run: \
@@ -105,7 +112,32 @@ pub enum Command {
             python3 with venv and access to PyPI."
     )]
     Setup(SetupArgs),
+    /// Check the machine: libtorch, CUDA, the NVIDIA driver, each GPU's clocks, modes
+    /// and other processes, the host's CPU governor and load.
+    #[command(
+        long_about = "Check the machine before benchmarking on it: the libtorch benchmarks \
+            would load (where, which version, whether it is the one tch needs), whether \
+            CUDA is usable, the NVIDIA driver and each GPU through NVML (clocks, \
+            persistence mode, compute mode, ECC, slowdown reasons, other processes on \
+            it), and the host (CPU frequency governor, load average). Each problem is \
+            listed with why it makes results unreliable and what to do.",
+        after_long_help = DOCTOR_HELP
+    )]
+    Doctor(DoctorArgs),
 }
+
+/// Exit codes of `doctor`, for `--help`.
+pub const DOCTOR_HELP: &str = "\
+Exit codes:
+  0    nothing found that would make results unreliable
+  5    a problem was found (each is listed with why it matters and what to do):
+       no usable libtorch or not the version tch needs, no CUDA device or NVIDIA
+       driver/NVML, persistence mode off, another process on a GPU, a GPU slowed
+       by heat or power, a CPU governor other than `performance`, a busy host";
+
+/// Options of `doctor`.
+#[derive(Debug, Clone, Args)]
+pub struct DoctorArgs {}
 
 /// Options of `setup`.
 #[derive(Debug, Clone, Args)]
@@ -179,7 +211,10 @@ impl Cli {
     pub fn run_args(&self) -> &RunArgs {
         match &self.command {
             Some(Command::Run(args)) => args,
-            Some(Command::Compare(_) | Command::Report(_) | Command::Setup(_)) | None => &self.run,
+            Some(
+                Command::Compare(_) | Command::Report(_) | Command::Setup(_) | Command::Doctor(_),
+            )
+            | None => &self.run,
         }
     }
 
@@ -195,6 +230,14 @@ impl Cli {
     pub fn setup_args(&self) -> Option<&SetupArgs> {
         match &self.command {
             Some(Command::Setup(args)) => Some(args),
+            _ => None,
+        }
+    }
+
+    /// The options of `doctor`, when that is the subcommand.
+    pub fn doctor_args(&self) -> Option<&DoctorArgs> {
+        match &self.command {
+            Some(Command::Doctor(args)) => Some(args),
             _ => None,
         }
     }

@@ -83,7 +83,9 @@ pub struct RunArgs {
     )]
     pub processes: Option<ProcessPolicy>,
 
-    /// Flush the GPU's L2 cache before every timed call.
+    /// Flush the GPU's L2 cache before every timed call: one call per sample, so the
+    /// GPU idles and clocks up between calls (a rested GPU's cold-cache time, often
+    /// faster than calls back to back).
     #[arg(long, env = "GPUBENCH_FLUSH_L2", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub flush_l2: bool,
 

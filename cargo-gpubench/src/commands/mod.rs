@@ -1,8 +1,9 @@
 //! The subcommands, one module each, and which one an invocation runs: [`run`]
-//! (`cargo gpubench`, the default), [`compare`], [`report`], and `setup`
+//! (`cargo gpubench`, the default), [`compare`], [`report`], [`doctor`], and `setup`
 //! ([`crate::build::setup`]).
 
 pub mod compare;
+pub mod doctor;
 pub mod report;
 pub mod run;
 
@@ -23,6 +24,9 @@ pub fn dispatch(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
     }
     if let Some(args) = cli.setup_args() {
         return crate::build::setup::run(args);
+    }
+    if let Some(args) = cli.doctor_args() {
+        return doctor::run(args);
     }
     run::run(cli.run_args(), command_line)
 }

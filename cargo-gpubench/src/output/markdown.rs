@@ -51,6 +51,13 @@ impl MarkdownSummary<'_> {
             None => self.plain_table(&mut out),
         }
         self.unstable(&mut out);
+        out.push_str(&crate::output::gpu_notes::render_markdown(
+            self.entries
+                .iter()
+                .filter_map(|e| Some((e.name.as_str(), e.summary.as_ref()?))),
+            code,
+            text,
+        ));
         self.failures(&mut out);
         if let Some(c) = self.comparison {
             self.one_side_only(&mut out, c);
@@ -272,6 +279,14 @@ impl MarkdownSummary<'_> {
                 "\n> **Note:** {} was compared across settings (`--allow-settings-mismatch`): {}.",
                 code(&x.id),
                 text(&x.differences.join("; "))
+            );
+        }
+        for (id, note) in crate::output::gpu_notes::clock_lines(&c.set.other_clocks) {
+            let _ = writeln!(
+                out,
+                "\n> **Note:** {} ran at other clocks: {}.",
+                code(&id),
+                text(&note)
             );
         }
         for x in &c.set.cross_device {

@@ -107,6 +107,9 @@ pub fn render_comparison(c: &RunComparison, entries: &[SummaryEntry], exit: Exit
             x.differences.join("; ")
         );
     }
+    for (id, note) in crate::output::gpu_notes::clock_lines(&c.set.other_clocks) {
+        let _ = writeln!(out, "  compared at other clocks: {id}: {note}");
+    }
     let name_of = |id: &str| {
         entries
             .iter()
@@ -248,6 +251,11 @@ pub fn render_table(entries: &[SummaryEntry], comparison: Option<&RunComparison>
     }
     let mut out = align(&header, &rows);
     out.push_str(&render_process_notes(entries));
+    out.push_str(&crate::output::gpu_notes::render_terminal(
+        entries
+            .iter()
+            .filter_map(|e| Some((e.name.as_str(), e.summary.as_ref()?))),
+    ));
     out.push_str(&render_kernel_notes(entries, comparison));
     out
 }

@@ -461,6 +461,16 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                     wall_ns: s.wall_ns[i],
                     host_ns: s.host_ns.get(i).copied().unwrap_or(0.0),
                     device_ns: s.device_ns.as_ref().and_then(|d| d.get(i).copied()),
+                    // A baseline keeps only the samples the figures rest on.
+                    clock: s
+                        .sm_clock_mhz
+                        .as_ref()
+                        .and_then(|c| c.get(i))
+                        .map(|&sm_mhz| gpubench_analysis::SampleClock {
+                            sm_mhz,
+                            temperature_c: None,
+                            throttled: false,
+                        }),
                 })
                 .collect();
             Round {
@@ -482,6 +492,8 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                 }),
                 failure: None,
                 eager_compiled: None,
+                telemetry: None,
+                telemetry_unavailable: None,
             }
         })
         .collect();

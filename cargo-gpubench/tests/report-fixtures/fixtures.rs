@@ -115,6 +115,7 @@ pub fn fingerprint(device_name: &str) -> Fingerprint {
         os: "linux x86_64".into(),
         git_commit: Some("3f2a9c81d0e4b6a7c5d2e1f0a9b8c7d6e5f4a3b2".into()),
         timestamp: "2026-11-29T14:02:11Z".into(),
+        gpu: None,
     }
 }
 
@@ -150,6 +151,7 @@ fn one_process(spec: &Spec, seed: u64, shift: f64) -> RawRecord {
                 wall_ns: wall,
                 host_ns: host,
                 device_ns: Some(device),
+                clock: None,
             }
         })
         .collect();
@@ -216,6 +218,8 @@ fn one_process(spec: &Spec, seed: u64, shift: f64) -> RawRecord {
             }),
             failure: None,
             eager_compiled: None,
+            telemetry: None,
+            telemetry_unavailable: None,
         }],
     }
 }
@@ -486,6 +490,7 @@ pub fn eager_vs_compiled() -> EagerCompiled {
         wall_ns: ns * 10.2 * (1.0 + 0.01 * rng.normal()),
         host_ns: ns * 2.5,
         device_ns: Some(ns * 10.0 * (1.0 + 0.01 * rng.normal())),
+        clock: None,
     };
     let eager_samples: Vec<Sample> = (0..30).map(|_| sample(1.1e6, &mut rng)).collect();
     let compiled_samples: Vec<Sample> = (0..30).map(|_| sample(0.8e6, &mut rng)).collect();

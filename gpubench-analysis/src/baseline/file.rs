@@ -174,6 +174,10 @@ pub struct ProcessSamples {
     /// Kernel time per call of each kernel sample, when measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_ns: Option<Vec<f64>>,
+    /// The SM clock read after each sample, MHz, when the GPU was read: a comparison
+    /// says when the two sides ran at clearly different clocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz: Option<Vec<u32>>,
 }
 
 impl ProcessSamples {
@@ -295,6 +299,7 @@ impl BaselineEntry {
                 host_ns: round(m.host_per_iter()),
                 device_ns: device.then(|| round(m.device_per_iter().unwrap_or_default())),
                 kernel_ns: kernel_timed.then(|| round(m.per_iter(TimeKind::Kernel))),
+                sm_clock_mhz: m.sm_clocks_mhz(),
             })
             .collect();
         let kernels: Vec<KernelStat> = record
@@ -340,6 +345,16 @@ impl BaselineEntry {
         } else {
             TimeKind::Wall
         }
+    }
+
+    /// The mean SM clock over every sample, MHz, when every process read it.
+    pub fn mean_sm_clock_mhz(&self) -> Option<f64> {
+        let groups: Option<Vec<Vec<u32>>> = self
+            .processes
+            .iter()
+            .map(|p| p.sm_clock_mhz.clone())
+            .collect();
+        crate::telemetry::mean_clock_mhz(&groups?)
     }
 
     /// The times of timer `kind`, one group per process (empty where absent).

@@ -39,6 +39,29 @@ pub struct OtherSettings {
     pub differences: Vec<String>,
 }
 
+/// A benchmark whose two sides ran at clearly different SM clocks (mean over their
+/// samples; see [`crate::telemetry::CLOCK_DIFFERENCE_FRACTION`]): a change may be the
+/// clock's, not the code's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OtherClocks {
+    /// The benchmark id.
+    pub id: String,
+    /// The baseline's mean SM clock, MHz.
+    pub baseline_mhz: f64,
+    /// This run's mean SM clock, MHz.
+    pub current_mhz: f64,
+}
+
+impl OtherClocks {
+    /// In words: `1410 MHz here, 1980 MHz in the baseline`.
+    pub fn describe(&self) -> String {
+        format!(
+            "the GPU ran at {:.0} MHz here, {:.0} MHz in the baseline (mean SM clock)",
+            self.current_mhz, self.baseline_mhz
+        )
+    }
+}
+
 /// A benchmark measured on another device model than its baseline, compared because
 /// [`BaselineCompareOptions::allow_device_mismatch`] was set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -170,6 +193,9 @@ pub struct ComparisonSet {
     /// Benchmarks compared across settings that move the figures, by request.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_settings: Vec<OtherSettings>,
+    /// Benchmarks compared whose two sides ran at clearly different SM clocks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_clocks: Vec<OtherClocks>,
 }
 
 impl ComparisonSet {
@@ -211,6 +237,7 @@ pub fn compare_with_baseline(
         missing_in_current: Vec::new(),
         cross_device: Vec::new(),
         other_settings: Vec::new(),
+        other_clocks: Vec::new(),
     };
     for record in current {
         let Some(entry) = by_id.get(record.id.as_str()) else {
@@ -276,6 +303,17 @@ pub fn compare_with_baseline(
                     (Bound::Host, _) | (_, Some(Bound::Host)) => Bound::Host,
                     _ => Bound::Device,
                 };
+                if let (Some(was), Some(now)) =
+                    (entry.mean_sm_clock_mhz(), record.mean_sm_clock_mhz())
+                {
+                    if crate::telemetry::clearly_different_clocks(was, now) {
+                        set.other_clocks.push(OtherClocks {
+                            id: record.id.clone(),
+                            baseline_mhz: was,
+                            current_mhz: now,
+                        });
+                    }
+                }
                 match compare_processes(&was_times, &now_times, bound, &options.config) {
                     Ok(comparison) => {
                         let (kernel, counters, kernel_changes) =

@@ -522,6 +522,7 @@ fn fail_on_modes() {
         missing_in_current: vec![],
         cross_device: vec![],
         other_settings: vec![],
+        other_clocks: vec![],
     };
     assert!(FailOn::Ambiguous.should_fail(&not_compared, &Gate::default()));
     assert!(!FailOn::Regressed.should_fail(&not_compared, &Gate::default()));
@@ -562,4 +563,45 @@ fn a_version_1_file_reads_as_one_process_and_compares_as_ambiguous() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// Sets the SM clock read with every sample of every process of `r`.
+fn clock_at(r: &mut RawRecord, sm_mhz: u32) {
+    for m in r.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+        for s in &mut m.samples {
+            s.clock = Some(crate::measurement::SampleClock {
+                sm_mhz,
+                temperature_c: Some(60),
+                throttled: false,
+            });
+        }
+    }
+}
+
+#[test]
+fn two_sides_at_clearly_different_clocks_are_noted() {
+    let mut base_recs = records(&["a", "b", "c"], 1.0, 40);
+    for r in &mut base_recs {
+        clock_at(r, 1980);
+    }
+    let base: Vec<BaselineEntry> = base_recs
+        .iter()
+        .map(|r| BaselineEntry::from_record(r).unwrap())
+        .collect();
+    assert_eq!(base[0].mean_sm_clock_mhz(), Some(1980.0));
+    let json = base[0].to_json_pretty();
+    let back = BaselineEntry::from_json(&json, "a.json").unwrap();
+    assert_eq!(back, base[0]);
+    let mut now = records(&["a", "b", "c"], 1.0, 41);
+    clock_at(&mut now[0], 1410);
+    clock_at(&mut now[1], 1950);
+    let set = compare_with_baseline(&now, &base, &BaselineCompareOptions::default()).unwrap();
+    // `a` ran 29% slower clocks; `b` within 5%; `c` was not read: no note.
+    assert_eq!(set.other_clocks.len(), 1, "{:?}", set.other_clocks);
+    assert_eq!(set.other_clocks[0].id, "a");
+    assert_eq!(
+        set.other_clocks[0].describe(),
+        "the GPU ran at 1410 MHz here, 1980 MHz in the baseline (mean SM clock)"
+    );
+    assert!(set.comparisons[0].verdict().is_some());
 }

@@ -20,6 +20,7 @@ fn fingerprint() -> Fingerprint {
         os: "linux x86_64".into(),
         git_commit: None,
         timestamp: "2026-11-29T00:00:00Z".into(),
+        gpu: None,
     }
 }
 
@@ -41,6 +42,7 @@ fn measurement(device_ns: f64) -> Measurement {
             wall_ns: 4e6,
             host_ns: 1e5,
             device_ns: Some(device_ns),
+            clock: None,
         }],
         naive: vec![],
         throughput: Some(Throughput::Flops(1.37e11)),
@@ -165,6 +167,63 @@ fn rounds_append_in_order_and_keep_the_first_fingerprint() {
     r.append_rounds(wall_only).unwrap();
     assert!(!r.device_timed());
     assert_eq!(r.primary_groups()[0], vec![1e6]);
+}
+
+fn clocked(sm_mhz: u32, throttled: bool) -> Option<SampleClock> {
+    Some(SampleClock {
+        sm_mhz,
+        temperature_c: Some(60),
+        throttled,
+    })
+}
+
+#[test]
+fn throttled_samples_are_left_out_of_the_figures_and_counted() {
+    let mut r = sample_record();
+    let m = r.rounds[0].measurement.as_mut().unwrap();
+    let fast = m.samples[0].clone();
+    m.samples[0].clock = clocked(1980, false);
+    m.samples.push(Sample {
+        device_ns: Some(9e6),
+        clock: clocked(1100, true),
+        ..fast.clone()
+    });
+    m.samples.push(Sample {
+        clock: clocked(1960, false),
+        ..fast
+    });
+    assert_eq!(m.samples.len(), 3);
+    assert_eq!(m.throttled_samples(), 1);
+    assert_eq!(m.primary_per_iter(), vec![3.9e6 / 4.0, 3.9e6 / 4.0]);
+    assert_eq!(r.throttled_samples(), 1);
+    assert_eq!(r.mean_sm_clock_mhz(), Some(1970.0));
+    let back = RawRecord::from_json(&r.to_json_pretty(), "mem").unwrap();
+    assert_eq!(back, r);
+    assert_eq!(back.throttled_samples(), 1);
+}
+
+#[test]
+fn when_every_sample_throttled_all_are_kept() {
+    let mut r = sample_record();
+    let m = r.rounds[0].measurement.as_mut().unwrap();
+    m.samples[0].clock = clocked(900, true);
+    assert_eq!(m.throttled_samples(), 0);
+    assert_eq!(m.primary_per_iter().len(), 1);
+}
+
+#[test]
+fn a_record_from_before_telemetry_loads_without_it() {
+    let text = sample_record().to_json_pretty();
+    assert!(
+        !text.contains("clock") && !text.contains("telemetry"),
+        "{text}"
+    );
+    let r = RawRecord::from_json(&text, "old.json").unwrap();
+    assert_eq!(r.fingerprint.gpu, None);
+    assert!(!r.contended());
+    assert_eq!(r.throttled_samples(), 0);
+    assert_eq!(r.mean_sm_clock_mhz(), None);
+    assert_eq!(r.telemetry_unavailable(), None);
 }
 
 #[test]

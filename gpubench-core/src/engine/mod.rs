@@ -15,6 +15,7 @@ use gpubench_analysis::{
 };
 
 use crate::device::{DeviceBackend, DeviceTimer};
+use crate::telemetry::Telemetry;
 
 pub(crate) mod kernels;
 
@@ -97,6 +98,8 @@ pub struct Engine<'a> {
     timer: RefCell<Option<Box<dyn DeviceTimer + 'a>>>,
     /// Calls per batch of a workload that makes inputs, once the warm-up set it.
     setup_batch: Cell<Option<u64>>,
+    /// The GPU's clock is read after every steady-state sample, when there is one.
+    telemetry: Option<&'a Telemetry>,
 }
 
 /// What one synced, timed region measured, ns.
@@ -115,7 +118,15 @@ impl<'a> Engine<'a> {
             config,
             timer: RefCell::new(device.timer()),
             setup_batch: Cell::new(None),
+            telemetry: None,
         }
+    }
+
+    /// Reads the GPU's clock after every steady-state sample (outside the timed
+    /// region) and leaves throttled samples out of the stopping rule.
+    pub fn with_telemetry(mut self, telemetry: Option<&'a Telemetry>) -> Self {
+        self.telemetry = telemetry;
+        self
     }
 
     /// Runs the whole measurement of `workload`.
@@ -172,6 +183,9 @@ impl<'a> Engine<'a> {
         }
         if stop_reason != StopReason::Converged {
             flags.push(Flag::Unstable);
+        }
+        if samples.iter().any(Sample::throttled) {
+            flags.push(Flag::Throttled);
         }
         let busy = {
             let primary: Vec<f64> = samples.iter().map(Sample::per_iter_primary).collect();
@@ -285,6 +299,7 @@ impl<'a> Engine<'a> {
             wall_ns: total.wall_ns,
             host_ns: total.host_ns,
             device_ns: total.device_ns,
+            clock: None,
         }
     }
 
@@ -338,14 +353,24 @@ impl<'a> Engine<'a> {
         let min = self.config.min_samples.max(2) as usize;
         let max = (self.config.max_samples as usize).max(min);
         let start = Instant::now();
-        let mut samples = Vec::new();
+        let mut samples: Vec<Sample> = Vec::new();
         loop {
-            samples.push(self.timed_sample(workload, iters));
-            let n = samples.len();
-            if n >= min && (n < 50 || n.is_multiple_of(5)) {
-                let xs: Vec<f64> = samples.iter().map(Sample::per_iter_primary).collect();
+            let mut sample = self.timed_sample(workload, iters);
+            // Right after the closing sync, outside the timed region: tens of µs.
+            sample.clock = self.telemetry.and_then(Telemetry::sample_clock);
+            let new_kept = !sample.throttled();
+            samples.push(sample);
+            // Throttled samples are left out of the figures, so they neither count
+            // towards the minimum nor narrow the interval; the bounds count them.
+            let kept: Vec<f64> = samples
+                .iter()
+                .filter(|s| !s.throttled())
+                .map(Sample::per_iter_primary)
+                .collect();
+            let n = kept.len();
+            if new_kept && n >= min && (n < 50 || n.is_multiple_of(5)) {
                 let est = median_estimate_with(
-                    &xs,
+                    &kept,
                     BootstrapConfig {
                         resamples: STOP_CHECK_RESAMPLES,
                         ..BootstrapConfig::default()
@@ -355,10 +380,10 @@ impl<'a> Engine<'a> {
                     return (samples, StopReason::Converged);
                 }
             }
-            if n >= min && start.elapsed() >= bound {
+            if samples.len() >= min && start.elapsed() >= bound {
                 return (samples, StopReason::TimeBound);
             }
-            if n >= max {
+            if samples.len() >= max {
                 return (samples, StopReason::SampleBound);
             }
         }

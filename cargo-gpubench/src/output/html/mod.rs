@@ -17,6 +17,7 @@
 mod charts;
 mod eager_compiled;
 mod facts;
+mod gpu;
 mod input;
 
 mod kernels;

@@ -35,6 +35,7 @@ fn one_process(id: &str, base_ns: f64) -> RawRecord {
                 wall_ns: device * 1.02,
                 host_ns: device * 0.3,
                 device_ns: Some(device),
+                clock: None,
             }
         })
         .collect();
@@ -76,6 +77,8 @@ fn one_process(id: &str, base_ns: f64) -> RawRecord {
             }),
             failure: None,
             eager_compiled: None,
+            telemetry: None,
+            telemetry_unavailable: None,
         }],
     }
 }

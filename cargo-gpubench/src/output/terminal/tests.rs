@@ -29,6 +29,7 @@ fn one_process_record() -> RawRecord {
             wall_ns: 16.2e6 + i as f64 * 1e3,
             host_ns: 4.9e6,
             device_ns: Some(16.1e6 + i as f64 * 1e3),
+            clock: None,
         })
         .collect();
     RawRecord {
@@ -77,6 +78,8 @@ fn one_process_record() -> RawRecord {
             }),
             failure: None,
             eager_compiled: None,
+            telemetry: None,
+            telemetry_unavailable: None,
         }],
     }
 }

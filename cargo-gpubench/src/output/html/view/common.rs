@@ -113,6 +113,10 @@ pub struct PageCharts {
     pub distribution: Option<ChartView>,
     /// Samples in time order.
     pub timeline: Option<ChartView>,
+    /// The SM clock read after each sample, in time order.
+    pub gpu_clock: Option<ChartView>,
+    /// The GPU's temperature read after each sample, in time order.
+    pub gpu_temperature: Option<ChartView>,
     /// Host-dispatch, device and synced wall time per sample.
     pub host_device: Option<ChartView>,
     /// The warm-up trace.
@@ -129,6 +133,8 @@ impl PageCharts {
         [
             &self.distribution,
             &self.timeline,
+            &self.gpu_clock,
+            &self.gpu_temperature,
             &self.host_device,
             &self.warmup,
             &self.cold,

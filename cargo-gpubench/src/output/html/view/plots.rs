@@ -114,6 +114,25 @@ pub(crate) fn fill_charts(
         ));
     }
 
+    if let Some((clock, temperature, caption)) = crate::output::html::gpu::clock_plots(&b.record) {
+        view.charts.gpu_clock = Some(chart(
+            &stem,
+            "gpu-clock.svg",
+            clock,
+            "The GPU's SM clock after every sample, in time order",
+            &caption,
+        ));
+        view.charts.gpu_temperature = temperature.map(|plot| {
+            chart(
+                &stem,
+                "gpu-temperature.svg",
+                plot,
+                "The GPU's temperature after every sample, in time order",
+                "The GPU's temperature read with each sample: a climb towards the slowdown temperature comes before thermal throttling.",
+            )
+        });
+    }
+
     let r = &b.record;
     let hosts = r.groups(TimeKind::Host).concat();
     let walls = r.groups(TimeKind::Wall).concat();

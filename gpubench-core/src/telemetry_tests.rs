@@ -1,0 +1,236 @@
+//! Telemetry tests with a scripted fake GPU: throttled samples are flagged and left
+//! out, another process on the GPU flags the round contended, and a device without
+//! telemetry only says why.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use gpubench_analysis::stats::median;
+use gpubench_analysis::telemetry::{
+    ClockReading, GpuProcess, GpuState, SlowdownReason, TelemetryReading, TelemetrySource,
+};
+use gpubench_analysis::{Flag, MeasurementConfig, ProcessPolicy, Round, RunMode};
+
+use crate::device::simulated::spin_until;
+use crate::device::{DeviceBackend, TorchDevice};
+use crate::telemetry::Telemetry;
+use crate::Bencher;
+
+/// A GPU whose every `period`-th sample runs throttled, at a third of its clock, and
+/// whose full readings list `processes` in turn.
+struct FakeGpu {
+    period: u32,
+    reads: Cell<u32>,
+    /// Whether the sample now running is throttled: the routine runs slower then.
+    throttled_now: Rc<Cell<bool>>,
+    processes: RefCell<Vec<Vec<u32>>>,
+}
+
+impl FakeGpu {
+    fn new(period: u32, processes: Vec<Vec<u32>>) -> Self {
+        FakeGpu {
+            period,
+            reads: Cell::new(0),
+            throttled_now: Rc::new(Cell::new(false)),
+            processes: RefCell::new(processes),
+        }
+    }
+
+    fn clock(&self) -> ClockReading {
+        let throttled = self.throttled_now.get();
+        ClockReading {
+            sm_clock_mhz: if throttled { 660 } else { 1980 },
+            temperature_c: Some(if throttled { 87 } else { 52 }),
+            slowdown: if throttled {
+                vec![SlowdownReason::SwPowerCap]
+            } else {
+                vec![]
+            },
+        }
+    }
+}
+
+impl TelemetrySource for FakeGpu {
+    fn state(&self) -> GpuState {
+        GpuState {
+            driver_version: Some("580.95.05".into()),
+            max_sm_clock_mhz: Some(1980),
+            default_sm_clock_mhz: Some(1980),
+            ..GpuState::default()
+        }
+    }
+
+    fn read(&self) -> Result<TelemetryReading, String> {
+        let mut queue = self.processes.borrow_mut();
+        let pids = if queue.len() > 1 {
+            queue.remove(0)
+        } else {
+            queue.first().cloned().unwrap_or_default()
+        };
+        Ok(TelemetryReading {
+            clock: self.clock(),
+            memory_clock_mhz: Some(2619),
+            power_w: Some(350.0),
+            power_limit_w: Some(700.0),
+            processes: pids
+                .into_iter()
+                .map(|pid| GpuProcess {
+                    pid,
+                    used_memory_bytes: Some(1 << 30),
+                })
+                .collect(),
+        })
+    }
+
+    /// Reports the sample that just ran, then decides whether the next one throttles.
+    fn read_clock(&self) -> Result<ClockReading, String> {
+        let reading = self.clock();
+        let n = self.reads.get() + 1;
+        self.reads.set(n);
+        self.throttled_now.set(n.is_multiple_of(self.period));
+        Ok(reading)
+    }
+}
+
+fn config() -> MeasurementConfig {
+    MeasurementConfig {
+        mode: RunMode::Bench,
+        warmup_time_s: 0.02,
+        measurement_time_s: 0.3,
+        sample_target_s: 0.002,
+        min_samples: 12,
+        max_samples: 40,
+        target_rel_ci: 0.0001,
+        flush_l2: false,
+        processes: ProcessPolicy::single(),
+    }
+}
+
+fn cpu() -> Rc<dyn DeviceBackend> {
+    Rc::new(TorchDevice::new(tch::Device::Cpu))
+}
+
+/// Spinning tests take turns with the engine's timing tests.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    crate::engine_tests::SERIAL
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+#[test]
+fn throttled_samples_are_flagged_counted_and_left_out_of_the_figures() {
+    let _serial = serial();
+    let gpu = Rc::new(FakeGpu::new(3, vec![vec![]]));
+    let slow = Rc::clone(&gpu.throttled_now);
+    let telemetry = Telemetry::new(gpu.clone());
+    let mut b = Bencher::new("throttling", cpu(), config());
+    b.telemetry(Some(telemetry));
+    // A throttled sample runs three times slower, as at a third of the clock.
+    b.iter(|| {
+        let d = Duration::from_micros(if slow.get() { 600 } else { 200 });
+        spin_until(Instant::now() + d);
+    });
+    let m = b.measurement.take().unwrap();
+    let throttled = m.samples.iter().filter(|s| s.throttled()).count();
+    assert!(
+        throttled >= 3,
+        "{throttled} throttled of {}",
+        m.samples.len()
+    );
+    assert_eq!(m.throttled_samples(), throttled);
+    assert!(m.flags.contains(&Flag::Throttled), "{:?}", m.flags);
+    assert!(m.samples.iter().all(|s| s.clock.is_some()));
+    let hot = m
+        .samples
+        .iter()
+        .filter_map(|s| s.clock)
+        .find(|c| c.throttled);
+    assert_eq!(
+        hot.map(|c| (c.sm_mhz, c.temperature_c)),
+        Some((660, Some(87)))
+    );
+    // The figure is the full-clock one: no kept sample is a slow one.
+    let kept = m.primary_per_iter();
+    assert_eq!(kept.len(), m.samples.len() - throttled);
+    let per_iter = median(&kept);
+    assert!(
+        per_iter < 400e3,
+        "{per_iter} ns: throttled samples moved it"
+    );
+    assert!(
+        kept.iter().all(|&x| x < 450e3),
+        "a throttled sample was kept: {kept:?}"
+    );
+}
+
+#[test]
+fn a_gpu_that_never_throttles_flags_nothing() {
+    let _serial = serial();
+    let gpu = Rc::new(FakeGpu::new(u32::MAX, vec![vec![]]));
+    let mut b = Bencher::new("steady", cpu(), config());
+    b.telemetry(Some(Telemetry::new(gpu)));
+    b.iter(|| spin_until(Instant::now() + Duration::from_micros(100)));
+    let m = b.measurement.take().unwrap();
+    assert_eq!(m.throttled_samples(), 0);
+    assert!(!m.flags.contains(&Flag::Throttled));
+    assert!(m.samples.iter().all(|s| s.clock.unwrap().sm_mhz == 1980));
+}
+
+fn measured_round(
+    telemetry: &Telemetry,
+) -> (
+    Round,
+    Result<gpubench_analysis::telemetry::TelemetryLog, String>,
+) {
+    let _serial = serial();
+    let log = telemetry.start();
+    let mut b = Bencher::new("shared", cpu(), config());
+    b.telemetry(Some(telemetry.clone()));
+    b.iter(|| spin_until(Instant::now() + Duration::from_micros(100)));
+    let mut round = Round::first("2026-11-30T00:00:00Z".into());
+    round.measurement = b.measurement.take();
+    (round, log)
+}
+
+#[test]
+fn another_process_on_the_gpu_flags_the_round_contended() {
+    let me = std::process::id();
+    let gpu = Rc::new(FakeGpu::new(u32::MAX, vec![vec![], vec![me, 4242]]));
+    let telemetry = Telemetry::new(gpu);
+    let (mut round, log) = measured_round(&telemetry);
+    telemetry.finish(log, &mut round);
+    let t = round.telemetry.as_ref().expect("telemetry recorded");
+    assert_eq!(
+        t.other_processes.iter().map(|p| p.pid).collect::<Vec<_>>(),
+        vec![4242]
+    );
+    assert_eq!(t.start.power_limit_w, Some(700.0));
+    assert_eq!(t.max_temperature_c, Some(52));
+    assert!(round.contended());
+    assert!(round.telemetry_unavailable.is_none());
+    let m = round.measurement.as_ref().unwrap();
+    assert!(m.flags.contains(&Flag::Contended), "{:?}", m.flags);
+}
+
+#[test]
+fn a_gpu_used_by_this_process_alone_is_not_contended() {
+    let me = std::process::id();
+    let gpu = Rc::new(FakeGpu::new(u32::MAX, vec![vec![], vec![me]]));
+    let telemetry = Telemetry::new(gpu);
+    let (mut round, log) = measured_round(&telemetry);
+    telemetry.finish(log, &mut round);
+    assert!(!round.contended());
+    assert!(!round.measurement.unwrap().flags.contains(&Flag::Contended));
+}
+
+#[test]
+fn a_device_without_telemetry_says_why_in_a_few_words() {
+    let err = Telemetry::for_device(cpu().as_ref()).err().unwrap();
+    assert_eq!(err, "no GPU telemetry on cpu");
+    // This crate's tests run without the NVIDIA driver (or with it): either way NVML
+    // answers without a panic, and its reason names what is missing.
+    if let Err(why) = gpubench_analysis::nvml::NvmlSource::open(None, 0) {
+        assert!(why.contains("NVML"), "{why}");
+    }
+}
