@@ -24,6 +24,8 @@ use support::{
 /// exits 101 (the harness's "measured a failure") when a `fails` marker is there.
 const STAND_IN: &str = r#"#!/bin/sh
 here=$(dirname "$0")
+# The handshake of a gpubench harness, when cargo gpubench lists.
+[ -n "$GPUBENCH_HANDSHAKE" ] && echo "gpubench-harness protocol 1"
 case " $* " in
 *" --list "*)
     case " $* " in

@@ -29,6 +29,8 @@ here=$(dirname "$0")
 # As the real harness does when it leads its process group: SIGTERM (sent when
 # cargo gpubench dies) takes the whole group down.
 trap 'kill -KILL 0' TERM
+# The handshake of a gpubench harness, when cargo gpubench lists.
+[ -n "$GPUBENCH_HANDSHAKE" ] && echo "gpubench-harness protocol 1"
 case " $* " in
 *" --list "*)
     case " $* " in

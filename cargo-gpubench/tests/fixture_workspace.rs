@@ -67,6 +67,7 @@ fn discovery_finds_the_bench_targets_of_gpubench_packages_only() {
     assert_eq!(
         names,
         [
+            "gpubench-fixture-basic/beside",
             "gpubench-fixture-basic/crashes",
             "gpubench-fixture-basic/suite"
         ]
@@ -89,6 +90,14 @@ fn discovery_finds_the_bench_targets_of_gpubench_packages_only() {
 fn list_shows_the_gpubench_benchmarks_of_the_workspace_only() {
     let out = tempfile::tempdir().unwrap();
     let ran = run(gpubench("basic", out.path()).arg("--list")).expect_code(0);
+    // The criterion bench in the same package answers `--list` without the
+    // handshake: skipped with a note, its benchmark not listed.
+    assert!(
+        ran.stderr
+            .contains("note: skipped beside: not a gpubench harness"),
+        "{}",
+        ran.stderr
+    );
     insta::assert_snapshot!(ran.stdout, @r"
     crashes/aborts
     crashes/sleeps
@@ -115,7 +124,13 @@ fn a_run_records_passes_panics_crashes_and_timeouts_and_exits_1() {
     assert_eq!(
         targets,
         ["crashes", "suite"],
-        "the plain package is not built"
+        "the plain package is not built, the criterion bench not run"
+    );
+    assert!(
+        ran.stderr
+            .contains("note: skipped beside: not a gpubench harness"),
+        "{}",
+        ran.stderr
     );
     assert_eq!(m.benchmarks.len(), 6, "the ignored benchmark does not run");
 

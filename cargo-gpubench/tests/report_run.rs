@@ -22,6 +22,8 @@ use support::{
 /// measured failure) when a `fails` marker is there.
 const STAND_IN: &str = r#"#!/bin/sh
 here=$(dirname "$0")
+# The handshake of a gpubench harness, when cargo gpubench lists.
+[ -n "$GPUBENCH_HANDSHAKE" ] && echo "gpubench-harness protocol 1"
 case " $* " in
 *" --list "*)
     case " $* " in

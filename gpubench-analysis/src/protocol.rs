@@ -15,3 +15,22 @@ pub const EXIT_BENCHMARK_FAILED: i32 = 101;
 
 /// The exit code of a harness given bad usage or setup (libtest's).
 pub const EXIT_USAGE: i32 = 2;
+
+/// Set (to any value) by `cargo gpubench` when it lists an executable's benchmarks: a
+/// gpubench harness then prints [`handshake_line`] first, which tells it apart from
+/// a criterion or libtest bench that answers `--list` too.
+pub const HANDSHAKE_VAR: &str = "GPUBENCH_HANDSHAKE";
+
+/// The version of this protocol, in the handshake line.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The line a gpubench harness prints first on stdout when [`HANDSHAKE_VAR`] is set;
+/// it does not end in `: benchmark`, so libtest's terse-list readers skip it.
+pub fn handshake_line() -> String {
+    format!("gpubench-harness protocol {PROTOCOL_VERSION}")
+}
+
+/// Whether `stdout` of a `--list` holds the handshake of a gpubench harness.
+pub fn is_handshake(stdout: &str) -> bool {
+    stdout.lines().any(|l| l.trim_end() == handshake_line())
+}

@@ -69,6 +69,11 @@ fn take_down_group_on_sigterm() {
 
 /// Runs the harness with parsed arguments; returns the exit code.
 pub fn run(args: HarnessArgs) -> i32 {
+    if std::env::var_os(gpubench_analysis::protocol::HANDSHAKE_VAR).is_some() {
+        // Before anything can fail: `cargo gpubench` tells a gpubench harness that
+        // refuses its benchmarks from a bench that is not one.
+        println!("{}", gpubench_analysis::protocol::handshake_line());
+    }
     let cases = match registry::cases() {
         Ok(c) => c,
         Err(e) => {

@@ -23,6 +23,8 @@
 pub mod aoti;
 mod bencher;
 pub mod cli;
+#[cfg(feature = "criterion")]
+pub mod criterion;
 pub mod cuda_loader;
 pub mod cuda_shim;
 pub mod device;

@@ -6,6 +6,7 @@ use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use gpubench_analysis::protocol;
 use thiserror::Error;
 
 use crate::execute::process::{self, ChildEnv, Ending};
@@ -60,9 +61,11 @@ pub fn list(
     env: &ChildEnv,
     timeout: Duration,
     stop: &AtomicBool,
-) -> Result<Vec<ListedBenchmark>, ListError> {
-    let all = list_ids(exe, env, timeout, stop, false)?;
-    let ignored = list_ids(exe, env, timeout, stop, true)?;
+) -> Result<Listing, ListError> {
+    let Some(all) = list_ids(exe, env, timeout, stop, false)? else {
+        return Ok(Listing::NotGpubench);
+    };
+    let ignored = list_ids(exe, env, timeout, stop, true)?.unwrap_or_default();
     let mut out: Vec<ListedBenchmark> = all
         .into_iter()
         .map(|id| ListedBenchmark {
@@ -72,7 +75,17 @@ pub fn list(
         .collect();
     out.sort();
     out.dedup();
-    Ok(out)
+    Ok(Listing::Gpubench(out))
+}
+
+/// What listing an executable found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listing {
+    /// A gpubench harness and its benchmarks.
+    Gpubench(Vec<ListedBenchmark>),
+    /// An executable that did not answer the handshake: a criterion, libtest or other
+    /// bench in a package that also depends on gpubench-core. It is not run.
+    NotGpubench,
 }
 
 fn list_ids(
@@ -81,13 +94,14 @@ fn list_ids(
     timeout: Duration,
     stop: &AtomicBool,
     ignored: bool,
-) -> Result<Vec<String>, ListError> {
+) -> Result<Option<Vec<String>>, ListError> {
     let mut cmd = Command::new(exe);
     cmd.args(["--list", "--format", "terse"]);
     if ignored {
         cmd.arg("--ignored");
     }
     env.apply(&mut cmd);
+    cmd.env(protocol::HANDSHAKE_VAR, "1");
     // The whole listing must be kept, not a tail: allow a generous size.
     let finished =
         process::run(cmd, timeout, stop, 16 << 20).map_err(|source| ListError::Spawn {
@@ -99,7 +113,11 @@ fn list_ids(
         _ => None,
     };
     let how = match finished.ending {
-        Ending::Exited(0) => return Ok(parse_terse(&finished.stdout_tail)),
+        // An executable that lists without the handshake is not a gpubench harness
+        // (criterion answers `--list --format terse` too). One that fails stays an
+        // error: a gpubench harness that cannot load libtorch never gets to say it.
+        Ending::Exited(0) if !protocol::is_handshake(&finished.stdout_tail) => return Ok(None),
+        Ending::Exited(0) => return Ok(Some(parse_terse(&finished.stdout_tail))),
         Ending::Exited(code) => format!("exit code {code}"),
         Ending::Signaled(sig) => match process::signal_name(sig) {
             Some(name) => format!("killed by {name}"),
@@ -157,6 +175,7 @@ mod tests {
         std::fs::write(
             &exe,
             "#!/bin/sh\n\
+             [ -n \"$GPUBENCH_HANDSHAKE\" ] && echo 'gpubench-harness protocol 1'\n\
              case \"$*\" in\n\
              *--ignored*) echo 'slow: benchmark' ;;\n\
              *) printf 'b: benchmark\\nslow: benchmark\\na: benchmark\\n' ;;\n\
@@ -165,9 +184,18 @@ mod tests {
         .unwrap();
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
         let stop = AtomicBool::new(false);
-        let listed = list(&exe, &ChildEnv::default(), Duration::from_secs(10), &stop).unwrap();
+        let Listing::Gpubench(listed) =
+            list(&exe, &ChildEnv::default(), Duration::from_secs(10), &stop).unwrap()
+        else {
+            panic!("the handshake was not seen");
+        };
         let got: Vec<(&str, bool)> = listed.iter().map(|b| (b.id.as_str(), b.ignored)).collect();
         assert_eq!(got, [("a", false), ("b", false), ("slow", true)]);
+
+        // Listing without the handshake, as criterion does: not a gpubench harness.
+        std::fs::write(&exe, "#!/bin/sh\necho 'criterion_bench: benchmark'\n").unwrap();
+        let listed = list(&exe, &ChildEnv::default(), Duration::from_secs(10), &stop).unwrap();
+        assert_eq!(listed, Listing::NotGpubench);
 
         std::fs::write(
             &exe,

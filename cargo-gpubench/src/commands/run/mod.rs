@@ -60,8 +60,19 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
     let env = child_env(&libtorch, &prepared.native_paths, &prepared.target_dir);
 
     let mut all = Vec::new();
+    let mut harnesses = Vec::new();
     for exe in &prepared.executables {
-        let listed = listing::list(&exe.path, &env, args.timeout, &stop)?;
+        let listed = match listing::list(&exe.path, &env, args.timeout, &stop)? {
+            listing::Listing::Gpubench(listed) => listed,
+            listing::Listing::NotGpubench => {
+                eprintln!(
+                    "gpubench: note: skipped {}: not a gpubench harness (no handshake on --list; a criterion or libtest bench beside gpubench ones is left to `cargo bench`)",
+                    exe.target
+                );
+                continue;
+            }
+        };
+        harnesses.push(exe.clone());
         all.extend(listed.into_iter().map(|b| Benchmark {
             package: exe.package.clone(),
             target: exe.target.clone(),
@@ -185,7 +196,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         libtorch.lib_dir.display(),
         libtorch.source
     );
-    session.run_all(&selected, &prepared.executables, &libtorch, command_line)
+    session.run_all(&selected, &harnesses, &libtorch, command_line)
 }
 
 /// What running needs, from a workspace build or from `--exe`.
