@@ -534,6 +534,36 @@ fn json_format_prints_one_document() {
 }
 
 #[test]
+fn history_exports_carry_the_figures_of_the_benchmarks_that_ran() {
+    let fake = Fake::new();
+    let ran = run(fake
+        .command()
+        .args(["--format", "github-action-benchmark", "passes", "panics"]))
+    .expect_code(1);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", ran.stdout));
+    let items = v
+        .as_array()
+        .expect("github-action-benchmark takes an array");
+    assert_eq!(items.len(), 1, "the failed benchmark has no figure: {v}");
+    assert_eq!(items[0]["name"], "fake/passes");
+    assert_eq!(items[0]["unit"], "ns");
+    let value = items[0]["value"].as_f64().unwrap();
+    assert!((value - 10_045.0).abs() < 10.0, "{value}");
+
+    let fake = Fake::new();
+    let ran = run(fake.command().args(["--format", "bmf", "passes"])).expect_code(0);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", ran.stdout));
+    let latency = &v["fake/passes"]["latency"];
+    assert!(
+        (latency["value"].as_f64().unwrap() - 10_045.0).abs() < 10.0,
+        "{v}"
+    );
+    assert!(latency["lower_value"].as_f64().unwrap() <= latency["value"].as_f64().unwrap());
+}
+
+#[test]
 fn a_second_run_on_a_locked_output_dir_fails_naming_the_lock() {
     let fake = Fake::new();
     let held = cargo_gpubench::store::runs::RunStore::open(&fake.out_dir()).unwrap();

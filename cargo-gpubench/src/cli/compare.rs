@@ -244,4 +244,9 @@ pub enum Format {
     Json,
     /// A Markdown summary for a pull-request comment.
     Markdown,
+    /// github-action-benchmark's `customSmallerIsBetter` JSON: each benchmark's
+    /// figure (and kernel time) in ns per call.
+    GithubActionBenchmark,
+    /// Bencher's metric format (BMF) JSON: `latency` (and `kernel-time`) in ns.
+    Bmf,
 }

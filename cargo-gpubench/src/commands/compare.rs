@@ -102,6 +102,17 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
     match args.format {
         Format::Human => print!("{}", render_human(&old, &new, &rows, &comparison, exit)),
         Format::Markdown => print!("{}", markdown()),
+        // The judged side's figures, as a run would export them.
+        Format::GithubActionBenchmark => print!(
+            "{}",
+            crate::output::json::pretty_json(&crate::output::exports::github_action_benchmark(
+                &rows
+            ))
+        ),
+        Format::Bmf => print!(
+            "{}",
+            crate::output::json::pretty_json(&crate::output::exports::bmf(&rows))
+        ),
         Format::Json => {
             let doc = CompareSummary {
                 baseline: &old.source,

@@ -165,3 +165,10 @@ impl RunSummary {
         s
     }
 }
+
+/// `value` as pretty JSON with a closing newline.
+pub fn pretty_json(value: &impl serde::Serialize) -> String {
+    let mut text = serde_json::to_string_pretty(value).expect("exports always serialise");
+    text.push('\n');
+    text
+}

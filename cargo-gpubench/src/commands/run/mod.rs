@@ -412,7 +412,7 @@ fn print_list(all: &[Benchmark], filter: &Filter, format: Format) {
         .collect();
     select::sort(&mut shown);
     match format {
-        Format::Human | Format::Markdown => {
+        Format::Human | Format::Markdown | Format::GithubActionBenchmark | Format::Bmf => {
             for b in shown {
                 let mark = if b.ignored { " (ignored)" } else { "" };
                 println!("{}{mark}", b.qualified());

@@ -21,6 +21,7 @@ use crate::execute::progress::Progress;
 use crate::execute::runner::{self, Outcome, RunOptions};
 use crate::execute::select::Benchmark;
 use crate::exit_code::Exit;
+use crate::output::exports;
 use crate::output::html::run_report::{self, StoredRun};
 use crate::output::json::{RunSummary, SummaryEntry};
 use crate::output::markdown::MarkdownSummary;
@@ -340,6 +341,16 @@ impl Session<'_> {
             Format::Human => print!("{}", summary.render_human()),
             Format::Json => print!("{}", summary.to_json_pretty()),
             Format::Markdown => print!("{}", markdown()),
+            Format::GithubActionBenchmark => print!(
+                "{}",
+                crate::output::json::pretty_json(&exports::github_action_benchmark(
+                    &summary.benchmarks
+                ))
+            ),
+            Format::Bmf => print!(
+                "{}",
+                crate::output::json::pretty_json(&exports::bmf(&summary.benchmarks))
+            ),
         }
         if let Some(path) = &self.summary_file {
             crate::output::markdown::write_summary_file(path, &markdown())?;
