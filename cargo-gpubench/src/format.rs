@@ -132,6 +132,11 @@ pub fn number(x: f64) -> String {
     }
 }
 
+/// A duration like [`duration`], or `—` when there is none.
+pub fn format_ns_or_dash(ns: Option<f64>) -> String {
+    ns.map_or_else(|| "—".into(), duration)
+}
+
 /// `+12.3%`: a relative change in percent with one decimal, never `-0.0%`.
 pub fn percent(x: f64) -> String {
     if !x.is_finite() {

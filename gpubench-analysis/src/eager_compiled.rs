@@ -58,6 +58,69 @@ impl EagerCompiled {
     }
 }
 
+/// The eager-versus-compiled result of a benchmark as its summary (and `--format
+/// json`) carries it: what a CI script gates on, without the per-request detail the
+/// record keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EagerCompiledSummary {
+    /// The eager variant's label.
+    pub eager: String,
+    /// The compiled variant's label, e.g. `traced`, `aoti dynamic`.
+    pub compiled: String,
+    /// How the compiled variant was made.
+    pub compiled_kind: VariantKind,
+    /// Why the compiled variant could not be built or run, when it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiled_failure: Option<String>,
+    /// Eager time over compiled time in steady state, with its interval (above 1:
+    /// compiled is faster); absent in smoke runs and when compiled could not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup: Option<Estimate>,
+    /// Eager's steady time per call, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eager_ns_per_call: Option<f64>,
+    /// The compiled variant's steady time per call, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiled_ns_per_call: Option<f64>,
+    /// Whether the outputs agree at every input shape.
+    pub agrees: bool,
+    /// Input shapes whose outputs disagree, of `shapes`.
+    pub shapes_disagreeing: usize,
+    /// Distinct input shapes served.
+    pub shapes: usize,
+    /// Steady calls after which compiling has paid for itself; absent when it never
+    /// does (or was not measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub break_even_calls: Option<u64>,
+    /// What the comparison found, most severe first, with their figures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<EagerCompiledFlag>,
+    /// The same flags in words, as the terminal shows them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flag_words: Vec<String>,
+}
+
+impl EagerCompiled {
+    /// The result as a benchmark's summary carries it.
+    pub fn summary(&self) -> EagerCompiledSummary {
+        EagerCompiledSummary {
+            eager: self.eager.label.clone(),
+            compiled: self.compiled.label.clone(),
+            compiled_kind: self.compiled.kind,
+            compiled_failure: self.compiled.failure.clone(),
+            speedup: self.steady.as_ref().map(|s| s.speedup),
+            eager_ns_per_call: self.steady.as_ref().map(|s| s.eager_ns_per_call),
+            compiled_ns_per_call: self.steady.as_ref().map(|s| s.compiled_ns_per_call),
+            agrees: self.agrees(),
+            shapes_disagreeing: self.agreement.iter().filter(|a| !a.agrees).count(),
+            shapes: self.agreement.len(),
+            break_even_calls: self.compile_cost.as_ref().and_then(|c| c.break_even_calls),
+            flags: self.flags.clone(),
+            flag_words: self.flags.iter().map(EagerCompiledFlag::describe).collect(),
+        }
+    }
+}
+
 /// What a variant is and how it was made.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VariantInfo {

@@ -479,7 +479,7 @@ impl Fingerprint {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// A file name for a benchmark id that is safe on every file system: characters
 /// outside `[A-Za-z0-9._-]` become `_`, and when anything was replaced a short hash

@@ -200,6 +200,9 @@ pub struct BenchmarkSummary {
     /// work every call).
     #[serde(default)]
     pub counters_vary: bool,
+    /// The eager-versus-compiled result, when the benchmark is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eager_compiled: Option<crate::eager_compiled::EagerCompiledSummary>,
     /// `1 − kernel / device`: the share of device time not spent in the routine's own
     /// kernels (launch gaps, the GPU waiting on the host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -278,6 +281,7 @@ impl BenchmarkSummary {
             counters: None,
             counters_vary: false,
             launch_overhead: None,
+            eager_compiled: record.eager_compiled().map(|c| c.summary()),
             total_iters: 0,
             cold: Vec::new(),
             throughput: None,
@@ -459,6 +463,23 @@ fn merged_flags(measurements: &[&crate::measurement::Measurement]) -> Vec<Flag> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_eager_versus_compiled_result_is_in_the_summary_and_its_json() {
+        let side_by_side = crate::eager_compiled::tests::sample_comparison();
+        let mut r = crate::record::tests::sample_record();
+        r.rounds[0].eager_compiled = Some(side_by_side.clone());
+        let s = BenchmarkSummary::from_record(&r);
+        let c = s.eager_compiled.as_ref().expect("summarised");
+        assert_eq!(c.compiled, side_by_side.compiled.label);
+        assert!(!c.agrees);
+        assert_eq!((c.shapes_disagreeing, c.shapes), (1, 1));
+        assert_eq!(c.flags, side_by_side.flags);
+        assert_eq!(c.flag_words.len(), side_by_side.flags.len());
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["eager_compiled"]["agrees"], false);
+        assert!(json["eager_compiled"]["flags"].is_array());
+    }
     use crate::failure::FailureKind;
     use crate::measurement::{ColdCall, Sample};
     use crate::synthetic::{GpuLikeSamples, ProcessShift};

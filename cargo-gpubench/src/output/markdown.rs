@@ -51,6 +51,7 @@ impl MarkdownSummary<'_> {
             None => self.plain_table(&mut out),
         }
         self.unstable(&mut out);
+        self.eager_compiled(&mut out);
         out.push_str(&crate::output::gpu_notes::render_markdown(
             self.entries
                 .iter()
@@ -366,6 +367,24 @@ impl MarkdownSummary<'_> {
         out.push_str("\n**Unstable across processes** (each process is a fresh start; the interval covers them):\n\n");
         for (e, note) in notes {
             let _ = writeln!(out, "- {}: {}", code(&e.name), text(&note));
+        }
+    }
+
+    fn eager_compiled(&self, out: &mut String) {
+        let lines: Vec<(&SummaryEntry, String)> = self
+            .entries
+            .iter()
+            .filter_map(|e| {
+                let c = e.summary.as_ref()?.eager_compiled.as_ref()?;
+                Some((e, crate::output::eager_compiled::line(c)))
+            })
+            .collect();
+        if lines.is_empty() {
+            return;
+        }
+        out.push_str("\n**Eager versus compiled:**\n\n");
+        for (e, line) in lines {
+            let _ = writeln!(out, "- {}: {}", code(&e.name), text(&line));
         }
     }
 

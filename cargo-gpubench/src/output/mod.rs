@@ -2,6 +2,7 @@
 //! terminal table ([`terminal`]), the Markdown summary for pull requests
 //! ([`markdown`]) and the HTML report ([`html`]).
 
+pub mod eager_compiled;
 pub mod exports;
 pub mod gpu_notes;
 pub mod html;

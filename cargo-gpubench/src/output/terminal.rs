@@ -251,6 +251,7 @@ pub fn render_table(entries: &[SummaryEntry], comparison: Option<&RunComparison>
     }
     let mut out = align(&header, &rows);
     out.push_str(&render_process_notes(entries));
+    out.push_str(&render_eager_compiled(entries));
     out.push_str(&crate::output::gpu_notes::render_terminal(
         entries
             .iter()
@@ -488,6 +489,25 @@ fn row(e: &SummaryEntry, kernel_columns: bool) -> Vec<String> {
     }
     cells.extend([cold, throughput, memory, status_cell(e)]);
     cells
+}
+
+/// Lines under the table for benchmarks that compare eager with compiled.
+pub fn render_eager_compiled(entries: &[SummaryEntry]) -> String {
+    let lines: Vec<String> = entries
+        .iter()
+        .filter_map(|e| {
+            let c = e.summary.as_ref()?.eager_compiled.as_ref()?;
+            Some(format!(
+                "  {}: {}\n",
+                e.name,
+                crate::output::eager_compiled::line(c)
+            ))
+        })
+        .collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!("\neager versus compiled:\n{}", lines.concat())
 }
 
 /// `kernel/iter`, `kernels` and `launch`: kernel time per call, kernels launched per

@@ -298,3 +298,35 @@ fn long_messages_are_excerpted() {
     assert_eq!(e.last().unwrap(), "line 39");
     assert!(e[2].contains("29 lines"), "{e:?}");
 }
+
+#[test]
+fn eager_versus_compiled_has_a_line_under_the_table() {
+    use gpubench_analysis::eager_compiled::{EagerCompiledSummary, VariantKind};
+    use gpubench_analysis::stats::Estimate;
+    let mut e = entry(&passed_record(), BenchStatus::Passed);
+    e.summary.as_mut().unwrap().eager_compiled = Some(EagerCompiledSummary {
+        eager: "eager".into(),
+        compiled: "traced".into(),
+        compiled_kind: VariantKind::TorchscriptTrace,
+        compiled_failure: None,
+        speedup: Some(Estimate {
+            point: 1.32,
+            lower: 1.30,
+            upper: 1.35,
+            confidence: 0.95,
+        }),
+        eager_ns_per_call: Some(2.1e6),
+        compiled_ns_per_call: Some(1.59e6),
+        agrees: true,
+        shapes_disagreeing: 0,
+        shapes: 3,
+        break_even_calls: Some(1200),
+        flags: vec![],
+        flag_words: vec![],
+    });
+    let out = render_table(std::slice::from_ref(&e), None);
+    assert!(
+        out.contains("eager versus compiled:\n  suite/matmul/4096: traced 1.32× faster [1.30×, 1.35×] (2.100 ms vs 1.590 ms per call); outputs agree at 3 shape(s); pays off after 1200 calls"),
+        "{out}"
+    );
+}
