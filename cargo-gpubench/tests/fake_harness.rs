@@ -563,6 +563,62 @@ fn history_exports_carry_the_figures_of_the_benchmarks_that_ran() {
     assert!(latency["lower_value"].as_f64().unwrap() <= latency["value"].as_f64().unwrap());
 }
 
+/// A schema of `docs/schema/`.
+fn schema(name: &str) -> jsonschema::Validator {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs/schema")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    jsonschema::validator_for(&serde_json::from_str(&text).unwrap())
+        .unwrap_or_else(|e| panic!("{} is not a schema: {e}", path.display()))
+}
+
+fn assert_valid(v: &jsonschema::Validator, doc: &serde_json::Value, what: &str) {
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{what} does not match its schema:\n{}",
+        errors.join("\n")
+    );
+}
+
+#[test]
+fn the_json_summary_and_the_records_match_their_schemas() {
+    let summary_schema = schema("run-summary.schema.json");
+    let record_schema = schema("record.schema.json");
+    let fake = Fake::new();
+    let ran = run(fake
+        .command()
+        .args(["--format", "json", "passes", "panics", "matmul/64"]))
+    .expect_code(1);
+    let doc: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_valid(&summary_schema, &doc, "the --format json summary");
+    let run_dir = std::path::PathBuf::from(doc["run_dir"].as_str().unwrap());
+    let mut records = 0;
+    for b in doc["benchmarks"].as_array().unwrap() {
+        let Some(file) = b["record"].as_str() else {
+            continue;
+        };
+        let record: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(run_dir.join(file)).unwrap()).unwrap();
+        assert_valid(&record_schema, &record, file);
+        records += 1;
+    }
+    assert_eq!(records, 3);
+    // The schemas can fail: a newer record format and a summary without its exit.
+    let mut newer = doc.clone();
+    newer.as_object_mut().unwrap().remove("exit");
+    assert!(!summary_schema.is_valid(&newer));
+    let file = doc["benchmarks"][0]["record"].as_str().unwrap();
+    let mut record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join(file)).unwrap()).unwrap();
+    record["format_version"] = 3.into();
+    assert!(!record_schema.is_valid(&record));
+}
+
 #[test]
 fn a_second_run_on_a_locked_output_dir_fails_naming_the_lock() {
     let fake = Fake::new();

@@ -571,3 +571,53 @@ fn a_cpu_run_without_device_timer_shows_wall_time_and_no_device_column() {
     );
     assert_links_resolve(&index.pages["cpu/matmul_f32"]);
 }
+
+/// The demo report's records (kernel tables, counters, eager versus compiled, a
+/// failure) and their summaries match `docs/schema/`.
+#[test]
+fn demo_records_and_summaries_match_the_schemas() {
+    let load = |name: &str| {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../docs/schema")
+            .join(name);
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        jsonschema::validator_for(&schema).unwrap()
+    };
+    let records = load("record.schema.json");
+    let summaries = load("run-summary.schema.json");
+    let input = fixtures::demo_input();
+    let mut entries = Vec::new();
+    let mut with_eager_compiled = 0;
+    for b in &input.benchmarks {
+        let record = serde_json::to_value(&b.record).unwrap();
+        let errors: Vec<String> = records
+            .iter_errors(&record)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", b.record.id);
+        let summary = gpubench_analysis::BenchmarkSummary::from_record(&b.record);
+        with_eager_compiled += usize::from(summary.eager_compiled.is_some());
+        entries.push(serde_json::json!({
+            "name": format!("examples/{}", b.record.id),
+            "target": "examples",
+            "id": b.record.id,
+            "status": if b.record.passed() { "passed" } else { "failed" },
+            "summary": summary,
+        }));
+    }
+    assert!(
+        with_eager_compiled > 0,
+        "the demo has an eager/compiled benchmark"
+    );
+    let doc = serde_json::json!({
+        "run_id": "20261129T140500.000Z-1-0", "run_dir": "runs/x", "status": "completed",
+        "passed": 0, "failed": 0, "not_run": 0, "elapsed_s": 1.0,
+        "benchmarks": entries, "exit": {"code": 0, "verdict": "success"},
+    });
+    let errors: Vec<String> = summaries
+        .iter_errors(&doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+}
