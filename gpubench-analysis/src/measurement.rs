@@ -31,6 +31,16 @@ pub struct MeasurementConfig {
     /// rounds, and for a bench executable run on its own).
     #[serde(default = "ProcessPolicy::single")]
     pub processes: ProcessPolicy,
+    /// A sample whose SM clock fell below this fraction of the GPU's default clock is
+    /// throttled and left out (`--throttle-threshold`; nvbench's 0.75 by default; 0:
+    /// only hardware, thermal and power-brake slowdowns count).
+    #[serde(default = "default_throttle_threshold")]
+    pub throttle_threshold: f64,
+}
+
+/// nvbench's throttle threshold, for records from before the setting.
+fn default_throttle_threshold() -> f64 {
+    crate::telemetry::THROTTLE_CLOCK_FRACTION
 }
 
 impl MeasurementConfig {
@@ -49,6 +59,7 @@ impl MeasurementConfig {
             target_rel_ci: 0.01,
             flush_l2: false,
             processes: ProcessPolicy::single(),
+            throttle_threshold: crate::telemetry::THROTTLE_CLOCK_FRACTION,
         }
     }
 
@@ -89,6 +100,12 @@ impl MeasurementConfig {
                 "a warm-up of {} here, {} in the baseline",
                 seconds(self.warmup_time_s),
                 seconds(baseline.warmup_time_s)
+            ));
+        }
+        if differs(self.throttle_threshold, baseline.throttle_threshold) {
+            out.push(format!(
+                "--throttle-threshold {} here, {} in the baseline",
+                self.throttle_threshold, baseline.throttle_threshold
             ));
         }
         if self.flush_l2 != baseline.flush_l2 {

@@ -166,11 +166,13 @@ impl GpuState {
     }
 }
 
-/// Whether a sample read as `clock` was throttled, against `reference_mhz` (see
-/// [`GpuState::reference_sm_clock_mhz`]; without one only the reasons count).
-pub fn is_throttled(clock: &ClockReading, reference_mhz: Option<u32>) -> bool {
-    let slow_clock = reference_mhz
-        .is_some_and(|r| f64::from(clock.sm_clock_mhz) < THROTTLE_CLOCK_FRACTION * f64::from(r));
+/// Whether a sample read as `clock` was throttled: its SM clock below `threshold` of
+/// `reference_mhz` (see [`GpuState::reference_sm_clock_mhz`]; nvbench's threshold is
+/// [`THROTTLE_CLOCK_FRACTION`]), or a slowdown reason that throttles. Without a
+/// reference clock, or with a threshold of 0, only the reasons count.
+pub fn is_throttled(clock: &ClockReading, reference_mhz: Option<u32>, threshold: f64) -> bool {
+    let slow_clock =
+        reference_mhz.is_some_and(|r| f64::from(clock.sm_clock_mhz) < threshold * f64::from(r));
     slow_clock || clock.slowdown.iter().any(|r| r.throttles())
 }
 
@@ -334,23 +336,36 @@ mod tests {
             temperature_c: None,
             slowdown,
         };
-        assert!(!is_throttled(&clock(1980, vec![]), Some(1980)));
-        assert!(!is_throttled(&clock(1500, vec![]), Some(1980)));
-        assert!(is_throttled(&clock(1400, vec![]), Some(1980)));
+        let t = THROTTLE_CLOCK_FRACTION;
+        assert!(!is_throttled(&clock(1980, vec![]), Some(1980), t));
+        assert!(!is_throttled(&clock(1500, vec![]), Some(1980), t));
+        assert!(is_throttled(&clock(1400, vec![]), Some(1980), t));
         // The power cap alone is steady state under load, a thermal slowdown is not.
         assert!(!is_throttled(
             &clock(1800, vec![SlowdownReason::SwPowerCap]),
-            Some(1980)
+            Some(1980),
+            t
         ));
         assert!(is_throttled(
             &clock(1800, vec![SlowdownReason::HwThermalSlowdown]),
-            Some(1980)
+            Some(1980),
+            t
         ));
         assert!(is_throttled(
             &clock(1980, vec![SlowdownReason::HwPowerBrakeSlowdown]),
-            None
+            None,
+            t
         ));
-        assert!(!is_throttled(&clock(300, vec![]), None));
+        assert!(!is_throttled(&clock(300, vec![]), None, t));
+        // --throttle-threshold: 0.5 keeps a sample at 70% of the default clock, 0 keeps
+        // any clock but still drops a hardware slowdown.
+        assert!(!is_throttled(&clock(1400, vec![]), Some(1980), 0.5));
+        assert!(!is_throttled(&clock(300, vec![]), Some(1980), 0.0));
+        assert!(is_throttled(
+            &clock(1980, vec![SlowdownReason::HwThermalSlowdown]),
+            Some(1980),
+            0.0
+        ));
     }
 
     #[test]

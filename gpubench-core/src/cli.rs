@@ -97,6 +97,11 @@ pub struct HarnessArgs {
         value_name = "FRACTION"
     )]
     pub target_rel_ci: Option<f64>,
+    /// Leave out samples whose SM clock fell below this fraction of the GPU's default
+    /// clock (nvbench's rule) [default: 0.75; 0: only hardware, thermal and
+    /// power-brake slowdowns].
+    #[arg(long, env = "GPUBENCH_THROTTLE_THRESHOLD", value_name = "FRACTION")]
+    pub throttle_threshold: Option<f64>,
     /// Overwrite a buffer larger than the last-level cache before each timed call:
     /// one call per sample, so the GPU idles and clocks up between calls (a rested
     /// GPU's cold-cache time, often faster than calls back to back).

@@ -243,6 +243,14 @@ fn measurement_config(args: &HarnessArgs) -> Result<MeasurementConfig, String> {
         c.target_rel_ci = v;
     }
     c.flush_l2 = args.flush_l2;
+    if let Some(v) = args.throttle_threshold {
+        if !(0.0..=1.0).contains(&v) {
+            return Err(format!(
+                "--throttle-threshold must be between 0 and 1 (0: only hardware, thermal and power-brake slowdowns), got {v}"
+            ));
+        }
+        c.throttle_threshold = v;
+    }
     Ok(c)
 }
 

@@ -41,14 +41,15 @@ impl Telemetry {
         Ok(Telemetry::new(Rc::new(source)))
     }
 
-    /// The clock after a sample, judged by the throttle rule; `None` when the read
-    /// failed (the sample then simply has no clock).
-    pub fn sample_clock(&self) -> Option<SampleClock> {
+    /// The clock after a sample, judged by the throttle rule with `threshold` (see
+    /// [`is_throttled`]); `None` when the read failed (the sample then simply has no
+    /// clock).
+    pub fn sample_clock(&self, threshold: f64) -> Option<SampleClock> {
         let c = self.source.read_clock().ok()?;
         Some(SampleClock {
             sm_mhz: c.sm_clock_mhz,
             temperature_c: c.temperature_c,
-            throttled: is_throttled(&c, self.state.reference_sm_clock_mhz()),
+            throttled: is_throttled(&c, self.state.reference_sm_clock_mhz(), threshold),
         })
     }
 

@@ -104,6 +104,7 @@ fn config() -> MeasurementConfig {
         target_rel_ci: 0.0001,
         flush_l2: false,
         processes: ProcessPolicy::single(),
+        throttle_threshold: gpubench_analysis::telemetry::THROTTLE_CLOCK_FRACTION,
     }
 }
 
@@ -162,6 +163,37 @@ fn throttled_samples_are_flagged_counted_and_left_out_of_the_figures() {
         kept.iter().all(|&x| x < 450e3),
         "a throttled sample was kept: {kept:?}"
     );
+}
+
+#[test]
+fn a_lower_throttle_threshold_keeps_power_capped_samples() {
+    let _serial = serial();
+    let gpu = Rc::new(FakeGpu::new(3, vec![vec![]]));
+    let slow = Rc::clone(&gpu.throttled_now);
+    let mut b = Bencher::new(
+        "power-capped",
+        cpu(),
+        MeasurementConfig {
+            // The fake's slow samples run at a third of the default clock, with the
+            // power cap as their only reason: kept below a third.
+            throttle_threshold: 0.3,
+            ..config()
+        },
+    );
+    b.telemetry(Some(Telemetry::new(gpu.clone())));
+    b.iter(|| {
+        let d = Duration::from_micros(if slow.get() { 600 } else { 200 });
+        spin_until(Instant::now() + d);
+    });
+    let m = b.measurement.take().unwrap();
+    let slow_samples = m
+        .samples
+        .iter()
+        .filter(|s| s.clock.is_some_and(|c| c.sm_mhz == 660))
+        .count();
+    assert!(slow_samples >= 3, "{slow_samples} slow samples");
+    assert_eq!(m.throttled_samples(), 0);
+    assert!(!m.flags.contains(&Flag::Throttled), "{:?}", m.flags);
 }
 
 #[test]

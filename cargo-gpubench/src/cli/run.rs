@@ -238,6 +238,25 @@ pub struct MeasureArgs {
     /// [default: 0.01; --quick: 0.02].
     #[arg(long, value_name = "FRACTION", env = "GPUBENCH_TARGET_REL_CI", value_parser = parse_fraction)]
     pub target_rel_ci: Option<f64>,
+    /// Leave out samples whose SM clock fell below this fraction of the GPU's default
+    /// clock (nvbench's rule) [default: 0.75; 0: only hardware, thermal and
+    /// power-brake slowdowns].
+    #[arg(long, value_name = "FRACTION", env = "GPUBENCH_THROTTLE_THRESHOLD", value_parser = parse_threshold)]
+    pub throttle_threshold: Option<f64>,
+}
+
+pub(super) fn parse_threshold(s: &str) -> Result<f64, String> {
+    let x: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if (0.0..=1.0).contains(&x) {
+        Ok(x)
+    } else {
+        Err(format!(
+            "must be between 0 and 1 (0: only hardware, thermal and power-brake slowdowns), got {x}"
+        ))
+    }
 }
 
 pub(super) fn parse_seconds(s: &str) -> Result<f64, String> {

@@ -65,6 +65,9 @@ impl RunOptions {
         if let Some(v) = m.sample_time {
             config.sample_target_s = v;
         }
+        if let Some(v) = m.throttle_threshold {
+            config.throttle_threshold = v;
+        }
         if let Some(v) = m.min_samples {
             config.min_samples = v;
         }
@@ -129,6 +132,7 @@ pub fn bench_command(
         ("--min-samples", m.min_samples.map(f64::from)),
         ("--max-samples", m.max_samples.map(f64::from)),
         ("--target-rel-ci", m.target_rel_ci),
+        ("--throttle-threshold", m.throttle_threshold),
     ];
     for (flag, value) in options {
         if let Some(v) = value {
@@ -517,6 +521,7 @@ mod tests {
             sample_time: Some(0.002),
             min_samples: Some(20),
             warm_up_time: Some(0.5),
+            throttle_threshold: Some(0.5),
             ..MeasureArgs::default()
         };
         let args: Vec<String> =
@@ -532,9 +537,12 @@ mod tests {
                 "--sample-time",
                 "0.002",
                 "--min-samples",
-                "20"
+                "20",
+                "--throttle-threshold",
+                "0.5"
             ]
         );
+        assert_eq!(with.config().throttle_threshold, 0.5);
         let config = with.config();
         assert_eq!(
             (

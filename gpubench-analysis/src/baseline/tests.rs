@@ -446,6 +446,17 @@ fn settings_that_move_figures_are_not_compared_unless_allowed() {
     assert_eq!(set.other_settings.len(), 1);
     assert_eq!(set.other_settings[0].id, "a");
     assert_eq!(set.other_settings[0].differences.len(), 2);
+
+    // Another throttle threshold keeps or drops other samples: it moves the figures.
+    let standard = records(&["a"], 1.0, 32);
+    let mut other = records(&["a"], 1.0, 33);
+    other[0].config.throttle_threshold = 0.5;
+    assert_eq!(
+        other[0]
+            .config
+            .differences_that_move_figures(&standard[0].config),
+        ["--throttle-threshold 0.5 here, 0.75 in the baseline"]
+    );
 }
 
 #[test]

@@ -357,7 +357,9 @@ impl<'a> Engine<'a> {
         loop {
             let mut sample = self.timed_sample(workload, iters);
             // Right after the closing sync, outside the timed region: tens of µs.
-            sample.clock = self.telemetry.and_then(Telemetry::sample_clock);
+            sample.clock = self
+                .telemetry
+                .and_then(|t| t.sample_clock(self.config.throttle_threshold));
             let new_kept = !sample.throttled();
             samples.push(sample);
             // Throttled samples are left out of the figures, so they neither count

@@ -37,6 +37,7 @@ pub fn fast_config() -> MeasurementConfig {
         target_rel_ci: 0.02,
         flush_l2: false,
         processes: ProcessPolicy::single(),
+        throttle_threshold: gpubench_analysis::telemetry::THROTTLE_CLOCK_FRACTION,
     }
 }
 
