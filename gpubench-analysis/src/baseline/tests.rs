@@ -1,4 +1,5 @@
-//! Tests of saved baselines: the file format, the store, comparisons and the gate.
+//! Tests of saved baselines: the file format, the store, comparisons and the gate,
+//! in one file (just over 600 lines) because they share the record builders.
 
 use super::judge::not_compared;
 use super::*;

@@ -1,0 +1,239 @@
+//! Tests of [`super`].
+
+use super::*;
+
+#[test]
+fn the_eager_versus_compiled_result_is_in_the_summary_and_its_json() {
+    let side_by_side = crate::eager_compiled::tests::sample_comparison();
+    let mut r = crate::record::tests::sample_record();
+    r.rounds[0].eager_compiled = Some(side_by_side.clone());
+    let s = BenchmarkSummary::from_record(&r);
+    let c = s.eager_compiled.as_ref().expect("summarised");
+    assert_eq!(c.compiled, side_by_side.compiled.label);
+    assert!(!c.agrees);
+    assert_eq!((c.shapes_disagreeing, c.shapes), (1, 1));
+    assert_eq!(c.flags, side_by_side.flags);
+    assert_eq!(c.flag_words.len(), side_by_side.flags.len());
+    let json = serde_json::to_value(&s).unwrap();
+    assert_eq!(json["eager_compiled"]["agrees"], false);
+    assert!(json["eager_compiled"]["flags"].is_array());
+}
+use crate::failure::FailureKind;
+use crate::measurement::{ColdCall, Sample};
+use crate::synthetic::{GpuLikeSamples, ProcessShift};
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+
+fn record() -> RawRecord {
+    let mut rng = Pcg64Mcg::seed_from_u64(9);
+    let mut r = GpuLikeSamples::default().record("matmul/4096", "NVIDIA H200", 50, &mut rng);
+    let m = r.rounds[0].measurement.as_mut().unwrap();
+    m.cold.push(ColdCall {
+        label: "first call".into(),
+        wall_ns: 5e8,
+        host_ns: 4e8,
+        device_ns: None,
+    });
+    m.throughput = Some(Throughput::Flops(2.0 * 4096f64.powi(3)));
+    r
+}
+
+#[test]
+fn summary_of_a_passed_record() {
+    let s = BenchmarkSummary::from_record(&record());
+    assert_eq!(s.status, BenchmarkStatus::Passed);
+    assert_eq!(
+        (s.name.as_str(), s.device_label.as_str()),
+        ("matmul", "cuda:0")
+    );
+    assert_eq!(s.primary_kind, Some(TimeKind::Device));
+    let p = s.primary().unwrap();
+    assert_eq!(p.samples, 50);
+    assert!((p.estimate.point / 1e6 - 1.0).abs() < 0.01, "{p:?}");
+    assert!(p.estimate.contains(p.estimate.point) && p.estimate.rel_half_width() < 0.01);
+    assert_eq!(p.basis, EstimateBasis::OneProcess);
+    let wall = s.wall.as_ref().unwrap();
+    assert!((wall.estimate.point / p.estimate.point - 1.02).abs() < 1e-9);
+    let host = s.host.as_ref().unwrap();
+    assert!((host.estimate.point / wall.estimate.point - 0.3).abs() < 1e-9);
+    assert!(
+        (0.005..0.02).contains(&p.processes.within.unwrap()),
+        "{p:?}"
+    );
+    assert_eq!(p.outliers.total(), 50);
+    assert_eq!(s.total_iters, 500);
+    // 5e8 ns cold vs ~1.02e6 ns steady.
+    let cold = s.cold[0].times_steady.unwrap();
+    assert!((480.0..500.0).contains(&cold), "{cold}");
+    let t = s.throughput.as_ref().unwrap();
+    let expected = 2.0 * 4096f64.powi(3) / (p.estimate.point * 1e-9);
+    assert!((t.rate_per_s / expected - 1.0).abs() < 1e-12);
+    assert!(t.rate.ends_with("TFLOP/s"), "{}", t.rate);
+    assert_eq!(s.stop_reason, Some(StopReason::Converged));
+}
+
+#[test]
+fn summary_is_reproducible_and_round_trips_through_json() {
+    let a = BenchmarkSummary::from_record(&record());
+    assert_eq!(a, BenchmarkSummary::from_record(&record()));
+    let json = serde_json::to_string_pretty(&a).unwrap();
+    assert!(json.contains("\"primary_kind\": \"device\""), "{json}");
+    assert!(json.contains("\"status\": \"passed\""));
+    let back: BenchmarkSummary = serde_json::from_str(&json).unwrap();
+    assert_eq!(a, back);
+}
+
+#[test]
+fn throttled_samples_and_other_processes_are_flagged_and_counted() {
+    use crate::measurement::SampleClock;
+    use crate::telemetry::{ClockReading, GpuProcess, ProcessTelemetry, TelemetryReading};
+    let quiet = BenchmarkSummary::from_record(&record());
+    assert!(!quiet.flags.contains(&Flag::Throttled) && !quiet.flags.contains(&Flag::Contended));
+    let mut r = record();
+    let m = r.rounds[0].measurement.as_mut().unwrap();
+    let n = m.samples.len();
+    for (i, x) in m.samples.iter_mut().enumerate() {
+        x.clock = Some(SampleClock {
+            sm_mhz: if i < 3 { 1000 } else { 1980 },
+            temperature_c: Some(50 + i as u32 % 7),
+            throttled: i < 3,
+        });
+        if i < 3 {
+            // Throttled samples are slow: left in, they would move the figure.
+            x.wall_ns *= 3.0;
+            x.device_ns = x.device_ns.map(|d| d * 3.0);
+        }
+    }
+    let reading = |pids: &[u32]| TelemetryReading {
+        clock: ClockReading {
+            sm_clock_mhz: 1980,
+            temperature_c: Some(55),
+            slowdown: vec![],
+        },
+        memory_clock_mhz: None,
+        power_w: None,
+        power_limit_w: None,
+        processes: pids
+            .iter()
+            .map(|&pid| GpuProcess {
+                pid,
+                used_memory_bytes: None,
+            })
+            .collect(),
+    };
+    r.rounds[0].telemetry = Some(ProcessTelemetry {
+        start: reading(&[]),
+        end: reading(&[31337]),
+        max_temperature_c: Some(56),
+        other_processes: vec![GpuProcess {
+            pid: 31337,
+            used_memory_bytes: None,
+        }],
+    });
+    let s = BenchmarkSummary::from_record(&r);
+    assert_eq!(s.throttled_samples, 3);
+    assert_eq!(s.primary().unwrap().samples, n - 3);
+    assert!(s.flags.contains(&Flag::Throttled), "{:?}", s.flags);
+    assert!(s.flags.contains(&Flag::Contended), "{:?}", s.flags);
+    assert_eq!(s.other_processes, vec![31337]);
+    assert_eq!(s.max_temperature_c, Some(56));
+    assert_eq!(s.sm_clock_mhz, Some(1980.0));
+    let slowest = s.primary().unwrap().max;
+    assert!(
+        slowest < 2.0 * s.primary().unwrap().min,
+        "a throttled sample was kept"
+    );
+}
+
+#[test]
+fn summary_of_a_failed_record_keeps_the_failure() {
+    let mut r = record();
+    r.rounds[0].measurement = None;
+    r.rounds[0].failure = Some(Failure::new(FailureKind::OutOfMemory, "CUDA out of memory"));
+    let s = BenchmarkSummary::from_record(&r);
+    assert_eq!(s.status, BenchmarkStatus::Failed);
+    assert_eq!(s.failure.as_ref().unwrap().kind, FailureKind::OutOfMemory);
+    assert!(s.primary().is_none() && s.wall.is_none() && s.throughput.is_none());
+    let back: BenchmarkSummary = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+    assert_eq!(s, back);
+}
+
+#[test]
+fn wall_time_is_primary_without_device_events_and_bad_samples_do_not_panic() {
+    let mut r = record();
+    let m = r.rounds[0].measurement.as_mut().unwrap();
+    m.samples[0].device_ns = None;
+    m.samples.push(Sample {
+        iters: 0,
+        wall_ns: 1.0,
+        host_ns: 0.0,
+        device_ns: None,
+        clock: None,
+    });
+    let s = BenchmarkSummary::from_record(&r);
+    assert_eq!(s.primary_kind, Some(TimeKind::Wall));
+    assert!(s.device.is_none());
+    // The zero-iteration sample gives an infinite time and is left out.
+    assert_eq!(s.wall.as_ref().unwrap().samples, 50);
+    let json = serde_json::to_string(&s).unwrap();
+    let back: BenchmarkSummary = serde_json::from_str(&json).unwrap();
+    assert_eq!(s, back);
+}
+
+#[test]
+fn processes_give_the_estimate_the_spread_and_per_process_cold_calls() {
+    let mut rng = Pcg64Mcg::seed_from_u64(10);
+    let model = GpuLikeSamples::default().with_shift(ProcessShift::Modes {
+        slow_factor: 1.7,
+        slow_share: 0.5,
+        sigma: 0.0,
+    });
+    let mut r = model.record_processes("add", "NVIDIA H200", 6, 20, &mut rng);
+    for (i, round) in r.rounds.iter_mut().enumerate() {
+        let m = round.measurement.as_mut().unwrap();
+        m.cold.push(ColdCall {
+            label: "first call".into(),
+            wall_ns: 1e8 * (1.0 + i as f64),
+            host_ns: 1e7,
+            device_ns: None,
+        });
+        m.flags = if i < 4 {
+            vec![Flag::LaunchBound]
+        } else {
+            vec![Flag::DeviceBound, Flag::Unstable]
+        };
+    }
+    // Make sure both modes are there.
+    for (i, round) in r.rounds.iter_mut().enumerate() {
+        let m = round.measurement.as_mut().unwrap();
+        let scale = if i % 2 == 0 { 1.0 } else { 1.7 };
+        for (j, x) in m.samples.iter_mut().enumerate() {
+            let v = 1e7 * scale * (1.0 + (j % 5) as f64 * 1e-3);
+            x.device_ns = Some(v);
+            x.wall_ns = v * 1.02;
+        }
+    }
+    let s = BenchmarkSummary::from_record(&r);
+    assert_eq!((s.rounds, s.processes()), (6, 6));
+    let p = s.primary().unwrap();
+    assert_eq!(p.basis, EstimateBasis::Processes);
+    assert_eq!(p.samples, 120);
+    let gm = (1.7f64).sqrt() * 1e6;
+    assert!((p.estimate.point / gm - 1.0).abs() < 0.01, "{p:?}");
+    assert!(
+        p.estimate.lower < 1.05e6 && p.estimate.upper > 1.65e6,
+        "{p:?}"
+    );
+    assert!(p.processes.unstable && p.processes.modes.is_some());
+    assert_eq!(
+        s.flags,
+        [
+            Flag::LaunchBound,
+            Flag::Unstable,
+            Flag::UnstableAcrossProcesses
+        ]
+    );
+    let cold = &s.cold[0];
+    assert_eq!(cold.per_process_wall_ns.len(), 6);
+    assert_eq!(cold.wall_ns, 3.5e8);
+}
