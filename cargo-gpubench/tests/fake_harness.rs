@@ -620,6 +620,44 @@ fn the_json_summary_and_the_records_match_their_schemas() {
 }
 
 #[test]
+fn partitions_split_the_selection_and_runs_record_their_part() {
+    let mut ran_ids = Vec::new();
+    for k in 1..=2 {
+        let fake = Fake::new();
+        let part = format!("hash:{k}/2");
+        let ran = run(fake.command().args([
+            "--partition",
+            &part,
+            "--exact",
+            "passes",
+            "matmul/64",
+            "panics",
+        ]));
+        // The part that holds `panics` fails (1), the other passes (0).
+        assert!(
+            matches!(ran.code, Some(0 | 1)),
+            "{:?}\n{}",
+            ran.code,
+            ran.stderr
+        );
+        assert!(
+            ran.stderr.contains(&format!("partition {part}: ")),
+            "{}",
+            ran.stderr
+        );
+        let m = manifest(&latest_run(&fake.out_dir()));
+        assert_eq!(m.partition.as_deref(), Some(part.as_str()));
+        ran_ids.extend(m.benchmarks.iter().map(|b| b.id.clone()));
+    }
+    ran_ids.sort();
+    assert_eq!(
+        ran_ids,
+        ["matmul/64", "panics", "passes"],
+        "each ran exactly once"
+    );
+}
+
+#[test]
 fn a_second_run_on_a_locked_output_dir_fails_naming_the_lock() {
     let fake = Fake::new();
     let held = cargo_gpubench::store::runs::RunStore::open(&fake.out_dir()).unwrap();

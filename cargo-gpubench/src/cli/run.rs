@@ -83,6 +83,13 @@ pub struct RunArgs {
     )]
     pub processes: Option<ProcessPolicy>,
 
+    /// Run only part K of N of the selected benchmarks, e.g. for one job of a CI
+    /// matrix: `count:K/N` deals them round-robin in sorted order, `hash:K/N` by a
+    /// stable hash of their name (a benchmark keeps its part as the suite changes).
+    /// The same on every machine; the run records its part.
+    #[arg(long, value_name = "count:K/N|hash:K/N", env = "GPUBENCH_PARTITION", value_parser = parse_partition)]
+    pub partition: Option<crate::execute::partition::Partition>,
+
     /// Flush the GPU's L2 cache before every timed call: one call per sample, so the
     /// GPU idles and clocks up between calls (a rested GPU's cold-cache time, often
     /// faster than calls back to back).
@@ -302,4 +309,8 @@ pub(super) fn parse_device(s: &str) -> Result<String, String> {
     } else {
         Err(format!("`{s}` is not a device: use cpu, cuda or cuda:N"))
     }
+}
+
+pub(super) fn parse_partition(s: &str) -> Result<crate::execute::partition::Partition, String> {
+    s.parse()
 }

@@ -142,6 +142,10 @@ pub struct RunManifest {
     /// How many processes measure each benchmark.
     #[serde(default)]
     pub processes: gpubench_analysis::ProcessPolicy,
+    /// `--partition`: the part of the selected benchmarks this run measured, e.g.
+    /// `hash:2/4`; absent when it ran them all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
     /// The time limit of one benchmark process, seconds.
     pub timeout_s: f64,
     /// The libtorch library directory benchmarks loaded.
@@ -241,6 +245,7 @@ mod tests {
             quick: false,
             flush_l2: false,
             processes: gpubench_analysis::ProcessPolicy::standard(),
+            partition: None,
             timeout_s: 300.0,
             libtorch_lib: "/venv/torch/lib".into(),
             executables: vec![ManifestExecutable {

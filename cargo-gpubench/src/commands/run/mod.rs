@@ -115,6 +115,22 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         return Err(select::explain_empty(&all, &filter).into());
     }
     select::check_unique_ids(&selected)?;
+    let selected = match args.partition {
+        None => selected,
+        Some(p) => {
+            let part = p.split(&selected);
+            eprintln!(
+                "gpubench: partition {p}: {} of the {} selected benchmarks",
+                part.len(),
+                selected.len()
+            );
+            if part.is_empty() {
+                eprintln!("gpubench: partition {p} holds no benchmark: nothing to run");
+                return Ok(Exit::Success);
+            }
+            part
+        }
+    };
     if let Some(device) = args.device.as_deref() {
         check_device(&selected[0].exe, device, &env, args.timeout, &stop)?;
     }
@@ -180,6 +196,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         env: &env,
         stop: &stop,
         format: args.format,
+        partition: args.partition,
         baselines: Baselines {
             store: &baseline_store,
             compare: baseline.as_ref(),

@@ -53,6 +53,8 @@ pub(super) struct Session<'a> {
     pub(super) stop: &'a AtomicBool,
     pub(super) format: Format,
     pub(super) baselines: Baselines<'a>,
+    /// `--partition`, when the run measures part of the selection.
+    pub(super) partition: Option<crate::execute::partition::Partition>,
     /// `--summary-file`, absolute.
     pub(super) summary_file: Option<PathBuf>,
     /// Where the HTML report goes; `None` with `--no-report`.
@@ -95,6 +97,7 @@ impl Session<'_> {
             quick: self.opts.quick,
             flush_l2: self.opts.flush_l2,
             processes: self.opts.processes,
+            partition: self.partition.map(|p| p.to_string()),
             timeout_s: self.opts.timeout.as_secs_f64(),
             libtorch_lib: libtorch.lib_dir.display().to_string(),
             executables: executables
