@@ -121,9 +121,7 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
                 comparison: &comparison,
                 exit: exit.into(),
             };
-            let mut text = serde_json::to_string_pretty(&doc).expect("summaries always serialise");
-            text.push('\n');
-            print!("{text}");
+            print!("{}", crate::output::json::pretty_json(&doc));
         }
     }
     if let Some(path) = &args.verdicts.summary_file {

@@ -160,15 +160,14 @@ impl RunSummary {
 
     /// Pretty JSON with a trailing newline.
     pub fn to_json_pretty(&self) -> String {
-        let mut s = serde_json::to_string_pretty(self).expect("summaries always serialise");
-        s.push('\n');
-        s
+        pretty_json(self)
     }
 }
 
 /// `value` as pretty JSON with a closing newline.
 pub fn pretty_json(value: &impl serde::Serialize) -> String {
-    let mut text = serde_json::to_string_pretty(value).expect("exports always serialise");
+    let mut text =
+        serde_json::to_string_pretty(value).expect("outputs are plain data and always serialise");
     text.push('\n');
     text
 }
