@@ -29,6 +29,11 @@ pub struct HarnessArgs {
     /// `cargo gpubench` asks once before a run.
     #[arg(long, hide = true)]
     pub check_device: bool,
+    /// Print every device a benchmark could run on (`cuda:N <name>` per visible GPU,
+    /// else `cpu <name>`), one per line, and exit: what `cargo gpubench --devices all`
+    /// asks once before a run.
+    #[arg(long, hide = true)]
+    pub list_devices: bool,
     /// Output format of --list: `pretty` or `terse` (libtest's).
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,

@@ -87,6 +87,12 @@ pub fn run(args: HarnessArgs) -> i32 {
         print_list(&selected, &args);
         return 0;
     }
+    if args.list_devices {
+        for id in visible_devices() {
+            println!("{} {}", id.label(), id.name);
+        }
+        return 0;
+    }
     let round = args.round.unwrap_or(1).max(1);
     let config = match measurement_config(&args) {
         Ok(c) => c,
@@ -252,6 +258,22 @@ fn measurement_config(args: &HarnessArgs) -> Result<MeasurementConfig, String> {
         c.throttle_threshold = v;
     }
     Ok(c)
+}
+
+/// Every CUDA device this process sees, or the CPU when it sees none.
+fn visible_devices() -> Vec<gpubench_analysis::DeviceIdentity> {
+    let _ = cuda_loader::ensure_loaded();
+    let count = if tch::Cuda::is_available() {
+        tch::Cuda::device_count().max(0) as usize
+    } else {
+        0
+    };
+    if count == 0 {
+        return vec![TorchDevice::new(tch::Device::Cpu).identity()];
+    }
+    (0..count)
+        .map(|i| TorchDevice::new(tch::Device::Cuda(i)).identity())
+        .collect()
 }
 
 /// `cpu`, `cuda`, `cuda:N`, or automatic (first CUDA device, else CPU).

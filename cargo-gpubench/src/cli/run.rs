@@ -46,8 +46,21 @@ pub struct RunArgs {
     pub list: bool,
 
     /// Device to measure on: cpu, cuda or cuda:N (the harness picks when absent).
-    #[arg(long, value_name = "DEVICE", env = "GPUBENCH_DEVICE", value_parser = parse_device)]
+    #[arg(long, value_name = "DEVICE", env = "GPUBENCH_DEVICE", value_parser = crate::execute::devices::parse_label)]
     pub device: Option<String>,
+
+    /// Measure on several devices at once: `cuda:0,cuda:1,…`, or `all` (every GPU the
+    /// bench executable sees, which must be of one model). Each device runs one
+    /// benchmark process at a time, never two; a benchmark keeps the device of its
+    /// first process, and its record names it.
+    #[arg(
+        long,
+        value_name = "LIST|all",
+        env = "GPUBENCH_DEVICES",
+        conflicts_with = "device",
+        value_parser = parse_devices
+    )]
+    pub devices: Option<crate::execute::devices::DeviceList>,
 
     /// Run only the benchmarks marked ignored.
     #[arg(long, env = "GPUBENCH_IGNORED", conflicts_with = "include_ignored", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
@@ -299,16 +312,8 @@ pub(super) fn parse_timeout(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-pub(super) fn parse_device(s: &str) -> Result<String, String> {
-    let ok = s == "cpu"
-        || s == "cuda"
-        || s.strip_prefix("cuda:")
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-    if ok {
-        Ok(s.to_string())
-    } else {
-        Err(format!("`{s}` is not a device: use cpu, cuda or cuda:N"))
-    }
+pub(super) fn parse_devices(s: &str) -> Result<crate::execute::devices::DeviceList, String> {
+    s.parse()
 }
 
 pub(super) fn parse_partition(s: &str) -> Result<crate::execute::partition::Partition, String> {

@@ -54,28 +54,35 @@ impl Progress {
         }
     }
 
-    /// Round `round` of `name` starts.
-    pub fn start(&self, name: &str, round: u32) {
+    /// Round `round` of `name` starts (on device `on`, when a run has several).
+    pub fn start(&self, name: &str, round: u32, on: Option<&str>) {
         if let Some(bar) = &self.bar {
             let after = self.total.saturating_sub(self.done + 1);
-            bar.set_message(format!("{name} round {round} (then {after} more)"));
+            bar.set_message(format!(
+                "{name} round {round}{} (then {after} more)",
+                on_words(on)
+            ));
         }
     }
 
-    /// Round `round` of a benchmark finished with `status` (`passed`, `failed`, ...)
-    /// after `seconds`; `reason` says why it failed.
+    /// Round `round` of a benchmark finished (on device `on`, when a run has several)
+    /// with `status` (`passed`, `failed`, ...) after `seconds`; `reason` says why it
+    /// failed.
     pub fn finish_one(
         &mut self,
         name: &str,
         round: u32,
+        on: Option<&str>,
         status: &str,
         reason: Option<&str>,
         seconds: f64,
     ) {
         self.done += 1;
         let mut line = format!(
-            "{status:>11} [{}/{}] {name} round {round} ({seconds:.1} s)",
-            self.done, self.total
+            "{status:>11} [{}/{}] {name} round {round}{} ({seconds:.1} s)",
+            self.done,
+            self.total,
+            on_words(on)
         );
         if let Some(reason) = reason {
             line.push_str(": ");
@@ -96,4 +103,9 @@ impl Progress {
             bar.finish_and_clear();
         }
     }
+}
+
+/// ` on cuda:1`, or nothing.
+fn on_words(on: Option<&str>) -> String {
+    on.map(|d| format!(" on {d}")).unwrap_or_default()
 }

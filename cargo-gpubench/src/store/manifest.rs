@@ -112,6 +112,9 @@ pub struct ManifestBenchmark {
     /// Rounds (processes) that measured it so far.
     #[serde(default)]
     pub rounds: u32,
+    /// The device its processes ran on, with `--devices`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
 }
 
 /// The index of a stored run.
@@ -133,7 +136,8 @@ pub struct RunManifest {
     pub pid: Option<u32>,
     /// The command line, as given.
     pub command_line: Vec<String>,
-    /// The requested device (`default` when the harness chose).
+    /// The requested device (`default` when the harness chose); with `--devices`,
+    /// the devices the run measured on, joined by commas.
     pub device: String,
     /// Whether `--quick` was given.
     pub quick: bool,
@@ -262,6 +266,7 @@ mod tests {
                 record: Some("matmul.json".into()),
                 duration_s: Some(1.5),
                 rounds: 2,
+                device: None,
             }],
         }
     }

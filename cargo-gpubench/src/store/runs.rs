@@ -234,13 +234,14 @@ impl RunDir {
         )
     }
 
-    /// An empty directory for the next benchmark process to write its record into.
-    pub fn fresh_incoming(&self) -> Result<PathBuf, StoreError> {
-        let dir = self.path.join(INCOMING_DIR);
+    /// An empty directory for the next benchmark process of device slot `slot` to
+    /// write its record into (one per device, as their processes run at once).
+    pub fn fresh_incoming(&self, slot: usize) -> Result<PathBuf, StoreError> {
+        let dir = self.path.join(INCOMING_DIR).join(slot.to_string());
         if dir.exists() {
             fs::remove_dir_all(&dir).map_err(io("clear", &dir))?;
         }
-        fs::create_dir(&dir).map_err(io("create", &dir))?;
+        fs::create_dir_all(&dir).map_err(io("create", &dir))?;
         Ok(dir)
     }
 

@@ -16,10 +16,10 @@ use crate::build::libtorch::{self, Libtorch};
 use crate::cli::{Format, RunArgs};
 use crate::compare::VerdictSettings;
 use crate::error::UsageError;
-use crate::execute::listing;
 use crate::execute::process::ChildEnv;
 use crate::execute::runner::RunOptions;
 use crate::execute::select::{self, Benchmark, Filter, Ignored};
+use crate::execute::{devices, listing};
 use crate::exit_code::Exit;
 use crate::format::plural;
 use crate::output::html::run_report::{self};
@@ -132,8 +132,26 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         }
     };
     if let Some(device) = args.device.as_deref() {
-        check_device(&selected[0].exe, device, &env, args.timeout, &stop)?;
+        let asked = format!("--device {device}");
+        devices::check(&selected[0].exe, device, &asked, &env, args.timeout, &stop)?;
     }
+    let devices = match &args.devices {
+        Some(list) => {
+            let found = devices::resolve(list, &selected[0].exe, &env, args.timeout, &stop)?;
+            let named: Vec<String> = found
+                .iter()
+                .map(|d| format!("{} ({})", d.label, d.model))
+                .collect();
+            eprintln!(
+                "gpubench: measuring on {} device{} at once: {}",
+                found.len(),
+                plural(found.len()),
+                named.join(", ")
+            );
+            found
+        }
+        None => Vec::new(),
+    };
 
     // Loaded before anything runs: a missing or corrupt baseline stops the run before
     // it spends time, and a run that saves over it is compared with it as it was.
@@ -196,6 +214,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         env: &env,
         stop: &stop,
         format: args.format,
+        devices,
         partition: args.partition,
         baselines: Baselines {
             store: &baseline_store,
@@ -382,43 +401,6 @@ fn hand_libtorch_to_the_build(
         ),
     }
     Ok(Some(found))
-}
-
-/// Asks a bench executable once whether `device` is there, so an unavailable one
-/// stops the run before it starts instead of failing every benchmark.
-fn check_device(
-    exe: &std::path::Path,
-    device: &str,
-    env: &crate::execute::process::ChildEnv,
-    timeout: std::time::Duration,
-    stop: &AtomicBool,
-) -> Result<()> {
-    let mut cmd = std::process::Command::new(exe);
-    cmd.args(["--check-device", "--device", device]);
-    env.apply(&mut cmd);
-    let finished =
-        crate::execute::process::run(cmd, timeout, stop, crate::execute::process::TAIL_BYTES)
-            .with_context(|| format!("failed to run {} to check --device", exe.display()))?;
-    match finished.ending {
-        crate::execute::process::Ending::Exited(0) => Ok(()),
-        crate::execute::process::Ending::Exited(2) => {
-            let why = finished
-                .stderr_tail
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("")
-                .trim()
-                .trim_start_matches("error: ")
-                .to_string();
-            Err(UsageError(format!("--device {device} is not available here: {why}")).into())
-        }
-        other => Err(anyhow::anyhow!(
-            "failed to check --device {device} with {} ({other:?}): {}",
-            exe.display(),
-            finished.stderr_tail.trim()
-        )),
-    }
 }
 
 fn print_list(all: &[Benchmark], filter: &Filter, format: Format) {

@@ -6,6 +6,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -16,9 +17,12 @@ use crate::build::compile::BenchExecutable;
 use crate::build::libtorch::Libtorch;
 use crate::cli::Format;
 use crate::compare::{RunComparison, VerdictSettings};
+use crate::execute::devices::Device;
 use crate::execute::process::ChildEnv;
+use crate::execute::process::Finished;
 use crate::execute::progress::Progress;
 use crate::execute::runner::{self, Outcome, RunOptions};
+use crate::execute::schedule::{Job, Schedule};
 use crate::execute::select::Benchmark;
 use crate::exit_code::Exit;
 use crate::output::exports;
@@ -53,6 +57,9 @@ pub(super) struct Session<'a> {
     pub(super) stop: &'a AtomicBool,
     pub(super) format: Format,
     pub(super) baselines: Baselines<'a>,
+    /// `--devices`, as the bench executables see them; empty without it (one
+    /// process at a time on `opts.device`).
+    pub(super) devices: Vec<Device>,
     /// `--partition`, when the run measures part of the selection.
     pub(super) partition: Option<crate::execute::partition::Partition>,
     /// `--summary-file`, absolute.
@@ -82,7 +89,7 @@ impl Session<'_> {
         let started = chrono::Utc::now();
         let clock = Instant::now();
         let run = self.store.create_run(started)?;
-        let mut manifest = RunManifest {
+        let manifest = RunManifest {
             format_version: MANIFEST_FORMAT_VERSION,
             run_id: run.id.clone(),
             started_at: rfc3339_millis(started),
@@ -93,7 +100,12 @@ impl Session<'_> {
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
-            device: self.opts.device_label().to_string(),
+            device: if self.devices.is_empty() {
+                self.opts.device_label().to_string()
+            } else {
+                let labels: Vec<&str> = self.devices.iter().map(|d| d.label.as_str()).collect();
+                labels.join(",")
+            },
             quick: self.opts.quick,
             flush_l2: self.opts.flush_l2,
             processes: self.opts.processes,
@@ -119,12 +131,13 @@ impl Session<'_> {
                     record: None,
                     duration_s: None,
                     rounds: 0,
+                    device: None,
                 })
                 .collect(),
         };
         run.write_manifest(&manifest)?;
 
-        let mut tracked: Vec<Tracked> = manifest
+        let tracked: Vec<Tracked> = manifest
             .benchmarks
             .iter()
             .map(|entry| Tracked {
@@ -134,61 +147,46 @@ impl Session<'_> {
             })
             .collect();
         let policy = self.opts.processes;
-        let mut progress = Progress::new(
+        let progress = Progress::new(
             selected.len() * policy.min as usize,
             self.format == Format::Human,
         );
-        let mut planned = vec![policy.min; selected.len()];
-        // Round 1 of every benchmark, then round 2 of those that need one, ...: drift
-        // and machine state hit every benchmark alike.
-        'rounds: for round in 1u32.. {
-            let pending: Vec<usize> = (0..selected.len()).filter(|&i| !tracked[i].done).collect();
-            if pending.is_empty() {
-                break;
+        // One slot per device, each running one process at a time.
+        let slots: Vec<RunOptions> = if self.devices.is_empty() {
+            vec![self.opts.clone()]
+        } else {
+            self.devices
+                .iter()
+                .map(|d| RunOptions {
+                    device: Some(d.label.clone()),
+                    ..self.opts.clone()
+                })
+                .collect()
+        };
+        let shared = Mutex::new(Shared {
+            schedule: Schedule::new(selected.len()),
+            planned: vec![policy.min; selected.len()],
+            tracked,
+            manifest,
+            progress,
+            failed: None,
+        });
+        let several = slots.len() > 1;
+        std::thread::scope(|scope| {
+            for (slot, opts) in slots.iter().enumerate() {
+                let (shared, run) = (&shared, &run);
+                scope.spawn(move || self.work(slot, opts, several, selected, run, shared));
             }
-            for i in pending {
-                if self.stop.load(Ordering::SeqCst) {
-                    break 'rounds;
-                }
-                let bench = &selected[i];
-                let name = bench.qualified();
-                progress.start(&name, round);
-                let t = &mut tracked[i];
-                let seconds = self.run_round(&run, bench, round, t)?;
-                let reason = t
-                    .record
-                    .as_ref()
-                    .and_then(|r| r.failure())
-                    .map(|f| f.kind.label());
-                let word = match t.entry.status {
-                    BenchStatus::Passed => "passed",
-                    BenchStatus::Failed => "failed",
-                    BenchStatus::Interrupted => "interrupted",
-                    BenchStatus::Pending => "not run",
-                };
-                if t.entry.status != BenchStatus::Passed {
-                    t.done = true;
-                    progress.drop_planned(planned[i].saturating_sub(round) as usize);
-                } else if let Some(record) = &t.record {
-                    let stats = gpubench_analysis::processes::ProcessStats::from_groups(
-                        &record.primary_groups(),
-                    );
-                    let spent =
-                        std::time::Duration::from_secs_f64(t.entry.duration_s.unwrap_or(0.0));
-                    let host_bound = record.bound() == gpubench_analysis::Bound::Host;
-                    t.done = policy.decide(round, &stats, host_bound, spent >= self.budget)
-                        == RoundDecision::Done;
-                    if !t.done && round >= planned[i] {
-                        planned[i] = round + 1;
-                        progress.add(1);
-                    } else if t.done && round < planned[i] {
-                        progress.drop_planned((planned[i] - round) as usize);
-                    }
-                }
-                progress.finish_one(&name, round, word, reason, seconds);
-                manifest.benchmarks[i] = t.entry.clone();
-                run.write_manifest(&manifest)?;
-            }
+        });
+        let Shared {
+            tracked,
+            mut manifest,
+            progress,
+            failed,
+            ..
+        } = shared.into_inner().expect("a device's thread panicked");
+        if let Some(e) = failed {
+            return Err(e);
         }
         progress.finish();
         run.remove_incoming()?;
@@ -361,55 +359,159 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// Runs round `round` of one benchmark, adds it to the benchmark's record and
-    /// stores that; returns the process's wall time in seconds.
-    pub(super) fn run_round(
+    /// Device slot `slot`'s thread: runs the processes the schedule gives it, one at
+    /// a time, with `opts` (its device), until it has none left, Ctrl-C stops the
+    /// run, or another slot failed. `several`: progress names the device.
+    fn work(
+        &self,
+        slot: usize,
+        opts: &RunOptions,
+        several: bool,
+        selected: &[Benchmark],
+        run: &RunDir,
+        shared: &Mutex<Shared>,
+    ) {
+        let on = several.then(|| opts.device_label());
+        loop {
+            let job = {
+                let mut s = shared.lock().expect("a device's thread panicked");
+                if self.stop.load(Ordering::SeqCst) || s.failed.is_some() {
+                    return;
+                }
+                let Some(job) = s.schedule.next(slot) else {
+                    return;
+                };
+                s.progress
+                    .start(&selected[job.bench].qualified(), job.round, on);
+                job
+            };
+            let bench = &selected[job.bench];
+            let ran = run
+                .fresh_incoming(slot)
+                .map_err(anyhow::Error::from)
+                .and_then(|incoming| {
+                    runner::run_benchmark(bench, job.round, opts, self.env, &incoming, self.stop)
+                        .with_context(|| {
+                            format!(
+                                "failed to run benchmark {} ({})",
+                                bench.qualified(),
+                                bench.exe.display()
+                            )
+                        })
+                });
+            let mut s = shared.lock().expect("a device's thread panicked");
+            let folded = ran.and_then(|(outcome, finished)| {
+                self.fold(run, bench, job, on, outcome, &finished, &mut s)
+            });
+            if let Err(e) = folded {
+                s.failed.get_or_insert(e);
+                return;
+            }
+        }
+    }
+
+    /// Adds what round `job.round` of `bench` (on device `on`, with `--devices`) left
+    /// to its record, stores that and the manifest, decides whether the benchmark
+    /// needs another round, and shows the process as finished.
+    #[allow(clippy::too_many_arguments)]
+    fn fold(
         &self,
         run: &RunDir,
         bench: &Benchmark,
-        round: u32,
-        t: &mut Tracked,
-    ) -> Result<f64> {
-        let incoming = run.fresh_incoming()?;
-        let (outcome, finished) =
-            runner::run_benchmark(bench, round, self.opts, self.env, &incoming, self.stop)
-                .with_context(|| {
-                    format!(
-                        "failed to run benchmark {} ({})",
-                        bench.qualified(),
-                        bench.exe.display()
-                    )
-                })?;
+        job: Job,
+        on: Option<&str>,
+        outcome: Outcome,
+        finished: &Finished,
+        s: &mut Shared,
+    ) -> Result<()> {
+        let i = job.bench;
         let seconds = finished.elapsed.as_secs_f64();
+        let t = &mut s.tracked[i];
         t.entry.duration_s = Some(t.entry.duration_s.unwrap_or(0.0) + seconds);
-        let Outcome::Recorded(record) = outcome else {
+        t.entry.device = on.map(str::to_string);
+        match outcome {
             // Stopped by Ctrl-C: the rounds that finished stand.
-            if t.record.is_none() {
-                t.entry.status = BenchStatus::Interrupted;
+            Outcome::Interrupted => {
+                if t.record.is_none() {
+                    t.entry.status = BenchStatus::Interrupted;
+                }
+                t.done = true;
             }
+            Outcome::Recorded(record) => {
+                let record = match t.record.take() {
+                    None => *record,
+                    Some(mut so_far) => {
+                        so_far
+                            .append_rounds(*record)
+                            .context("failed to add a round to the record")?;
+                        so_far
+                    }
+                };
+                t.entry.record = Some(run.write_record(&bench.id, &record)?);
+                t.entry.rounds = record.rounds.len() as u32;
+                t.entry.status = if record.passed() {
+                    BenchStatus::Passed
+                } else {
+                    BenchStatus::Failed
+                };
+                t.entry.failure_kind = record.failure().map(|f| f.kind);
+                t.record = Some(record);
+            }
+        }
+        let reason = t
+            .record
+            .as_ref()
+            .and_then(|r| r.failure())
+            .map(|f| f.kind.label());
+        let word = match t.entry.status {
+            BenchStatus::Passed => "passed",
+            BenchStatus::Failed => "failed",
+            BenchStatus::Interrupted => "interrupted",
+            BenchStatus::Pending => "not run",
+        };
+        let policy = self.opts.processes;
+        let planned = &mut s.planned[i];
+        if t.entry.status != BenchStatus::Passed {
             t.done = true;
-            return Ok(seconds);
-        };
-        let record = match t.record.take() {
-            None => *record,
-            Some(mut so_far) => {
-                so_far
-                    .append_rounds(*record)
-                    .context("failed to add a round to the record")?;
-                so_far
+            s.progress
+                .drop_planned(planned.saturating_sub(job.round) as usize);
+        } else if let Some(record) = &t.record {
+            let stats =
+                gpubench_analysis::processes::ProcessStats::from_groups(&record.primary_groups());
+            let spent = std::time::Duration::from_secs_f64(t.entry.duration_s.unwrap_or(0.0));
+            let host_bound = record.bound() == gpubench_analysis::Bound::Host;
+            t.done = t.done
+                || policy.decide(job.round, &stats, host_bound, spent >= self.budget)
+                    == RoundDecision::Done;
+            if !t.done && job.round >= *planned {
+                *planned = job.round + 1;
+                s.progress.add(1);
+            } else if t.done && job.round < *planned {
+                s.progress.drop_planned((*planned - job.round) as usize);
             }
-        };
-        t.entry.record = Some(run.write_record(&bench.id, &record)?);
-        t.entry.rounds = record.rounds.len() as u32;
-        t.entry.status = if record.passed() {
-            BenchStatus::Passed
-        } else {
-            BenchStatus::Failed
-        };
-        t.entry.failure_kind = record.failure().map(|f| f.kind);
-        t.record = Some(record);
-        Ok(seconds)
+        }
+        s.schedule.finished(job, t.done);
+        s.progress
+            .finish_one(&bench.qualified(), job.round, on, word, reason, seconds);
+        s.manifest.benchmarks[i] = t.entry.clone();
+        run.write_manifest(&s.manifest)?;
+        Ok(())
     }
+}
+
+/// What the devices' threads of a run share.
+pub(super) struct Shared {
+    /// Which process each device runs next.
+    schedule: Schedule,
+    /// Per benchmark: the processes counted on so far (for progress).
+    planned: Vec<u32>,
+    /// Per benchmark: its rounds so far.
+    tracked: Vec<Tracked>,
+    /// The run's manifest, rewritten after every process.
+    manifest: RunManifest,
+    progress: Progress,
+    /// The first error a thread met: the others start no more processes.
+    failed: Option<anyhow::Error>,
 }
 
 pub(super) fn rfc3339_millis(t: chrono::DateTime<chrono::Utc>) -> String {
