@@ -1,9 +1,10 @@
 //! The subcommands, one module each, and which one an invocation runs: [`run`]
 //! (`cargo gpubench`, the default), [`compare`], [`report`], [`doctor`], and `setup`
-//! ([`crate::build::setup`]).
+//! ([`crate::build::setup`]); [`present`] is what a run shows once it is stored.
 
 pub mod compare;
 pub mod doctor;
+pub mod present;
 pub mod report;
 pub mod run;
 
