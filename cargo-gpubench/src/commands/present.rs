@@ -1,4 +1,4 @@
-//! What a command that stores a run does once the run is stored:
+//! What a command that stores a run (a run, `merge`) does once the run is stored:
 //! renders its HTML report, prints its summary in the chosen format, writes
 //! `--summary-file`, and says where the report went.
 

@@ -119,6 +119,7 @@ impl Session<'_> {
                     rounds: 0,
                 })
                 .collect(),
+            merged_from: Vec::new(),
         };
         run.write_manifest(&manifest)?;
 
