@@ -21,7 +21,9 @@
 //! whatever the verdicts, except an HTML report that could not be written: it exits 5
 //! only when no verdict (130, 1, 4) applies, since the records are stored and the
 //! verdict about them matters more. See [`Exit::of_verdicts`]. `cargo gpubench compare` uses
-//! the same codes (1 when the judged side holds a failed benchmark).
+//! the same codes (1 when the judged side holds a failed benchmark), and so does
+//! `cargo gpubench merge` (1 when the merged run holds one, 130 when an input was
+//! interrupted).
 
 /// How a `cargo gpubench` invocation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,7 @@
 //! | stage | module |
 //! |---|---|
 //! | parse the command line | [`cli`] |
-//! | pick the subcommand | [`commands`] (`run`, `compare`, `report`, `doctor`; `setup` is in [`build`]) |
+//! | pick the subcommand | [`commands`] (`run`, `compare`, `report`, `merge`, `doctor`; `setup` is in [`build`]) |
 //! | find, build, find libtorch | [`build`] |
 //! | list, select, run processes | [`execute`] |
 //! | keep runs, manifests, baselines | [`store`] |

@@ -1,172 +1,21 @@
-//! `cargo-gpubench run --exe` against a stand-in bench executable: a shell script
-//! that speaks the harness protocol and behaves per benchmark id (passes, panics,
-//! aborts, hangs, exits oddly). Needs no libtorch and no build, so it pins the
-//! runner's behaviour on any Unix machine; `fixture_workspace.rs` does the same with
-//! real bench targets. One file over 600 lines on purpose: every scenario shares the
-//! one stand-in script and its helpers, and cargo builds each test file as a binary.
+//! `cargo-gpubench run --exe` against a stand-in bench executable
+//! (`support/fake_harness.rs`: a shell script that speaks the harness protocol and
+//! behaves per benchmark id: passes, panics, aborts, hangs, exits oddly). Needs no
+//! libtorch and no build, so it pins the runner's behaviour on any Unix machine;
+//! `fixture_workspace.rs` does the same with real bench targets. One file over 600
+//! lines on purpose: cargo builds each test file as a binary, and these scenarios
+//! share helpers of their own.
 #![cfg(unix)]
 
 mod support;
 
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use cargo_gpubench::store::manifest::{BenchStatus, RunStatus};
-use gpubench_analysis::{
-    file_stem_for_id, ColdCall, Failure, FailureKind, Fingerprint, Measurement, MeasurementConfig,
-    RawRecord, Round, Sample, StopReason, RECORD_FORMAT_VERSION,
-};
-use support::{
-    cargo_gpubench, entry, exe_arg, latest_run, manifest, prepare_record, record, run, stand_in,
-    STAND_IN_EXE,
-};
-
-/// The stand-in harness. `--list` prints the ids; `--bench --exact <id>` does what the
-/// id says. Records to hand back are prepared by the test in `records/<id with / as _>/`.
-const FAKE_HARNESS: &str = r#"#!/bin/sh
-here=$(dirname "$0")
-# As the real harness does when it leads its process group: SIGTERM (sent when
-# cargo gpubench dies) takes the whole group down.
-trap 'kill -KILL 0' TERM
-# The handshake of a gpubench harness, when cargo gpubench lists.
-[ -n "$GPUBENCH_HANDSHAKE" ] && echo "gpubench-harness protocol 1"
-case " $* " in
-*" --list "*)
-    case " $* " in
-    *" --ignored "*) echo "slow_ignored: benchmark" ;;
-    *) for id in passes matmul/64 panics aborts sleeps exits_2 no_record slow_ignored; do
-           echo "$id: benchmark"
-       done ;;
-    esac
-    exit 0 ;;
-esac
-if [ "$1" = "--check-device" ]; then
-    echo "--check-device $3" >> "$here/calls.log"
-    [ "$3" = "cuda:7" ] && { echo "error: CUDA device 7 is not available: this machine has 0 CUDA devices" >&2; exit 2; }
-    echo "cpu AMD EPYC"; exit 0
-fi
-[ "$1 $2" = "--bench --exact" ] || { echo "unexpected arguments: $*" >&2; exit 64; }
-id=$3
-echo "$id args=[$*] quick_env=${GPUBENCH_QUICK-unset} ignored_env=${GPUBENCH_IGNORED-unset} round=${GPUBENCH_ROUND-unset}" >> "$here/calls.log"
-case ":$LD_LIBRARY_PATH:" in
-*":$FAKE_EXPECT_LIB:"*) ;;
-*) echo "libtorch is not on LD_LIBRARY_PATH: $LD_LIBRARY_PATH" >&2; exit 127 ;;
-esac
-copy_record() { cp "$here/records/$(echo "$1" | tr / _)/"*.json "$GPUBENCH_RECORD_DIR/"; }
-case "$id" in
-passes|matmul/64) copy_record "$id"; echo "measured $id"; exit 0 ;;
-panics) echo "panicked at benches/suite.rs:3: boom" >&2; copy_record panics; exit 101 ;;
-aborts) echo "fake: about to abort" >&2; kill -ABRT $$ ;;
-sleeps) sleep 30 & echo $! > "$here/sleeps.pid"; echo $$ > "$here/harness.pid"; wait; exit 0 ;;
-exits_2) echo "error: unexpected argument '--frobnicate'" >&2; exit 2 ;;
-no_record) exit 0 ;;
-slow_ignored)
-    case " $* " in
-    *" --ignored "*) copy_record slow_ignored; exit 0 ;;
-    *) exit 0 ;;
-    esac ;;
-esac
-echo "unknown benchmark $id" >&2
-exit 3
-"#;
-
-/// A temporary directory with the stand-in executable and a fake libtorch.
-struct Fake {
-    dir: tempfile::TempDir,
-}
-
-impl Fake {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let bin = stand_in(dir.path(), FAKE_HARNESS);
-        for id in ["passes", "matmul/64", "slow_ignored"] {
-            prepare_record(&bin, &passed_record(id), false);
-        }
-        let mut panicked = passed_record("panics");
-        panicked.rounds[0].measurement = None;
-        panicked.rounds[0].failure = Some(Failure::new(
-            FailureKind::Panic,
-            "panicked at benches/suite.rs:3: boom",
-        ));
-        prepare_record(&bin, &panicked, false);
-        Fake { dir }
-    }
-
-    fn exe(&self) -> PathBuf {
-        self.dir.path().join("bin").join(STAND_IN_EXE)
-    }
-
-    /// Where runs go by default with `--exe`: `./target/gpubench` of the working dir.
-    fn out_dir(&self) -> PathBuf {
-        self.dir.path().join("work/target/gpubench")
-    }
-
-    fn calls(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("bin/calls.log")).unwrap_or_default()
-    }
-
-    /// `cargo-gpubench run --exe <fake>` in `work/`, with the fake libtorch.
-    fn command(&self) -> std::process::Command {
-        let mut cmd = cargo_gpubench();
-        cmd.current_dir(self.dir.path().join("work"))
-            .env("LIBTORCH", self.dir.path().join("libtorch"))
-            .env("FAKE_EXPECT_LIB", self.dir.path().join("libtorch/lib"))
-            .arg("run")
-            .arg(exe_arg(&self.exe()));
-        cmd
-    }
-}
-
-fn passed_record(id: &str) -> RawRecord {
-    let (name, arg) = match id.split_once('/') {
-        Some((n, a)) => (n.to_string(), Some(a.to_string())),
-        None => (id.to_string(), None),
-    };
-    RawRecord {
-        format_version: RECORD_FORMAT_VERSION,
-        id: id.into(),
-        name,
-        arg,
-        fingerprint: Fingerprint::unknown("cpu", "2026-01-01T00:00:00Z".into()),
-        config: MeasurementConfig::quick(),
-        rounds: vec![Round {
-            round: 1,
-            started_at: "2026-01-01T00:00:00Z".into(),
-            measurement: Some(Measurement {
-                sync_cost_ns: 50.0,
-                cold: vec![ColdCall {
-                    label: "first call".into(),
-                    wall_ns: 2.5e6,
-                    host_ns: 2.5e6,
-                    device_ns: None,
-                }],
-                warmup: vec![],
-                samples: (0..10)
-                    .map(|i| Sample {
-                        iters: 100,
-                        wall_ns: 1.0e6 + f64::from(i) * 1e3,
-                        host_ns: 1.0e6,
-                        device_ns: None,
-                        clock: None,
-                    })
-                    .collect(),
-                naive: vec![],
-                throughput: None,
-                memory: None,
-                stop_reason: StopReason::Converged,
-                flags: vec![],
-                device_timer: false,
-                kernel: None,
-                kernel_unavailable: None,
-            }),
-            failure: None,
-            eager_compiled: None,
-            telemetry: None,
-            telemetry_unavailable: None,
-        }],
-    }
-}
+use gpubench_analysis::{file_stem_for_id, FailureKind};
+use support::fake_harness::{passed_record, Fake};
+use support::{cargo_gpubench, entry, exe_arg, latest_run, manifest, record, run};
 
 /// Waits up to `limit` for `cond`.
 fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {

@@ -2,11 +2,13 @@
 //! environment variable, so CI can set options without editing command lines.
 
 mod compare;
+mod merge;
 mod run;
 #[cfg(test)]
 mod tests;
 
 pub use compare::{CompareArgs, Format, ReportArgs, VerdictArgs};
+pub use merge::MergeArgs;
 pub use run::{MeasureArgs, RunArgs, MAX_PROCESSES};
 
 use std::ffi::OsString;
@@ -102,6 +104,26 @@ pub enum Command {
         after_long_help = REPORT_HELP
     )]
     Report(ReportArgs),
+    /// Fold runs of parts of a suite (e.g. --partition jobs) into one stored run and
+    /// one report.
+    #[command(
+        long_about = "Fold runs of parts of a suite into one new stored run, without \
+            running anything: e.g. the runs of the jobs of a CI matrix, each with its own \
+            --partition K/N, or runs made on several GPUs. The merged run holds a copy of \
+            every input's records (each keeps the device and host that measured it), a \
+            manifest listing its benchmarks and the runs it was merged from, and \
+            <out-dir>/latest points at it; its HTML report is written to \
+            <out-dir>/report/ and its summary printed as a run prints one. Compare it \
+            with a baseline afterwards: `cargo gpubench compare main latest`.\n\n\
+            A benchmark measured by two inputs is refused: merging is for disjoint parts, \
+            and results from different device models are never pooled. Inputs split \
+            with --partition are checked for missing parts (a warning names them). A \
+            run still being written is refused; the merged run is completed only when \
+            every input completed, else it is interrupted or incomplete, naming the \
+            input.",
+        after_long_help = MERGE_HELP
+    )]
+    Merge(MergeArgs),
     /// Install the libtorch this build needs into the user's cache, once.
     #[command(
         long_about = "Install libtorch (PyPI's torch wheel, CPU and CUDA 13, with the \
@@ -172,6 +194,23 @@ Exit codes:
   2    bad input: an unknown or ambiguous run, a corrupt or newer file
   5    a file could not be read, or the report could not be written";
 
+/// How `merge` resolves its arguments, and its exit codes.
+pub const MERGE_HELP: &str = "\
+Each RUN is one of:
+  PATH            anything with a '/' (e.g. ./artifacts/part-1): a run directory
+                  (it holds manifest.json), or an output directory (its latest run)
+  latest, run:ID  a run stored under --out-dir, resolved like the sides of
+  ID              `cargo gpubench compare` (see its --help); a baseline is refused
+
+Exit codes:
+  0    merged; every benchmark of the merged run passed
+  1    the merged run holds a failed benchmark
+  2    bad input: an unknown run, a benchmark in two inputs (or measured on two
+       device models), a run still being written, a corrupt or newer file
+  5    a file could not be read or written, another run holds the output
+       directory's lock, or the HTML report could not be written
+  130  an input was interrupted (Ctrl-C), so the merged run is too";
+
 /// How `compare` resolves its arguments, and its exit codes.
 pub const COMPARE_HELP: &str = "\
 How BASELINE and CURRENT are resolved:
@@ -212,7 +251,11 @@ impl Cli {
         match &self.command {
             Some(Command::Run(args)) => args,
             Some(
-                Command::Compare(_) | Command::Report(_) | Command::Setup(_) | Command::Doctor(_),
+                Command::Compare(_)
+                | Command::Report(_)
+                | Command::Merge(_)
+                | Command::Setup(_)
+                | Command::Doctor(_),
             )
             | None => &self.run,
         }
@@ -222,6 +265,14 @@ impl Cli {
     pub fn compare_args(&self) -> Option<&CompareArgs> {
         match &self.command {
             Some(Command::Compare(args)) => Some(args),
+            _ => None,
+        }
+    }
+
+    /// The options of `merge`, when that is the subcommand.
+    pub fn merge_args(&self) -> Option<&MergeArgs> {
+        match &self.command {
+            Some(Command::Merge(args)) => Some(args),
             _ => None,
         }
     }

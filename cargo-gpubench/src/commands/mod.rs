@@ -1,9 +1,12 @@
 //! The subcommands, one module each, and which one an invocation runs: [`run`]
-//! (`cargo gpubench`, the default), [`compare`], [`report`], [`doctor`], and `setup`
-//! ([`crate::build::setup`]).
+//! (`cargo gpubench`, the default), [`compare`], [`report`], [`merge`], [`doctor`],
+//! and `setup` ([`crate::build::setup`]); [`present`] is what a run and `merge` show
+//! once their run is stored.
 
 pub mod compare;
 pub mod doctor;
+pub mod merge;
+pub mod present;
 pub mod report;
 pub mod run;
 
@@ -21,6 +24,9 @@ pub fn dispatch(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
     }
     if let Some(args) = cli.report_args() {
         return report::run(args);
+    }
+    if let Some(args) = cli.merge_args() {
+        return merge::run(args, command_line);
     }
     if let Some(args) = cli.setup_args() {
         return crate::build::setup::run(args);

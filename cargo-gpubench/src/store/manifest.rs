@@ -158,6 +158,36 @@ pub struct RunManifest {
     pub executables: Vec<ManifestExecutable>,
     /// Every selected benchmark, in the order they run.
     pub benchmarks: Vec<ManifestBenchmark>,
+    /// The runs `cargo gpubench merge` folded into this one, in the order given;
+    /// empty for a run that measured its benchmarks itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<MergedPart>,
+}
+
+/// One run a merged run was folded from, as its own manifest described it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergedPart {
+    /// Its run id.
+    pub run_id: String,
+    /// Its directory when merged.
+    pub path: String,
+    /// Its `--partition`, when it measured a part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    /// The device it requested (`default` when the harness chose).
+    pub device: String,
+    /// The device models its records were measured on, e.g. `NVIDIA H200`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_models: Vec<String>,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    /// RFC 3339, UTC; absent when it never finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    /// Its state when merged.
+    pub status: RunStatus,
+    /// How many benchmarks it selected.
+    pub benchmarks: usize,
 }
 
 impl RunManifest {
@@ -178,12 +208,28 @@ impl RunManifest {
             .count()
     }
 
-    /// Why the run's results are partial, when its cargo gpubench died before the end.
+    /// Why the run's results are partial, when its cargo gpubench died before the end
+    /// (or, for a merged run, a part's did).
     pub fn incomplete_note(&self) -> Option<String> {
         if self.state() != RunStatus::Incomplete {
             return None;
         }
         let finished = self.finished();
+        if !self.merged_from.is_empty() {
+            let parts: Vec<String> = self
+                .merged_from
+                .iter()
+                .filter(|p| p.status == RunStatus::Incomplete)
+                .map(|p| format!("`{}`", p.run_id))
+                .collect();
+            return Some(format!(
+                "run `{}` is incomplete: it was merged from runs of which {} did not \
+                 finish, and {finished} of its {} benchmarks finished",
+                self.run_id,
+                parts.join(", "),
+                self.benchmarks.len()
+            ));
+        }
         Some(format!(
             "run `{}` is incomplete: its cargo gpubench died before the end (killed?), and \
              {finished} of its {} benchmark{} finished",
@@ -268,6 +314,7 @@ mod tests {
                 rounds: 2,
                 device: None,
             }],
+            merged_from: Vec::new(),
         }
     }
 

@@ -12,7 +12,9 @@
 //! ```
 //!
 //! `<out-dir>` is `<target-dir>/gpubench` by default (`--out-dir`), the baselines'
-//! folder `--baselines-dir`. Run ids sort by start time. Every file is written to a
+//! folder `--baselines-dir`. A run made by `cargo gpubench merge` has the same
+//! layout: copies of its inputs' records, and a manifest whose `merged_from` lists
+//! the runs it was merged from. Run ids sort by start time. Every file is written to a
 //! temporary name and renamed into place, and a baseline is swapped in as a whole
 //! directory, so a reader (or an interrupted run) never sees half of anything.
 //!

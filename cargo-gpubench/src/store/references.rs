@@ -196,7 +196,8 @@ pub fn resolve(reference: &str, places: &Places) -> Result<Resolved, ReferenceEr
     }
 }
 
-fn is_path(s: &str) -> bool {
+/// Whether `s` is taken for a path (rule 2 of the module docs).
+pub fn is_path(s: &str) -> bool {
     s.contains(['/', '\\']) || s == "." || s == ".."
 }
 

@@ -2,6 +2,9 @@
 //! reading what a run stored.
 #![allow(dead_code)]
 
+#[cfg(unix)]
+pub mod fake_harness;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -4,7 +4,7 @@
 //! printed.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -16,6 +16,7 @@ use gpubench_analysis::{BaselineStore, RawRecord};
 use crate::build::compile::BenchExecutable;
 use crate::build::libtorch::Libtorch;
 use crate::cli::Format;
+use crate::commands::present;
 use crate::compare::{RunComparison, VerdictSettings};
 use crate::execute::devices::Device;
 use crate::execute::process::ChildEnv;
@@ -25,10 +26,7 @@ use crate::execute::runner::{self, Outcome, RunOptions};
 use crate::execute::schedule::{Job, Schedule};
 use crate::execute::select::Benchmark;
 use crate::exit_code::Exit;
-use crate::output::exports;
-use crate::output::html::run_report::{self, StoredRun};
 use crate::output::json::{RunSummary, SummaryEntry};
-use crate::output::markdown::MarkdownSummary;
 use crate::store::baselines::{self, LoadedBaseline};
 use crate::store::manifest::{
     BenchStatus, ManifestBenchmark, ManifestExecutable, RunManifest, RunStatus,
@@ -134,6 +132,7 @@ impl Session<'_> {
                     device: None,
                 })
                 .collect(),
+            merged_from: Vec::new(),
         };
         run.write_manifest(&manifest)?;
 
@@ -233,7 +232,7 @@ impl Session<'_> {
             summary = summary.with_comparison(comparison);
         }
         if let Some(dir) = &self.report_dir {
-            let report = self.render_report(&run, &records, &summary, dir);
+            let report = present::render_report(&run.path, &records, &summary, dir);
             summary = summary.with_report(report);
         }
         // The summary is printed even when saving fails, so the run is not lost from
@@ -242,39 +241,10 @@ impl Session<'_> {
         if let Ok(s) = &saved {
             summary.saved_baseline = s.clone();
         }
-        self.print(&summary)?;
-        match (&summary.report, &summary.report_error) {
-            (Some(index), _) if self.format != Format::Json => eprintln!("report: {index}"),
-            (_, Some(error)) => eprintln!(
-                "error: {error} (the records are kept in {}; `cargo gpubench report {}` \
-                 renders it again)",
-                run.path.display(),
-                run.id
-            ),
-            _ => {}
-        }
+        present::print_summary(&summary, self.format, self.summary_file.as_deref())?;
+        present::announce_report(&summary, self.format);
         saved?;
         Ok(summary.exit_code())
-    }
-
-    /// Renders the run's HTML report; a failure is returned as its message, so the
-    /// run still saves its baseline and prints its summary.
-    pub(super) fn render_report(
-        &self,
-        run: &RunDir,
-        records: &[RawRecord],
-        summary: &RunSummary,
-        dir: &Path,
-    ) -> Result<PathBuf, String> {
-        let stored = StoredRun {
-            id: &run.id,
-            dir: &run.path,
-            records,
-            entries: &summary.benchmarks,
-        };
-        run_report::render_run(stored, dir)
-            .map(|index| index.index)
-            .map_err(|e| crate::error::message(&e))
     }
 
     /// Judges the run's records against the baseline loaded before it, and stores the
@@ -324,39 +294,6 @@ impl Session<'_> {
         let saved = baselines::save(self.baselines.store, name, records)?;
         eprintln!("gpubench: {}", saved.describe());
         Ok(Some(saved))
-    }
-
-    /// Prints the summary in the chosen format and writes `--summary-file`.
-    pub(super) fn print(&self, summary: &RunSummary) -> Result<()> {
-        let subject = format!("run `{}`", summary.run_id);
-        let markdown = || {
-            MarkdownSummary {
-                subject: &subject,
-                entries: &summary.benchmarks,
-                comparison: summary.comparison.as_ref(),
-                exit: summary.exit_code(),
-            }
-            .render()
-        };
-        match self.format {
-            Format::Human => print!("{}", summary.render_human()),
-            Format::Json => print!("{}", summary.to_json_pretty()),
-            Format::Markdown => print!("{}", markdown()),
-            Format::GithubActionBenchmark => print!(
-                "{}",
-                crate::output::json::pretty_json(&exports::github_action_benchmark(
-                    &summary.benchmarks
-                ))
-            ),
-            Format::Bmf => print!(
-                "{}",
-                crate::output::json::pretty_json(&exports::bmf(&summary.benchmarks))
-            ),
-        }
-        if let Some(path) = &self.summary_file {
-            crate::output::markdown::write_summary_file(path, &markdown())?;
-        }
-        Ok(())
     }
 
     /// Device slot `slot`'s thread: runs the processes the schedule gives it, one at

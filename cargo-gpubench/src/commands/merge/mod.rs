@@ -1,0 +1,218 @@
+//! `cargo gpubench merge RUN…`: folds stored runs (e.g. the parts of a suite split
+//! with `--partition` and measured on several machines) into one new run of the
+//! output directory, renders its one report and prints its summary as a run does,
+//! without running anything. Which runs may be merged, and what the merged manifest
+//! says, is [`rules`]; the inputs are only read.
+//!
+//! The merged run is written like any run: a fresh directory under `runs/`, a
+//! byte-for-byte copy of every input record (so each keeps the fingerprint of the
+//! device and host that measured it), then the manifest, then `latest`. Everything
+//! is checked before the directory is made, and a failure while writing removes it,
+//! so no half-merged run is left behind.
+
+pub mod rules;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use gpubench_analysis::RawRecord;
+
+use crate::cli::MergeArgs;
+use crate::commands::compare::places;
+use crate::commands::present;
+use crate::error::UsageError;
+use crate::exit_code::Exit;
+use crate::format::plural;
+use crate::output::html::run_report;
+use crate::output::json::RunSummary;
+use crate::store::baselines;
+use crate::store::manifest::{RunManifest, MANIFEST_FILE};
+use crate::store::references::{self, Places, Resolved, Side};
+use crate::store::runs::{resolve_latest, write_atomic, RunDir, RunStore};
+use rules::Part;
+
+/// Runs `merge`; see [`crate::cli::MERGE_HELP`] for the codes.
+pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
+    let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let places = places(
+        args.manifest_path.as_deref(),
+        args.out_dir.as_deref(),
+        args.baselines_dir.as_deref(),
+        &cwd,
+    )?;
+    let mut parts = Vec::new();
+    for arg in &args.runs {
+        let dir = resolve_input(arg, &places)
+            .with_context(|| format!("failed to resolve RUN `{arg}`"))?;
+        parts.push(load_part(dir).with_context(|| format!("failed to load RUN `{arg}`"))?);
+    }
+    // Every refusal is about the inputs given: bad input (2).
+    let plan = rules::plan(&parts)
+        .map_err(|e| UsageError(e.to_string()))
+        .context("failed to merge the runs")?;
+    for w in &plan.warnings {
+        eprintln!("gpubench: warning: {w}");
+    }
+    for n in &plan.notes {
+        eprintln!("gpubench: note: {n}");
+    }
+
+    // Taken once the inputs are known to merge, so a mistake leaves nothing behind.
+    let store = RunStore::open(&places.out_dir)?;
+    for note in store.mark_incomplete_runs()? {
+        eprintln!("gpubench: note: {note}");
+    }
+    let now = chrono::Utc::now();
+    let run = store.create_run(now)?;
+    let command_line = command_line
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let merged_at = now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let manifest = rules::manifest(&parts, &plan, &run.id, &merged_at, command_line);
+    if let Err(e) = write_run(&run, &parts, &plan, &manifest) {
+        // Nothing half-merged stays behind: the inputs are untouched and the new run
+        // directory goes.
+        let _ = std::fs::remove_dir_all(&run.path);
+        return Err(e);
+    }
+    store.point_latest(&run)?;
+    eprintln!(
+        "gpubench: merged {} run{} ({} benchmark{}) into run `{}`",
+        parts.len(),
+        plural(parts.len()),
+        manifest.benchmarks.len(),
+        plural(manifest.benchmarks.len()),
+        run.id
+    );
+
+    // Shown as `report` and `compare` will read it back.
+    let merged = Side::load(&Resolved::Run {
+        dir: run.path.clone(),
+    })
+    .context("failed to read the merged run back")?;
+    let elapsed: f64 = manifest
+        .benchmarks
+        .iter()
+        .filter_map(|b| b.duration_s)
+        .sum();
+    let mut summary = RunSummary::new(
+        run.id.clone(),
+        run.path.display().to_string(),
+        manifest.status,
+        elapsed,
+        merged.entries,
+    );
+    if !args.no_report {
+        let report = present::render_report(
+            &run.path,
+            &merged.records,
+            &summary,
+            &run_report::report_dir(store.dir()),
+        );
+        summary = summary.with_report(report);
+    }
+    // The summary is printed even when saving fails, as a run does.
+    let saved = match &args.save_baseline {
+        None => Ok(None),
+        Some(name) => match rules::unsaveable(manifest.status) {
+            Some(why) => {
+                eprintln!("gpubench: baseline `{name}` not saved: {why}");
+                Ok(None)
+            }
+            None => baselines::save(&places.baselines, name, &merged.records).map(|s| {
+                eprintln!("gpubench: {}", s.describe());
+                Some(s)
+            }),
+        },
+    };
+    if let Ok(s) = &saved {
+        summary.saved_baseline = s.clone();
+    }
+    let summary_file = args.summary_file.as_ref().map(|p| cwd.join(p));
+    present::print_summary(&summary, args.format, summary_file.as_deref())?;
+    present::announce_report(&summary, args.format);
+    saved?;
+    Ok(summary.exit_code())
+}
+
+/// The run directory `arg` names: a path to a run directory or to an output
+/// directory (its latest run), else a stored run as `compare` resolves it.
+fn resolve_input(arg: &str, places: &Places) -> Result<PathBuf> {
+    let text = arg.strip_prefix("run:").unwrap_or(arg);
+    if references::is_path(text) {
+        let dir = places.cwd.join(text);
+        // `./a/runs/x` shown as `<cwd>/a/runs/x` in messages and the manifest.
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
+        if dir.join(MANIFEST_FILE).is_file() {
+            return Ok(dir);
+        }
+        if let Some(latest) = resolve_latest(&dir).filter(|r| r.join(MANIFEST_FILE).is_file()) {
+            return Ok(latest);
+        }
+        return Err(UsageError(format!(
+            "{} is neither a run directory (it has no {MANIFEST_FILE}) nor an output \
+             directory holding a run (it has no latest): pass <out-dir>/runs/<run-id> or \
+             the --out-dir of a run (a job whose --partition part held no benchmark \
+             leaves no run: leave it out)",
+            dir.display()
+        ))
+        .into());
+    }
+    match references::resolve(arg, places)? {
+        Resolved::Run { dir } => Ok(dir),
+        Resolved::Baseline { store, name } => Err(UsageError(format!(
+            "`{arg}` is the saved baseline `{name}` ({}), not a stored run: merge takes \
+             runs (latest, run:ID, a run directory or an output directory)",
+            store.root.join(&name).display()
+        ))
+        .into()),
+    }
+}
+
+/// Reads a run's manifest and the device model of each of its records.
+fn load_part(dir: PathBuf) -> Result<Part> {
+    let manifest = RunManifest::read(&dir.join(MANIFEST_FILE))?;
+    let mut models = BTreeMap::new();
+    for b in &manifest.benchmarks {
+        let Some(file) = &b.record else { continue };
+        let record = RawRecord::read(&dir.join(file))?;
+        let model = record.fingerprint.device.name;
+        if model != "unknown" {
+            models.insert(b.id.clone(), model);
+        }
+    }
+    Ok(Part {
+        dir,
+        manifest,
+        models,
+    })
+}
+
+/// Copies every input record into `run` as it is, then writes the manifest.
+fn write_run(
+    run: &RunDir,
+    parts: &[Part],
+    plan: &rules::Plan,
+    manifest: &RunManifest,
+) -> Result<()> {
+    for (i, b) in &plan.benchmarks {
+        let Some(to) = &b.record else { continue };
+        let part = &parts[*i];
+        let from = part
+            .manifest
+            .benchmarks
+            .iter()
+            .find(|s| s.id == b.id)
+            .and_then(|s| s.record.as_ref())
+            .expect("the plan keeps a record only where its input has one");
+        let from = part.dir.join(from);
+        let bytes = std::fs::read(&from)
+            .with_context(|| format!("failed to read record {}", from.display()))?;
+        write_atomic(&run.path.join(to), &bytes)?;
+    }
+    run.write_manifest(manifest)?;
+    Ok(())
+}

@@ -1,0 +1,80 @@
+//! What a command that stores a run (a run, `merge`) does once the run is stored:
+//! renders its HTML report, prints its summary in the chosen format, writes
+//! `--summary-file`, and says where the report went.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use gpubench_analysis::RawRecord;
+
+use crate::cli::Format;
+use crate::output::exports;
+use crate::output::html::run_report::{self, StoredRun};
+use crate::output::json::{pretty_json, RunSummary};
+use crate::output::markdown::{write_summary_file, MarkdownSummary};
+
+/// Renders the HTML report of the run stored in `run_dir` into `report_dir`; a
+/// failure is returned as its message, so the command still saves its baseline and
+/// prints its summary.
+pub fn render_report(
+    run_dir: &Path,
+    records: &[RawRecord],
+    summary: &RunSummary,
+    report_dir: &Path,
+) -> Result<PathBuf, String> {
+    let stored = StoredRun {
+        id: &summary.run_id,
+        dir: run_dir,
+        records,
+        entries: &summary.benchmarks,
+    };
+    run_report::render_run(stored, report_dir)
+        .map(|index| index.index)
+        .map_err(|e| crate::error::message(&e))
+}
+
+/// Prints `summary` on stdout in `format` and writes its Markdown to `summary_file`.
+pub fn print_summary(
+    summary: &RunSummary,
+    format: Format,
+    summary_file: Option<&Path>,
+) -> Result<()> {
+    let subject = format!("run `{}`", summary.run_id);
+    let markdown = || {
+        MarkdownSummary {
+            subject: &subject,
+            entries: &summary.benchmarks,
+            comparison: summary.comparison.as_ref(),
+            exit: summary.exit_code(),
+        }
+        .render()
+    };
+    match format {
+        Format::Human => print!("{}", summary.render_human()),
+        Format::Json => print!("{}", summary.to_json_pretty()),
+        Format::Markdown => print!("{}", markdown()),
+        Format::GithubActionBenchmark => print!(
+            "{}",
+            pretty_json(&exports::github_action_benchmark(&summary.benchmarks))
+        ),
+        Format::Bmf => print!("{}", pretty_json(&exports::bmf(&summary.benchmarks))),
+    }
+    if let Some(path) = summary_file {
+        write_summary_file(path, &markdown())?;
+    }
+    Ok(())
+}
+
+/// Says on stderr where the report was written, or why it was not and how to render
+/// it again.
+pub fn announce_report(summary: &RunSummary, format: Format) {
+    match (&summary.report, &summary.report_error) {
+        (Some(index), _) if format != Format::Json => eprintln!("report: {index}"),
+        (_, Some(error)) => eprintln!(
+            "error: {error} (the records are kept in {}; `cargo gpubench report {}` \
+             renders it again)",
+            summary.run_dir, summary.run_id
+        ),
+        _ => {}
+    }
+}

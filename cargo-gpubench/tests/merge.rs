@@ -1,0 +1,427 @@
+//! `cargo gpubench merge` end to end with the stand-in bench executable
+//! (`support/fake_harness.rs`): a suite run in parts with `--partition` into separate
+//! output directories, as the jobs of a CI matrix would, folded into one run and one
+//! report; the refusals; and a baseline saved from parts.
+#![cfg(unix)]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use cargo_gpubench::store::manifest::{BenchStatus, RunManifest, RunStatus};
+use support::fake_harness::{passed_record, Fake};
+use support::{cargo_gpubench, latest_run, manifest, prepare_record, run, Ran};
+
+/// The stand-in's benchmarks that end on their own: two pass, four fail in
+/// different ways.
+const SUITE: [&str; 6] = [
+    "passes",
+    "matmul/64",
+    "panics",
+    "aborts",
+    "exits_2",
+    "no_record",
+];
+
+/// Runs `ids` of the stand-in (part `partition` of them) into `out`; the run's
+/// directory, or `None` when the part held no benchmark.
+fn run_part(
+    fake: &Fake,
+    out: &Path,
+    partition: Option<&str>,
+    ids: &[&str],
+    extra: &[&str],
+) -> Option<PathBuf> {
+    let mut cmd = fake.command();
+    cmd.arg("--out-dir").arg(out).args(["--processes", "1"]);
+    if let Some(p) = partition {
+        cmd.args(["--partition", p]);
+    }
+    let ran = run(cmd.args(extra).arg("--exact").args(ids));
+    assert!(
+        matches!(ran.code, Some(0 | 1)),
+        "{:?}\n{}",
+        ran.code,
+        ran.stderr
+    );
+    (!ran.stderr.contains("holds no benchmark")).then(|| latest_run(out))
+}
+
+/// `cargo gpubench merge INPUTS --out-dir OUT` in the stand-in's work directory,
+/// with baselines in `work/baselines`.
+fn merge(fake: &Fake, inputs: &[&str], out: &Path, extra: &[&str]) -> Ran {
+    run(cargo_gpubench()
+        .current_dir(fake.dir.path().join("work"))
+        .arg("merge")
+        .args(inputs)
+        .arg("--out-dir")
+        .arg(out)
+        .args(["--baselines-dir", "baselines"])
+        .args(extra))
+}
+
+/// Each benchmark of a run: `<target>/<id>`, its status and whether it has a record.
+fn contents(m: &RunManifest) -> Vec<(String, BenchStatus, bool)> {
+    m.benchmarks
+        .iter()
+        .map(|b| {
+            (
+                format!("{}/{}", b.target, b.id),
+                b.status,
+                b.record.is_some(),
+            )
+        })
+        .collect()
+}
+
+/// The bytes of every record of the runs in `dirs`, by benchmark id.
+fn record_bytes(dirs: &[PathBuf]) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for dir in dirs {
+        for b in manifest(dir).benchmarks {
+            if let Some(file) = b.record {
+                out.insert(b.id, std::fs::read(dir.join(file)).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn merging_every_part_gives_the_suite_of_one_run_and_one_report() {
+    let fake = Fake::new();
+    let work = fake.dir.path().join("work");
+    let whole = run_part(&fake, &work.join("whole"), None, &SUITE, &["--no-report"]).unwrap();
+    let expected = contents(&manifest(&whole));
+    assert_eq!(expected.len(), SUITE.len());
+    for scheme in ["count", "hash"] {
+        for n in [2, 3, 5] {
+            let mut inputs = Vec::new();
+            let mut runs = Vec::new();
+            let mut empty = Vec::new();
+            for k in 1..=n {
+                let spec = format!("{scheme}:{k}/{n}");
+                let out = format!("./parts-{scheme}-{n}/{k}");
+                match run_part(
+                    &fake,
+                    &work.join(&out),
+                    Some(&spec),
+                    &SUITE,
+                    &["--no-report"],
+                ) {
+                    Some(dir) => {
+                        inputs.push(out);
+                        runs.push(dir);
+                    }
+                    None => empty.push(spec),
+                }
+            }
+            let merged_out = work.join(format!("merged-{scheme}-{n}"));
+            let inputs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+            // Four benchmarks of the suite fail: exit 1, as one run of it would.
+            let ran = merge(&fake, &inputs, &merged_out, &["--format", "json"]).expect_code(1);
+            let dir = latest_run(&merged_out);
+            let m = manifest(&dir);
+            assert_eq!(
+                contents(&m),
+                expected,
+                "{scheme}:K/{n}: the whole suite, once"
+            );
+            assert_eq!(m.status, RunStatus::Completed);
+            assert_eq!(m.partition, None);
+            let parts: Vec<Option<&str>> = m
+                .merged_from
+                .iter()
+                .map(|p| p.partition.as_deref())
+                .collect();
+            let carried: Vec<String> = (1..=n)
+                .map(|k| format!("{scheme}:{k}/{n}"))
+                .filter(|s| !empty.contains(s))
+                .collect();
+            assert_eq!(
+                parts,
+                carried.iter().map(|s| Some(s.as_str())).collect::<Vec<_>>()
+            );
+            // A part that held no benchmark left no run: it is named as missing.
+            for spec in &empty {
+                assert!(ran.stderr.contains(spec.as_str()), "{spec}: {}", ran.stderr);
+            }
+            if empty.is_empty() {
+                assert!(!ran.stderr.contains("warning"), "{}", ran.stderr);
+            }
+            // Records are copied as they are, not rewritten.
+            assert_eq!(
+                record_bytes(std::slice::from_ref(&dir)),
+                record_bytes(&runs)
+            );
+            // The summary a run prints, of the merged run.
+            let doc: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+            assert_eq!(doc["run_id"], m.run_id.as_str());
+            assert_eq!(doc["benchmarks"].as_array().unwrap().len(), SUITE.len());
+            assert_eq!(
+                (doc["passed"].as_u64(), doc["failed"].as_u64()),
+                (Some(2), Some(4))
+            );
+            assert_eq!(doc["exit"]["code"], 1);
+            // One report: its index and a page per recorded benchmark.
+            let report = merged_out.join("report");
+            assert!(report.join("index.html").is_file());
+            assert_eq!(
+                doc["report"],
+                report.join("index.html").display().to_string()
+            );
+            let pages = std::fs::read_dir(report.join("bench"))
+                .unwrap()
+                .filter(|e| e.as_ref().unwrap().path().extension() == Some("html".as_ref()))
+                .count();
+            assert_eq!(pages, expected.iter().filter(|(_, _, r)| *r).count());
+        }
+    }
+}
+
+#[test]
+fn a_merge_with_a_missing_part_warns_naming_it_and_keeps_what_it_has() {
+    let fake = Fake::new();
+    let work = fake.dir.path().join("work");
+    let ids = ["passes", "matmul/64", "panics"];
+    for k in [1, 3] {
+        run_part(
+            &fake,
+            &work.join(format!("p{k}")),
+            Some(&format!("count:{k}/3")),
+            &ids,
+            &["--no-report"],
+        )
+        .unwrap();
+    }
+    // The parts by run directory and by output directory.
+    let p1 = latest_run(&work.join("p1"));
+    let ran = merge(
+        &fake,
+        &[p1.to_str().unwrap(), "./p3"],
+        &work.join("merged"),
+        &["--no-report"],
+    );
+    assert!(matches!(ran.code, Some(0 | 1)), "{}", ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("warning: 1 of the 3 parts is missing: count:2/3; the merged run lacks"),
+        "{}",
+        ran.stderr
+    );
+    let m = manifest(&latest_run(&work.join("merged")));
+    assert_eq!(m.benchmarks.len(), 2);
+    assert!(!work.join("merged/report").exists(), "--no-report");
+}
+
+#[test]
+fn overlapping_runs_are_refused_naming_the_benchmark_and_both_runs() {
+    let fake = Fake::new();
+    let work = fake.dir.path().join("work");
+    let a = run_part(&fake, &work.join("a"), None, &["passes", "matmul/64"], &[]).unwrap();
+    let b = run_part(&fake, &work.join("b"), None, &["passes"], &[]).unwrap();
+    let (a_id, b_id) = (manifest(&a).run_id, manifest(&b).run_id);
+    let ran = merge(&fake, &["./a", "./b"], &work.join("merged"), &[]).expect_code(2);
+    assert!(
+        ran.stderr.contains(&format!(
+            "benchmark `fake/passes` is in both run `{a_id}` and run `{b_id}`"
+        )),
+        "{}",
+        ran.stderr
+    );
+    assert!(ran.stderr.contains("--partition"), "{}", ran.stderr);
+    // A refused merge leaves nothing behind, not even the output directory.
+    assert!(!work.join("merged").exists());
+    // The same run twice.
+    let ran = merge(
+        &fake,
+        &["./a", a.to_str().unwrap()],
+        &work.join("merged"),
+        &[],
+    )
+    .expect_code(2);
+    assert!(ran.stderr.contains("is given twice"), "{}", ran.stderr);
+}
+
+#[test]
+fn runs_of_different_gpu_models_are_never_pooled() {
+    let fake = Fake::new();
+    let work = fake.dir.path().join("work");
+    let bin = fake.dir.path().join("bin");
+    let mut runs = Vec::new();
+    for (name, model) in [("h200", "NVIDIA H200"), ("a100", "NVIDIA A100-SXM4-80GB")] {
+        let mut r = passed_record("passes");
+        r.fingerprint.device.name = model.to_string();
+        prepare_record(&bin, &r, false);
+        runs.push(run_part(&fake, &work.join(name), None, &["passes"], &["--no-report"]).unwrap());
+    }
+    let ids: Vec<String> = runs.iter().map(|r| manifest(r).run_id).collect();
+    let ran = merge(&fake, &["./h200", "./a100"], &work.join("merged"), &[]).expect_code(2);
+    for needle in [
+        "/passes` was measured on NVIDIA H200 in run `".to_string(),
+        format!("NVIDIA A100-SXM4-80GB in run `{}`", ids[1]),
+        "never pooled".to_string(),
+        format!("cargo gpubench compare run:{} run:{}", ids[0], ids[1]),
+    ] {
+        assert!(
+            ran.stderr.contains(&needle),
+            "{needle:?} not in:\n{}",
+            ran.stderr
+        );
+    }
+}
+
+#[test]
+fn a_run_still_being_written_is_refused() {
+    let fake = Fake::new();
+    let work = fake.dir.path().join("work");
+    run_part(&fake, &work.join("a"), None, &["passes"], &["--no-report"]).unwrap();
+    let b = run_part(
+        &fake,
+        &work.join("b"),
+        None,
+        &["matmul/64"],
+        &["--no-report"],
+    )
+    .unwrap();
+    // As a run writes it while it runs: running, by a live process (this test's).
+    let path = b.join("manifest.json");
+    let mut m = manifest(&b);
+    m.status = RunStatus::Running;
+    m.pid = Some(std::process::id());
+    std::fs::write(&path, m.to_json_pretty()).unwrap();
+    let ran = merge(&fake, &["./a", "./b"], &work.join("merged"), &[]).expect_code(2);
+    assert!(
+        ran.stderr.contains(&format!(
+            "run `{}` ({}) is still being written",
+            m.run_id,
+            b.display()
+        )),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn compare_judges_the_merged_run_as_latest() {
+    let fake = Fake::new();
+    let work = fake.dir.path().join("work");
+    let ids = ["passes", "matmul/64"];
+    let store = work.join("target/gpubench");
+    run_part(
+        &fake,
+        &store,
+        None,
+        &ids,
+        &[
+            "--no-report",
+            "--save-baseline",
+            "main",
+            "--baselines-dir",
+            "baselines",
+        ],
+    )
+    .unwrap();
+    // One part stored in the output directory the merge writes to (named by
+    // `latest`), one elsewhere.
+    run_part(&fake, &store, Some("count:1/2"), &ids, &["--no-report"]).unwrap();
+    run_part(
+        &fake,
+        &work.join("other"),
+        Some("count:2/2"),
+        &ids,
+        &["--no-report"],
+    )
+    .unwrap();
+    let ran = merge(&fake, &["latest", "./other"], &store, &[]).expect_code(0);
+    let merged = manifest(&latest_run(&store));
+    assert_eq!(merged.merged_from.len(), 2);
+    assert!(ran.stdout.contains("matmul/64"), "{}", ran.stdout);
+    let ran = run(cargo_gpubench()
+        .current_dir(&work)
+        .args(["compare", "main", "latest", "--fail-on", "regressed"])
+        .args([
+            "--baselines-dir",
+            "baselines",
+            "--out-dir",
+            "target/gpubench",
+        ]))
+    .expect_code(0);
+    assert!(
+        ran.stdout
+            .contains(&format!("comparing run `{}`", merged.run_id)),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("passes") && ran.stdout.contains("matmul/64"),
+        "{}",
+        ran.stdout
+    );
+}
+
+#[test]
+fn a_baseline_saved_from_partial_runs_is_the_whole_suites() {
+    let fake = Fake::new();
+    let work = fake.dir.path().join("work");
+    let ids = ["passes", "matmul/64", "panics"];
+    fn save(name: &str) -> [&str; 5] {
+        [
+            "--no-report",
+            "--baselines-dir",
+            "baselines",
+            "--save-baseline",
+            name,
+        ]
+    }
+    let whole = save("whole");
+    run_part(&fake, &work.join("whole"), None, &ids, &whole).unwrap();
+    // Each part saves into the same baseline, leaving the others' files alone.
+    let per_part = save("per-part");
+    for k in 1..=3 {
+        let part = format!("count:{k}/3");
+        run_part(
+            &fake,
+            &work.join(format!("p{k}")),
+            Some(&part),
+            &ids,
+            &per_part,
+        )
+        .unwrap();
+    }
+    // Or the parts are merged, and the merged run saved.
+    let ran = merge(
+        &fake,
+        &["./p1", "./p2", "./p3"],
+        &work.join("merged"),
+        &["--no-report", "--save-baseline", "merged"],
+    )
+    .expect_code(1);
+    assert!(
+        ran.stderr.contains("saved baseline `merged`: 2 benchmarks"),
+        "{}",
+        ran.stderr
+    );
+    let files = |name: &str| -> BTreeMap<String, Vec<u8>> {
+        std::fs::read_dir(work.join("baselines").join(name))
+            .unwrap()
+            .map(|e| {
+                let p = e.unwrap().path();
+                (
+                    p.file_name().unwrap().to_string_lossy().into_owned(),
+                    std::fs::read(&p).unwrap(),
+                )
+            })
+            .collect()
+    };
+    let whole = files("whole");
+    assert_eq!(
+        whole.len(),
+        2,
+        "the benchmarks that passed: {:?}",
+        whole.keys()
+    );
+    assert_eq!(files("per-part"), whole);
+    assert_eq!(files("merged"), whole);
+}
