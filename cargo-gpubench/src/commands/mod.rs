@@ -1,7 +1,8 @@
 //! The subcommands, one module each, and which one an invocation runs: [`run`]
-//! (`cargo gpubench`, the default), [`compare`], [`report`], [`doctor`], and `setup`
-//! ([`crate::build::setup`]).
+//! (`cargo gpubench`, the default), [`archive`], [`compare`], [`report`], [`doctor`],
+//! and `setup` ([`crate::build::setup`]).
 
+pub mod archive;
 pub mod compare;
 pub mod doctor;
 pub mod report;
@@ -16,6 +17,9 @@ use crate::exit_code::Exit;
 
 /// Runs the subcommand `cli` names; `command_line` is recorded in a run's manifest.
 pub fn dispatch(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
+    if let Some(args) = cli.archive_args() {
+        return archive::run(args);
+    }
     if let Some(args) = cli.compare_args() {
         return compare::run(args);
     }
