@@ -6,6 +6,7 @@ use gpubench_analysis::compare::CompareError;
 use gpubench_analysis::{BaselineError, RecordError};
 use thiserror::Error;
 
+use crate::archive::ArchiveError;
 use crate::build::compile::CompileError;
 use crate::build::discover::DiscoverError;
 use crate::build::libtorch::LibtorchError;
@@ -58,6 +59,7 @@ known_errors! {
     List(ListError),
     Libtorch(LibtorchError),
     Store(StoreError),
+    Archive(ArchiveError),
 }
 
 impl Known<'_> {
@@ -113,6 +115,15 @@ impl Known<'_> {
                     code: Some(code), ..
                 } if *code == gpubench_analysis::protocol::EXIT_USAGE => Exit::Usage,
                 ListError::Failed { .. } | ListError::Spawn { .. } => Exit::Setup,
+            },
+            // A file that is not an archive (or not whole, or newer) is bad input; a
+            // libtorch of another version is the machine's problem.
+            Known::Archive(e) => match e {
+                ArchiveError::NotAnArchive { .. }
+                | ArchiveError::Damaged { .. }
+                | ArchiveError::TooNew { .. }
+                | ArchiveError::UnsafeEntry { .. } => Exit::Usage,
+                ArchiveError::Io { .. } | ArchiveError::LibtorchMismatch { .. } => Exit::Setup,
             },
             Known::Libtorch(LibtorchError::BadEnv { .. } | LibtorchError::NotFound { .. })
             | Known::Store(StoreError::Locked { .. } | StoreError::Io { .. }) => Exit::Setup,

@@ -5,10 +5,10 @@
 //! |------|---------|
 //! | 0    | every selected benchmark passed (or `--list` succeeded), and the `--fail-on` gate did not trip |
 //! | 1    | at least one benchmark failed: panic, out of memory, crash, timeout, bad exit code |
-//! | 2    | usage error or bad input: a bad option, an unknown package or bench target, no benchmark matched, two benchmarks share an id, a bad or unknown baseline name, a corrupt or newer baseline, record, manifest or comparison file |
+//! | 2    | usage error or bad input: a bad option, an unknown package or bench target, no benchmark matched, two benchmarks share an id, a bad or unknown baseline name, a corrupt or newer baseline, record, manifest or comparison file, a file that is not a gpubench archive or a damaged or newer one |
 //! | 3    | the bench targets failed to build |
 //! | 4    | regression found: the comparison with the baseline tripped the `--fail-on` gate |
-//! | 5    | setup error: libtorch not found, cargo or a bench executable could not be run, another run holds the lock, results or the HTML report could not be written; `doctor` found something that makes results unreliable |
+//! | 5    | setup error: libtorch not found (or not the version an archive was built against), cargo or a bench executable could not be run, another run holds the lock, results or the HTML report could not be written; `doctor` found something that makes results unreliable |
 //! | 130  | interrupted (Ctrl-C or SIGTERM); finished records and the manifest are kept |
 //!
 //! CI can gate on these: 1 and 4 are verdicts about the code measured, 2, 3 and 5 are
@@ -94,11 +94,13 @@ Exit codes:
   1    at least one benchmark failed (panic, out of memory, crash, timeout, bad exit code)
   2    usage error or bad input: bad option, unknown package or bench target,
        no benchmark matched, two benchmarks share an id, a bad or unknown baseline
-       name, a corrupt or newer baseline, record, manifest or comparison file
+       name, a corrupt or newer baseline, record, manifest or comparison file,
+       a file that is not a gpubench archive or a damaged or newer one
   3    the bench targets failed to build
   4    regression found: the comparison with the baseline tripped --fail-on
        (default: a benchmark regressed)
-  5    setup error: libtorch not found, cargo or a bench executable could not be run,
+  5    setup error: libtorch not found or not the version an archive was built against,
+       cargo or a bench executable could not be run,
        another run holds the lock, results or the HTML report could not be written;
        `doctor`: something found would make results unreliable
   130  interrupted (Ctrl-C or SIGTERM); finished records and the manifest are kept

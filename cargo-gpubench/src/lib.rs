@@ -8,8 +8,9 @@
 //! | stage | module |
 //! |---|---|
 //! | parse the command line | [`cli`] |
-//! | pick the subcommand | [`commands`] (`run`, `compare`, `report`, `merge`, `doctor`; `setup` is in [`build`]) |
+//! | pick the subcommand | [`commands`] (`run`, `archive`, `compare`, `report`, `merge`, `doctor`; `setup` is in [`build`]) |
 //! | find, build, find libtorch | [`build`] |
+//! | carry built benchmarks to another machine | [`archive`] |
 //! | list, select, run processes | [`execute`] |
 //! | keep runs, manifests, baselines | [`store`] |
 //! | judge a run against a baseline | [`compare`] |
@@ -17,10 +18,11 @@
 //! | exit codes; which error gets which | [`exit_code`]; [`error`] |
 //!
 //! Dependencies point down the table and never back: `commands` uses every stage,
-//! `output` reads `compare` and `store`, `compare` reads `store`, and `exit_code`
-//! imports nothing of this crate.
+//! `archive` reads `build`, `output` reads `compare` and `store`, `compare` reads
+//! `store`, and `exit_code` imports nothing of this crate.
 #![warn(missing_docs)]
 
+pub mod archive;
 pub mod build;
 pub mod cli;
 pub mod commands;

@@ -9,6 +9,11 @@ pub const RECORD_DIR_VAR: &str = "GPUBENCH_RECORD_DIR";
 /// process already recorded (naive loops, the hidden-sync probe).
 pub const ROUND_VAR: &str = "GPUBENCH_ROUND";
 
+/// The environment variable holding the git commit a record is of, set by `cargo
+/// gpubench` when the benchmarks were built elsewhere (a run from an archive); empty
+/// for none. Without it the harness asks `git rev-parse HEAD` in its directory.
+pub const GIT_COMMIT_VAR: &str = "GPUBENCH_GIT_COMMIT";
+
 /// The exit code of a harness that measured a failure and wrote its record
 /// (libtest's code for a failed test).
 pub const EXIT_BENCHMARK_FAILED: i32 = 101;

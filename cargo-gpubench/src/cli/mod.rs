@@ -1,12 +1,14 @@
 //! The command line of `cargo gpubench`: every option also reads a `GPUBENCH_*`
 //! environment variable, so CI can set options without editing command lines.
 
+mod archive;
 mod compare;
 mod merge;
 mod run;
 #[cfg(test)]
 mod tests;
 
+pub use archive::ArchiveArgs;
 pub use compare::{CompareArgs, Format, ReportArgs, VerdictArgs};
 pub use merge::MergeArgs;
 pub use run::{MeasureArgs, RunArgs, MAX_PROCESSES};
@@ -83,10 +85,14 @@ pub struct Cli {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run benchmarks (the default); with --exe, run already-built bench executables
-    /// without cargo.
+    /// Run benchmarks (the default); with --exe or --archive, run already-built bench
+    /// executables without cargo.
     #[command(after_long_help = crate::exit_code::HELP)]
     Run(RunArgs),
+    /// Build the bench targets and bundle them into one file, to run with `run
+    /// --archive` on a machine with libtorch but no cargo or sources.
+    #[command(long_about = ARCHIVE_ABOUT, after_long_help = ARCHIVE_HELP)]
+    Archive(ArchiveArgs),
     /// Compare two stored baselines or runs, without running anything.
     #[command(
         long_about = "Compare two stored baselines or runs, without running anything: \
@@ -147,6 +153,27 @@ pub enum Command {
     )]
     Doctor(DoctorArgs),
 }
+
+/// What `archive --help` says.
+pub const ARCHIVE_ABOUT: &str = "Build the bench targets (as a run would, with the same \
+    --manifest-path, -p and --bench), list each one's benchmarks, and write one file \
+    holding the gpubench bench executables, the shared libraries build scripts left \
+    in the target directory, the workspace's saved baselines \
+    (gpubench/baselines/), and a manifest: the git commit, the libtorch version \
+    built against, and every executable's benchmarks. Copy it to a machine with \
+    that libtorch and run `cargo-gpubench run --archive FILE` there: no cargo, \
+    Rust toolchain or sources needed. The file is written under a temporary name \
+    beside FILE and renamed at the end, so FILE is never half written.";
+
+/// Exit codes of `archive`, for `--help`.
+pub const ARCHIVE_HELP: &str = "\
+Exit codes:
+  0    the archive was written
+  2    usage error: an unknown package or bench target, no gpubench harness among them
+  3    the bench targets failed to build
+  5    setup error: libtorch not found, cargo or a bench executable could not be run,
+       the archive could not be written (a file already at FILE is left as it was)
+  130  interrupted (Ctrl-C or SIGTERM) before the archive was written";
 
 /// Exit codes of `doctor`, for `--help`.
 pub const DOCTOR_HELP: &str = "\
@@ -251,13 +278,22 @@ impl Cli {
         match &self.command {
             Some(Command::Run(args)) => args,
             Some(
-                Command::Compare(_)
+                Command::Archive(_)
+                | Command::Compare(_)
                 | Command::Report(_)
                 | Command::Merge(_)
                 | Command::Setup(_)
                 | Command::Doctor(_),
             )
             | None => &self.run,
+        }
+    }
+
+    /// The options of `archive`, when that is the subcommand.
+    pub fn archive_args(&self) -> Option<&ArchiveArgs> {
+        match &self.command {
+            Some(Command::Archive(args)) => Some(args),
+            _ => None,
         }
     }
 

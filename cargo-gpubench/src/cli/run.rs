@@ -141,8 +141,20 @@ pub struct RunArgs {
     )]
     pub exes: Vec<PathBuf>,
 
+    /// Run the bench executables of an archive made by `cargo gpubench archive`,
+    /// without cargo or sources: it is extracted to a temporary directory, its
+    /// libtorch version checked against the one found here, its baselines compared
+    /// with (unless --baselines-dir) and its git commit recorded.
+    #[arg(
+        long = "archive",
+        value_name = "FILE",
+        env = "GPUBENCH_ARCHIVE",
+        conflicts_with_all = ["exes", "packages", "manifest_path"]
+    )]
+    pub archive: Option<PathBuf>,
+
     /// Where runs are stored [default: `<target-dir>/gpubench`, or ./target/gpubench
-    /// with --exe].
+    /// with --exe or --archive].
     #[arg(long, value_name = "DIR", env = "GPUBENCH_OUT_DIR")]
     pub out_dir: Option<PathBuf>,
 

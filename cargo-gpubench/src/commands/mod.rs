@@ -1,8 +1,9 @@
 //! The subcommands, one module each, and which one an invocation runs: [`run`]
-//! (`cargo gpubench`, the default), [`compare`], [`report`], [`merge`], [`doctor`],
-//! and `setup` ([`crate::build::setup`]); [`present`] is what a run and `merge` show
-//! once their run is stored.
+//! (`cargo gpubench`, the default), [`archive`], [`compare`], [`report`], [`merge`],
+//! [`doctor`], and `setup` ([`crate::build::setup`]); [`present`] is what a run and
+//! `merge` show once their run is stored.
 
+pub mod archive;
 pub mod compare;
 pub mod doctor;
 pub mod merge;
@@ -19,6 +20,9 @@ use crate::exit_code::Exit;
 
 /// Runs the subcommand `cli` names; `command_line` is recorded in a run's manifest.
 pub fn dispatch(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
+    if let Some(args) = cli.archive_args() {
+        return archive::run(args);
+    }
     if let Some(args) = cli.compare_args() {
         return compare::run(args);
     }

@@ -88,6 +88,21 @@ pub struct ManifestExecutable {
     pub path: String,
 }
 
+/// The archive a run's executables came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestArchive {
+    /// The archive file, absolute.
+    pub path: String,
+    /// When it was made, RFC 3339.
+    pub created_at: String,
+    /// The git commit it was built from, when the workspace was a git repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_commit: Option<String>,
+    /// The libtorch version it was built against, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub libtorch_version: Option<String>,
+}
+
 /// One selected benchmark.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ManifestBenchmark {
@@ -156,6 +171,10 @@ pub struct RunManifest {
     pub libtorch_lib: String,
     /// The bench executables.
     pub executables: Vec<ManifestExecutable>,
+    /// The archive the executables came from (`run --archive`); absent when they were
+    /// built here or given with `--exe`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive: Option<ManifestArchive>,
     /// Every selected benchmark, in the order they run.
     pub benchmarks: Vec<ManifestBenchmark>,
     /// The runs `cargo gpubench merge` folded into this one, in the order given;
@@ -303,6 +322,7 @@ mod tests {
                 target: "suite".into(),
                 path: "/t/suite-0123".into(),
             }],
+            archive: None,
             benchmarks: vec![ManifestBenchmark {
                 id: "matmul".into(),
                 target: "suite".into(),

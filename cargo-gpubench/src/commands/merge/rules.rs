@@ -46,7 +46,7 @@ use crate::execute::partition::Partition;
 use crate::execute::select::natural_cmp;
 use crate::format::plural;
 use crate::store::manifest::{
-    ManifestBenchmark, ManifestExecutable, MergedPart, RunManifest, RunStatus,
+    ManifestArchive, ManifestBenchmark, ManifestExecutable, MergedPart, RunManifest, RunStatus,
     MANIFEST_FORMAT_VERSION,
 };
 use crate::store::runs::RunDir;
@@ -371,6 +371,20 @@ fn settings_warning(parts: &[Part]) -> Option<String> {
     })
 }
 
+/// The archive every part ran from (the same build: made at one time, of one
+/// commit; each machine had its own copy of the file), else none.
+fn one_archive(parts: &[Part]) -> Option<ManifestArchive> {
+    let first = parts.first()?.manifest.archive.clone()?;
+    parts
+        .iter()
+        .all(|p| {
+            p.manifest.archive.as_ref().is_some_and(|a| {
+                (&a.created_at, &a.git_commit) == (&first.created_at, &first.git_commit)
+            })
+        })
+        .then_some(first)
+}
+
 /// The merged run's manifest: `plan`'s benchmarks, the inputs as
 /// [`RunManifest::merged_from`], and what the inputs share.
 pub fn manifest(
@@ -423,6 +437,7 @@ pub fn manifest(
         libtorch_lib: joined(|m| &m.libtorch_lib),
         executables,
         benchmarks: plan.benchmarks.iter().map(|(_, b)| b.clone()).collect(),
+        archive: one_archive(parts),
         merged_from: parts
             .iter()
             .map(|p| MergedPart {

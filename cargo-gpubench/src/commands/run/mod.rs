@@ -10,6 +10,7 @@ use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result};
 
+use crate::archive::{self, unpack::Extracted};
 use crate::build::compile::{self, BenchExecutable};
 use crate::build::discover;
 use crate::build::libtorch::{self, Libtorch};
@@ -24,8 +25,9 @@ use crate::exit_code::Exit;
 use crate::format::plural;
 use crate::output::html::run_report::{self};
 use crate::store::baselines::{self};
+use crate::store::manifest::ManifestArchive;
 use crate::store::runs::RunStore;
-use gpubench_analysis::protocol::{RECORD_DIR_VAR, ROUND_VAR};
+use gpubench_analysis::protocol::{GIT_COMMIT_VAR, RECORD_DIR_VAR, ROUND_VAR};
 
 mod session;
 
@@ -38,7 +40,9 @@ const EXE_MODE_OUT_DIR: &str = "target/gpubench";
 pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
     let stop = interrupt_flag()?;
 
-    let prepared = if args.exes.is_empty() {
+    let prepared = if let Some(file) = &args.archive {
+        Some(prepare_archive(file, args)?)
+    } else if args.exes.is_empty() {
         prepare_workspace(args, &stop)?
     } else {
         Some(prepare_executables(args)?)
@@ -57,33 +61,23 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         ))
         .context("failed to set up benchmark processes")?,
     };
-    let env = child_env(&libtorch, &prepared.native_paths, &prepared.target_dir);
-
-    let mut all = Vec::new();
-    let mut harnesses = Vec::new();
-    for exe in &prepared.executables {
-        let listed = match listing::list(&exe.path, &env, args.timeout, &stop)? {
-            listing::Listing::Gpubench(listed) => listed,
-            listing::Listing::NotGpubench => {
-                eprintln!(
-                    "gpubench: note: skipped {}: not a gpubench harness (no handshake on --list; a criterion or libtest bench beside gpubench ones is left to `cargo bench`)",
-                    exe.target
-                );
-                continue;
-            }
-        };
-        harnesses.push(exe.clone());
-        all.extend(listed.into_iter().map(|b| Benchmark {
-            package: exe.package.clone(),
-            target: exe.target.clone(),
-            exe: exe.path.clone(),
-            id: b.id,
-            ignored: b.ignored,
-        }));
-        if stop.load(Ordering::SeqCst) {
-            return Ok(Exit::Interrupted);
-        }
+    let mut env = child_env(&libtorch, &prepared.native_paths, &prepared.target_dir);
+    if let Some(from) = &prepared.archive {
+        // The records are of the commit the archive was built from (none: empty), not
+        // of whatever repository the run happens to be in.
+        let commit = from
+            .extracted
+            .manifest
+            .git_commit
+            .clone()
+            .unwrap_or_default();
+        env.set.push((GIT_COMMIT_VAR.into(), commit.into()));
     }
+
+    let Some((all, harnesses)) = list_benchmarks(&prepared.executables, &env, args.timeout, &stop)?
+    else {
+        return Ok(Exit::Interrupted);
+    };
 
     let filter = Filter {
         patterns: args.filters.clone(),
@@ -161,7 +155,15 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         &prepared.workspace_root,
         &cwd,
     );
-    let baseline = baselines::load_for_run(args, &baseline_store)?;
+    // From an archive, the baselines it bundles are compared with (a saved one goes to
+    // the usual place: it must outlive the extracted archive).
+    let compare_store = match &prepared.archive {
+        Some(from) if args.verdicts.baselines_dir.is_none() => {
+            gpubench_analysis::BaselineStore::new(from.extracted.baselines_root())
+        }
+        _ => baseline_store.clone(),
+    };
+    let baseline = baselines::load_for_run(args, &compare_store)?;
     if let Some(b) = &baseline {
         let how = if b.source.default {
             "; it is the default when saved: --baseline NAME picks another, --no-baseline skips"
@@ -224,6 +226,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         },
         summary_file: args.verdicts.summary_file.as_ref().map(|p| cwd.join(p)),
         report_dir: (!args.no_report).then(|| run_report::report_dir(store.dir())),
+        archive: prepared.archive.as_ref().map(FromArchive::describe),
     };
     eprintln!(
         "gpubench: running {} benchmark{} (libtorch: {}, from {})",
@@ -251,6 +254,29 @@ struct Prepared {
     store: Option<RunStore>,
     /// The libtorch found before building and handed to the build, if any.
     libtorch: Option<Libtorch>,
+    /// With `--archive`: the extracted archive, removed when the run ends.
+    archive: Option<FromArchive>,
+}
+
+/// An archive extracted for a run.
+struct FromArchive {
+    /// The archive file, absolute.
+    file: PathBuf,
+    extracted: Extracted,
+    /// Holds the directory it is extracted into; removing it on drop.
+    _dir: tempfile::TempDir,
+}
+
+impl FromArchive {
+    fn describe(&self) -> ManifestArchive {
+        let m = &self.extracted.manifest;
+        ManifestArchive {
+            path: self.file.display().to_string(),
+            created_at: m.created_at.clone(),
+            git_commit: m.git_commit.clone(),
+            libtorch_version: m.libtorch_version.clone(),
+        }
+    }
 }
 
 /// Discovers and builds; `None` when interrupted.
@@ -289,6 +315,7 @@ fn prepare_workspace(args: &RunArgs, stop: &AtomicBool) -> Result<Option<Prepare
         workspace_root: workspace.root,
         store,
         libtorch,
+        archive: None,
     }))
 }
 
@@ -333,13 +360,140 @@ fn prepare_executables(args: &RunArgs) -> Result<Prepared> {
         workspace_root: cwd,
         store: None,
         libtorch: None,
+        archive: None,
     })
+}
+
+/// Extracts `--archive FILE` into a temporary directory and takes its executables,
+/// once the libtorch here is the version they were built against.
+fn prepare_archive(file: &Path, args: &RunArgs) -> Result<Prepared> {
+    if !file.is_file() {
+        return Err(UsageError(format!(
+            "archive {} does not exist: make one with `cargo gpubench archive -o FILE`",
+            file.display()
+        ))
+        .into());
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("gpubench-archive-")
+        .tempdir()
+        .context(
+            "failed to make a temporary directory to extract the archive into (TMPDIR picks where)",
+        )?;
+    let extracted = archive::unpack::extract(file, dir.path())?;
+    let m = &extracted.manifest;
+    let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let libtorch = libtorch::locate(&libtorch::Search::from_env(vec![cwd.clone()], vec![]))
+        .context("failed to find the libtorch to run the archive's benchmarks with")?;
+    let here = super::doctor::libtorch_version(&libtorch.lib_dir);
+    let note = archive::check_libtorch(
+        file,
+        m.libtorch_version.as_deref(),
+        &libtorch,
+        here.as_deref(),
+    )?;
+    if let Some(note) = note {
+        eprintln!("gpubench: note: {note}");
+    }
+    let mut executables: Vec<BenchExecutable> = m
+        .executables
+        .iter()
+        .filter(|e| args.benches.is_empty() || args.benches.contains(&e.target))
+        .map(|e| BenchExecutable {
+            package: Some(e.package.clone()),
+            target: e.target.clone(),
+            path: extracted.path_of(&e.file),
+        })
+        .collect();
+    if executables.is_empty() {
+        let targets: Vec<&str> = m.executables.iter().map(|e| e.target.as_str()).collect();
+        return Err(UsageError(format!(
+            "archive {} has no bench target {} (it has: {})",
+            file.display(),
+            args.benches.join(", "),
+            targets.join(", ")
+        ))
+        .into());
+    }
+    executables.sort();
+    eprintln!(
+        "gpubench: from archive {} (made {}{}): {} executable{}",
+        file.display(),
+        m.created_at,
+        m.git_commit
+            .as_deref()
+            .map(|c| format!(" of commit {}", &c[..c.len().min(12)]))
+            .unwrap_or_default(),
+        executables.len(),
+        plural(executables.len())
+    );
+    Ok(Prepared {
+        executables,
+        native_paths: vec![extracted.lib_dir()],
+        out_dir: cwd.join(
+            args.out_dir
+                .as_deref()
+                .unwrap_or(Path::new(EXE_MODE_OUT_DIR)),
+        ),
+        // The bundled libraries are under it, so they go on the loader path.
+        target_dir: dir.path().to_path_buf(),
+        workspace_root: cwd,
+        store: None,
+        libtorch: Some(libtorch),
+        archive: Some(FromArchive {
+            file: std::path::absolute(file)
+                .with_context(|| format!("failed to resolve the path {}", file.display()))?,
+            extracted,
+            _dir: dir,
+        }),
+    })
+}
+
+/// Lists the benchmarks of `executables`, skipping (with a note) those that are not
+/// gpubench harnesses. Returns the benchmarks and the harnesses; `None` when
+/// interrupted.
+pub(super) fn list_benchmarks(
+    executables: &[BenchExecutable],
+    env: &ChildEnv,
+    timeout: std::time::Duration,
+    stop: &AtomicBool,
+) -> Result<Option<(Vec<Benchmark>, Vec<BenchExecutable>)>> {
+    let mut all = Vec::new();
+    let mut harnesses = Vec::new();
+    for exe in executables {
+        let listed = match listing::list(&exe.path, env, timeout, stop)? {
+            listing::Listing::Gpubench(listed) => listed,
+            listing::Listing::NotGpubench => {
+                eprintln!(
+                    "gpubench: note: skipped {}: not a gpubench harness (no handshake on --list; a criterion or libtest bench beside gpubench ones is left to `cargo bench`)",
+                    exe.target
+                );
+                continue;
+            }
+        };
+        harnesses.push(exe.clone());
+        all.extend(listed.into_iter().map(|b| Benchmark {
+            package: exe.package.clone(),
+            target: exe.target.clone(),
+            exe: exe.path.clone(),
+            id: b.id,
+            ignored: b.ignored,
+        }));
+        if stop.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+    }
+    Ok(Some((all, harnesses)))
 }
 
 /// The environment of benchmark processes: libtorch (and build-script libraries in
 /// the target directory) on the loader path; the subcommand's own `GPUBENCH_*`
 /// options removed, since they reach the harness as arguments.
-fn child_env(libtorch: &Libtorch, native_paths: &[PathBuf], target_dir: &Path) -> ChildEnv {
+pub(super) fn child_env(
+    libtorch: &Libtorch,
+    native_paths: &[PathBuf],
+    target_dir: &Path,
+) -> ChildEnv {
     let mut dirs = vec![libtorch.lib_dir.clone()];
     dirs.extend(
         native_paths
@@ -369,7 +523,7 @@ fn child_env(libtorch: &Libtorch, native_paths: &[PathBuf], target_dir: &Path) -
 /// building and handed to the build, so a workspace builds with no environment set;
 /// when there is none, the run stops here with the one command that sets it up.
 /// Returns what it handed over, which the benchmarks then load too.
-fn hand_libtorch_to_the_build(
+pub(super) fn hand_libtorch_to_the_build(
     cmd: &mut std::process::Command,
     root: &std::path::Path,
 ) -> Result<Option<Libtorch>> {
@@ -441,7 +595,7 @@ fn print_list(all: &[Benchmark], filter: &Filter, format: Format) {
 
 /// The flag Ctrl-C (and SIGTERM) raises: the running benchmark is killed, finished
 /// records are kept. A second Ctrl-C exits at once.
-fn interrupt_flag() -> Result<Arc<AtomicBool>> {
+pub(super) fn interrupt_flag() -> Result<Arc<AtomicBool>> {
     static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
     if let Some(flag) = FLAG.get() {
         return Ok(flag.clone());

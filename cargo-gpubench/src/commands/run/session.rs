@@ -64,6 +64,8 @@ pub(super) struct Session<'a> {
     pub(super) summary_file: Option<PathBuf>,
     /// Where the HTML report goes; `None` with `--no-report`.
     pub(super) report_dir: Option<PathBuf>,
+    /// The archive the executables came from, for the manifest.
+    pub(super) archive: Option<crate::store::manifest::ManifestArchive>,
 }
 
 /// What a run does with baselines.
@@ -118,6 +120,7 @@ impl Session<'_> {
                     path: e.path.display().to_string(),
                 })
                 .collect(),
+            archive: self.archive.clone(),
             benchmarks: selected
                 .iter()
                 .map(|b| ManifestBenchmark {
