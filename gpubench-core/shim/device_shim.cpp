@@ -49,6 +49,15 @@ int gpubench_cuda_device_count(int* out, char* err, size_t err_len) {
   });
 }
 
+// Makes `device` the calling thread's current CUDA device. Done once, first: CUDA
+// calls that take no device (a profiler starting, a default stream) otherwise act
+// on device 0 and open a context there, on a GPU another benchmark may be using.
+int gpubench_cuda_set_device(int device, char* err, size_t err_len) {
+  return guarded(err, err_len, [&] {
+    cuda_impl()->setDevice(c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(device)));
+  });
+}
+
 int gpubench_cuda_synchronize(int device, char* err, size_t err_len) {
   return guarded(err, err_len, [&] {
     cuda_impl()->synchronizeDevice(static_cast<c10::DeviceIndex>(device));

@@ -303,7 +303,13 @@ pub(crate) fn select_device(requested: Option<&str>) -> Result<TorchDevice, Stri
     match cuda_index {
         None if count > 0 => Ok(TorchDevice::new(tch::Device::Cuda(0))),
         None => Ok(TorchDevice::new(tch::Device::Cpu)),
-        Some(i) if i < count => Ok(TorchDevice::new(tch::Device::Cuda(i))),
+        Some(i) if i < count => {
+            // Current from the start: nothing of this process lands on device 0
+            // (and opens a context there) while another benchmark measures on it.
+            crate::shim::cuda_set_device(i)
+                .map_err(|e| format!("failed to make cuda:{i} the current device: {e}"))?;
+            Ok(TorchDevice::new(tch::Device::Cuda(i)))
+        }
         Some(i) => {
             let why = match load {
                 CudaLoad::Unavailable(reason) => {

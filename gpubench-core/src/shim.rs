@@ -18,6 +18,7 @@ struct RawMemoryStats {
 
 extern "C" {
     fn gpubench_cuda_device_count(out: *mut c_int, err: *mut c_char, err_len: usize) -> c_int;
+    fn gpubench_cuda_set_device(device: c_int, err: *mut c_char, err_len: usize) -> c_int;
     fn gpubench_cuda_synchronize(device: c_int, err: *mut c_char, err_len: usize) -> c_int;
     fn gpubench_event_create(err: *mut c_char, err_len: usize) -> *mut c_void;
     fn gpubench_event_record(
@@ -89,6 +90,13 @@ pub fn cuda_device_count() -> Result<usize, String> {
     // SAFETY: `n` outlives the call; the buffer is sized as passed.
     call(|e, l| unsafe { gpubench_cuda_device_count(&mut n, e, l) })?;
     Ok(n.max(0) as usize)
+}
+
+/// Makes `device` this thread's current CUDA device, so calls that take no device
+/// act on it rather than on device 0.
+pub fn cuda_set_device(device: usize) -> Result<(), String> {
+    // SAFETY: plain values and a sized buffer.
+    call(|e, l| unsafe { gpubench_cuda_set_device(device as c_int, e, l) })
 }
 
 /// Blocks until all work queued on `device` has finished.
