@@ -474,6 +474,17 @@ fn a_run_without_baseline_says_so() {
 }
 
 #[test]
+fn a_run_on_several_gpus_of_one_model_names_them_all() {
+    let mut input = unbaselined_input();
+    input.benchmarks[0].record.fingerprint.device.index = Some(1);
+    let (_dir, index) = rendered(&input);
+    let doc = parse(&index.index);
+    let page = text_of(&doc, "main");
+    assert!(page.contains("NVIDIA H200 (cuda:0, cuda:1)"), "{page}");
+    assert!(!page.contains("different devices"), "one model: {page}");
+}
+
+#[test]
 fn rendering_again_replaces_the_previous_report() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("report");

@@ -5,7 +5,7 @@ Usage: analyse-devices.py DEVICES_DIR
 
 DEVICES_DIR holds suite-one-N.json / suite-all-N.json (the suite on one GPU and on
 two), launch-one-N.json / launch-all-N.json (the launch-bound set alone) and
-times.txt. Prints the wall times and their ratio, then per benchmark the primary
+times.txt, and with PER_GPU=1 matmul-cuda0-N.json / matmul-cuda1-N.json. Prints the wall times and their ratio, then per benchmark the primary
 figure (and kernel time where there is one) of every run, and the change of the
 two-GPU runs' mean against the one-GPU runs' mean, with the spread within each side.
 """
@@ -32,7 +32,16 @@ for prefix in ("suite", "launch"):
             f"ratio of means {statistics.mean(both) / statistics.mean(one):.2f}"
         )
 for n, (code, t) in times.items():
-    print(f"  {n}: exit {code}, {t:.1f} s")
+    contended = ""
+    if (d / f"{n}.json").exists():
+        doc = json.loads((d / f"{n}.json").read_text())
+        flagged = [
+            b["name"]
+            for b in doc["benchmarks"]
+            if "contended" in ((b.get("summary") or {}).get("flags") or [])
+        ]
+        contended = f", {len(flagged)} of {len(doc['benchmarks'])} benchmarks contended"
+    print(f"  {n}: exit {code}, {t:.1f} s{contended}")
 
 
 def figures(name):
@@ -83,3 +92,16 @@ def table(prefix):
 
 table("suite")
 table("launch")
+
+alone = sorted(p.stem for p in d.glob("matmul-cuda*.json"))
+if alone:
+    print("\n## The matmuls alone on each GPU (primary figure / kernel time, µs)")
+    runs = [(n, figures(n)) for n in alone]
+    print("| benchmark | " + " | ".join(n for n, _ in runs) + " |")
+    print("|---|" + "---|" * len(runs))
+    for bench in sorted(runs[0][1]):
+        cells = []
+        for _, f in runs:
+            _, _, point, kernel, _ = f[bench]
+            cells.append(f"{point / 1e3:.1f} / {kernel / 1e3:.1f}" if kernel else f"{point / 1e3:.1f}")
+        print(f"| {bench} | " + " | ".join(cells) + " |")

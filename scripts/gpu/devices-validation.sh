@@ -5,7 +5,9 @@
 #     and on both (`--devices all`), twice each, alternating: wall time and medians.
 #  2. The launch-bound set alone, on one GPU and on both at once (the most the two
 #     processes can contend for the host), twice each, alternating.
-#  3. An archive built elsewhere (`$ARCHIVE`), run as two jobs of a CI matrix at
+#  3. With PER_GPU=1, the matmuls alone on each GPU in turn, twice: how the two GPUs
+#     differ when neither shares the host.
+#  4. An archive built elsewhere (`$ARCHIVE`), run as two jobs of a CI matrix at
 #     once, `--partition count:1/2` on cuda:0 and `count:2/2` on cuda:1, each into its
 #     own output directory (as two machines would); they are merged elsewhere.
 # Every run's JSON summary, records and wall time land under $OUT, bundled into one
@@ -13,7 +15,7 @@
 set -uo pipefail
 OUT="${OUT:-./gpu-out}"
 B="${GPUBENCH_BIN:-./gpubench-bin}"
-ARCHIVE="${ARCHIVE:-$B/suite.tar.gz}"
+ARCHIVE="${ARCHIVE-$B/suite.tar.gz}"
 R="$OUT/devices"
 mkdir -p "$R"
 TORCH_DIR="$(python3 -c 'import os, torch; print(os.path.dirname(torch.__file__))')"
@@ -36,6 +38,12 @@ done
 [ "${SKIP_SUITE:-0}" = 1 ] || for i in 1 2; do
     run launch-all-$i --exe "$B/launch" "${common[@]}" --devices all
     run launch-one-$i --exe "$B/launch" "${common[@]}" --devices cuda:0
+done
+# The matmuls on each GPU alone, to tell one GPU from the other apart from running
+# side by side.
+[ "${PER_GPU:-0}" = 1 ] && for i in 1 2; do
+    run matmul-cuda0-$i --exe "$B/matmul" "${common[@]}" --devices cuda:0
+    run matmul-cuda1-$i --exe "$B/matmul" "${common[@]}" --devices cuda:1
 done
 # Two jobs of a CI matrix, from one archive, at once.
 if [ -f "$ARCHIVE" ]; then

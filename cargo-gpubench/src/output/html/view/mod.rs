@@ -71,6 +71,20 @@ pub fn build_all(input: &ReportInput) -> Views {
         .or(records.first().map(|r| &r.fingerprint).as_ref())
         .map(|f| {
             let mut rows = environment_rows(f);
+            // A run on several GPUs of one model (`--devices`, a merge) names them
+            // all; each benchmark's page names its own.
+            let labels: BTreeSet<String> = known
+                .iter()
+                .filter(|k| k.device.name == f.device.name)
+                .map(|k| k.device.label())
+                .collect();
+            if labels.len() > 1 {
+                if let Some(row) = rows.iter_mut().find(|(k, _)| k == "device") {
+                    let one = format!("({})", f.device.label());
+                    let all = format!("({})", labels.into_iter().collect::<Vec<_>>().join(", "));
+                    row.1 = row.1.replacen(&one, &all, 1);
+                }
+            }
             let stamps: BTreeSet<&str> = known.iter().map(|f| f.timestamp.as_str()).collect();
             if let (Some(first), Some(last)) = (stamps.first(), stamps.last()) {
                 if first != last {
