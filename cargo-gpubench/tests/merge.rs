@@ -304,6 +304,78 @@ fn a_run_still_being_written_is_refused() {
 }
 
 #[test]
+fn a_merged_run_is_judged_against_the_baseline_and_gates_like_a_run() {
+    let fake = Fake::new();
+    let work = fake.dir.path().join("work");
+    let store = work.join("target/gpubench");
+    let ids = ["passes", "matmul/64"];
+    let part = |out: &str, partition: Option<&str>, extra: &[&str]| {
+        let mut cmd = fake.command();
+        cmd.arg("--out-dir")
+            .arg(work.join(out))
+            .args(["--processes", "5", "--no-report"]);
+        if let Some(p) = partition {
+            cmd.args(["--partition", p]);
+        }
+        run(cmd.args(extra).arg("--exact").args(ids)).expect_code(0);
+    };
+    part(
+        "base",
+        None,
+        &["--save-baseline", "main", "--baselines-dir", "baselines"],
+    );
+    // From now on matmul/64 takes twice as long.
+    let mut slow = passed_record("matmul/64");
+    for s in &mut slow.rounds[0].measurement.as_mut().unwrap().samples {
+        s.wall_ns *= 2.0;
+        s.host_ns *= 2.0;
+    }
+    prepare_record(fake.exe().parent().unwrap(), &slow, false);
+    part("p1", Some("count:1/2"), &["--no-baseline"]);
+    part("p2", Some("count:2/2"), &["--no-baseline"]);
+
+    // Compared with `main` (the default), the regression gates the merge: exit 4.
+    let ran = merge(
+        &fake,
+        &["./p1", "./p2"],
+        &store,
+        &["--fail-on", "regressed"],
+    )
+    .expect_code(4);
+    assert!(
+        ran.stderr.contains("comparing with baseline `main`"),
+        "{}",
+        ran.stderr
+    );
+    assert!(ran.stdout.contains("regressed"), "{}", ran.stdout);
+    let merged = latest_run(&store);
+    assert!(
+        merged.join("comparison.json").is_file(),
+        "the comparison is stored with the merged run"
+    );
+    let index = std::fs::read_to_string(store.join("report/index.html")).unwrap();
+    assert!(index.contains("regressed"), "the report shows the verdicts");
+    // Without a baseline there is nothing to gate on.
+    merge(
+        &fake,
+        &["./p1", "./p2"],
+        &work.join("again"),
+        &["--no-baseline"],
+    )
+    .expect_code(0);
+    // A baseline that is not saved stops the merge before it writes anything.
+    let ran = merge(
+        &fake,
+        &["./p1", "./p2"],
+        &work.join("none"),
+        &["--baseline", "nope"],
+    )
+    .expect_code(2);
+    assert!(ran.stderr.contains("nope"), "{}", ran.stderr);
+    assert!(!work.join("none/runs").exists(), "nothing written");
+}
+
+#[test]
 fn compare_judges_the_merged_run_as_latest() {
     let fake = Fake::new();
     let work = fake.dir.path().join("work");

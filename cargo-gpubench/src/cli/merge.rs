@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args};
 
-use super::compare::{parse_baseline_name, Format};
+use super::compare::{parse_baseline_name, Format, VerdictArgs};
 
 /// Options of `cargo gpubench merge`.
 #[derive(Debug, Clone, Args)]
@@ -38,9 +38,28 @@ pub struct MergeArgs {
     #[arg(long, env = "GPUBENCH_NO_REPORT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub no_report: bool,
 
-    /// Also write the Markdown summary (the --format markdown one) to this file.
-    #[arg(long, value_name = "PATH", env = "GPUBENCH_SUMMARY_FILE")]
-    pub summary_file: Option<PathBuf>,
+    /// Compare the merged run with the saved baseline NAME, as a run is compared
+    /// (verdicts in the summary and the report, --fail-on decides the exit code)
+    /// [default: `main` when it is saved].
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "GPUBENCH_BASELINE",
+        value_parser = parse_baseline_name,
+        help_heading = "Baselines"
+    )]
+    pub baseline: Option<String>,
+
+    /// Do not compare with any baseline (not even `main`).
+    #[arg(
+        long,
+        env = "GPUBENCH_NO_BASELINE",
+        conflicts_with = "baseline",
+        action = ArgAction::SetTrue,
+        value_parser = BoolishValueParser::new(),
+        help_heading = "Baselines"
+    )]
+    pub no_baseline: bool,
 
     /// Save the merged run's measurements as baseline NAME (one file per benchmark
     /// that passed; other files of the baseline are left alone).
@@ -53,13 +72,8 @@ pub struct MergeArgs {
     )]
     pub save_baseline: Option<String>,
 
-    /// Directory holding the saved baselines [default:
-    /// `<workspace>/gpubench/baselines`, or ./gpubench/baselines outside a workspace].
-    #[arg(
-        long,
-        value_name = "DIR",
-        env = "GPUBENCH_BASELINES_DIR",
-        help_heading = "Baselines"
-    )]
-    pub baselines_dir: Option<PathBuf>,
+    /// How the comparison with the baseline decides and gates, and where the summary
+    /// and the baselines go.
+    #[command(flatten)]
+    pub verdicts: VerdictArgs,
 }

@@ -119,8 +119,10 @@ pub enum Command {
             every input's records (each keeps the device and host that measured it), a \
             manifest listing its benchmarks and the runs it was merged from, and \
             <out-dir>/latest points at it; its HTML report is written to \
-            <out-dir>/report/ and its summary printed as a run prints one. Compare it \
-            with a baseline afterwards: `cargo gpubench compare main latest`.\n\n\
+            <out-dir>/report/ and its summary printed as a run prints one. Like a run, it \
+            is compared with the baseline `main` when one is saved (--baseline NAME \
+            picks another, --no-baseline skips): the verdicts are in the summary and the \
+            report, and --fail-on decides the exit code.\n\n\
             A benchmark measured by two inputs is refused: merging is for disjoint parts, \
             and results from different device models are never pooled. Inputs split \
             with --partition are checked for missing parts (a warning names them). A \
@@ -230,10 +232,14 @@ Each RUN is one of:
   ID              `cargo gpubench compare` (see its --help); a baseline is refused
 
 Exit codes:
-  0    merged; every benchmark of the merged run passed
+  0    merged; every benchmark of the merged run passed (and none tripped the
+       --fail-on gate against the baseline)
   1    the merged run holds a failed benchmark
   2    bad input: an unknown run, a benchmark in two inputs (or measured on two
-       device models), a run still being written, a corrupt or newer file
+       device models), a run still being written, a corrupt or newer file, a
+       --baseline that is not saved
+  4    compared with the baseline, a benchmark tripped the --fail-on gate
+       (regressed, by default)
   5    a file could not be read or written, another run holds the output
        directory's lock, or the HTML report could not be written
   130  an input was interrupted (Ctrl-C), so the merged run is too";

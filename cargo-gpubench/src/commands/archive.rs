@@ -2,8 +2,7 @@
 //! their benchmarks, and bundle the gpubench harnesses with what running them
 //! elsewhere needs into one file ([`crate::archive`]).
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -12,7 +11,6 @@ use gpubench_analysis::BaselineStore;
 use crate::archive::pack::{self, Bundle, BundledExecutable};
 use crate::archive::ArchivedBenchmark;
 use crate::build::libtorch;
-use crate::build::{compile, discover};
 use crate::cli::ArchiveArgs;
 use crate::error::UsageError;
 use crate::exit_code::Exit;
@@ -35,21 +33,13 @@ pub fn run(args: &ArchiveArgs) -> Result<Exit> {
         .into());
     }
 
-    let cargo = PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    let workspace = discover::discover(
-        &cargo,
-        args.manifest_path.as_deref(),
-        &args.packages,
-        &args.benches,
-    )
-    .context("failed to discover bench targets")?;
-    let mut cmd = compile::build_command(&cargo, args.manifest_path.as_deref(), &workspace.targets);
-    let handed = super::run::hand_libtorch_to_the_build(&mut cmd, &workspace.root)?;
-    let built = compile::build(cmd, &workspace.targets);
-    if stop.load(Ordering::SeqCst) {
+    let workspace =
+        super::run::discover_targets(args.manifest_path.as_deref(), &args.packages, &args.benches)?;
+    let Some((built, handed)) =
+        super::run::build_targets(args.manifest_path.as_deref(), &workspace, &stop)?
+    else {
         return Ok(Exit::Interrupted);
-    }
-    let built = built.context("failed to build bench targets")?;
+    };
     let libtorch = match handed {
         Some(found) => found,
         None => libtorch::locate(&libtorch::Search::from_env(

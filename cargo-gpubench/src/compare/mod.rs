@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::format::{percent, plural};
+use crate::store::baselines::LoadedBaseline;
 use crate::store::runs::{self, StoreError};
 use crate::store::Source;
 
@@ -182,6 +183,37 @@ impl RunComparison {
             counts,
             gate_tripped,
         })
+    }
+
+    /// Judges the records of the run stored in `run_dir` against `baseline`, stores
+    /// the comparison with the run (so `report` shows it again), and warns about
+    /// benchmarks left out for their device: what a run and a merged run do.
+    pub fn judge_stored_run(
+        run_dir: &Path,
+        records: &[RawRecord],
+        baseline: &LoadedBaseline,
+        settings: VerdictSettings,
+    ) -> anyhow::Result<Self> {
+        use anyhow::Context;
+        let comparison = RunComparison::judge(
+            records,
+            &baseline.entries,
+            baseline.source.clone(),
+            settings,
+        )
+        .with_context(|| {
+            format!(
+                "failed to compare the run with {}",
+                baseline.source.describe()
+            )
+        })?;
+        comparison
+            .store(run_dir, &baseline.entries)
+            .context("failed to store the comparison with the run")?;
+        if let Some(msg) = comparison.device_mismatch_message() {
+            eprintln!("gpubench: warning: {msg}");
+        }
+        Ok(comparison)
     }
 
     /// Benchmark `id`'s comparison, when the baseline has it.

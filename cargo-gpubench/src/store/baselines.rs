@@ -15,7 +15,6 @@ use gpubench_analysis::baseline::SaveReport;
 use gpubench_analysis::{BaselineEntry, BaselineStore, RawRecord};
 use serde::Serialize;
 
-use crate::cli::RunArgs;
 use crate::format::plural;
 use crate::store::{Source, SourceKind};
 
@@ -40,14 +39,20 @@ pub struct LoadedBaseline {
     pub entries: Vec<BaselineEntry>,
 }
 
-/// Loads the baseline the run compares with: `--baseline NAME` (which must exist),
-/// or `main` when it is saved; none with `--no-baseline` or without `main`.
-pub fn load_for_run(args: &RunArgs, store: &BaselineStore) -> Result<Option<LoadedBaseline>> {
-    if args.no_baseline {
+/// Loads the baseline a run (or a merged run) compares with: `--baseline NAME`
+/// (`named`, which must exist), or `main` when it is saved; none with
+/// `--no-baseline` (`skip`) or without `main`. Says on stderr which one it compares
+/// with.
+pub fn load_for_run(
+    named: Option<&str>,
+    skip: bool,
+    store: &BaselineStore,
+) -> Result<Option<LoadedBaseline>> {
+    if skip {
         return Ok(None);
     }
-    let (name, default) = match &args.baseline {
-        Some(name) => (name.as_str(), false),
+    let (name, default) = match named {
+        Some(name) => (name, false),
         None => (DEFAULT_BASELINE, true),
     };
     let dir = store.dir(name)?;
@@ -74,6 +79,17 @@ pub fn load_for_run(args: &RunArgs, store: &BaselineStore) -> Result<Option<Load
         );
     }
     let entries = loaded.entries;
+    let how = if default {
+        "; it is the default when saved: --baseline NAME picks another, --no-baseline skips"
+    } else {
+        ""
+    };
+    eprintln!(
+        "gpubench: comparing with baseline `{name}` ({} benchmark{} in {}{how})",
+        entries.len(),
+        plural(entries.len()),
+        dir.display()
+    );
     Ok(Some(LoadedBaseline {
         source: Source {
             kind: SourceKind::Baseline,

@@ -22,6 +22,7 @@ use gpubench_analysis::RawRecord;
 use crate::cli::MergeArgs;
 use crate::commands::compare::places;
 use crate::commands::present;
+use crate::compare::{RunComparison, VerdictSettings};
 use crate::error::UsageError;
 use crate::exit_code::Exit;
 use crate::format::plural;
@@ -39,7 +40,7 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
     let places = places(
         args.manifest_path.as_deref(),
         args.out_dir.as_deref(),
-        args.baselines_dir.as_deref(),
+        args.verdicts.baselines_dir.as_deref(),
         &cwd,
     )?;
     let mut parts = Vec::new();
@@ -58,6 +59,14 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
     for n in &plan.notes {
         eprintln!("gpubench: note: {n}");
     }
+
+    // Loaded before anything is written, as a run loads it: a missing or corrupt
+    // baseline leaves nothing behind.
+    let baseline = baselines::load_for_run(
+        args.baseline.as_deref(),
+        args.no_baseline,
+        &places.baselines,
+    )?;
 
     // Taken once the inputs are known to merge, so a mistake leaves nothing behind.
     let store = RunStore::open(&places.out_dir)?;
@@ -105,6 +114,15 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
         elapsed,
         merged.entries,
     );
+    if let Some(baseline) = &baseline {
+        let comparison = RunComparison::judge_stored_run(
+            &run.path,
+            &merged.records,
+            baseline,
+            VerdictSettings::from_args(&args.verdicts),
+        )?;
+        summary = summary.with_comparison(comparison);
+    }
     if !args.no_report {
         let report = present::render_report(
             &run.path,
@@ -131,7 +149,7 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
     if let Ok(s) = &saved {
         summary.saved_baseline = s.clone();
     }
-    let summary_file = args.summary_file.as_ref().map(|p| cwd.join(p));
+    let summary_file = args.verdicts.summary_file.as_ref().map(|p| cwd.join(p));
     present::print_summary(&summary, args.format, summary_file.as_deref())?;
     present::announce_report(&summary, args.format);
     saved?;

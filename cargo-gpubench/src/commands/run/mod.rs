@@ -163,21 +163,8 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         }
         _ => baseline_store.clone(),
     };
-    let baseline = baselines::load_for_run(args, &compare_store)?;
-    if let Some(b) = &baseline {
-        let how = if b.source.default {
-            "; it is the default when saved: --baseline NAME picks another, --no-baseline skips"
-        } else {
-            ""
-        };
-        eprintln!(
-            "gpubench: comparing with baseline `{}` ({} benchmark{} in {}{how})",
-            b.source.name,
-            b.entries.len(),
-            plural(b.entries.len()),
-            b.source.path
-        );
-    }
+    let baseline =
+        baselines::load_for_run(args.baseline.as_deref(), args.no_baseline, &compare_store)?;
 
     let store = match prepared.store {
         Some(store) => store,
@@ -279,16 +266,45 @@ impl FromArchive {
     }
 }
 
+/// The bench targets of the workspace (at `manifest_path`) that `packages` and
+/// `benches` select, found with the cargo that runs this (`CARGO`).
+pub(super) fn discover_targets(
+    manifest_path: Option<&Path>,
+    packages: &[String],
+    benches: &[String],
+) -> Result<discover::Workspace> {
+    discover::discover(&cargo(), manifest_path, packages, benches)
+        .context("failed to discover bench targets")
+}
+
+/// Builds `workspace`'s bench targets, handing tch's build the libtorch the
+/// benchmarks will load; returns the build and the libtorch handed over, or `None`
+/// when interrupted.
+pub(super) fn build_targets(
+    manifest_path: Option<&Path>,
+    workspace: &discover::Workspace,
+    stop: &AtomicBool,
+) -> Result<Option<(compile::BuildOutput, Option<Libtorch>)>> {
+    let mut cmd = compile::build_command(&cargo(), manifest_path, &workspace.targets);
+    let libtorch = hand_libtorch_to_the_build(&mut cmd, &workspace.root)?;
+    let built = compile::build(cmd, &workspace.targets);
+    if stop.load(Ordering::SeqCst) {
+        return Ok(None);
+    }
+    Ok(Some((
+        built.context("failed to build bench targets")?,
+        libtorch,
+    )))
+}
+
+/// The cargo that runs this subcommand (`CARGO`), else `cargo`.
+fn cargo() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
 /// Discovers and builds; `None` when interrupted.
 fn prepare_workspace(args: &RunArgs, stop: &AtomicBool) -> Result<Option<Prepared>> {
-    let cargo = PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    let workspace = discover::discover(
-        &cargo,
-        args.manifest_path.as_deref(),
-        &args.packages,
-        &args.benches,
-    )
-    .context("failed to discover bench targets")?;
+    let workspace = discover_targets(args.manifest_path.as_deref(), &args.packages, &args.benches)?;
     let out_dir = match &args.out_dir {
         Some(dir) => std::env::current_dir()
             .context("failed to read the current directory")?
@@ -300,13 +316,10 @@ fn prepare_workspace(args: &RunArgs, stop: &AtomicBool) -> Result<Option<Prepare
     } else {
         Some(RunStore::open(&out_dir)?)
     };
-    let mut cmd = compile::build_command(&cargo, args.manifest_path.as_deref(), &workspace.targets);
-    let libtorch = hand_libtorch_to_the_build(&mut cmd, &workspace.root)?;
-    let built = compile::build(cmd, &workspace.targets);
-    if stop.load(Ordering::SeqCst) {
+    let Some((built, libtorch)) = build_targets(args.manifest_path.as_deref(), &workspace, stop)?
+    else {
         return Ok(None);
-    }
-    let built = built.context("failed to build bench targets")?;
+    };
     Ok(Some(Prepared {
         executables: built.executables,
         native_paths: built.native_paths,

@@ -260,25 +260,8 @@ impl Session<'_> {
         let Some(baseline) = self.baselines.compare else {
             return Ok(None);
         };
-        let comparison = RunComparison::judge(
-            records,
-            &baseline.entries,
-            baseline.source.clone(),
-            self.baselines.settings,
-        )
-        .with_context(|| {
-            format!(
-                "failed to compare the run with {}",
-                baseline.source.describe()
-            )
-        })?;
-        comparison
-            .store(&run.path, &baseline.entries)
-            .context("failed to store the comparison with the run")?;
-        if let Some(msg) = comparison.device_mismatch_message() {
-            eprintln!("gpubench: warning: {msg}");
-        }
-        Ok(Some(comparison))
+        RunComparison::judge_stored_run(&run.path, records, baseline, self.baselines.settings)
+            .map(Some)
     }
 
     /// `--save-baseline`: saves what passed, unless the run was interrupted.
