@@ -376,6 +376,64 @@ fn a_merged_run_is_judged_against_the_baseline_and_gates_like_a_run() {
 }
 
 #[test]
+fn a_copy_marked_running_from_another_machine_merges_as_incomplete() {
+    let fake = Fake::new();
+    let work = fake.dir.path().join("work");
+    run_part(&fake, &work.join("a"), None, &["passes"], &["--no-report"]).unwrap();
+    let b = run_part(
+        &fake,
+        &work.join("b"),
+        None,
+        &["matmul/64"],
+        &["--no-report"],
+    )
+    .unwrap();
+    // The artifact of a job killed on a GPU machine: still marked running there, by
+    // a pid that happens to be alive here.
+    let mut m = manifest(&b);
+    m.status = RunStatus::Running;
+    m.pid = Some(std::process::id());
+    m.host = Some("a-gpu-runner-that-is-not-this-machine".into());
+    std::fs::write(b.join("manifest.json"), m.to_json_pretty()).unwrap();
+    let ran = merge(&fake, &["./a", "./b"], &work.join("merged"), &[]).expect_code(0);
+    assert!(
+        ran.stderr.contains(&m.run_id) && ran.stderr.contains("incomplete"),
+        "{}",
+        ran.stderr
+    );
+    let merged = manifest(&latest_run(&work.join("merged")));
+    assert_eq!(merged.status, RunStatus::Incomplete);
+    assert!(merged.host.is_some(), "the merged run names its machine");
+}
+
+#[test]
+fn a_failed_merge_leaves_no_run_behind() {
+    let fake = Fake::new();
+    let work = fake.dir.path().join("work");
+    let a = run_part(&fake, &work.join("a"), None, &["passes"], &["--no-report"]).unwrap();
+    let b = run_part(
+        &fake,
+        &work.join("b"),
+        None,
+        &["matmul/64"],
+        &["--no-report"],
+    )
+    .unwrap();
+    // A record the manifest lists is gone (a half-downloaded artifact).
+    let gone = manifest(&b).benchmarks[0].record.clone().unwrap();
+    std::fs::remove_file(b.join(&gone)).unwrap();
+    let out = work.join("merged");
+    let ran = merge(&fake, &["./a", "./b"], &out, &[]);
+    assert_ne!(ran.code, Some(0), "{}", ran.stderr);
+    assert!(ran.stderr.contains(&gone), "{}", ran.stderr);
+    let left: Vec<_> = std::fs::read_dir(out.join("runs"))
+        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "a half-merged run stayed: {left:?}");
+    assert!(manifest(&a).merged_from.is_empty(), "inputs untouched");
+}
+
+#[test]
 fn compare_judges_the_merged_run_as_latest() {
     let fake = Fake::new();
     let work = fake.dir.path().join("work");

@@ -149,6 +149,10 @@ pub struct RunManifest {
     /// The cargo gpubench process writing the run, while it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// The machine that wrote the run (its host name), so a copy of a run read on
+    /// another machine (a CI artifact) is not judged by that machine's processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// The command line, as given.
     pub command_line: Vec<String>,
     /// The requested device (`default` when the harness chose); with `--devices`,
@@ -214,9 +218,19 @@ impl RunManifest {
     /// is gone is [`RunStatus::Incomplete`].
     pub fn state(&self) -> RunStatus {
         match (self.status, self.pid) {
+            // Written on another machine: its cargo gpubench is not one of this
+            // machine's processes, and a copy still marked running was cut short.
+            (RunStatus::Running, Some(_)) if self.written_elsewhere() => RunStatus::Incomplete,
             (RunStatus::Running, Some(pid)) if !process_alive(pid) => RunStatus::Incomplete,
             (status, _) => status,
         }
+    }
+
+    /// Whether another machine than this one wrote the run.
+    fn written_elsewhere(&self) -> bool {
+        self.host
+            .as_deref()
+            .is_some_and(|h| this_host().is_some_and(|here| here != h))
     }
 
     /// How many of its benchmarks finished (passed or failed).
@@ -287,6 +301,20 @@ impl RunManifest {
     }
 }
 
+/// This machine's host name, when it has one.
+pub fn this_host() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer and its length match; the name is NUL-terminated on success
+    // unless it was cut, which the last byte, kept 0, covers.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) };
+    if rc != 0 {
+        return None;
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    let name = String::from_utf8_lossy(&buf[..end]).trim().to_string();
+    (!name.is_empty()).then_some(name)
+}
+
 /// Whether process `pid` exists (a process of another user counts).
 fn process_alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
@@ -309,6 +337,7 @@ mod tests {
             finished_at: None,
             status: RunStatus::Running,
             pid: None,
+            host: None,
             command_line: vec!["cargo-gpubench".into(), "gpubench".into()],
             device: "default".into(),
             quick: false,
@@ -336,6 +365,28 @@ mod tests {
             }],
             merged_from: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_running_run_is_judged_by_its_process_only_on_the_machine_that_wrote_it() {
+        let alive = Some(std::process::id());
+        let here = this_host().expect("the test machine has a host name");
+        let at = |host: Option<&str>, pid: Option<u32>| RunManifest {
+            host: host.map(str::to_string),
+            pid,
+            ..manifest()
+        };
+        assert_eq!(at(Some(&here), alive).state(), RunStatus::Running);
+        assert_eq!(at(None, alive).state(), RunStatus::Running);
+        // A copy from another machine: this machine's pid says nothing about it.
+        let copied = at(Some("gpu-runner-7"), alive);
+        assert_ne!(here, "gpu-runner-7");
+        assert_eq!(copied.state(), RunStatus::Incomplete);
+        // A process that is gone, here.
+        assert_eq!(
+            at(Some(&here), Some(u32::MAX - 1)).state(),
+            RunStatus::Incomplete
+        );
     }
 
     #[test]

@@ -29,7 +29,9 @@ use crate::format::plural;
 use crate::output::html::run_report;
 use crate::output::json::RunSummary;
 use crate::store::baselines;
-use crate::store::manifest::{RunManifest, MANIFEST_FILE};
+use crate::store::manifest::{
+    BenchStatus, ManifestBenchmark, RunManifest, RunStatus, MANIFEST_FILE,
+};
 use crate::store::references::{self, Places, Resolved, Side};
 use crate::store::runs::{resolve_latest, write_atomic, RunDir, RunStore};
 use rules::Part;
@@ -216,6 +218,26 @@ fn write_run(
     plan: &rules::Plan,
     manifest: &RunManifest,
 ) -> Result<()> {
+    // Marked running, with nothing copied yet, until every record is in place: a
+    // merge killed halfway is then marked incomplete by the next run or merge here,
+    // as a run is, and never reads as a whole one.
+    let copying = RunManifest {
+        status: RunStatus::Running,
+        pid: Some(std::process::id()),
+        finished_at: None,
+        benchmarks: manifest
+            .benchmarks
+            .iter()
+            .map(|b| ManifestBenchmark {
+                status: BenchStatus::Pending,
+                failure_kind: None,
+                record: None,
+                ..b.clone()
+            })
+            .collect(),
+        ..manifest.clone()
+    };
+    run.write_manifest(&copying)?;
     for (i, b) in &plan.benchmarks {
         let Some(to) = &b.record else { continue };
         let part = &parts[*i];

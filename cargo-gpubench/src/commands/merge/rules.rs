@@ -421,6 +421,7 @@ pub fn manifest(
         finished_at: Some(merged_at.to_string()),
         status: plan.status,
         pid: None,
+        host: crate::store::manifest::this_host(),
         command_line,
         device: joined(|m| &m.device),
         quick: parts.iter().any(|p| p.manifest.quick),

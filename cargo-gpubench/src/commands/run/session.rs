@@ -96,6 +96,7 @@ impl Session<'_> {
             finished_at: None,
             status: RunStatus::Running,
             pid: Some(std::process::id()),
+            host: crate::store::manifest::this_host(),
             command_line: command_line
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())

@@ -49,6 +49,7 @@ fn part(run_id: &str, partition: Option<&str>, ids: &[&str], model: Option<&str>
             benchmarks,
             merged_from: Vec::new(),
             archive: None,
+            host: None,
         },
     }
 }
