@@ -259,6 +259,9 @@ where
 }
 
 impl<I: InputShape, R: FnMut(&I) -> O, O> Workload for Stream<I, R, O> {
+    fn cycle(&self) -> u64 {
+        self.inputs.len() as u64
+    }
     fn run(&mut self, iters: u64) -> Instant {
         for _ in 0..iters {
             let input = &self.inputs[self.cursor];

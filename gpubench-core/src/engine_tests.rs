@@ -474,6 +474,37 @@ fn kernel_time_is_the_graph_replay_of_the_kernels_without_host_gaps() {
 }
 
 #[test]
+fn a_stream_is_counted_and_timed_over_whole_cycles_of_its_inputs() {
+    // Inputs that launch 1, 1 and 10 kernels: any stretch that is not whole cycles
+    // counts other than 4 per call. The stretches' lengths follow the measured call
+    // time, so two host costs per call must give the same figures.
+    for host in [Duration::from_micros(30), Duration::from_micros(170)] {
+        let dev = Rc::new(SimulatedDevice::new());
+        let d = Rc::clone(&dev);
+        let m = measure_on(dev.clone(), fast_config(), move |b| {
+            b.iter_inputs(vec![1usize, 1, 10], |&n| {
+                spin(host);
+                for _ in 0..n {
+                    d.launch_kernel("k", Duration::from_micros(20));
+                }
+            })
+        });
+        let k = m
+            .kernel
+            .as_ref()
+            .expect("the simulated device times kernels");
+        let c = k.counters.as_ref().expect("the first round counts");
+        assert_eq!(c.calls % 3, 0, "{host:?}: {c:?}");
+        assert_eq!(c.per_call(Counter::Kernels), Some(4.0), "{host:?}: {c:?}");
+        let kernel = median(&k.samples_ns);
+        assert!(
+            within(kernel, 80e3, 0.05),
+            "{host:?}: kernel time {kernel} ns"
+        );
+    }
+}
+
+#[test]
 fn kernel_time_is_the_median_over_several_captured_graphs() {
     use crate::engine::kernels::{CAPTURES, SAMPLES_PER_CAPTURE};
     in_one_of_three(|| {

@@ -32,6 +32,18 @@ pub(crate) const SAMPLES_PER_CAPTURE: usize = 5;
 /// Profiled stretches per process when the routine cannot be captured.
 const PROFILER_SAMPLES: usize = 5;
 
+/// `calls` rounded up to whole cycles of `cycle` calls; as it is when a cycle is
+/// longer than [`MAX_CYCLE`] calls, which would make the stretch too long.
+fn whole_cycles(calls: u64, cycle: u64) -> u64 {
+    if cycle <= 1 || cycle > MAX_CYCLE {
+        return calls;
+    }
+    calls.div_ceil(cycle) * cycle
+}
+
+/// The longest input cycle a profiled or captured stretch is rounded up to.
+const MAX_CYCLE: u64 = 1000;
+
 impl Engine<'_> {
     /// What the GPU does per call of `workload`, whose calls take about
     /// `per_iter_ns` each. With `profile` the process also records the kernel table
@@ -48,10 +60,20 @@ impl Engine<'_> {
     ) -> Result<KernelMeasurement, String> {
         // A call's kernels take at most its device time: the graph holds at most
         // GRAPH_WORK_NS of work.
-        let k = ((GRAPH_WORK_NS / per_iter_ns.max(1.0)).round() as u64).clamp(1, 1000);
+        // Both stretches hold whole cycles of a stream's inputs: their lengths follow
+        // the measured call time, which moves from process to process, and a part of
+        // a cycle would count, and time, a different mix of inputs in each.
+        let cycle = workload.cycle();
+        let k = whole_cycles(
+            ((GRAPH_WORK_NS / per_iter_ns.max(1.0)).round() as u64).clamp(1, 1000),
+            cycle,
+        );
         // A device without kernel timing says so before any inputs are made.
         let replayed = self.captured_samples(workload, k)?;
-        let calls = ((PROFILE_WORK_NS / per_iter_ns.max(1.0)).ceil() as u64).clamp(3, 1000);
+        let calls = whole_cycles(
+            ((PROFILE_WORK_NS / per_iter_ns.max(1.0)).ceil() as u64).clamp(3, 1000),
+            cycle,
+        );
         let (table, counters) = if profile {
             let (p, allocs) = self.profile_calls(workload, calls)?;
             if p.busy_ns() <= 0.0 {

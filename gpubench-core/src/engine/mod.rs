@@ -46,6 +46,12 @@ pub trait Workload {
         }
         returned
     }
+    /// How many calls go through the inputs once (`iter_inputs`: one per input). A
+    /// stretch of whole cycles holds every input equally often wherever it starts, so
+    /// what it counts per call is the same in every process.
+    fn cycle(&self) -> u64 {
+        1
+    }
     /// Labels of the cold calls: the first call ever, then one per new input shape.
     fn cold_labels(&self) -> Vec<String> {
         vec!["first call".into()]
