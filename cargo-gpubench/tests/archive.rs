@@ -149,6 +149,16 @@ fn a_run_from_an_archive_takes_its_executables_libraries_baselines_and_commit() 
     assert_eq!(Path::new(&from.path), m.path("benches.tar.gz"));
     assert_eq!(from.git_commit.as_deref(), Some(COMMIT));
     assert_eq!(from.libtorch_version.as_deref(), Some("2.11.0+cu130"));
+    // The executables by their place in the archive, not the removed copy.
+    let paths: Vec<&str> = manifest
+        .executables
+        .iter()
+        .map(|e| e.path.as_str())
+        .collect();
+    assert!(
+        !paths.is_empty() && paths.iter().all(|p| p.starts_with("bin/")),
+        "{paths:?}"
+    );
     for id in ["passes", "matmul/64"] {
         let b = entry(&manifest, "suite", id);
         assert_eq!(b.status, BenchStatus::Passed, "{id}");

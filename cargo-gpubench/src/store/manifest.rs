@@ -84,7 +84,7 @@ pub struct ManifestExecutable {
     pub package: Option<String>,
     /// Its bench target.
     pub target: String,
-    /// The executable.
+    /// The executable; with [`RunManifest::archive`], its path in the archive.
     pub path: String,
 }
 

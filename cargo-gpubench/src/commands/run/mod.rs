@@ -213,7 +213,10 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         },
         summary_file: args.verdicts.summary_file.as_ref().map(|p| cwd.join(p)),
         report_dir: (!args.no_report).then(|| run_report::report_dir(store.dir())),
-        archive: prepared.archive.as_ref().map(FromArchive::describe),
+        archive: prepared
+            .archive
+            .as_ref()
+            .map(|a| (a.describe(), a.extracted.dir.clone())),
     };
     eprintln!(
         "gpubench: running {} benchmark{} (libtorch: {}, from {})",

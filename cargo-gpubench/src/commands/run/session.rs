@@ -64,8 +64,9 @@ pub(super) struct Session<'a> {
     pub(super) summary_file: Option<PathBuf>,
     /// Where the HTML report goes; `None` with `--no-report`.
     pub(super) report_dir: Option<PathBuf>,
-    /// The archive the executables came from, for the manifest.
-    pub(super) archive: Option<crate::store::manifest::ManifestArchive>,
+    /// The archive the executables came from, for the manifest, and the directory
+    /// it was extracted into (removed after the run).
+    pub(super) archive: Option<(crate::store::manifest::ManifestArchive, PathBuf)>,
 }
 
 /// What a run does with baselines.
@@ -118,10 +119,17 @@ impl Session<'_> {
                 .map(|e| ManifestExecutable {
                     package: e.package.clone(),
                     target: e.target.clone(),
-                    path: e.path.display().to_string(),
+                    // From an archive: its path in the archive, which outlives the
+                    // run (the extracted copy does not).
+                    path: match &self.archive {
+                        Some((_, dir)) => e.path.strip_prefix(dir).unwrap_or(&e.path),
+                        None => &e.path,
+                    }
+                    .display()
+                    .to_string(),
                 })
                 .collect(),
-            archive: self.archive.clone(),
+            archive: self.archive.as_ref().map(|(a, _)| a.clone()),
             benchmarks: selected
                 .iter()
                 .map(|b| ManifestBenchmark {
