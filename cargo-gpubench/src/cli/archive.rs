@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::run::TargetArgs;
+
 /// Options of `archive`.
 #[derive(Debug, Clone, Args)]
 pub struct ArchiveArgs {
@@ -18,26 +20,7 @@ pub struct ArchiveArgs {
     )]
     pub output: PathBuf,
 
-    /// Only bench targets of these workspace packages.
-    #[arg(
-        short = 'p',
-        long = "package",
-        value_name = "SPEC",
-        env = "GPUBENCH_PACKAGE",
-        value_delimiter = ','
-    )]
-    pub packages: Vec<String>,
-
-    /// Only these bench targets.
-    #[arg(
-        long = "bench",
-        value_name = "TARGET",
-        env = "GPUBENCH_BENCH",
-        value_delimiter = ','
-    )]
-    pub benches: Vec<String>,
-
-    /// Path to the workspace's Cargo.toml.
-    #[arg(long, value_name = "PATH", env = "GPUBENCH_MANIFEST_PATH")]
-    pub manifest_path: Option<PathBuf>,
+    /// Which bench targets of which workspace.
+    #[command(flatten)]
+    pub targets: TargetArgs,
 }

@@ -77,6 +77,42 @@ pub struct ReportArgs {
     pub baselines_dir: Option<PathBuf>,
 }
 
+/// Which baseline a run (or a merged run) is compared with and saved as.
+#[derive(Debug, Clone, Args)]
+pub struct BaselineArgs {
+    /// Compare with the saved baseline NAME [default: `main` when it is saved].
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "GPUBENCH_BASELINE",
+        value_parser = parse_baseline_name,
+        help_heading = "Baselines"
+    )]
+    pub baseline: Option<String>,
+
+    /// Do not compare with any baseline (not even `main`).
+    #[arg(
+        long,
+        env = "GPUBENCH_NO_BASELINE",
+        conflicts_with = "baseline",
+        action = ArgAction::SetTrue,
+        value_parser = BoolishValueParser::new(),
+        help_heading = "Baselines"
+    )]
+    pub no_baseline: bool,
+
+    /// Save the measurements as baseline NAME, after comparing (one file per
+    /// benchmark that passed; failed ones and other benchmarks keep their files).
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "GPUBENCH_SAVE_BASELINE",
+        value_parser = parse_baseline_name,
+        help_heading = "Baselines"
+    )]
+    pub save_baseline: Option<String>,
+}
+
 /// How a comparison with a baseline decides, what fails the run, and where its
 /// summary and baselines go; shared by a run and `compare`.
 #[derive(Debug, Clone, Args)]

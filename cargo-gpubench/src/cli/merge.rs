@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args};
 
-use super::compare::{parse_baseline_name, Format, VerdictArgs};
+use super::compare::{BaselineArgs, Format, VerdictArgs};
 
 /// Options of `cargo gpubench merge`.
 #[derive(Debug, Clone, Args)]
@@ -38,39 +38,11 @@ pub struct MergeArgs {
     #[arg(long, env = "GPUBENCH_NO_REPORT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub no_report: bool,
 
-    /// Compare the merged run with the saved baseline NAME, as a run is compared
-    /// (verdicts in the summary and the report, --fail-on decides the exit code)
-    /// [default: `main` when it is saved].
-    #[arg(
-        long,
-        value_name = "NAME",
-        env = "GPUBENCH_BASELINE",
-        value_parser = parse_baseline_name,
-        help_heading = "Baselines"
-    )]
-    pub baseline: Option<String>,
-
-    /// Do not compare with any baseline (not even `main`).
-    #[arg(
-        long,
-        env = "GPUBENCH_NO_BASELINE",
-        conflicts_with = "baseline",
-        action = ArgAction::SetTrue,
-        value_parser = BoolishValueParser::new(),
-        help_heading = "Baselines"
-    )]
-    pub no_baseline: bool,
-
-    /// Save the merged run's measurements as baseline NAME (one file per benchmark
-    /// that passed; other files of the baseline are left alone).
-    #[arg(
-        long,
-        value_name = "NAME",
-        env = "GPUBENCH_SAVE_BASELINE",
-        value_parser = parse_baseline_name,
-        help_heading = "Baselines"
-    )]
-    pub save_baseline: Option<String>,
+    /// Which baseline to compare the merged run with, as a run is compared
+    /// (verdicts in the summary and the report, --fail-on decides the exit code),
+    /// and save it as.
+    #[command(flatten)]
+    pub baselines: BaselineArgs,
 
     /// How the comparison with the baseline decides and gates, and where the summary
     /// and the baselines go.

@@ -9,9 +9,9 @@ mod run;
 mod tests;
 
 pub use archive::ArchiveArgs;
-pub use compare::{CompareArgs, Format, ReportArgs, VerdictArgs};
+pub use compare::{BaselineArgs, CompareArgs, Format, ReportArgs, VerdictArgs};
 pub use merge::MergeArgs;
-pub use run::{MeasureArgs, RunArgs, MAX_PROCESSES};
+pub use run::{MeasureArgs, RunArgs, TargetArgs, MAX_PROCESSES};
 
 use std::ffi::OsString;
 use std::path::PathBuf;

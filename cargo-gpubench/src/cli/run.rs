@@ -4,23 +4,15 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::compare::{parse_baseline_name, Format, VerdictArgs};
+use super::compare::{BaselineArgs, Format, VerdictArgs};
 
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args};
 use gpubench_analysis::ProcessPolicy;
 
-/// Options of a run.
+/// Which bench targets of which workspace a run or an archive builds.
 #[derive(Debug, Clone, Args)]
-pub struct RunArgs {
-    /// Run only benchmarks whose id (or `<target>/<id>`) contains one of these.
-    #[arg(value_name = "FILTER", env = "GPUBENCH_FILTER")]
-    pub filters: Vec<String>,
-
-    /// Match FILTER against the whole id (or `<target>/<id>`) instead of a substring.
-    #[arg(long, env = "GPUBENCH_EXACT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
-    pub exact: bool,
-
+pub struct TargetArgs {
     /// Only bench targets of these workspace packages.
     #[arg(
         short = 'p',
@@ -39,6 +31,26 @@ pub struct RunArgs {
         value_delimiter = ','
     )]
     pub benches: Vec<String>,
+
+    /// Path to the workspace's Cargo.toml.
+    #[arg(long, value_name = "PATH", env = "GPUBENCH_MANIFEST_PATH")]
+    pub manifest_path: Option<PathBuf>,
+}
+
+/// Options of a run.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Run only benchmarks whose id (or `<target>/<id>`) contains one of these.
+    #[arg(value_name = "FILTER", env = "GPUBENCH_FILTER")]
+    pub filters: Vec<String>,
+
+    /// Match FILTER against the whole id (or `<target>/<id>`) instead of a substring.
+    #[arg(long, env = "GPUBENCH_EXACT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub exact: bool,
+
+    /// Which bench targets of which workspace.
+    #[command(flatten)]
+    pub targets: TargetArgs,
 
     /// Print the matching benchmarks as `<target>/<id>`, sorted, ignored ones marked,
     /// without running them.
@@ -113,10 +125,6 @@ pub struct RunArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,
 
-    /// Path to the workspace's Cargo.toml.
-    #[arg(long, value_name = "PATH", env = "GPUBENCH_MANIFEST_PATH")]
-    pub manifest_path: Option<PathBuf>,
-
     /// Output format on stdout.
     #[arg(
         long,
@@ -162,38 +170,9 @@ pub struct RunArgs {
     #[arg(long, env = "GPUBENCH_NO_REPORT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub no_report: bool,
 
-    /// Compare the run with the saved baseline NAME [default: `main` when it is
-    /// saved].
-    #[arg(
-        long,
-        value_name = "NAME",
-        env = "GPUBENCH_BASELINE",
-        value_parser = parse_baseline_name,
-        help_heading = "Baselines"
-    )]
-    pub baseline: Option<String>,
-
-    /// Do not compare with any baseline (not even `main`).
-    #[arg(
-        long,
-        env = "GPUBENCH_NO_BASELINE",
-        conflicts_with = "baseline",
-        action = ArgAction::SetTrue,
-        value_parser = BoolishValueParser::new(),
-        help_heading = "Baselines"
-    )]
-    pub no_baseline: bool,
-
-    /// Save the run's measurements as baseline NAME (one file per benchmark that
-    /// passed; failed ones keep their previous file), after comparing.
-    #[arg(
-        long,
-        value_name = "NAME",
-        env = "GPUBENCH_SAVE_BASELINE",
-        value_parser = parse_baseline_name,
-        help_heading = "Baselines"
-    )]
-    pub save_baseline: Option<String>,
+    /// Which baseline to compare with and save as.
+    #[command(flatten)]
+    pub baselines: BaselineArgs,
 
     /// How comparisons decide and gate.
     #[command(flatten)]

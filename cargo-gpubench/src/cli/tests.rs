@@ -190,8 +190,8 @@ fn baseline_options_map_to_the_comparison_settings() {
         Gate::of(&[Metric::Kernel, Metric::Counters])
     );
     assert_eq!(args.verdicts.gate().to_string(), "kernel,counters");
-    assert_eq!(args.baseline.as_deref(), Some("pr-1"));
-    assert_eq!(args.save_baseline.as_deref(), Some("main"));
+    assert_eq!(args.baselines.baseline.as_deref(), Some("pr-1"));
+    assert_eq!(args.baselines.save_baseline.as_deref(), Some("main"));
     assert_eq!(args.format, Format::Markdown);
     let config = args.verdicts.compare_config();
     assert_eq!((config.significance, config.noise_threshold), (0.01, 0.05));

@@ -33,10 +33,9 @@ pub fn run(args: &ArchiveArgs) -> Result<Exit> {
         .into());
     }
 
-    let workspace =
-        super::run::discover_targets(args.manifest_path.as_deref(), &args.packages, &args.benches)?;
+    let workspace = super::run::discover_targets(&args.targets)?;
     let Some((built, handed)) =
-        super::run::build_targets(args.manifest_path.as_deref(), &workspace, &stop)?
+        super::run::build_targets(args.targets.manifest_path.as_deref(), &workspace, &stop)?
     else {
         return Ok(Exit::Interrupted);
     };

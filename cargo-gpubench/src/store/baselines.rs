@@ -15,6 +15,7 @@ use gpubench_analysis::baseline::SaveReport;
 use gpubench_analysis::{BaselineEntry, BaselineStore, RawRecord};
 use serde::Serialize;
 
+use crate::cli::BaselineArgs;
 use crate::format::plural;
 use crate::store::{Source, SourceKind};
 
@@ -40,18 +41,13 @@ pub struct LoadedBaseline {
 }
 
 /// Loads the baseline a run (or a merged run) compares with: `--baseline NAME`
-/// (`named`, which must exist), or `main` when it is saved; none with
-/// `--no-baseline` (`skip`) or without `main`. Says on stderr which one it compares
-/// with.
-pub fn load_for_run(
-    named: Option<&str>,
-    skip: bool,
-    store: &BaselineStore,
-) -> Result<Option<LoadedBaseline>> {
-    if skip {
+/// (which must exist), or `main` when it is saved; none with `--no-baseline` or
+/// without `main`. Says on stderr which one it compares with.
+pub fn load_for_run(args: &BaselineArgs, store: &BaselineStore) -> Result<Option<LoadedBaseline>> {
+    if args.no_baseline {
         return Ok(None);
     }
-    let (name, default) = match named {
+    let (name, default) = match args.baseline.as_deref() {
         Some(name) => (name, false),
         None => (DEFAULT_BASELINE, true),
     };

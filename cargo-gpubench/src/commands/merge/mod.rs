@@ -64,11 +64,7 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
 
     // Loaded before anything is written, as a run loads it: a missing or corrupt
     // baseline leaves nothing behind.
-    let baseline = baselines::load_for_run(
-        args.baseline.as_deref(),
-        args.no_baseline,
-        &places.baselines,
-    )?;
+    let baseline = baselines::load_for_run(&args.baselines, &places.baselines)?;
 
     // Taken once the inputs are known to merge, so a mistake leaves nothing behind.
     let store = RunStore::open(&places.out_dir)?;
@@ -135,7 +131,7 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
         summary = summary.with_report(report);
     }
     // The summary is printed even when saving fails, as a run does.
-    let saved = match &args.save_baseline {
+    let saved = match &args.baselines.save_baseline {
         None => Ok(None),
         Some(name) => match rules::unsaveable(manifest.status) {
             Some(why) => {

@@ -14,7 +14,7 @@ use crate::archive::{self, unpack::Extracted};
 use crate::build::compile::{self, BenchExecutable};
 use crate::build::discover;
 use crate::build::libtorch::{self, Libtorch};
-use crate::cli::{Format, RunArgs};
+use crate::cli::{Format, RunArgs, TargetArgs};
 use crate::compare::VerdictSettings;
 use crate::error::UsageError;
 use crate::execute::process::ChildEnv;
@@ -163,8 +163,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         }
         _ => baseline_store.clone(),
     };
-    let baseline =
-        baselines::load_for_run(args.baseline.as_deref(), args.no_baseline, &compare_store)?;
+    let baseline = baselines::load_for_run(&args.baselines, &compare_store)?;
 
     let store = match prepared.store {
         Some(store) => store,
@@ -208,7 +207,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         baselines: Baselines {
             store: &baseline_store,
             compare: baseline.as_ref(),
-            save_as: args.save_baseline.as_deref(),
+            save_as: args.baselines.save_baseline.as_deref(),
             settings: VerdictSettings::from_args(&args.verdicts),
         },
         summary_file: args.verdicts.summary_file.as_ref().map(|p| cwd.join(p)),
@@ -269,15 +268,16 @@ impl FromArchive {
     }
 }
 
-/// The bench targets of the workspace (at `manifest_path`) that `packages` and
-/// `benches` select, found with the cargo that runs this (`CARGO`).
-pub(super) fn discover_targets(
-    manifest_path: Option<&Path>,
-    packages: &[String],
-    benches: &[String],
-) -> Result<discover::Workspace> {
-    discover::discover(&cargo(), manifest_path, packages, benches)
-        .context("failed to discover bench targets")
+/// The bench targets of the workspace that `targets` selects, found with the cargo
+/// that runs this (`CARGO`).
+pub(super) fn discover_targets(targets: &TargetArgs) -> Result<discover::Workspace> {
+    discover::discover(
+        &cargo(),
+        targets.manifest_path.as_deref(),
+        &targets.packages,
+        &targets.benches,
+    )
+    .context("failed to discover bench targets")
 }
 
 /// Builds `workspace`'s bench targets, handing tch's build the libtorch the
@@ -307,7 +307,7 @@ fn cargo() -> PathBuf {
 
 /// Discovers and builds; `None` when interrupted.
 fn prepare_workspace(args: &RunArgs, stop: &AtomicBool) -> Result<Option<Prepared>> {
-    let workspace = discover_targets(args.manifest_path.as_deref(), &args.packages, &args.benches)?;
+    let workspace = discover_targets(&args.targets)?;
     let out_dir = match &args.out_dir {
         Some(dir) => std::env::current_dir()
             .context("failed to read the current directory")?
@@ -319,7 +319,8 @@ fn prepare_workspace(args: &RunArgs, stop: &AtomicBool) -> Result<Option<Prepare
     } else {
         Some(RunStore::open(&out_dir)?)
     };
-    let Some((built, libtorch)) = build_targets(args.manifest_path.as_deref(), &workspace, stop)?
+    let Some((built, libtorch)) =
+        build_targets(args.targets.manifest_path.as_deref(), &workspace, stop)?
     else {
         return Ok(None);
     };
@@ -350,7 +351,7 @@ fn prepare_executables(args: &RunArgs) -> Result<Prepared> {
             std::path::absolute(path)
                 .with_context(|| format!("failed to resolve the path {}", path.display()))?,
         );
-        if !args.benches.is_empty() && !args.benches.contains(&exe.target) {
+        if !args.targets.benches.is_empty() && !args.targets.benches.contains(&exe.target) {
             continue;
         }
         executables.push(exe);
@@ -358,7 +359,7 @@ fn prepare_executables(args: &RunArgs) -> Result<Prepared> {
     if executables.is_empty() {
         return Err(UsageError(format!(
             "no --exe executable is one of the bench targets {}",
-            args.benches.join(", ")
+            args.targets.benches.join(", ")
         ))
         .into());
     }
@@ -414,7 +415,7 @@ fn prepare_archive(file: &Path, args: &RunArgs) -> Result<Prepared> {
     let mut executables: Vec<BenchExecutable> = m
         .executables
         .iter()
-        .filter(|e| args.benches.is_empty() || args.benches.contains(&e.target))
+        .filter(|e| args.targets.benches.is_empty() || args.targets.benches.contains(&e.target))
         .map(|e| BenchExecutable {
             package: Some(e.package.clone()),
             target: e.target.clone(),
@@ -426,7 +427,7 @@ fn prepare_archive(file: &Path, args: &RunArgs) -> Result<Prepared> {
         return Err(UsageError(format!(
             "archive {} has no bench target {} (it has: {})",
             file.display(),
-            args.benches.join(", "),
+            args.targets.benches.join(", "),
             targets.join(", ")
         ))
         .into());
