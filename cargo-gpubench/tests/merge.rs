@@ -48,6 +48,16 @@ fn run_part(
     (!ran.stderr.contains("holds no benchmark")).then(|| latest_run(out))
 }
 
+/// Two disjoint runs in `work/a` (`passes`) and `work/b` (`matmul/64`): their
+/// run directories.
+fn two_runs(fake: &Fake) -> (PathBuf, PathBuf) {
+    let work = fake.dir.path().join("work");
+    let run = |dir: &str, id: &str| {
+        run_part(fake, &work.join(dir), None, &[id], &["--no-report"]).unwrap()
+    };
+    (run("a", "passes"), run("b", "matmul/64"))
+}
+
 /// `cargo gpubench merge INPUTS --out-dir OUT` in the stand-in's work directory,
 /// with baselines in `work/baselines`.
 fn merge(fake: &Fake, inputs: &[&str], out: &Path, extra: &[&str]) -> Ran {
@@ -276,15 +286,7 @@ fn runs_of_different_gpu_models_are_never_pooled() {
 fn a_run_still_being_written_is_refused() {
     let fake = Fake::new();
     let work = fake.dir.path().join("work");
-    run_part(&fake, &work.join("a"), None, &["passes"], &["--no-report"]).unwrap();
-    let b = run_part(
-        &fake,
-        &work.join("b"),
-        None,
-        &["matmul/64"],
-        &["--no-report"],
-    )
-    .unwrap();
+    let (_, b) = two_runs(&fake);
     // As a run writes it while it runs: running, by a live process (this test's).
     let path = b.join("manifest.json");
     let mut m = manifest(&b);
@@ -379,15 +381,7 @@ fn a_merged_run_is_judged_against_the_baseline_and_gates_like_a_run() {
 fn a_copy_marked_running_from_another_machine_merges_as_incomplete() {
     let fake = Fake::new();
     let work = fake.dir.path().join("work");
-    run_part(&fake, &work.join("a"), None, &["passes"], &["--no-report"]).unwrap();
-    let b = run_part(
-        &fake,
-        &work.join("b"),
-        None,
-        &["matmul/64"],
-        &["--no-report"],
-    )
-    .unwrap();
+    let (_, b) = two_runs(&fake);
     // The artifact of a job killed on a GPU machine: still marked running there, by
     // a pid that happens to be alive here.
     let mut m = manifest(&b);
@@ -410,15 +404,7 @@ fn a_copy_marked_running_from_another_machine_merges_as_incomplete() {
 fn a_failed_merge_leaves_no_run_behind() {
     let fake = Fake::new();
     let work = fake.dir.path().join("work");
-    let a = run_part(&fake, &work.join("a"), None, &["passes"], &["--no-report"]).unwrap();
-    let b = run_part(
-        &fake,
-        &work.join("b"),
-        None,
-        &["matmul/64"],
-        &["--no-report"],
-    )
-    .unwrap();
+    let (a, b) = two_runs(&fake);
     // A record the manifest lists is gone (a half-downloaded artifact).
     let gone = manifest(&b).benchmarks[0].record.clone().unwrap();
     std::fs::remove_file(b.join(&gone)).unwrap();

@@ -332,9 +332,7 @@ impl Session<'_> {
                         })
                 });
             let mut s = shared.lock().expect("a device's thread panicked");
-            let folded = ran.and_then(|(outcome, finished)| {
-                self.fold(run, bench, job, on, outcome, &finished, &mut s)
-            });
+            let folded = ran.and_then(|ran| self.fold(run, bench, job, on, ran, &mut s));
             if let Err(e) = folded {
                 s.failed.get_or_insert(e);
                 return;
@@ -345,15 +343,13 @@ impl Session<'_> {
     /// Adds what round `job.round` of `bench` (on device `on`, with `--devices`) left
     /// to its record, stores that and the manifest, decides whether the benchmark
     /// needs another round, and shows the process as finished.
-    #[allow(clippy::too_many_arguments)]
     fn fold(
         &self,
         run: &RunDir,
         bench: &Benchmark,
         job: Job,
         on: Option<&str>,
-        outcome: Outcome,
-        finished: &Finished,
+        (outcome, finished): (Outcome, Finished),
         s: &mut Shared,
     ) -> Result<()> {
         let i = job.bench;
