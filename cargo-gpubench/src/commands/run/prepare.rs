@@ -1,0 +1,299 @@
+//! What a run needs before it lists its benchmarks: the bench executables built
+//! from the workspace (with the libtorch handed to tch's build), given with
+//! `--exe`, or unpacked from `--archive`; and where its runs and baselines go.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result};
+
+use crate::archive::{self, unpack::Extracted};
+use crate::build::compile::{self, BenchExecutable};
+use crate::build::discover;
+use crate::build::libtorch::{self, Libtorch};
+use crate::cli::{RunArgs, TargetArgs};
+use crate::error::UsageError;
+use crate::format::plural;
+use crate::store::manifest::ManifestArchive;
+use crate::store::runs::RunStore;
+
+/// The default output directory with `--exe`, relative to the current directory.
+const EXE_MODE_OUT_DIR: &str = "target/gpubench";
+
+/// What running needs, from a workspace build or from `--exe`.
+pub(super) struct Prepared {
+    pub(super) executables: Vec<BenchExecutable>,
+    pub(super) native_paths: Vec<PathBuf>,
+    /// Where runs are stored.
+    pub(super) out_dir: PathBuf,
+    /// Cargo's target directory (build-script library paths under it are put on the
+    /// loader path, as `cargo bench` does).
+    pub(super) target_dir: PathBuf,
+    /// The workspace root (the current directory with `--exe`), under which
+    /// `gpubench/baselines/` lives and a `.venv` with torch may be.
+    pub(super) workspace_root: PathBuf,
+    /// Taken before building, so a second run fails before it spends a build.
+    pub(super) store: Option<RunStore>,
+    /// The libtorch found before building and handed to the build, if any.
+    pub(super) libtorch: Option<Libtorch>,
+    /// With `--archive`: the extracted archive, removed when the run ends.
+    pub(super) archive: Option<FromArchive>,
+}
+
+/// An archive extracted for a run.
+pub(super) struct FromArchive {
+    /// The archive file, absolute.
+    pub(super) file: PathBuf,
+    pub(super) extracted: Extracted,
+    /// Holds the directory it is extracted into; removing it on drop.
+    _dir: tempfile::TempDir,
+}
+
+impl FromArchive {
+    pub(super) fn describe(&self) -> ManifestArchive {
+        let m = &self.extracted.manifest;
+        ManifestArchive {
+            path: self.file.display().to_string(),
+            created_at: m.created_at.clone(),
+            git_commit: m.git_commit.clone(),
+            libtorch_version: m.libtorch_version.clone(),
+        }
+    }
+}
+
+/// The bench targets of the workspace that `targets` selects, found with the cargo
+/// that runs this (`CARGO`).
+pub(in crate::commands) fn discover_targets(targets: &TargetArgs) -> Result<discover::Workspace> {
+    discover::discover(
+        &cargo(),
+        targets.manifest_path.as_deref(),
+        &targets.packages,
+        &targets.benches,
+    )
+    .context("failed to discover bench targets")
+}
+
+/// Builds `workspace`'s bench targets, handing tch's build the libtorch the
+/// benchmarks will load; returns the build and the libtorch handed over, or `None`
+/// when interrupted.
+pub(in crate::commands) fn build_targets(
+    manifest_path: Option<&Path>,
+    workspace: &discover::Workspace,
+    stop: &AtomicBool,
+) -> Result<Option<(compile::BuildOutput, Option<Libtorch>)>> {
+    let mut cmd = compile::build_command(&cargo(), manifest_path, &workspace.targets);
+    let libtorch = hand_libtorch_to_the_build(&mut cmd, &workspace.root)?;
+    let built = compile::build(cmd, &workspace.targets);
+    if stop.load(Ordering::SeqCst) {
+        return Ok(None);
+    }
+    Ok(Some((
+        built.context("failed to build bench targets")?,
+        libtorch,
+    )))
+}
+
+/// The cargo that runs this subcommand (`CARGO`), else `cargo`.
+fn cargo() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// Discovers and builds; `None` when interrupted.
+pub(super) fn prepare_workspace(args: &RunArgs, stop: &AtomicBool) -> Result<Option<Prepared>> {
+    let workspace = discover_targets(&args.targets)?;
+    let out_dir = match &args.out_dir {
+        Some(dir) => std::env::current_dir()
+            .context("failed to read the current directory")?
+            .join(dir),
+        None => workspace.target_dir.join("gpubench"),
+    };
+    let store = if args.list {
+        None
+    } else {
+        Some(RunStore::open(&out_dir)?)
+    };
+    let Some((built, libtorch)) =
+        build_targets(args.targets.manifest_path.as_deref(), &workspace, stop)?
+    else {
+        return Ok(None);
+    };
+    Ok(Some(Prepared {
+        executables: built.executables,
+        native_paths: built.native_paths,
+        out_dir,
+        target_dir: workspace.target_dir,
+        workspace_root: workspace.root,
+        store,
+        libtorch,
+        archive: None,
+    }))
+}
+
+/// Takes `--exe` executables as they are.
+pub(super) fn prepare_executables(args: &RunArgs) -> Result<Prepared> {
+    let mut executables = Vec::new();
+    for path in &args.exes {
+        if !path.is_file() {
+            return Err(UsageError(format!(
+                "bench executable {} does not exist",
+                path.display()
+            ))
+            .into());
+        }
+        let exe = BenchExecutable::from_path(
+            std::path::absolute(path)
+                .with_context(|| format!("failed to resolve the path {}", path.display()))?,
+        );
+        if !args.targets.benches.is_empty() && !args.targets.benches.contains(&exe.target) {
+            continue;
+        }
+        executables.push(exe);
+    }
+    if executables.is_empty() {
+        return Err(UsageError(format!(
+            "no --exe executable is one of the bench targets {}",
+            args.targets.benches.join(", ")
+        ))
+        .into());
+    }
+    executables.sort();
+    let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    Ok(Prepared {
+        executables,
+        native_paths: Vec::new(),
+        out_dir: cwd.join(
+            args.out_dir
+                .as_deref()
+                .unwrap_or(Path::new(EXE_MODE_OUT_DIR)),
+        ),
+        target_dir: cwd.join("target"),
+        workspace_root: cwd,
+        store: None,
+        libtorch: None,
+        archive: None,
+    })
+}
+
+/// Extracts `--archive FILE` into a temporary directory and takes its executables,
+/// once the libtorch here is the version they were built against.
+pub(super) fn prepare_archive(file: &Path, args: &RunArgs) -> Result<Prepared> {
+    if !file.is_file() {
+        return Err(UsageError(format!(
+            "archive {} does not exist: make one with `cargo gpubench archive -o FILE`",
+            file.display()
+        ))
+        .into());
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("gpubench-archive-")
+        .tempdir()
+        .context(
+            "failed to make a temporary directory to extract the archive into (TMPDIR picks where)",
+        )?;
+    let extracted = archive::unpack::extract(file, dir.path())?;
+    let m = &extracted.manifest;
+    let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let libtorch = libtorch::locate(&libtorch::Search::from_env(vec![cwd.clone()], vec![]))
+        .context("failed to find the libtorch to run the archive's benchmarks with")?;
+    let here = crate::commands::doctor::libtorch_version(&libtorch.lib_dir);
+    let note = archive::check_libtorch(
+        file,
+        m.libtorch_version.as_deref(),
+        &libtorch,
+        here.as_deref(),
+    )?;
+    if let Some(note) = note {
+        eprintln!("gpubench: note: {note}");
+    }
+    let mut executables: Vec<BenchExecutable> = m
+        .executables
+        .iter()
+        .filter(|e| args.targets.benches.is_empty() || args.targets.benches.contains(&e.target))
+        .map(|e| BenchExecutable {
+            package: Some(e.package.clone()),
+            target: e.target.clone(),
+            path: extracted.path_of(&e.file),
+        })
+        .collect();
+    if executables.is_empty() {
+        let targets: Vec<&str> = m.executables.iter().map(|e| e.target.as_str()).collect();
+        return Err(UsageError(format!(
+            "archive {} has no bench target {} (it has: {})",
+            file.display(),
+            args.targets.benches.join(", "),
+            targets.join(", ")
+        ))
+        .into());
+    }
+    executables.sort();
+    eprintln!(
+        "gpubench: from archive {} (made {}{}): {} executable{}",
+        file.display(),
+        m.created_at,
+        m.git_commit
+            .as_deref()
+            .map(|c| format!(" of commit {}", &c[..c.len().min(12)]))
+            .unwrap_or_default(),
+        executables.len(),
+        plural(executables.len())
+    );
+    Ok(Prepared {
+        executables,
+        native_paths: vec![extracted.lib_dir()],
+        out_dir: cwd.join(
+            args.out_dir
+                .as_deref()
+                .unwrap_or(Path::new(EXE_MODE_OUT_DIR)),
+        ),
+        // The bundled libraries are under it, so they go on the loader path.
+        target_dir: dir.path().to_path_buf(),
+        workspace_root: cwd,
+        store: None,
+        libtorch: Some(libtorch),
+        archive: Some(FromArchive {
+            file: std::path::absolute(file)
+                .with_context(|| format!("failed to resolve the path {}", file.display()))?,
+            extracted,
+            _dir: dir,
+        }),
+    })
+}
+
+/// tch's build needs `LIBTORCH` (or the like) to find libtorch. When none of tch's
+/// own variables is set, the libtorch that benchmarks would load is looked up before
+/// building and handed to the build, so a workspace builds with no environment set;
+/// when there is none, the run stops here with the one command that sets it up.
+/// Returns what it handed over, which the benchmarks then load too.
+fn hand_libtorch_to_the_build(
+    cmd: &mut std::process::Command,
+    root: &std::path::Path,
+) -> Result<Option<Libtorch>> {
+    let own = [
+        "LIBTORCH",
+        "LIBTORCH_USE_PYTORCH",
+        "LIBTORCH_LIB",
+        "LIBTORCH_INCLUDE",
+    ];
+    if own
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
+    {
+        return Ok(None);
+    }
+    let found = libtorch::locate(&libtorch::Search::from_env(
+        vec![root.to_path_buf()],
+        vec![],
+    ))
+    .context("failed to find the libtorch to build tch against")?;
+    match found.root() {
+        Some(dir) => {
+            cmd.env("LIBTORCH", dir);
+        }
+        None => eprintln!(
+            "gpubench: note: {} (from {}) has no include/ beside it; tch's build must find libtorch by itself",
+            found.lib_dir.display(),
+            found.source
+        ),
+    }
+    Ok(Some(found))
+}
