@@ -84,7 +84,8 @@ impl Known<'_> {
                 ReferenceError::Ambiguous { .. }
                 | ReferenceError::NotFound { .. }
                 | ReferenceError::NoLatest { .. }
-                | ReferenceError::NotARun { .. } => Exit::Usage,
+                | ReferenceError::NotARun { .. }
+                | ReferenceError::NothingToCompare { .. } => Exit::Usage,
             },
             Known::Baseline(e) => baseline(e),
             Known::Record(e) => record(e),

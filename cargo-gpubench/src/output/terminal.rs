@@ -136,11 +136,29 @@ pub fn render_comparison(c: &RunComparison, entries: &[SummaryEntry], exit: Exit
             .collect();
         let _ = writeln!(out, "  new, not in the baseline: {}", names.join(", "));
     }
-    if !c.set.missing_in_current.is_empty() {
+    let missing = c.missing_with_allowance();
+    if !missing.is_empty() {
         let _ = writeln!(
             out,
-            "  in the baseline but not run: {}",
-            c.set.missing_in_current.join(", ")
+            "  missing evidence (a gate cannot pass on what was not measured; --allow-missing \
+             not-run|gone|not-compared|metric lets a kind pass):"
+        );
+        for (m, passes) in missing {
+            let _ = writeln!(
+                out,
+                "    {}: {}: {}{}",
+                name_of(&m.id),
+                m.what(),
+                m.reason,
+                if passes { " [allowed]" } else { "" }
+            );
+        }
+    }
+    if !c.not_selected.is_empty() {
+        let _ = writeln!(
+            out,
+            "  in the baseline, not selected here: {}",
+            listed(&c.not_selected, LISTED_NOT_SELECTED)
         );
     }
     let fail_on = c.settings.fail_on;
@@ -153,7 +171,8 @@ pub fn render_comparison(c: &RunComparison, entries: &[SummaryEntry], exit: Exit
             .collect();
         let _ = writeln!(
             out,
-            "regression found (--fail-on {fail_on} --gate-on {gate}): {}{}",
+            "{} (--fail-on {fail_on} --gate-on {gate}): {}{}",
+            c.trip_headline(),
             tripping.join(", "),
             if exit == Exit::RegressionFound {
                 " (exit code 4)".to_string()
@@ -168,6 +187,23 @@ pub fn render_comparison(c: &RunComparison, entries: &[SummaryEntry], exit: Exit
         let _ = writeln!(out, "no regression (--fail-on {fail_on} --gate-on {gate})");
     }
     out
+}
+
+/// Benchmarks named in the line of those not selected; the rest are counted.
+const LISTED_NOT_SELECTED: usize = 10;
+
+/// `a, b, c and 4 more`: the first `shown` of `ids`.
+fn listed(ids: &[String], shown: usize) -> String {
+    let mut text = ids
+        .iter()
+        .take(shown)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if ids.len() > shown {
+        text.push_str(&format!(" and {} more", ids.len() - shown));
+    }
+    text
 }
 
 /// The change column's cell: `+12.3% [+10.1%, +14.6%] regressed`, `new`, ...

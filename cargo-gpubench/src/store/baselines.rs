@@ -68,12 +68,7 @@ pub fn load_for_run(args: &BaselineArgs, store: &BaselineStore) -> Result<Option
         };
         format!("failed to load baseline `{name}` to compare with{saved}{hint}")
     })?;
-    for file in &loaded.ignored {
-        eprintln!(
-            "note: {} is not a baseline file (it has no `id` and `format_version`): ignored",
-            file.display()
-        );
-    }
+    note_ignored(&loaded.ignored);
     let entries = loaded.entries;
     let how = if default {
         "; it is the default when saved: --baseline NAME picks another, --no-baseline skips"
@@ -96,6 +91,17 @@ pub fn load_for_run(args: &BaselineArgs, store: &BaselineStore) -> Result<Option
         },
         entries,
     }))
+}
+
+/// Names on stderr the JSON files of a baseline directory that are not baseline
+/// files, so nothing beside the baselines is left out without a word.
+pub fn note_ignored(files: &[PathBuf]) {
+    for file in files {
+        eprintln!(
+            "gpubench: note: {} is not a baseline file (it has no `id` and `format_version`): ignored",
+            file.display()
+        );
+    }
 }
 
 /// What `--save-baseline` wrote.

@@ -169,6 +169,11 @@ pub struct RunManifest {
     /// `hash:2/4`; absent when it ran them all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
+    /// Which listed benchmarks the run left out, so a comparison tells a benchmark
+    /// nobody asked for from one that went missing; absent in runs from before it
+    /// was kept (their comparisons count every baseline benchmark they lack).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<Selection>,
     /// The time limit of one benchmark process, seconds.
     pub timeout_s: f64,
     /// The libtorch library directory benchmarks loaded.
@@ -185,6 +190,25 @@ pub struct RunManifest {
     /// empty for a run that measured its benchmarks itself.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<MergedPart>,
+}
+
+/// What a run's bench targets listed and the run left out: a baseline benchmark the
+/// run lacks is *not selected* when it is here, *not run* when it was selected and
+/// has no record, and *gone* otherwise (when the run listed every bench target).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Selection {
+    /// Whether the run listed every gpubench bench target there was: no `-p`,
+    /// `--bench` or `--exe` chose among them, so a benchmark no target listed is gone
+    /// from the suite.
+    pub all_targets: bool,
+    /// Benchmarks the bench targets listed that the filters left out (FILTER,
+    /// `--exact`, `--skip`, ignored ones), sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filtered_out: Vec<String>,
+    /// Benchmarks selected but left to the other parts of `--partition`, sorted; in a
+    /// merged run, those no input measured (their part is missing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_parts: Vec<String>,
 }
 
 /// One run a merged run was folded from, as its own manifest described it.
@@ -344,6 +368,7 @@ mod tests {
             flush_l2: false,
             processes: gpubench_analysis::ProcessPolicy::standard(),
             partition: None,
+            selection: None,
             timeout_s: 300.0,
             libtorch_lib: "/venv/torch/lib".into(),
             executables: vec![ManifestExecutable {

@@ -5,7 +5,9 @@
 //! 1. `baseline:NAME` is the saved baseline NAME; `run:ID` is the stored run ID
 //!    (`run:latest` and `run:PATH` work too). Either prefix also takes a path.
 //! 2. Anything with a path separator (`./x`, `/abs/x`, `runs/x`) is a path: a run
-//!    directory when it holds `manifest.json`, else a directory of baseline files.
+//!    directory when it holds `manifest.json`, an output directory (its latest run)
+//!    when it holds `latest`, else a directory of baseline files — which must hold
+//!    one, or it is refused as holding nothing to compare.
 //! 3. `latest` is the run `<out-dir>/latest` points at.
 //! 4. A bare NAME is the saved baseline NAME, or the stored run whose id is NAME or
 //!    starts with NAME.
@@ -66,6 +68,12 @@ pub enum ReferenceError {
         what: String,
         /// What is wrong.
         why: String,
+    },
+    /// A side holds nothing to compare: no manifest, no latest run, no baseline file.
+    #[error("{path} holds nothing to compare: it is no run directory (no {MANIFEST_FILE}), no output directory (no {LATEST}) and no baseline (no benchmark's .json file); pass a run directory (<out-dir>/runs/<run-id>), an output directory (--out-dir of a run, for its latest run) or a baseline directory (gpubench/baselines/<name>)")]
+    NothingToCompare {
+        /// The directory.
+        path: String,
     },
     /// A baseline name or file is unusable.
     #[error(transparent)]
@@ -142,6 +150,10 @@ pub fn resolve(reference: &str, places: &Places) -> Result<Resolved, ReferenceEr
         let path = places.cwd.join(reference);
         if path.join(MANIFEST_FILE).is_file() {
             return Ok(Resolved::Run { dir: path });
+        }
+        // An output directory (a run's --out-dir, a CI artifact of one): its latest run.
+        if let Some(dir) = resolve_latest(&path).filter(|d| d.join(MANIFEST_FILE).is_file()) {
+            return Ok(Resolved::Run { dir });
         }
         if path.is_dir() {
             return baseline_dir(reference, places);
@@ -327,6 +339,8 @@ pub struct Side {
     pub entries: Vec<SummaryEntry>,
     /// Its benchmarks' records, in order; a baseline's are rebuilt from its samples.
     pub records: Vec<RawRecord>,
+    /// A run's manifest, when it is one.
+    pub manifest: Option<RunManifest>,
     /// A baseline's own files, when it is one.
     baseline_entries: Option<Vec<BaselineEntry>>,
 }
@@ -337,7 +351,14 @@ impl Side {
     pub fn load(resolved: &Resolved) -> Result<Side, ReferenceError> {
         match resolved {
             Resolved::Baseline { store, name } => {
-                let entries = store.load(name)?;
+                let loaded = store.load_noting(name)?;
+                crate::store::baselines::note_ignored(&loaded.ignored);
+                let entries = loaded.entries;
+                if entries.is_empty() {
+                    return Err(ReferenceError::NothingToCompare {
+                        path: store.root.join(name).display().to_string(),
+                    });
+                }
                 let records: Vec<RawRecord> = entries.iter().map(record_of_entry).collect();
                 let summaries = records.iter().map(|r| SummaryEntry {
                     name: r.id.clone(),
@@ -358,6 +379,7 @@ impl Side {
                     },
                     entries: summaries.collect(),
                     records,
+                    manifest: None,
                     baseline_entries: Some(entries),
                 })
             }
@@ -394,6 +416,7 @@ impl Side {
                     },
                     entries,
                     records,
+                    manifest: Some(manifest),
                     baseline_entries: None,
                 })
             }

@@ -22,6 +22,7 @@ use crate::exit_code::Exit;
 use crate::format::plural;
 use crate::output::html::run_report::{self};
 use crate::store::baselines::{self};
+use crate::store::manifest::Selection;
 use crate::store::runs::RunStore;
 use gpubench_analysis::protocol::{GIT_COMMIT_VAR, RECORD_DIR_VAR, ROUND_VAR};
 
@@ -105,6 +106,18 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         return Err(select::explain_empty(&all, &filter).into());
     }
     select::check_unique_ids(&selected)?;
+    let mut selection = Selection {
+        all_targets: args.exes.is_empty()
+            && args.targets.packages.is_empty()
+            && args.targets.benches.is_empty(),
+        filtered_out: all
+            .iter()
+            .filter(|b| !filter.selects(b))
+            .map(|b| b.id.clone())
+            .collect(),
+        other_parts: Vec::new(),
+    };
+    selection.filtered_out.sort();
     let selected = match args.partition {
         None => selected,
         Some(p) => {
@@ -118,6 +131,12 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
                 eprintln!("gpubench: partition {p} holds no benchmark: nothing to run");
                 return Ok(Exit::Success);
             }
+            selection.other_parts = selected
+                .iter()
+                .filter(|b| !part.iter().any(|x| x.id == b.id))
+                .map(|b| b.id.clone())
+                .collect();
+            selection.other_parts.sort();
             part
         }
     };
@@ -200,6 +219,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         format: args.format,
         devices,
         partition: args.partition,
+        selection,
         baselines: Baselines {
             store: &baseline_store,
             compare: baseline.as_ref(),

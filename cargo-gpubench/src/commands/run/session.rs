@@ -17,7 +17,7 @@ use crate::build::compile::BenchExecutable;
 use crate::build::libtorch::Libtorch;
 use crate::cli::Format;
 use crate::commands::present;
-use crate::compare::{RunComparison, VerdictSettings};
+use crate::compare::{Absences, RunComparison, VerdictSettings};
 use crate::execute::devices::Device;
 use crate::execute::process::ChildEnv;
 use crate::execute::process::Finished;
@@ -60,6 +60,8 @@ pub(super) struct Session<'a> {
     pub(super) devices: Vec<Device>,
     /// `--partition`, when the run measures part of the selection.
     pub(super) partition: Option<crate::execute::partition::Partition>,
+    /// What the listed benchmarks the run left out are, for its manifest.
+    pub(super) selection: crate::store::manifest::Selection,
     /// `--summary-file`, absolute.
     pub(super) summary_file: Option<PathBuf>,
     /// Where the HTML report goes; `None` with `--no-report`.
@@ -112,6 +114,7 @@ impl Session<'_> {
             flush_l2: self.opts.flush_l2,
             processes: self.opts.processes,
             partition: self.partition.map(|p| p.to_string()),
+            selection: Some(self.selection.clone()),
             timeout_s: self.opts.timeout.as_secs_f64(),
             libtorch_lib: libtorch.lib_dir.display().to_string(),
             executables: executables
@@ -240,7 +243,7 @@ impl Session<'_> {
             clock.elapsed().as_secs_f64(),
             entries,
         );
-        if let Some(comparison) = self.compare(&run, &records)? {
+        if let Some(comparison) = self.compare(&run, &records, &manifest)? {
             summary = summary.with_comparison(comparison);
         }
         if let Some(dir) = &self.report_dir {
@@ -265,12 +268,19 @@ impl Session<'_> {
         &self,
         run: &RunDir,
         records: &[RawRecord],
+        manifest: &RunManifest,
     ) -> Result<Option<RunComparison>> {
         let Some(baseline) = self.baselines.compare else {
             return Ok(None);
         };
-        RunComparison::judge_stored_run(&run.path, records, baseline, self.baselines.settings)
-            .map(Some)
+        RunComparison::judge_stored_run(
+            &run.path,
+            records,
+            baseline,
+            self.baselines.settings,
+            &Absences::of_run(manifest),
+        )
+        .map(Some)
     }
 
     /// `--save-baseline`: saves what passed, unless the run was interrupted.
