@@ -135,6 +135,7 @@ fn baseline(e: &BaselineError) -> Exit {
     match e {
         BaselineError::Io { .. } => Exit::Setup,
         BaselineError::InvalidName { .. }
+        | BaselineError::Blocked(_)
         | BaselineError::NotFound { .. }
         | BaselineError::Parse { .. }
         | BaselineError::TooNew { .. }
