@@ -478,6 +478,33 @@ fn a_file_where_the_baseline_goes_is_refused_before_anything_runs_and_left_alone
 }
 
 #[test]
+fn compare_reads_a_baseline_left_by_a_save_killed_between_its_renames() {
+    let b = Bench::new();
+    b.run(&["--save-baseline", "main", "mm", "conv"])
+        .expect_code(0);
+    let root = b.work().join("gpubench/baselines");
+    // What the two-rename swap leaves when killed between its renames.
+    std::fs::rename(root.join("main"), root.join(".main.old-383")).unwrap();
+    // A run finds it...
+    let ran = b.run(&["mm", "conv"]).expect_code(0);
+    assert!(
+        ran.stderr
+            .contains("comparing with baseline `main` (2 benchmarks"),
+        "{}",
+        ran.stderr
+    );
+    // ...and so do compare, by name, by kind and by path.
+    for reference in ["main", "baseline:main", "./gpubench/baselines/main"] {
+        let ran = b.compare(&[reference, "latest"]).expect_code(0);
+        assert!(
+            line(&ran.stdout, "fake/mm/64 ").ends_with("no change"),
+            "{reference}: {}",
+            ran.stdout
+        );
+    }
+}
+
+#[test]
 fn json_and_the_summary_file_carry_the_comparison_and_the_exit_verdict() {
     let b = Bench::new();
     b.run(&["--save-baseline", "main", "mm", "conv"])

@@ -10,12 +10,16 @@
 //! 4. A bare NAME is the saved baseline NAME, or the stored run whose id is NAME or
 //!    starts with NAME.
 //!
+//! A baseline is found where a run finds it: its directory, or the `.NAME.old-PID`
+//! copy a save killed between its two renames leaves ([`readable`]).
+//!
 //! A bare name (or `latest`) that is both a baseline and a run, or the prefix of
 //! several run ids, is ambiguous and refused, saying how to pick one; one that is
 //! neither is refused naming where it looked and what exists.
 
 use std::path::{Path, PathBuf};
 
+use gpubench_analysis::atomic_dir::readable;
 use gpubench_analysis::baseline::{validate_name, NotSaved};
 use gpubench_analysis::kernels::{KernelMeasurement, KernelMethod};
 use gpubench_analysis::{
@@ -143,7 +147,7 @@ pub fn resolve(reference: &str, places: &Places) -> Result<Resolved, ReferenceEr
         if path.join(MANIFEST_FILE).is_file() {
             return Ok(Resolved::Run { dir: path });
         }
-        if path.is_dir() {
+        if readable(&path).is_some() {
             return baseline_dir(reference, places);
         }
         return Err(ReferenceError::NotFound {
@@ -152,8 +156,8 @@ pub fn resolve(reference: &str, places: &Places) -> Result<Resolved, ReferenceEr
         });
     }
 
-    let baseline =
-        validate_name(reference).is_ok() && places.baselines.root.join(reference).is_dir();
+    let baseline = validate_name(reference).is_ok()
+        && readable(&places.baselines.root.join(reference)).is_some();
     let runs = if reference == LATEST {
         latest(places)
             .map(|r| match r {
@@ -224,7 +228,7 @@ fn run_dir(path: &str, places: &Places) -> Result<Resolved, ReferenceError> {
 
 fn baseline_dir(path: &str, places: &Places) -> Result<Resolved, ReferenceError> {
     let dir = places.cwd.join(path);
-    if !dir.is_dir() {
+    if readable(&dir).is_none() {
         return Err(ReferenceError::NotFound {
             reference: path.to_string(),
             looked: format!("{} does not exist", dir.display()),
