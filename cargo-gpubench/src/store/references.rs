@@ -6,7 +6,9 @@
 //!    (`run:latest` and `run:PATH` work too). Either prefix also takes a path.
 //! 2. Anything with a path separator (`./x`, `/abs/x`, `runs/x`) is a path: a run
 //!    directory when it holds `manifest.json`, else a directory of baseline files.
-//! 3. `latest` is the run `<out-dir>/latest` points at.
+//! 3. `latest` is the run `<out-dir>/latest` points at: the last one that finished.
+//!    A newer run that did not (killed, stopped by an error, still running) is named
+//!    in a warning.
 //! 4. A bare NAME is the saved baseline NAME, or the stored run whose id is NAME or
 //!    starts with NAME.
 //!
@@ -30,7 +32,7 @@ use thiserror::Error;
 
 use crate::output::json::SummaryEntry;
 use crate::store::manifest::{BenchStatus, ManifestError, RunManifest, MANIFEST_FILE};
-use crate::store::runs::{resolve_latest, LATEST, RUNS_DIR};
+use crate::store::runs::{newer_than_latest, resolve_latest, LATEST, RUNS_DIR};
 use crate::store::{Source, SourceKind};
 
 /// Run ids shown when listing what exists.
@@ -206,6 +208,9 @@ pub fn is_path(s: &str) -> bool {
 }
 
 fn latest(places: &Places) -> Result<Resolved, ReferenceError> {
+    if let Some(warning) = newer_than_latest(&places.out_dir) {
+        eprintln!("gpubench: warning: {warning}");
+    }
     match resolve_latest(&places.out_dir) {
         Some(dir) if dir.is_dir() => Ok(Resolved::Run { dir }),
         _ => Err(ReferenceError::NoLatest {

@@ -420,6 +420,7 @@ pub fn manifest(
             .unwrap_or_else(|| merged_at.to_string()),
         finished_at: Some(merged_at.to_string()),
         status: plan.status,
+        error: None,
         pid: None,
         host: crate::store::manifest::this_host(),
         command_line,

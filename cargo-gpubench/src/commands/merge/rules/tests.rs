@@ -32,6 +32,7 @@ fn part(run_id: &str, partition: Option<&str>, ids: &[&str], model: Option<&str>
             started_at: format!("2026-01-0{}T00:00:00.000Z", run_id.len() % 9 + 1),
             finished_at: Some("2026-01-09T00:00:00.000Z".into()),
             status: RunStatus::Completed,
+            error: None,
             pid: None,
             command_line: vec!["cargo-gpubench".into()],
             device: "cuda".into(),
