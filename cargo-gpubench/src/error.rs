@@ -98,6 +98,7 @@ impl Known<'_> {
             Known::Discover(e) => match e {
                 DiscoverError::Metadata(_) => Exit::Setup,
                 DiscoverError::UnknownPackage { .. }
+                | DiscoverError::NoManifest { .. }
                 | DiscoverError::NotAGpubenchPackage { .. }
                 | DiscoverError::UnknownBench { .. }
                 | DiscoverError::NoBenchTargets { .. } => Exit::Usage,

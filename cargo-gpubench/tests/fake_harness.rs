@@ -747,6 +747,41 @@ fn usage_mistakes_exit_2_and_help_documents_exit_codes() {
         ran.stderr
     );
     assert_eq!(fake.calls(), "--check-device cuda:7\n", "nothing ran");
+    // A --manifest-path that names no file is a usage error naming it, for every
+    // command that takes one (it was cargo metadata's failure: 5).
+    let missing = fake.dir.path().join("no/such/Cargo.toml");
+    for command in [
+        &["run"][..],
+        &["archive", "-o", "a.tar.gz"],
+        &["compare", "main", "latest"],
+    ] {
+        let ran = run(cargo_gpubench()
+            .current_dir(fake.dir.path())
+            .args(command)
+            .arg("--manifest-path")
+            .arg(&missing))
+        .expect_code(2);
+        assert!(
+            ran.stderr.contains(&format!(
+                "--manifest-path {} does not exist: pass the path of the workspace's Cargo.toml",
+                missing.display()
+            )),
+            "{command:?}: {}",
+            ran.stderr
+        );
+    }
+    let ran = run(cargo_gpubench()
+        .args(["run", "--manifest-path"])
+        .arg(fake.dir.path()))
+    .expect_code(2);
+    assert!(
+        ran.stderr.contains(&format!(
+            "--manifest-path {} is not a file",
+            fake.dir.path().display()
+        )),
+        "{}",
+        ran.stderr
+    );
     let ran = run(cargo_gpubench().args(["gpubench", "--help"])).expect_code(0);
     assert!(ran.stdout.contains("Exit codes:"), "{}", ran.stdout);
     assert!(
