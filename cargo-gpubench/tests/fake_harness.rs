@@ -425,6 +425,26 @@ fn list_prints_sorted_names_and_marks_ignored_ones() {
     assert_eq!(v[0]["name"], "fake/matmul/64");
     assert_eq!(v[0]["ignored"], false);
 
+    // A filter that matches nothing fails as a run of it does: 2, with its words.
+    let ran = run(fake.command().arg("no_such_bench")).expect_code(2);
+    let refused = "error: no benchmark to run: no benchmark matches the filter `no_such_bench` (8 listed; see --list)";
+    assert!(ran.stderr.contains(refused), "{}", ran.stderr);
+    for format in ["human", "json"] {
+        let ran = run(fake
+            .command()
+            .args(["--list", "--format", format, "no_such_bench"]))
+        .expect_code(2);
+        assert!(ran.stderr.contains(refused), "{format}: {}", ran.stderr);
+        assert_eq!(ran.stdout, "", "{format}");
+    }
+    let ran = run(fake.command().args(["--list", "--ignored", "passes"])).expect_code(2);
+    assert!(
+        ran.stderr
+            .contains("none of the matching benchmarks is marked ignored"),
+        "{}",
+        ran.stderr
+    );
+
     // Two targets with the same ids list both, with the warning a run would refuse
     // them with.
     let other = fake.dir.path().join("bin/other");

@@ -87,6 +87,11 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         },
     };
     if args.list {
+        // A filter that matches nothing fails as a run of it would (2), so a script
+        // that lists first learns the same as one that runs.
+        if !all.iter().any(|b| listed(b, &filter)) {
+            return Err(select::explain_empty(&all, &filter).into());
+        }
         print_list(&all, &filter, args.format);
         // A run of these would be refused: say so now, not at run time.
         let shown: Vec<Benchmark> = all
@@ -295,12 +300,14 @@ pub(super) fn child_env(
     }
 }
 
+/// Whether `--list` shows `b`: its name matches, and with `--ignored` it is marked
+/// ignored (without, ignored ones are shown marked).
+fn listed(b: &Benchmark, filter: &Filter) -> bool {
+    filter.matches_name(b) && (filter.ignored != Ignored::Only || b.ignored)
+}
+
 fn print_list(all: &[Benchmark], filter: &Filter, format: Format) {
-    let mut shown: Vec<Benchmark> = all
-        .iter()
-        .filter(|b| filter.matches_name(b) && (filter.ignored != Ignored::Only || b.ignored))
-        .cloned()
-        .collect();
+    let mut shown: Vec<Benchmark> = all.iter().filter(|b| listed(b, filter)).cloned().collect();
     select::sort(&mut shown);
     match format {
         Format::Human | Format::Markdown | Format::GithubActionBenchmark | Format::Bmf => {
