@@ -767,6 +767,61 @@ fn usage_mistakes_exit_2_and_help_documents_exit_codes() {
         ran.stderr
     );
     assert_eq!(fake.calls(), "--check-device cuda:7\n", "nothing ran");
+    // Measurement settings the harness would refuse fail once, here, before any
+    // process starts (they failed in every benchmark's process: exit 1).
+    for (args, said) in [
+        (
+            &["--min-samples", "50", "--max-samples", "10"][..],
+            "error: failed to check the measurement options: --max-samples (10) is below --min-samples (50): raise --max-samples or lower --min-samples",
+        ),
+        (
+            &["--max-samples", "8"],
+            "--max-samples (8) is below --min-samples (10, the default)",
+        ),
+        (
+            &["--warm-up-time", "0"],
+            "--warm-up-time (GPUBENCH_WARM_UP_TIME) must be a positive number of seconds, got 0",
+        ),
+        (
+            &["--min-samples", "1"],
+            "--min-samples (GPUBENCH_MIN_SAMPLES) must be at least 2",
+        ),
+    ] {
+        let ran = run(fake.command().args(args)).expect_code(2);
+        assert!(ran.stderr.contains(said), "{args:?}: {}", ran.stderr);
+        assert_eq!(fake.calls(), "--check-device cuda:7\n", "{args:?}: nothing ran");
+    }
+    let ran = run(fake.command().env("GPUBENCH_MIN_SAMPLES", "50").args([
+        "--quick",
+        "--max-samples",
+        "20",
+    ]))
+    .expect_code(2);
+    assert!(
+        ran.stderr
+            .contains("--max-samples (20) is below --min-samples (50)"),
+        "{}",
+        ran.stderr
+    );
+    // --quick's fewest is 5: 8 is above it.
+    run(fake.command().args([
+        "--quick",
+        "--processes",
+        "1",
+        "--max-samples",
+        "8",
+        "--exact",
+        "passes",
+    ]))
+    .expect_code(0);
+    assert!(
+        fake.calls()
+            .contains("passes args=[--bench --exact passes --quick")
+            && fake.calls().contains("--max-samples 8"),
+        "{}",
+        fake.calls()
+    );
+
     // A --manifest-path that names no file is a usage error naming it, for every
     // command that takes one (it was cargo metadata's failure: 5).
     let missing = fake.dir.path().join("no/such/Cargo.toml");

@@ -35,6 +35,17 @@ use session::{Baselines, Session};
 /// Runs benchmarks as `args` say; `command_line` is recorded in the run's manifest.
 pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
     let stop = interrupt_flag()?;
+    // Checked together before anything is built or started, by the harness's own
+    // rules: settings it would refuse fail here once, not in every process.
+    let defaults = if args.quick {
+        gpubench_analysis::MeasurementConfig::quick()
+    } else {
+        gpubench_analysis::MeasurementConfig::standard()
+    };
+    args.measure
+        .settings()
+        .apply(defaults.clone())
+        .context("failed to check the measurement options")?;
 
     let prepared = if let Some(file) = &args.archive {
         Some(prepare_archive(file, args)?)
@@ -177,11 +188,6 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         eprintln!("gpubench: note: {note}");
     }
     let processes = args.process_policy();
-    let defaults = if args.quick {
-        gpubench_analysis::MeasurementConfig::quick()
-    } else {
-        gpubench_analysis::MeasurementConfig::standard()
-    };
     let measurement_time = args
         .measure
         .measurement_time
