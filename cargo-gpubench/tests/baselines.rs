@@ -431,6 +431,83 @@ fn corrupt_newer_and_missing_baselines_stop_the_run_before_it_starts() {
 }
 
 #[test]
+fn a_file_where_the_baseline_goes_is_refused_before_anything_runs_and_left_alone() {
+    let b = Bench::new();
+    let root = b.work().join("gpubench/baselines");
+    std::fs::create_dir_all(&root).unwrap();
+    let names = || -> Vec<String> {
+        let mut n: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    };
+    // Before: "Not a directory", exit 5, the baseline saved anyway and the file
+    // moved to `.main.new-PID`.
+    let main = root.join("main");
+    std::fs::write(&main, "my notes").unwrap();
+    let ran = b.run(&["--save-baseline", "main", "mm"]).expect_code(2);
+    assert!(
+        ran.stderr.contains(&format!(
+            "error: failed to save baseline `main` (checked before any benchmark runs): {} is not a directory, so nothing can be saved into it: move it out of the way, or pick another name",
+            main.display()
+        )),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&main).unwrap(), "my notes");
+    assert_eq!(names(), ["main"]);
+    assert!(!b.out_dir().join("runs").exists(), "nothing ran");
+
+    // A file an older version moved aside blocks the save, named.
+    std::fs::rename(&main, root.join(".main.new-383")).unwrap();
+    let ran = b.run(&["--save-baseline", "main", "mm"]).expect_code(2);
+    assert!(
+        ran.stderr.contains(&format!(
+            "{} is in the way: it is not a directory",
+            root.join(".main.new-383").display()
+        )) && ran.stderr.contains("move it out of the way"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(names(), [".main.new-383"]);
+    assert!(!b.out_dir().join("runs").exists(), "nothing ran");
+
+    // Moved out of the way, the save goes through.
+    std::fs::remove_file(root.join(".main.new-383")).unwrap();
+    b.run(&["--save-baseline", "main", "mm"]).expect_code(0);
+    assert_eq!(names(), ["main"]);
+}
+
+#[test]
+fn compare_reads_a_baseline_left_by_a_save_killed_between_its_renames() {
+    let b = Bench::new();
+    b.run(&["--save-baseline", "main", "mm", "conv"])
+        .expect_code(0);
+    let root = b.work().join("gpubench/baselines");
+    // What the two-rename swap leaves when killed between its renames.
+    std::fs::rename(root.join("main"), root.join(".main.old-383")).unwrap();
+    // A run finds it...
+    let ran = b.run(&["mm", "conv"]).expect_code(0);
+    assert!(
+        ran.stderr
+            .contains("comparing with baseline `main` (2 benchmarks"),
+        "{}",
+        ran.stderr
+    );
+    // ...and so do compare, by name, by kind and by path.
+    for reference in ["main", "baseline:main", "./gpubench/baselines/main"] {
+        let ran = b.compare(&[reference, "latest"]).expect_code(0);
+        assert!(
+            line(&ran.stdout, "fake/mm/64 ").ends_with("no change"),
+            "{reference}: {}",
+            ran.stdout
+        );
+    }
+}
+
+#[test]
 fn json_and_the_summary_file_carry_the_comparison_and_the_exit_verdict() {
     let b = Bench::new();
     b.run(&["--save-baseline", "main", "mm", "conv"])

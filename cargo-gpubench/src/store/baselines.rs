@@ -162,6 +162,16 @@ impl SavedBaseline {
     }
 }
 
+/// Refuses `--save-baseline NAME` before anything is measured when saving it would
+/// fail: a bad name, or a file where its directory (or a save's staging directory)
+/// goes. [`save`] checks again.
+pub fn check_save(store: &BaselineStore, name: &str) -> Result<()> {
+    store.check_save(name).with_context(|| {
+        format!("failed to save baseline `{name}` (checked before any benchmark runs)")
+    })?;
+    Ok(())
+}
+
 /// Saves `records` as baseline `name`: one file per benchmark that passed, each
 /// written atomically; other files of the baseline are left alone.
 pub fn save(store: &BaselineStore, name: &str, records: &[RawRecord]) -> Result<SavedBaseline> {

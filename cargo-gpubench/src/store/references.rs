@@ -8,9 +8,14 @@
 //!    directory when it holds `manifest.json`, an output directory (its latest run)
 //!    when it holds `latest`, else a directory of baseline files — which must hold
 //!    one, or it is refused as holding nothing to compare.
-//! 3. `latest` is the run `<out-dir>/latest` points at.
+//! 3. `latest` is the run `<out-dir>/latest` points at: the last one that finished.
+//!    A newer run that did not (killed, stopped by an error, still running) is named
+//!    in a warning.
 //! 4. A bare NAME is the saved baseline NAME, or the stored run whose id is NAME or
 //!    starts with NAME.
+//!
+//! A baseline is found where a run finds it: its directory, or the `.NAME.old-PID`
+//! copy a save killed between its two renames leaves ([`readable`]).
 //!
 //! A bare name (or `latest`) that is both a baseline and a run, or the prefix of
 //! several run ids, is ambiguous and refused, saying how to pick one; one that is
@@ -18,6 +23,7 @@
 
 use std::path::{Path, PathBuf};
 
+use gpubench_analysis::atomic_dir::readable;
 use gpubench_analysis::baseline::{validate_name, NotSaved};
 use gpubench_analysis::kernels::{KernelMeasurement, KernelMethod};
 use gpubench_analysis::{
@@ -28,7 +34,7 @@ use thiserror::Error;
 
 use crate::output::json::SummaryEntry;
 use crate::store::manifest::{BenchStatus, ManifestError, RunManifest, MANIFEST_FILE};
-use crate::store::runs::{resolve_latest, LATEST, RUNS_DIR};
+use crate::store::runs::{newer_than_latest, resolve_latest, LATEST, RUNS_DIR};
 use crate::store::{Source, SourceKind};
 
 /// Run ids shown when listing what exists.
@@ -151,11 +157,15 @@ pub fn resolve(reference: &str, places: &Places) -> Result<Resolved, ReferenceEr
         if path.join(MANIFEST_FILE).is_file() {
             return Ok(Resolved::Run { dir: path });
         }
-        // An output directory (a run's --out-dir, a CI artifact of one): its latest run.
-        if let Some(dir) = resolve_latest(&path).filter(|d| d.join(MANIFEST_FILE).is_file()) {
-            return Ok(Resolved::Run { dir });
+        // An output directory (a run's --out-dir, a CI artifact of one): its latest
+        // run, as `latest` resolves it.
+        if std::fs::symlink_metadata(path.join(LATEST)).is_ok() {
+            return latest(&Places {
+                out_dir: path,
+                ..places.clone()
+            });
         }
-        if path.is_dir() {
+        if readable(&path).is_some() {
             return baseline_dir(reference, places);
         }
         return Err(ReferenceError::NotFound {
@@ -164,8 +174,8 @@ pub fn resolve(reference: &str, places: &Places) -> Result<Resolved, ReferenceEr
         });
     }
 
-    let baseline =
-        validate_name(reference).is_ok() && places.baselines.root.join(reference).is_dir();
+    let baseline = validate_name(reference).is_ok()
+        && readable(&places.baselines.root.join(reference)).is_some();
     let runs = if reference == LATEST {
         latest(places)
             .map(|r| match r {
@@ -214,6 +224,9 @@ pub fn is_path(s: &str) -> bool {
 }
 
 fn latest(places: &Places) -> Result<Resolved, ReferenceError> {
+    if let Some(warning) = newer_than_latest(&places.out_dir) {
+        eprintln!("gpubench: warning: {warning}");
+    }
     match resolve_latest(&places.out_dir) {
         Some(dir) if dir.is_dir() => Ok(Resolved::Run { dir }),
         _ => Err(ReferenceError::NoLatest {
@@ -236,7 +249,7 @@ fn run_dir(path: &str, places: &Places) -> Result<Resolved, ReferenceError> {
 
 fn baseline_dir(path: &str, places: &Places) -> Result<Resolved, ReferenceError> {
     let dir = places.cwd.join(path);
-    if !dir.is_dir() {
+    if readable(&dir).is_none() {
         return Err(ReferenceError::NotFound {
             reference: path.to_string(),
             looked: format!("{} does not exist", dir.display()),

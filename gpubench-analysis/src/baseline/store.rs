@@ -56,12 +56,25 @@ impl BaselineStore {
         Ok(self.root.join(name))
     }
 
+    /// Whether baseline `name` can be saved: a valid name, and no file where its
+    /// directory or the directories a save stages go ([`BaselineError::Blocked`]).
+    /// A run asks before it measures anything; [`BaselineStore::save`] asks again.
+    pub fn check_save(&self, name: &str) -> Result<PathBuf, BaselineError> {
+        let dir = self.dir(name)?;
+        match crate::atomic_dir::blocker(&dir) {
+            Some(blocker) => Err(blocker.into()),
+            None => Ok(dir),
+        }
+    }
+
     /// Saves one file per measured record into baseline `name`, creating it when
     /// needed, as one change ([`crate::atomic_dir`]): a reader, or a save killed at
     /// any point, sees the baseline entirely as it was or entirely as saved. Files of
-    /// other benchmarks are kept, and so are those of records that are skipped.
+    /// other benchmarks are kept, and so are those of records that are skipped. A
+    /// file in the way ([`BaselineStore::check_save`]) is refused before anything is
+    /// written.
     pub fn save(&self, name: &str, records: &[RawRecord]) -> Result<SaveReport, BaselineError> {
-        let dir = self.dir(name)?;
+        let dir = self.check_save(name)?;
         let mut entries = Vec::new();
         let mut skipped = Vec::new();
         let mut by_stem: HashMap<String, &str> = HashMap::new();
@@ -231,13 +244,17 @@ impl BaselineStore {
         let mut names = Vec::new();
         for item in std::fs::read_dir(&self.root).map_err(io_err)? {
             let item = item.map_err(io_err)?;
-            if let Some(name) = item.file_name().to_str() {
+            if let Some(file_name) = item.file_name().to_str() {
+                // A save killed between its two renames leaves the baseline under
+                // `.NAME.old-PID`, where loading it still finds it.
+                let name = crate::atomic_dir::interrupted_swap_of(file_name).unwrap_or(file_name);
                 if validate_name(name).is_ok() && item.path().is_dir() {
                     names.push(name.to_string());
                 }
             }
         }
         names.sort();
+        names.dedup();
         Ok(names)
     }
 }

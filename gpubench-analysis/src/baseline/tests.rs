@@ -266,6 +266,50 @@ fn missing_baseline_and_empty_store() {
 }
 
 #[test]
+fn a_file_in_the_way_of_a_save_is_refused_naming_it_before_writing() {
+    let (_tmp, store) = store();
+    std::fs::create_dir_all(&store.root).unwrap();
+    let main = store.root.join("main");
+    std::fs::write(&main, "a file of mine").unwrap();
+    for err in [
+        store.check_save("main").unwrap_err(),
+        store.save("main", &records(&["a"], 1.0, 9)).unwrap_err(),
+    ] {
+        assert!(matches!(err, BaselineError::Blocked(_)), "{err:?}");
+        assert!(
+            err.to_string()
+                .starts_with(&format!("{} is not a directory", main.display())),
+            "{err}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&main).unwrap(), "a file of mine");
+    assert_eq!(std::fs::read_dir(&store.root).unwrap().count(), 1);
+
+    std::fs::remove_file(&main).unwrap();
+    let leftover = store.root.join(".main.new-383");
+    std::fs::write(&leftover, "a file of mine").unwrap();
+    let err = store.save("main", &records(&["a"], 1.0, 9)).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{} is in the way", leftover.display())),
+        "{err}"
+    );
+    assert!(!main.exists());
+    // Another name is not in its way.
+    store.save("pr-1", &records(&["a"], 1.0, 9)).unwrap();
+}
+
+#[test]
+fn a_baseline_left_by_an_interrupted_swap_is_listed_and_loads() {
+    let (_tmp, store) = store();
+    store.save("main", &records(&["a"], 1.0, 10)).unwrap();
+    // A save killed between its two renames.
+    std::fs::rename(store.root.join("main"), store.root.join(".main.old-77")).unwrap();
+    assert_eq!(store.list().unwrap(), ["main"]);
+    assert_eq!(store.load("main").unwrap().len(), 1);
+}
+
+#[test]
 fn duplicate_ids_in_one_save_are_refused_before_writing() {
     let (_tmp, store) = store();
     let recs = records(&["a", "a"], 1.0, 7);

@@ -68,8 +68,11 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
     }
 
     // Loaded before anything is written, as a run loads it: a missing or corrupt
-    // baseline leaves nothing behind.
+    // baseline, or one that cannot be saved, leaves nothing behind.
     let baseline = baselines::load_for_run(&args.baselines, &places.baselines)?;
+    if let Some(name) = &args.baselines.save_baseline {
+        baselines::check_save(&places.baselines, name)?;
+    }
 
     // Taken once the inputs are known to merge, so a mistake leaves nothing behind.
     let store = RunStore::open(&places.out_dir)?;
@@ -174,6 +177,9 @@ fn resolve_input(arg: &str, places: &Places) -> Result<PathBuf> {
             return Ok(dir);
         }
         if let Some(latest) = resolve_latest(&dir).filter(|r| r.join(MANIFEST_FILE).is_file()) {
+            if let Some(warning) = crate::store::runs::newer_than_latest(&dir) {
+                eprintln!("gpubench: warning: {warning}");
+            }
             return Ok(latest);
         }
         return Err(UsageError(format!(

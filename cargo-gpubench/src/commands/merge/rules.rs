@@ -205,15 +205,14 @@ pub fn plan(parts: &[Part]) -> Result<Plan, MergeError> {
     };
     let mut gaps = Vec::new();
     for (p, state) in parts.iter().zip(&states) {
-        let how = match state {
-            RunStatus::Interrupted => "was interrupted",
-            RunStatus::Incomplete => "is incomplete (its cargo gpubench died before the end)",
-            RunStatus::Completed | RunStatus::Running => continue,
-        };
+        if matches!(state, RunStatus::Completed | RunStatus::Running) {
+            continue;
+        }
+        let how = p.manifest.why_unfinished().unwrap_or_default();
         let m = &p.manifest;
         let missing = m.benchmarks.len() - m.finished();
         gaps.push(format!(
-            "{} {how}: {missing} of its {} benchmark{} did not run; the merged run is \
+            "{} {how}; {missing} of its {} benchmark{} did not run, and the merged run is \
              marked {}",
             p.describe(),
             m.benchmarks.len(),
@@ -425,6 +424,7 @@ pub fn manifest(
             .unwrap_or_else(|| merged_at.to_string()),
         finished_at: Some(merged_at.to_string()),
         status: plan.status,
+        error: None,
         pid: None,
         host: crate::store::manifest::this_host(),
         command_line,

@@ -98,6 +98,7 @@ impl Session<'_> {
             started_at: rfc3339_millis(started),
             finished_at: None,
             status: RunStatus::Running,
+            error: None,
             pid: Some(std::process::id()),
             host: crate::store::manifest::this_host(),
             command_line: command_line
@@ -149,7 +150,11 @@ impl Session<'_> {
                 .collect(),
             merged_from: Vec::new(),
         };
-        run.write_manifest(&manifest)?;
+        // From here on, an error that stops the run is written into its manifest on
+        // the way out (`stopped_by`).
+        if let Err(e) = run.write_manifest(&manifest) {
+            return Err(stopped_by(&run, manifest, e.into()));
+        }
 
         let tracked: Vec<Tracked> = manifest
             .benchmarks
@@ -200,10 +205,12 @@ impl Session<'_> {
             ..
         } = shared.into_inner().expect("a device's thread panicked");
         if let Some(e) = failed {
-            return Err(e);
+            return Err(stopped_by(&run, manifest, e));
         }
         progress.finish();
-        run.remove_incoming()?;
+        if let Err(e) = run.remove_incoming() {
+            return Err(stopped_by(&run, manifest, e.into()));
+        }
         let summaries: Vec<Option<BenchmarkSummary>> = tracked
             .iter()
             .map(|t| t.record.as_ref().map(BenchmarkSummary::from_record))
@@ -218,7 +225,15 @@ impl Session<'_> {
         };
         manifest.finished_at = Some(rfc3339_millis(chrono::Utc::now()));
         manifest.pid = None;
-        run.write_manifest(&manifest)?;
+        if let Err(e) = run.write_manifest(&manifest) {
+            return Err(stopped_by(&run, manifest, e.into()));
+        }
+        // `latest` moves only now, with the run's final status written: it names the
+        // last run that finished (completed, or interrupted with whole records), never
+        // one still being written or cut short, so `compare main latest` in CI judges
+        // the last whole run rather than whatever a killed run left, and `report
+        // latest` keeps showing it. A newer run that never finished is named in a
+        // warning wherever `latest` is resolved (`store::runs::newer_than_latest`).
         self.store.point_latest(&run)?;
 
         let entries = manifest
@@ -435,6 +450,25 @@ impl Session<'_> {
         run.write_manifest(&s.manifest)?;
         Ok(())
     }
+}
+
+/// Ends a run that an error stopped before its end: its manifest says so, with the
+/// error's message, when it can still be written (its scratch directory goes too), so
+/// the run reads later as stopped by that error, not as killed. Returns the error.
+fn stopped_by(run: &RunDir, mut manifest: RunManifest, err: anyhow::Error) -> anyhow::Error {
+    let _ = run.remove_incoming();
+    manifest.status = RunStatus::Incomplete;
+    manifest.error = Some(crate::error::message(&err));
+    manifest.finished_at = Some(rfc3339_millis(chrono::Utc::now()));
+    manifest.pid = None;
+    if let Err(also) = run.write_manifest(&manifest) {
+        eprintln!(
+            "gpubench: warning: the manifest of run `{}` could not record the error either \
+             ({also}): the run will read as killed",
+            run.id
+        );
+    }
+    err
 }
 
 /// What the devices' threads of a run share.

@@ -32,6 +32,7 @@ fn part(run_id: &str, partition: Option<&str>, ids: &[&str], model: Option<&str>
             started_at: format!("2026-01-0{}T00:00:00.000Z", run_id.len() % 9 + 1),
             finished_at: Some("2026-01-09T00:00:00.000Z".into()),
             status: RunStatus::Completed,
+            error: None,
             pid: None,
             command_line: vec!["cargo-gpubench".into()],
             device: "cuda".into(),
@@ -184,8 +185,8 @@ fn a_part_not_complete_makes_the_merged_run_say_so_naming_it() {
     assert_eq!(
         planned.gaps,
         [
-            "run `b` (part count:2/2) was interrupted: 1 of its 2 benchmarks did not run; \
-          the merged run is marked interrupted"
+            "run `b` (part count:2/2) was interrupted (Ctrl-C or SIGTERM); 1 of its 2 \
+          benchmarks did not run, and the merged run is marked interrupted"
         ]
     );
     let m = manifest(&parts, &planned, "m", "2026-02-01T00:00:00.000Z", vec![]);
