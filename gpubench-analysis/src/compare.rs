@@ -39,6 +39,21 @@
 //! or improved in under 1% of comparisons, and a 5% slowdown of a device-bound
 //! benchmark is called regressed in over 95%.
 
+//! # Paired (ab)
+//!
+//! When base and head ran in the same processes, samples alternated in balanced
+//! order (`cargo gpubench ab`), each process gives one paired figure: the log of
+//! head over base, the median over its pairs of adjacent samples. Whatever the
+//! process adds (the host's dispatch mode, clocks at start) is shared by both sides
+//! and cancels in it, so [`compare_paired`] judges those per-process log ratios
+//! alone, by a one-sample Student's t (the paired t-test): the change is the
+//! geometric mean ratio `exp(mean) − 1` with its interval `exp(mean ± t·s/√n) − 1`,
+//! the threshold the larger of the noise threshold and [`SPREAD_MULTIPLE`] × `s`
+//! (a change smaller than one process's ratio differs from the next is not one the
+//! next run would show), and the verdict by the table above. The host-bound
+//! threshold does not apply: the host's mode is the same on both sides. With one
+//! process the verdict is ambiguous, since one process says nothing of the next.
+
 use std::fmt;
 
 use rand::SeedableRng;
@@ -463,6 +478,88 @@ fn decide(interval: (f64, f64), p_value: f64, threshold: f64, significance: f64)
     } else {
         Verdict::Ambiguous
     }
+}
+
+/// Judges the per-process log ratios `ln(head / base)` of base and head measured
+/// in the same processes (module docs, "Paired"). `base` and `head` are the two
+/// sides' typical times (ns) for the estimates shown beside the change.
+pub fn compare_paired(
+    log_ratios: &[f64],
+    base: f64,
+    head: f64,
+    config: &CompareConfig,
+) -> Result<Comparison, CompareError> {
+    config.validate()?;
+    if log_ratios.is_empty() {
+        return Err(CompareError::NoSamples {
+            side: Side::Current,
+        });
+    }
+    if let Some(&value) = log_ratios.iter().find(|x| !x.is_finite()) {
+        return Err(CompareError::InvalidSample {
+            side: Side::Current,
+            value,
+        });
+    }
+    let n = log_ratios.len();
+    let d = log_ratios.iter().sum::<f64>() / n as f64;
+    let spread = (n >= 2).then(|| sample_sd(log_ratios));
+    let log_threshold = config
+        .noise_threshold
+        .ln_1p()
+        .max(config.spread_multiple * spread.unwrap_or(0.0));
+    let (change, p_value, verdict, note) = match spread {
+        Some(s) => {
+            let se = s / (n as f64).sqrt();
+            let df = (n - 1) as f64;
+            let t = t_quantile(1.0 - (1.0 - config.confidence) / 2.0, df);
+            let p_value = if se > 0.0 {
+                (1.0 - t_cdf((d / se).abs(), df)).clamp(0.0, 1.0)
+            } else if d == 0.0 {
+                1.0
+            } else {
+                0.0
+            };
+            let interval = (d - t * se, d + t * se);
+            let change = Estimate {
+                point: d.exp_m1(),
+                lower: interval.0.exp_m1(),
+                upper: interval.1.exp_m1(),
+                confidence: config.confidence,
+            };
+            let verdict = decide(interval, p_value, log_threshold, config.significance);
+            (change, p_value, verdict, None)
+        }
+        None => (
+            Estimate {
+                point: d.exp_m1(),
+                lower: d.exp_m1(),
+                upper: d.exp_m1(),
+                confidence: config.confidence,
+            },
+            1.0,
+            Verdict::Ambiguous,
+            Some(
+                "paired in 1 process: a verdict needs 2 or more, since one process says \
+                 nothing of how the next one differs (run more with --processes)"
+                    .to_string(),
+            ),
+        ),
+    };
+    Ok(Comparison {
+        change,
+        p_value,
+        verdict,
+        baseline_estimate: base,
+        current_estimate: head,
+        baseline_processes: n,
+        current_processes: n,
+        spread,
+        noise_threshold: config.noise_threshold,
+        threshold: log_threshold.exp_m1(),
+        significance: config.significance,
+        note,
+    })
 }
 
 #[cfg(test)]

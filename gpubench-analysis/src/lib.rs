@@ -12,6 +12,7 @@ pub mod failure;
 pub mod kernels;
 pub mod measurement;
 pub mod nvml;
+pub mod paired;
 pub mod processes;
 pub mod protocol;
 pub mod record;

@@ -300,6 +300,9 @@ pub enum StopReason {
     SampleBound,
     /// Smoke mode: one call only.
     Smoke,
+    /// The driver of a paired process took the samples, alternating this side with
+    /// the other, and stopped when their ratio was sure enough (or at its bounds).
+    Paired,
 }
 
 /// Which timer a figure comes from.

@@ -87,6 +87,10 @@ pub struct Round {
     /// Why there is no telemetry, when there is none (`no NVIDIA driver/NVML`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry_unavailable: Option<String>,
+    /// How this process paired the benchmark with the other revision's, when it was
+    /// one side of a paired process (`cargo gpubench ab`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairing: Option<crate::paired::Pairing>,
 }
 
 impl Round {
@@ -100,6 +104,7 @@ impl Round {
             eager_compiled: None,
             telemetry: None,
             telemetry_unavailable: None,
+            pairing: None,
         }
     }
 
@@ -364,6 +369,7 @@ impl From<RawRecordV1> for RawRecord {
             eager_compiled: v1.comparison,
             telemetry: None,
             telemetry_unavailable: None,
+            pairing: None,
         };
         RawRecord::new(&v1.id, &v1.name, v1.arg, v1.fingerprint, v1.config, round)
     }

@@ -185,6 +185,7 @@ impl GpuLikeSamples {
                     eager_compiled: None,
                     telemetry: None,
                     telemetry_unavailable: None,
+                    pairing: None,
                 }
             })
             .collect();

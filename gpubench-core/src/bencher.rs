@@ -21,6 +21,10 @@ pub struct Bencher {
     telemetry: Option<Telemetry>,
     pub(crate) measurement: Option<Measurement>,
     pub(crate) eager_compiled: Option<gpubench_analysis::eager_compiled::EagerCompiled>,
+    /// In a paired process, where `b.iter…` hands the routine to the driver.
+    pub(crate) paired: Option<crate::paired::Hook>,
+    /// Why a routine handed to the driver of a paired process has no measurement.
+    pub(crate) not_measured: Option<String>,
 }
 
 impl Bencher {
@@ -34,6 +38,8 @@ impl Bencher {
             telemetry: None,
             measurement: None,
             eager_compiled: None,
+            paired: None,
+            not_measured: None,
         }
     }
 
@@ -172,7 +178,16 @@ impl Bencher {
         );
         let engine = Engine::new(self.backend.as_ref(), &self.config)
             .with_telemetry(self.telemetry.as_ref());
-        self.measurement = Some(engine.measure(workload, &self.options));
+        match self.paired.take() {
+            // Smoke runs make one call: nothing to alternate.
+            Some(hook) if self.is_measuring() => {
+                match crate::paired::measure(&engine, workload, &self.options, hook) {
+                    Ok(m) => self.measurement = Some(m),
+                    Err(why) => self.not_measured = Some(why),
+                }
+            }
+            _ => self.measurement = Some(engine.measure(workload, &self.options)),
+        }
     }
 }
 

@@ -132,7 +132,15 @@ pub fn run(args: HarnessArgs) -> i32 {
             }
             continue;
         }
-        let record = run_case(case, &backend, &config, &fingerprint, &telemetry, round);
+        let record = run_case(
+            case,
+            &backend,
+            &config,
+            &fingerprint,
+            &telemetry,
+            round,
+            None,
+        );
         if let Some(dir) = &args.record_dir {
             if let Err(e) = write_record(dir, &record) {
                 eprintln!("error: failed to write the record of {}: {e}", case.id);
@@ -315,6 +323,34 @@ fn install_panic_hook() {
     }));
 }
 
+/// Runs one benchmark as a side of a paired process (`cargo gpubench ab`): its
+/// `b.iter…` hands the routine to the driver through `hook`. `Err` when there is no
+/// record to give (an unknown id, an unusable device).
+pub(crate) fn run_paired(
+    request: &gpubench_analysis::paired::PairedRequest,
+    hook: crate::paired::Hook,
+) -> Result<RawRecord, String> {
+    let cases = registry::cases().map_err(|e| e.to_string())?;
+    let case = cases
+        .iter()
+        .find(|c| c.id == request.id)
+        .ok_or_else(|| format!("this revision has no benchmark `{}`", request.id))?;
+    let backend: Rc<dyn DeviceBackend> = Rc::new(select_device(request.device.as_deref())?);
+    install_panic_hook();
+    let mut fingerprint = fingerprint::collect(backend.as_ref());
+    let telemetry = Telemetry::for_device(backend.as_ref());
+    fingerprint.gpu = telemetry.as_ref().ok().map(|t| t.state.clone());
+    Ok(run_case(
+        case,
+        &backend,
+        &request.config,
+        &fingerprint,
+        &telemetry,
+        request.round.max(1),
+        Some(hook),
+    ))
+}
+
 fn run_case(
     case: &Case,
     backend: &Rc<dyn DeviceBackend>,
@@ -322,6 +358,7 @@ fn run_case(
     fingerprint: &Fingerprint,
     telemetry: &Result<Telemetry, String>,
     round: u32,
+    paired: Option<crate::paired::Hook>,
 ) -> RawRecord {
     backend.reset_memory();
     let log = telemetry.as_ref().map(Telemetry::start);
@@ -333,10 +370,15 @@ fn run_case(
     // A later round of `cargo gpubench` leaves out what the first one recorded.
     bencher.diagnostics(round == 1);
     bencher.telemetry(telemetry.as_ref().ok().cloned());
+    bencher.paired = paired;
     LAST_PANIC.with(|p| p.borrow_mut().take());
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| (case.run)(&mut bencher)));
     let failure = match outcome {
         Ok(()) if bencher.measurement.is_some() => None,
+        Ok(()) if bencher.not_measured.is_some() => Some(Failure::new(
+            FailureKind::Setup,
+            bencher.not_measured.take().unwrap_or_default(),
+        )),
         Ok(()) => Some(Failure::new(
             FailureKind::Setup,
             format!(
@@ -367,6 +409,7 @@ fn run_case(
         eager_compiled: bencher.eager_compiled.take(),
         telemetry: None,
         telemetry_unavailable: None,
+        pairing: None,
     };
     match (telemetry, log) {
         (Ok(t), Ok(log)) => t.finish(log, &mut round),

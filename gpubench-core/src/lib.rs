@@ -33,6 +33,7 @@ pub mod engine;
 pub mod fingerprint;
 pub mod harness;
 pub mod output;
+mod paired;
 mod quiet_panic;
 pub mod registry;
 pub mod shapes;
@@ -61,6 +62,11 @@ pub mod __private {
     pub use crate::registry::{arg_label, BenchDef, CaseFn};
     pub use crate::Bencher;
     pub use inventory;
+
+    /// What [`crate::export_paired`] expands to calls.
+    pub mod paired {
+        pub use crate::paired::{free, list, open, ReadyFn, ABI_VERSION};
+    }
 }
 
 #[cfg(test)]

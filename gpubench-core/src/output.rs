@@ -78,6 +78,7 @@ pub fn summary(record: &RawRecord) -> String {
         StopReason::TimeBound => "stopped at the time bound",
         StopReason::SampleBound => "stopped at the sample bound",
         StopReason::Smoke => "smoke",
+        StopReason::Paired => "alternated with the other revision",
     };
     out.push_str(&format!(
         "    {} samples × {iters} iterations, {stop}; empty sync costs {}\n",

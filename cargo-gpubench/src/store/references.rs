@@ -531,6 +531,7 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                 eager_compiled: None,
                 telemetry: None,
                 telemetry_unavailable: None,
+                pairing: None,
             }
         })
         .collect();

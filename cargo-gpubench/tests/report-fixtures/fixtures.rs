@@ -220,6 +220,7 @@ fn one_process(spec: &Spec, seed: u64, shift: f64) -> RawRecord {
             eager_compiled: None,
             telemetry: None,
             telemetry_unavailable: None,
+            pairing: None,
         }],
     }
 }

@@ -153,6 +153,7 @@ pub fn passed_record(id: &str) -> RawRecord {
             eager_compiled: None,
             telemetry: None,
             telemetry_unavailable: None,
+            pairing: None,
         }],
     }
 }

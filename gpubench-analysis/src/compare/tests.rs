@@ -379,3 +379,35 @@ proptest! {
         prop_assert!(((1.0 + ab.change.point) * (1.0 + ba.change.point) - 1.0).abs() < 1e-9);
     }
 }
+
+#[test]
+fn paired_ratios_judge_what_the_processes_share_away() {
+    let config = CompareConfig::default();
+    let ln = |x: f64| x.ln();
+    // Base and head alike; each process's ratio within ±1% of 1 (measured on the
+    // H200: sd 0.7–1.1% across processes whose own speed differed by 57–62%).
+    let same: Vec<f64> = [1.004, 0.993, 1.008, 0.997, 1.002].map(ln).to_vec();
+    let c = compare_paired(&same, 10_000.0, 10_010.0, &config).unwrap();
+    assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
+    assert_eq!((c.baseline_processes, c.current_processes), (5, 5));
+    // A 6% host-side cost, read in every process.
+    let slower: Vec<f64> = [1.068, 1.055, 1.071, 1.061, 1.064].map(ln).to_vec();
+    let c = compare_paired(&slower, 10_000.0, 10_640.0, &config).unwrap();
+    assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+    assert!(c.change.lower > 0.05 && c.change.upper < 0.08, "{c:?}");
+    // The mirror image is improved.
+    let faster: Vec<f64> = slower.iter().map(|x| -x).collect();
+    let c = compare_paired(&faster, 10_640.0, 10_000.0, &config).unwrap();
+    assert_eq!(c.verdict, Verdict::Improved);
+    // Ratios that disagree widely across processes are ambiguous, not a change.
+    let torn: Vec<f64> = [1.12, 0.99, 1.10, 1.00].map(ln).to_vec();
+    let c = compare_paired(&torn, 1.0, 1.0, &config).unwrap();
+    assert_eq!(c.verdict, Verdict::Ambiguous, "{c:?}");
+    // One process: ambiguous, saying why.
+    let c = compare_paired(&[ln(1.2)], 1.0, 1.2, &config).unwrap();
+    assert_eq!(c.verdict, Verdict::Ambiguous);
+    assert!(c.note.as_deref().unwrap().contains("paired in 1 process"));
+    // Nothing, or a ratio that is no number, is an error.
+    assert!(compare_paired(&[], 1.0, 1.0, &config).is_err());
+    assert!(compare_paired(&[f64::NAN, 0.0], 1.0, 1.0, &config).is_err());
+}

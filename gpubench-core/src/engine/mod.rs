@@ -108,6 +108,13 @@ pub struct Engine<'a> {
     telemetry: Option<&'a Telemetry>,
 }
 
+/// What the first step of a measurement found ([`Engine::begin`]).
+pub(crate) struct Begun {
+    sync_cost_ns: f64,
+    cold: Vec<ColdCall>,
+    device_timer: bool,
+}
+
 /// What one synced, timed region measured, ns.
 #[derive(Default)]
 struct Bracketed {
@@ -137,22 +144,11 @@ impl<'a> Engine<'a> {
 
     /// Runs the whole measurement of `workload`.
     pub fn measure(&self, workload: &mut dyn Workload, options: &EngineOptions) -> Measurement {
-        let device_timer = self.timer.borrow().is_some();
-        let sync_cost_ns = self.sync_cost_ns();
-        let mut cold = Vec::new();
-        let labels = workload.cold_labels();
-        let cold_count = if self.config.mode == RunMode::Smoke {
-            1
-        } else {
-            labels.len()
-        };
-        for (which, label) in labels.into_iter().take(cold_count).enumerate() {
-            cold.push(self.cold_call(workload, which, label));
-        }
+        let begun = self.begin(workload);
         if self.config.mode == RunMode::Smoke {
             return Measurement {
-                sync_cost_ns,
-                cold,
+                sync_cost_ns: begun.sync_cost_ns,
+                cold: begun.cold,
                 warmup: vec![],
                 samples: vec![],
                 naive: vec![],
@@ -160,15 +156,65 @@ impl<'a> Engine<'a> {
                 memory: self.device.memory(),
                 stop_reason: StopReason::Smoke,
                 flags: vec![],
-                device_timer,
+                device_timer: begun.device_timer,
                 kernel: None,
                 kernel_unavailable: None,
             };
         }
-
         let (warmup, estimate_ns) = self.warm_up(workload);
         let iters = self.iters_per_sample(estimate_ns);
         let (samples, stop_reason) = self.sample(workload, iters);
+        self.finish(workload, options, begun, warmup, samples, stop_reason)
+    }
+
+    /// The first step of a measurement: the cost of an empty sync and the cold calls
+    /// (the first call ever, then one per new input shape; only the first in a smoke
+    /// run).
+    pub(crate) fn begin(&self, workload: &mut dyn Workload) -> Begun {
+        let device_timer = self.timer.borrow().is_some();
+        let sync_cost_ns = self.sync_cost_ns();
+        let labels = workload.cold_labels();
+        let cold_count = if self.config.mode == RunMode::Smoke {
+            1
+        } else {
+            labels.len()
+        };
+        let cold = labels
+            .into_iter()
+            .take(cold_count)
+            .enumerate()
+            .map(|(which, label)| self.cold_call(workload, which, label))
+            .collect();
+        Begun {
+            sync_cost_ns,
+            cold,
+            device_timer,
+        }
+    }
+
+    /// One steady-state sample of `iters` calls with the GPU's clock read after it:
+    /// what [`Engine::measure`] takes in its loop, for a driver that takes samples
+    /// itself (a paired process alternating two sides).
+    pub(crate) fn steady_sample(&self, workload: &mut dyn Workload, iters: u64) -> Sample {
+        let mut sample = self.timed_sample(workload, iters);
+        // Right after the closing sync, outside the timed region: tens of µs.
+        sample.clock = self
+            .telemetry
+            .and_then(|t| t.sample_clock(self.config.throttle_threshold));
+        sample
+    }
+
+    /// The last step: the diagnostics (naive loops, the hidden-sync probe), the flags,
+    /// memory and kernel time, around `samples` taken however they were.
+    pub(crate) fn finish(
+        &self,
+        workload: &mut dyn Workload,
+        options: &EngineOptions,
+        begun: Begun,
+        warmup: Vec<WarmupPoint>,
+        samples: Vec<Sample>,
+        stop_reason: StopReason,
+    ) -> Measurement {
         let per_iter = median(
             &samples
                 .iter()
@@ -187,7 +233,7 @@ impl<'a> Engine<'a> {
         if syncs_inside {
             flags.push(Flag::SyncsInsideRoutine);
         }
-        if stop_reason != StopReason::Converged {
+        if !matches!(stop_reason, StopReason::Converged | StopReason::Paired) {
             flags.push(Flag::Unstable);
         }
         if samples.iter().any(Sample::throttled) {
@@ -205,8 +251,8 @@ impl<'a> Engine<'a> {
                 Err(why) => (None, Some(why)),
             };
         Measurement {
-            sync_cost_ns,
-            cold,
+            sync_cost_ns: begun.sync_cost_ns,
+            cold: begun.cold,
             warmup,
             samples,
             naive,
@@ -214,7 +260,7 @@ impl<'a> Engine<'a> {
             memory,
             stop_reason,
             flags,
-            device_timer,
+            device_timer: begun.device_timer,
             kernel,
             kernel_unavailable,
         }
@@ -311,7 +357,7 @@ impl<'a> Engine<'a> {
 
     /// Doubles the batch until one batch lasts a sample's target and the
     /// per-iteration estimate is stable (three batches within 5%), or the time bound.
-    fn warm_up(&self, workload: &mut dyn Workload) -> (Vec<WarmupPoint>, f64) {
+    pub(crate) fn warm_up(&self, workload: &mut dyn Workload) -> (Vec<WarmupPoint>, f64) {
         let bound = Duration::from_secs_f64(self.config.warmup_time_s);
         let target_ns = self.config.sample_target_s * 1e9;
         let start = Instant::now();
@@ -343,7 +389,7 @@ impl<'a> Engine<'a> {
         (trace, median(tail))
     }
 
-    fn iters_per_sample(&self, estimate_ns: f64) -> u64 {
+    pub(crate) fn iters_per_sample(&self, estimate_ns: f64) -> u64 {
         if self.config.flush_l2 {
             // The cache is flushed before each timed call, so a sample holds one.
             return 1;
@@ -361,11 +407,7 @@ impl<'a> Engine<'a> {
         let start = Instant::now();
         let mut samples: Vec<Sample> = Vec::new();
         loop {
-            let mut sample = self.timed_sample(workload, iters);
-            // Right after the closing sync, outside the timed region: tens of µs.
-            sample.clock = self
-                .telemetry
-                .and_then(|t| t.sample_clock(self.config.throttle_threshold));
+            let sample = self.steady_sample(workload, iters);
             let new_kept = !sample.throttled();
             samples.push(sample);
             // Throttled samples are left out of the figures, so they neither count

@@ -80,6 +80,7 @@ fn one_process_record() -> RawRecord {
             eager_compiled: None,
             telemetry: None,
             telemetry_unavailable: None,
+            pairing: None,
         }],
     }
 }

@@ -224,6 +224,7 @@ pub(crate) fn fill_facts(
             StopReason::TimeBound => "time bound hit",
             StopReason::SampleBound => "sample bound hit",
             StopReason::Smoke => "smoke run (one call)",
+            StopReason::Paired => "its ratio to the other revision was sure enough",
         },
         format!(
             "target ±{:.1}% within a process",

@@ -1,0 +1,268 @@
+//! The driver of a paired process: base and head of one benchmark opened in one
+//! process (each waiting inside its `b.iter…`), both warmed, their samples
+//! alternated in balanced blocks, and each side's record given the pairing.
+//!
+//! The order is balanced twice over: within a process every block is `x y y x`, so
+//! each side goes first in half the pairs (an identical matmul sampled right after
+//! another kernel read 0.4–1.3% slower on the H200); and the first side `x` (which
+//! also warms and sets up first) is the base in odd rounds and the head in even
+//! ones. Each block gives one ratio, `ln(head / base)` of the two sides' mean
+//! per-call time in it (device time when both sides have it, else synced wall time):
+//! in `x y y x` each side has one sample right after the other side's and one right
+//! after its own, so an order effect weighs on both alike and cancels, where a ratio
+//! of two adjacent samples would carry it. The process's figure is the median over
+//! its blocks.
+//!
+//! Stopping follows a run's rule on the blocks' ratios instead of one side's
+//! samples: at least `min_samples` blocks, then stop once the median ratio's 95%
+//! interval is within `target_rel_ci`, or at the measurement time or `max_samples`
+//! blocks.
+
+use std::time::{Duration, Instant};
+
+use gpubench_analysis::paired::{AbiSample, AbiSide, Pairing, Role};
+use gpubench_analysis::stats::{median, median_estimate_with, BootstrapConfig};
+use gpubench_analysis::{MeasurementConfig, RawRecord, StopReason, TimeKind};
+
+/// Resamples of the stopping check, as the engine uses for a process's samples.
+const STOP_CHECK_RESAMPLES: usize = 500;
+
+/// A side the driver can warm and sample.
+pub trait PairSide {
+    /// Cold calls and warm-up; the per-call estimate (ns), or `None` when it failed.
+    fn warm_up(&mut self) -> Option<f64>;
+    /// One synced sample of `iters` calls, or `None` when it failed.
+    fn sample(&mut self, iters: u64) -> Option<AbiSample>;
+}
+
+/// A library's side, valid while its `ready` call lasts.
+pub struct LibrarySide<'a>(pub &'a AbiSide);
+
+impl PairSide for LibrarySide<'_> {
+    fn warm_up(&mut self) -> Option<f64> {
+        // SAFETY: the side's own function and context, during its `ready` call.
+        let estimate = unsafe { (self.0.warm_up)(self.0.ctx) };
+        (estimate >= 0.0).then_some(estimate)
+    }
+
+    fn sample(&mut self, iters: u64) -> Option<AbiSample> {
+        let mut out = AbiSample::default();
+        // SAFETY: as above; `out` is ours and writable.
+        let rc = unsafe { (self.0.sample)(self.0.ctx, iters, &mut out) };
+        (rc == 0).then_some(out)
+    }
+}
+
+/// What alternating two sides gave.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Alternation {
+    /// `ln(head / base)` per call of each block, in the order taken.
+    pub log_ratios: Vec<f64>,
+    /// Why sampling stopped.
+    pub stopped: StopReason,
+    /// The timer the ratios rest on.
+    pub kind: TimeKind,
+}
+
+impl Alternation {
+    /// The process's figure: the median of its blocks' log ratios.
+    pub fn log_ratio(&self) -> f64 {
+        median(&self.log_ratios)
+    }
+}
+
+/// Calls per sample for a side whose call takes `estimate_ns`: a sample lasts the
+/// sample target, as in a run (one call with `--flush-l2`, which flushes before it).
+pub fn iters_for(estimate_ns: f64, config: &MeasurementConfig) -> u64 {
+    if config.flush_l2 {
+        return 1;
+    }
+    ((config.sample_target_s * 1e9 / estimate_ns.max(1.0)).round() as u64).max(1)
+}
+
+/// Warms `base` and `head` (the second side first) and alternates their samples in
+/// blocks of `first, second, second, first` until the rule of the module docs stops
+/// it. `Err` names the side that failed (its record says how).
+pub fn alternate(
+    base: &mut dyn PairSide,
+    head: &mut dyn PairSide,
+    base_first: bool,
+    config: &MeasurementConfig,
+) -> Result<Alternation, Role> {
+    let (first_role, second_role) = if base_first {
+        (Role::Base, Role::Head)
+    } else {
+        (Role::Head, Role::Base)
+    };
+    // The second side warms up first, so the first block's first sample follows a
+    // sample of its own side, as in every later block.
+    let mut base_estimate = 0.0;
+    let mut head_estimate = 0.0;
+    for role in [second_role, first_role] {
+        match role {
+            Role::Base => base_estimate = base.warm_up().ok_or(role)?,
+            Role::Head => head_estimate = head.warm_up().ok_or(role)?,
+        }
+    }
+    let base_iters = iters_for(base_estimate, config);
+    let head_iters = iters_for(head_estimate, config);
+    let bound = Duration::from_secs_f64(config.measurement_time_s);
+    let min = config.min_samples.max(2) as usize;
+    let max = (config.max_samples as usize).max(min);
+    let start = Instant::now();
+    let mut log_ratios = Vec::new();
+    let mut kind = TimeKind::Device;
+    loop {
+        let order = [first_role, second_role, second_role, first_role];
+        let mut block: Vec<(Role, AbiSample, u64)> = Vec::with_capacity(4);
+        for role in order {
+            let (s, iters): (&mut dyn PairSide, u64) = match role {
+                Role::Base => (&mut *base, base_iters),
+                Role::Head => (&mut *head, head_iters),
+            };
+            block.push((role, s.sample(iters).ok_or(role)?, iters));
+        }
+        // The block's ratio: the head's mean per-call time over the base's. Each side
+        // has one sample right after the other side's and one after its own, so an
+        // order effect weighs on both alike and cancels.
+        let both_device = block.iter().all(|(_, s, _)| s.device_ns.is_finite());
+        if !both_device {
+            kind = TimeKind::Wall;
+        }
+        let mean_per_call = |role: Role| -> f64 {
+            let per_call: Vec<f64> = block
+                .iter()
+                .filter(|(r, _, _)| *r == role)
+                .map(|(_, s, iters)| {
+                    let ns = if both_device { s.device_ns } else { s.wall_ns };
+                    ns / *iters as f64
+                })
+                .collect();
+            per_call.iter().sum::<f64>() / per_call.len() as f64
+        };
+        log_ratios
+            .push((mean_per_call(Role::Head).max(1e-3) / mean_per_call(Role::Base).max(1e-3)).ln());
+        let n = log_ratios.len();
+        if n >= min {
+            let ratios: Vec<f64> = log_ratios.iter().map(|r| r.exp()).collect();
+            let estimate = median_estimate_with(
+                &ratios,
+                BootstrapConfig {
+                    resamples: STOP_CHECK_RESAMPLES,
+                    ..BootstrapConfig::default()
+                },
+            );
+            if estimate.rel_half_width() <= config.target_rel_ci {
+                return Ok(Alternation {
+                    log_ratios,
+                    stopped: StopReason::Converged,
+                    kind,
+                });
+            }
+            if start.elapsed() >= bound {
+                return Ok(Alternation {
+                    log_ratios,
+                    stopped: StopReason::TimeBound,
+                    kind,
+                });
+            }
+        }
+        if n >= max {
+            return Ok(Alternation {
+                log_ratios,
+                stopped: StopReason::SampleBound,
+                kind,
+            });
+        }
+    }
+}
+
+/// Measures one side alone, when the other never handed over its routine (it
+/// measured itself, as an eager-versus-compiled benchmark does, or failed first): a
+/// run's loop, on its own samples. `false` when it failed.
+pub fn alone(side: &mut dyn PairSide, config: &MeasurementConfig) -> bool {
+    let Some(estimate) = side.warm_up() else {
+        return false;
+    };
+    let iters = iters_for(estimate, config);
+    let bound = Duration::from_secs_f64(config.measurement_time_s);
+    let min = config.min_samples.max(2) as usize;
+    let max = (config.max_samples as usize).max(min);
+    let start = Instant::now();
+    let mut per_call = Vec::new();
+    loop {
+        let Some(s) = side.sample(iters) else {
+            return false;
+        };
+        let ns = if s.device_ns.is_finite() {
+            s.device_ns
+        } else {
+            s.wall_ns
+        };
+        per_call.push(ns / iters as f64);
+        let n = per_call.len();
+        if n >= max || (n >= min && start.elapsed() >= bound) {
+            return true;
+        }
+        if n >= min
+            && median_estimate_with(
+                &per_call,
+                BootstrapConfig {
+                    resamples: STOP_CHECK_RESAMPLES,
+                    ..BootstrapConfig::default()
+                },
+            )
+            .rel_half_width()
+                <= config.target_rel_ci
+        {
+            return true;
+        }
+    }
+}
+
+/// The pairing each side's round keeps: from the alternation when there was one,
+/// else from the two records' own figures in this process (`blocks` 0). `None` when
+/// a side has no measurement.
+pub fn pairing(
+    base: &RawRecord,
+    head: &RawRecord,
+    base_first: bool,
+    alternation: Option<&Alternation>,
+) -> Option<(Pairing, Pairing)> {
+    if !(base.passed() && head.passed()) {
+        return None;
+    }
+    let typical = |r: &RawRecord, kind: TimeKind| -> Option<f64> {
+        let groups = r.groups(kind);
+        let all: Vec<f64> = groups.into_iter().flatten().collect();
+        (!all.is_empty()).then(|| median(&all)).filter(|m| *m > 0.0)
+    };
+    let (log_ratio, blocks) = match alternation {
+        Some(a) if !a.log_ratios.is_empty() => (a.log_ratio(), a.log_ratios.len() as u32),
+        _ => {
+            let kind = match (base.primary_kind(), head.primary_kind()) {
+                (TimeKind::Device, TimeKind::Device) => TimeKind::Device,
+                _ => TimeKind::Wall,
+            };
+            ((typical(head, kind)? / typical(base, kind)?).ln(), 0)
+        }
+    };
+    let kernel_log_ratio = match (
+        typical(base, TimeKind::Kernel),
+        typical(head, TimeKind::Kernel),
+    ) {
+        (Some(b), Some(h)) => Some((h / b).ln()),
+        _ => None,
+    };
+    let of = |role| Pairing {
+        role,
+        base_first,
+        blocks,
+        log_ratio,
+        kernel_log_ratio,
+    };
+    Some((of(Role::Base), of(Role::Head)))
+}
+
+#[cfg(test)]
+mod tests;

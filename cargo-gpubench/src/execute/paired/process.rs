@@ -1,0 +1,206 @@
+//! One paired process, start to end (the hidden `cargo-gpubench __paired`): both
+//! revisions' libraries loaded, the benchmark opened in each (one inside the other's
+//! `ready`), alternated, and the two records written with their pairing.
+//!
+//! What it writes, under `--record-dir`:
+//!
+//! ```text
+//! base/<stem>.json   the base side's record (one round, its pairing)
+//! head/<stem>.json   the head side's record
+//! ```
+//!
+//! It exits 0 when both sides passed, [`EXIT_BENCHMARK_FAILED`] when a side failed
+//! (its record says how), [`EXIT_USAGE`] on bad arguments, and [`EXIT_UNPAIRABLE`]
+//! when a library cannot be paired (no record is written: the caller falls back to
+//! separate processes).
+
+use std::path::{Path, PathBuf};
+
+use gpubench_analysis::paired::{PairedRequest, Role};
+use gpubench_analysis::protocol::{EXIT_BENCHMARK_FAILED, EXIT_USAGE};
+use gpubench_analysis::{
+    file_stem_for_id, Failure, FailureKind, Fingerprint, MeasurementConfig, RawRecord, Round,
+};
+
+use super::driver::{self, Alternation, LibrarySide};
+use super::library::{Opened, PairedLibrary};
+
+/// The exit code of a paired process whose libraries cannot be paired.
+pub const EXIT_UNPAIRABLE: i32 = 75;
+
+/// What one paired process measures.
+#[derive(Debug, Clone)]
+pub struct ProcessPlan {
+    /// The base revision's library.
+    pub base: PathBuf,
+    /// The head revision's library.
+    pub head: PathBuf,
+    /// The benchmark id.
+    pub id: String,
+    /// Which process of the benchmark this is (1 for the first).
+    pub round: u32,
+    /// `--device`.
+    pub device: Option<String>,
+    /// How to measure, for both sides alike.
+    pub config: MeasurementConfig,
+    /// Where the two records go.
+    pub record_dir: PathBuf,
+}
+
+/// Lists the benchmarks of `library` as JSON on stdout (`__paired --list`); its
+/// exit code.
+pub fn list(library: &Path) -> i32 {
+    match PairedLibrary::load(library).and_then(|l| l.list()) {
+        Ok(listed) => {
+            println!(
+                "{}",
+                serde_json::to_string(&listed).expect("plain data serialises")
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            EXIT_UNPAIRABLE
+        }
+    }
+}
+
+/// Runs `plan`; its exit code (module docs).
+pub fn run(plan: &ProcessPlan) -> i32 {
+    let load = |p: &Path| PairedLibrary::load(p);
+    let (base, head) = match (load(&plan.base), load(&plan.head)) {
+        (Ok(b), Ok(h)) => (b, h),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {e}");
+            return EXIT_UNPAIRABLE;
+        }
+    };
+    let base_first = plan.round % 2 == 1;
+    let request = |role| PairedRequest {
+        id: plan.id.clone(),
+        role,
+        device: plan.device.clone(),
+        config: plan.config.clone(),
+        round: plan.round,
+    };
+    let (first_role, second_role) = if base_first {
+        (Role::Base, Role::Head)
+    } else {
+        (Role::Head, Role::Base)
+    };
+    let library = |role| match role {
+        Role::Base => &base,
+        Role::Head => &head,
+    };
+
+    let mut alternation: Option<Result<Alternation, Role>> = None;
+    let mut second: Option<Result<Opened, String>> = None;
+    let first = library(first_role).open(&request(first_role), &mut |first_side| {
+        let opened = library(second_role).open(&request(second_role), &mut |second_side| {
+            let mut a = LibrarySide(first_side);
+            let mut b = LibrarySide(second_side);
+            let (base_side, head_side) = if base_first {
+                (&mut a, &mut b)
+            } else {
+                (&mut b, &mut a)
+            };
+            alternation = Some(driver::alternate(
+                base_side,
+                head_side,
+                base_first,
+                &plan.config,
+            ));
+        });
+        if alternation.is_none() {
+            // The second side never handed over its routine: the first is measured
+            // alone, in this same process.
+            driver::alone(&mut LibrarySide(first_side), &plan.config);
+        }
+        second = Some(opened.map_err(|e| e.to_string()));
+    });
+    let first = first.map_err(|e| e.to_string());
+    if second.is_none() {
+        // The first side never handed over its routine (it measured itself, or
+        // failed first): the second is measured on its own too, in this process.
+        second = Some(
+            library(second_role)
+                .open(&request(second_role), &mut |side| {
+                    driver::alone(&mut LibrarySide(side), &plan.config);
+                })
+                .map_err(|e| e.to_string()),
+        );
+    }
+    let second = second.expect("the second side was opened");
+    let (base_opened, head_opened) = if base_first {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    let alternation = alternation.and_then(Result::ok);
+    let mut base_record = record_of(base_opened, &plan.id, plan.round, &plan.config);
+    let mut head_record = record_of(head_opened, &plan.id, plan.round, &plan.config);
+    if let Some((b, h)) =
+        driver::pairing(&base_record, &head_record, base_first, alternation.as_ref())
+    {
+        if let Some(round) = base_record.rounds.first_mut() {
+            round.pairing = Some(b);
+        }
+        if let Some(round) = head_record.rounds.first_mut() {
+            round.pairing = Some(h);
+        }
+    }
+    for (role, record) in [(Role::Base, &base_record), (Role::Head, &head_record)] {
+        if let Err(e) = write(&plan.record_dir, role, record) {
+            eprintln!(
+                "error: failed to write the {} record of {}: {e}",
+                role.as_str(),
+                plan.id
+            );
+            return EXIT_USAGE;
+        }
+    }
+    if base_record.passed() && head_record.passed() {
+        0
+    } else {
+        EXIT_BENCHMARK_FAILED
+    }
+}
+
+/// The record a side gave, or a failed one saying why it gave none.
+fn record_of(
+    opened: Result<Opened, String>,
+    id: &str,
+    round: u32,
+    config: &MeasurementConfig,
+) -> RawRecord {
+    let why = match opened {
+        Ok(Opened::Record(r)) => return *r,
+        Ok(Opened::Error(e)) | Err(e) => e,
+    };
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let mut first = Round::first(now.clone());
+    first.round = round;
+    first.failure = Some(Failure::new(FailureKind::Setup, why));
+    let (name, arg) = match id.split_once('/') {
+        Some((n, a)) => (n.to_string(), Some(a.to_string())),
+        None => (id.to_string(), None),
+    };
+    RawRecord::new(
+        id,
+        &name,
+        arg,
+        Fingerprint::unknown("default", now),
+        config.clone(),
+        first,
+    )
+}
+
+/// `<dir>/<role>/<stem>.json`, through a temporary file and a rename.
+fn write(dir: &Path, role: Role, record: &RawRecord) -> std::io::Result<()> {
+    let dir = dir.join(role.as_str());
+    std::fs::create_dir_all(&dir)?;
+    let stem = file_stem_for_id(&record.id);
+    let tmp = dir.join(format!(".{stem}.json.tmp"));
+    std::fs::write(&tmp, record.to_json_pretty())?;
+    std::fs::rename(&tmp, dir.join(format!("{stem}.json")))
+}

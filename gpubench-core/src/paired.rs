@@ -1,0 +1,376 @@
+//! One side of a paired process (`cargo gpubench ab`): the C entry points a
+//! revision's bench code exports when built as a loadable library
+//! ([`crate::export_paired`]), and what a benchmark's `b.iter…` hands the driver
+//! there. The contract, and how the driver uses it, is [`gpubench_analysis::paired`].
+
+use std::any::Any;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::panic::{self, AssertUnwindSafe};
+
+use gpubench_analysis::paired::{AbiSample, AbiSide, PairedBenchmark, PairedError, PairedRequest};
+use gpubench_analysis::{Measurement, Sample, StopReason, WarmupPoint};
+
+use crate::engine::{Begun, Engine, EngineOptions, Workload};
+
+pub use gpubench_analysis::paired::{ReadyFn, ABI_VERSION};
+
+/// Where a paired process's driver waits for a side.
+#[derive(Clone, Copy)]
+pub(crate) struct Hook {
+    ready: ReadyFn,
+    user: *mut c_void,
+}
+
+/// A side while the driver uses it, behind [`AbiSide::ctx`].
+struct Side<'e, 'd, 'w> {
+    engine: &'e Engine<'d>,
+    workload: &'w mut dyn Workload,
+    begun: Option<Begun>,
+    warmup: Vec<WarmupPoint>,
+    samples: Vec<Sample>,
+    /// A panic of the benchmark's code inside a call from the driver, resumed in the
+    /// benchmark's own frame once the driver is done (it must not cross the C ABI).
+    panic: Option<Box<dyn Any + Send>>,
+}
+
+impl Side<'_, '_, '_> {
+    /// Runs `f` unless an earlier call panicked, keeping a panic for later.
+    fn guarded<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> Option<T> {
+        if self.panic.is_some() {
+            return None;
+        }
+        match panic::catch_unwind(AssertUnwindSafe(|| f(self))) {
+            Ok(v) => Some(v),
+            Err(p) => {
+                self.panic = Some(p);
+                None
+            }
+        }
+    }
+}
+
+/// [`AbiSide::warm_up`].
+unsafe extern "C" fn warm_up(ctx: *mut c_void) -> f64 {
+    // SAFETY: `ctx` is the `Side` of `measure`, alive while the driver holds it.
+    let side = unsafe { &mut *ctx.cast::<Side<'_, '_, '_>>() };
+    side.guarded(|s| {
+        let begun = s.engine.begin(s.workload);
+        let (warmup, estimate) = s.engine.warm_up(s.workload);
+        s.begun = Some(begun);
+        s.warmup = warmup;
+        estimate
+    })
+    .unwrap_or(-1.0)
+}
+
+/// [`AbiSide::sample`].
+unsafe extern "C" fn sample(ctx: *mut c_void, iters: u64, out: *mut AbiSample) -> i32 {
+    // SAFETY: as in `warm_up`; `out` points at the driver's sample.
+    let side = unsafe { &mut *ctx.cast::<Side<'_, '_, '_>>() };
+    if side.begun.is_none() {
+        return 1;
+    }
+    let taken = side.guarded(|s| {
+        let sample = s.engine.steady_sample(s.workload, iters.max(1));
+        s.samples.push(sample.clone());
+        sample
+    });
+    match taken {
+        Some(s) => {
+            // SAFETY: the driver passes a valid, writable sample.
+            unsafe {
+                *out = AbiSample {
+                    wall_ns: s.wall_ns,
+                    host_ns: s.host_ns,
+                    device_ns: s.device_ns.unwrap_or(f64::NAN),
+                }
+            };
+            0
+        }
+        None => 1,
+    }
+}
+
+/// Hands `workload` to the driver through `hook` and, once it is done, finishes the
+/// measurement around the samples it took; a panic of the benchmark's code during
+/// the driver's calls is resumed here. `Err` says why nothing was measured (the
+/// driver took no sample: the other side failed first).
+pub(crate) fn measure(
+    engine: &Engine<'_>,
+    workload: &mut dyn Workload,
+    options: &EngineOptions,
+    hook: Hook,
+) -> Result<Measurement, String> {
+    let mut side = Side {
+        engine,
+        workload,
+        begun: None,
+        warmup: Vec::new(),
+        samples: Vec::new(),
+        panic: None,
+    };
+    let abi = AbiSide {
+        ctx: (&mut side as *mut Side<'_, '_, '_>).cast(),
+        warm_up,
+        sample,
+    };
+    // SAFETY: the driver's callback, given to `open` with its `user` pointer; `abi`
+    // and `side` outlive the call.
+    unsafe { (hook.ready)(hook.user, &abi) };
+    if let Some(p) = side.panic.take() {
+        panic::resume_unwind(p);
+    }
+    let Some(begun) = side.begun.take() else {
+        return Err(
+            "not measured: the paired process stopped before this side's \
+                    warm-up (the other side failed first)"
+                .to_string(),
+        );
+    };
+    if side.samples.is_empty() {
+        return Err(
+            "not measured: the paired process took no sample of this side (the \
+                    other side failed first)"
+                .to_string(),
+        );
+    }
+    let (warmup, samples) = (
+        std::mem::take(&mut side.warmup),
+        std::mem::take(&mut side.samples),
+    );
+    Ok(engine.finish(
+        side.workload,
+        options,
+        begun,
+        warmup,
+        samples,
+        StopReason::Paired,
+    ))
+}
+
+/// Text for the driver, which frees it with [`free`].
+fn to_c(text: String) -> *mut c_char {
+    // JSON never holds a NUL byte outside a string escape.
+    CString::new(text)
+        .unwrap_or_else(|_| CString::new("{\"error\":\"NUL in output\"}").expect("no NUL"))
+        .into_raw()
+}
+
+/// `gpubench_paired_list`: the benchmarks of this library, as JSON.
+pub fn list() -> *mut c_char {
+    let listed = match crate::registry::cases() {
+        Ok(cases) => serde_json::to_string(
+            &cases
+                .iter()
+                .map(|c| PairedBenchmark {
+                    id: c.id.clone(),
+                    ignored: c.ignore,
+                })
+                .collect::<Vec<_>>(),
+        ),
+        Err(e) => serde_json::to_string(&PairedError {
+            error: e.to_string(),
+        }),
+    };
+    to_c(listed.expect("plain data serialises"))
+}
+
+/// `gpubench_paired_open`: runs benchmark `request.id` as one side of a paired
+/// process, calling `ready` from inside its `b.iter…`; returns its record as JSON,
+/// or a [`PairedError`].
+///
+/// # Safety
+/// `request` is a NUL-terminated string; `ready` and `user` are the driver's, valid
+/// for the call.
+pub unsafe fn open(request: *const c_char, ready: ReadyFn, user: *mut c_void) -> *mut c_char {
+    let error = |e: String| {
+        to_c(serde_json::to_string(&PairedError { error: e }).expect("plain data serialises"))
+    };
+    // SAFETY: the caller passes a NUL-terminated string.
+    let text = unsafe { CStr::from_ptr(request) }.to_string_lossy();
+    let request: PairedRequest = match serde_json::from_str(&text) {
+        Ok(r) => r,
+        Err(e) => return error(format!("failed to read the pairing request: {e}")),
+    };
+    let hook = Hook { ready, user };
+    match panic::catch_unwind(AssertUnwindSafe(|| {
+        crate::harness::run_paired(&request, hook)
+    })) {
+        Ok(Ok(record)) => to_c(record.to_json_pretty()),
+        Ok(Err(e)) => error(e),
+        Err(_) => error(format!(
+            "the harness of benchmark {} panicked outside the benchmark",
+            request.id
+        )),
+    }
+}
+
+/// `gpubench_paired_free`.
+///
+/// # Safety
+/// `text` came from [`list`] or [`open`] and is freed once.
+pub unsafe fn free(text: *mut c_char) {
+    if !text.is_null() {
+        // SAFETY: made by `CString::into_raw` in `to_c`.
+        drop(unsafe { CString::from_raw(text) });
+    }
+}
+
+/// Exports the C entry points of `cargo gpubench ab` from a crate that includes a
+/// bench target's source: used by the loadable library `ab` generates for each
+/// revision, never written by hand.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! export_paired {
+    () => {
+        /// The pairing ABI this library speaks.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn gpubench_paired_abi_version() -> u32 {
+            $crate::__private::paired::ABI_VERSION
+        }
+
+        /// This library's benchmarks, as JSON.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn gpubench_paired_list() -> *mut ::std::ffi::c_char {
+            $crate::__private::paired::list()
+        }
+
+        /// Runs one benchmark as a side of a paired process.
+        ///
+        /// # Safety
+        /// As `gpubench_core::__private::paired::open`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn gpubench_paired_open(
+            request: *const ::std::ffi::c_char,
+            ready: $crate::__private::paired::ReadyFn,
+            user: *mut ::std::ffi::c_void,
+        ) -> *mut ::std::ffi::c_char {
+            // SAFETY: the caller's promises, passed on.
+            unsafe { $crate::__private::paired::open(request, ready, user) }
+        }
+
+        /// Frees a string this library returned.
+        ///
+        /// # Safety
+        /// As `gpubench_core::__private::paired::free`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn gpubench_paired_free(text: *mut ::std::ffi::c_char) {
+            // SAFETY: the caller's promises, passed on.
+            unsafe { $crate::__private::paired::free(text) }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use gpubench_analysis::{MeasurementConfig, ProcessPolicy, RunMode};
+
+    use super::*;
+    use crate::device::{DeviceBackend, TorchDevice};
+    use crate::Bencher;
+
+    /// What the stand-in driver saw and does.
+    struct Driver {
+        samples: usize,
+        taken: Vec<AbiSample>,
+        estimate: f64,
+    }
+
+    unsafe extern "C" fn drive(user: *mut c_void, side: *const AbiSide) {
+        // SAFETY: the test's `Driver` and the side, valid for the call.
+        let (driver, side) = unsafe { (&mut *user.cast::<Driver>(), &*side) };
+        driver.estimate = unsafe { (side.warm_up)(side.ctx) };
+        for _ in 0..driver.samples {
+            let mut out = AbiSample::default();
+            if unsafe { (side.sample)(side.ctx, 4, &mut out) } != 0 {
+                break;
+            }
+            driver.taken.push(out);
+        }
+    }
+
+    fn bencher(driver: &mut Driver) -> Bencher {
+        let cpu: Rc<dyn DeviceBackend> = Rc::new(TorchDevice::new(tch::Device::Cpu));
+        let config = MeasurementConfig {
+            mode: RunMode::Bench,
+            warmup_time_s: 0.02,
+            measurement_time_s: 0.1,
+            sample_target_s: 0.001,
+            min_samples: 2,
+            max_samples: 10,
+            processes: ProcessPolicy::single(),
+            ..MeasurementConfig::quick()
+        };
+        let mut b = Bencher::new("paired", cpu, config);
+        b.paired = Some(Hook {
+            ready: drive,
+            user: (driver as *mut Driver).cast(),
+        });
+        b
+    }
+
+    #[test]
+    fn the_driver_takes_the_samples_and_the_side_finishes_around_them() {
+        let mut driver = Driver {
+            samples: 6,
+            taken: Vec::new(),
+            estimate: 0.0,
+        };
+        let mut b = bencher(&mut driver);
+        let x = tch::Tensor::ones([64], (tch::Kind::Float, tch::Device::Cpu));
+        b.iter(|| &x + &x);
+        let m = b.measurement.take().expect("measured");
+        assert_eq!(m.stop_reason, StopReason::Paired);
+        assert_eq!(m.samples.len(), 6, "exactly the driver's samples");
+        assert!(m.samples.iter().all(|s| s.iters == 4));
+        assert_eq!(m.cold.len(), 1, "the cold call was made in the warm-up");
+        assert!(!m.warmup.is_empty());
+        assert!(driver.estimate > 0.0);
+        assert_eq!(driver.taken.len(), 6);
+        assert!(driver
+            .taken
+            .iter()
+            .all(|s| s.wall_ns > 0.0 && s.device_ns.is_nan()));
+        assert_eq!(
+            driver.taken[0].wall_ns, m.samples[0].wall_ns,
+            "the driver saw what the record keeps"
+        );
+    }
+
+    #[test]
+    fn a_driver_that_takes_nothing_leaves_the_side_unmeasured_saying_why() {
+        let mut driver = Driver {
+            samples: 0,
+            taken: Vec::new(),
+            estimate: 0.0,
+        };
+        let mut b = bencher(&mut driver);
+        b.iter(|| 1 + 1);
+        assert!(b.measurement.is_none());
+        assert!(b
+            .not_measured
+            .as_deref()
+            .is_some_and(|w| w.contains("took no sample")));
+    }
+
+    #[test]
+    fn a_panic_in_the_routine_during_a_sample_is_resumed_in_the_benchmark() {
+        let mut driver = Driver {
+            samples: 50,
+            taken: Vec::new(),
+            estimate: 0.0,
+        };
+        let mut b = bencher(&mut driver);
+        let calls = std::cell::Cell::new(0u64);
+        let caught = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            b.iter(|| {
+                calls.set(calls.get() + 1);
+                assert!(calls.get() < 200, "boom at call 200");
+            })
+        }));
+        assert!(caught.is_err(), "the benchmark's own frame sees the panic");
+        assert!(driver.taken.len() < 50, "the driver stopped at the failure");
+    }
+}
