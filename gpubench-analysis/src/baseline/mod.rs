@@ -1,7 +1,8 @@
 //! Saved baselines: the committed on-disk format ([`file`]), the store under
 //! `gpubench/baselines/<name>/` ([`store`]), a run judged against a baseline
-//! ([`judge`]), the evidence one side lacks ([`missing`]), and whether the outcome
-//! should fail CI ([`gate`]).
+//! ([`judge`]), a head judged against its base paired in one process ([`paired`]),
+//! the evidence one side lacks ([`missing`]), and whether the outcome should fail CI
+//! ([`gate`]).
 //!
 //! # Format
 //!
@@ -21,6 +22,7 @@ mod file;
 mod gate;
 mod judge;
 mod missing;
+mod paired;
 mod store;
 #[cfg(test)]
 mod tests;
@@ -29,4 +31,5 @@ pub use file::*;
 pub use gate::*;
 pub use judge::*;
 pub use missing::*;
+pub use paired::*;
 pub use store::*;

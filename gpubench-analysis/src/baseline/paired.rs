@@ -1,0 +1,182 @@
+//! A head judged against its base measured in the same processes (`cargo gpubench
+//! ab`): what [`compare_with_baseline`] makes of the two sides, with the time and
+//! kernel-time verdicts resting on the per-process ratios of their pairings
+//! ([`crate::compare::compare_paired`]) instead of on two sets of processes.
+
+use super::*;
+use crate::compare::{compare_paired, CompareConfig, Comparison};
+use crate::paired::Pairing;
+use crate::record::RawRecord;
+
+/// Judges `head` against `base`, records of the same benchmarks measured in the same
+/// paired processes; a benchmark whose head rounds all carry a pairing gets its time
+/// (and, where every round has one, kernel-time) verdict from the paired ratios.
+/// Counters and the kernel table compare as in a run. Base records that did not
+/// pass cannot serve as a baseline and are left out (the caller names them).
+pub fn compare_paired_records(
+    base: &[RawRecord],
+    head: &[RawRecord],
+    options: &BaselineCompareOptions,
+) -> Result<ComparisonSet, BaselineError> {
+    let entries: Vec<BaselineEntry> = base
+        .iter()
+        .filter_map(|r| BaselineEntry::from_record(r).ok())
+        .collect();
+    let mut set = compare_with_baseline(head, &entries, options)?;
+    for b in &mut set.comparisons {
+        let Some(record) = head.iter().find(|r| r.id == b.id) else {
+            continue;
+        };
+        let ComparisonOutcome::Compared {
+            comparison, kernel, ..
+        } = &mut b.outcome
+        else {
+            continue;
+        };
+        let pairings: Option<Vec<&Pairing>> = record
+            .rounds
+            .iter()
+            .filter(|r| r.measurement.is_some())
+            .map(|r| r.pairing.as_ref())
+            .collect();
+        let Some(pairings) = pairings.filter(|p| !p.is_empty()) else {
+            continue;
+        };
+        let ratios: Vec<f64> = pairings.iter().map(|p| p.log_ratio).collect();
+        *comparison = paired(&ratios, comparison, &options.config)?;
+        let kernel_ratios: Option<Vec<f64>> = pairings.iter().map(|p| p.kernel_log_ratio).collect();
+        if let (Some(ratios), Some(k)) = (kernel_ratios, kernel.as_mut()) {
+            **k = paired(&ratios, k, &options.config)?;
+        }
+    }
+    Ok(set)
+}
+
+/// The paired verdict of `ratios`, with the sides' typical times of `unpaired`.
+fn paired(
+    ratios: &[f64],
+    unpaired: &Comparison,
+    config: &CompareConfig,
+) -> Result<Comparison, BaselineError> {
+    Ok(compare_paired(
+        ratios,
+        unpaired.baseline_estimate,
+        unpaired.current_estimate,
+        config,
+    )?)
+}
+
+/// Whether every measured round of `record` was paired with the other revision.
+pub fn is_paired(record: &RawRecord) -> bool {
+    let mut measured = record.rounds.iter().filter(|r| r.measurement.is_some());
+    let mut any = false;
+    let all = measured.all(|r| {
+        any = true;
+        r.pairing.is_some()
+    });
+    any && all
+}
+
+/// The per-process change of time (`head / base − 1`) of a paired record, in round
+/// order, for charts and tables.
+pub fn paired_changes(record: &RawRecord) -> Vec<f64> {
+    record
+        .rounds
+        .iter()
+        .filter_map(|r| r.pairing.as_ref())
+        .map(|p| p.log_ratio.exp_m1())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use rand_pcg::Pcg64Mcg;
+
+    use super::*;
+    use crate::compare::Verdict;
+    use crate::paired::Role;
+    use crate::synthetic::{GpuLikeSamples, ProcessShift};
+
+    /// Base and head of a launch-bound benchmark in the same 5 processes: each
+    /// process's host mode (two modes 1.7x apart) is shared by both sides, the head
+    /// `factor` slower within every process.
+    fn pair(factor: f64, seed: u64) -> (RawRecord, RawRecord) {
+        let mut rng = Pcg64Mcg::seed_from_u64(seed);
+        let model = GpuLikeSamples {
+            base_ns: 8_000.0,
+            ..GpuLikeSamples::default()
+        }
+        .with_shift(ProcessShift::Modes {
+            slow_factor: 1.7,
+            slow_share: 0.4,
+            sigma: 0.0,
+        });
+        let mut base = model.record_processes("add", "NVIDIA H200", 5, 30, &mut rng);
+        let mut head = base.clone();
+        for (b, h) in base.rounds.iter_mut().zip(head.rounds.iter_mut()) {
+            let m = h.measurement.as_mut().unwrap();
+            for s in &mut m.samples {
+                s.wall_ns *= factor;
+                s.host_ns *= factor;
+                s.device_ns = s.device_ns.map(|d| d * factor);
+            }
+            m.flags.clear();
+            b.measurement.as_mut().unwrap().flags.clear();
+            let pairing = |role| Pairing {
+                role,
+                base_first: b.round % 2 == 1,
+                blocks: 12,
+                log_ratio: factor.ln(),
+                kernel_log_ratio: None,
+            };
+            b.pairing = Some(pairing(Role::Base));
+            h.pairing = Some(pairing(Role::Head));
+        }
+        (base, head)
+    }
+
+    #[test]
+    fn the_paired_ratios_judge_what_two_sets_of_processes_cannot() {
+        let (base, head) = pair(1.05, 1);
+        // Judged as two sets of processes, host-bound work needs a change beyond 50%.
+        let entries = [BaselineEntry::from_record(&base).unwrap()];
+        let unpaired = compare_with_baseline(
+            &[head.clone()],
+            &entries,
+            &BaselineCompareOptions::default(),
+        )
+        .unwrap();
+        assert_ne!(unpaired.comparisons[0].verdict(), Some(Verdict::Regressed));
+        // Paired, the 5% in every process is plain.
+        let set =
+            compare_paired_records(&[base.clone()], &[head.clone()], &Default::default()).unwrap();
+        assert_eq!(set.comparisons[0].verdict(), Some(Verdict::Regressed));
+        let ComparisonOutcome::Compared { comparison, .. } = &set.comparisons[0].outcome else {
+            panic!("{set:?}");
+        };
+        assert!((comparison.change.point - 0.05).abs() < 1e-9);
+        assert_eq!(comparison.baseline_processes, 5);
+        assert!(is_paired(&head));
+        assert_eq!(paired_changes(&head).len(), 5);
+
+        let (base, head) = pair(1.0, 2);
+        let set = compare_paired_records(&[base], &[head], &Default::default()).unwrap();
+        assert_eq!(set.comparisons[0].verdict(), Some(Verdict::NoChange));
+    }
+
+    #[test]
+    fn a_record_without_pairings_is_judged_as_two_sets_of_processes() {
+        let (base, mut head) = pair(1.05, 3);
+        for r in &mut head.rounds {
+            r.pairing = None;
+        }
+        assert!(!is_paired(&head));
+        let set =
+            compare_paired_records(&[base.clone()], &[head.clone()], &Default::default()).unwrap();
+        let entries = [BaselineEntry::from_record(&base).unwrap()];
+        let unpaired =
+            compare_with_baseline(&[head], &entries, &BaselineCompareOptions::default()).unwrap();
+        assert_eq!(set, unpaired);
+    }
+}
