@@ -17,7 +17,7 @@ use crate::compare::{
     RunComparison,
 };
 use crate::exit_code::Exit;
-use crate::format::{interval, plain_percent, plural, shorten, spread_percent};
+use crate::format::{figure, plain_percent, plural, shorten, spread_percent};
 use crate::output::json::SummaryEntry;
 use crate::output::terminal::{kernel_cells, process_note, processes_cell};
 use crate::store::manifest::BenchStatus;
@@ -315,7 +315,7 @@ impl MarkdownSummary<'_> {
                 .summary
                 .as_ref()
                 .and_then(BenchmarkSummary::primary)
-                .map(|p| interval(p.estimate.point, p.estimate.lower, p.estimate.upper))
+                .map(|p| figure(&p.estimate, &p.processes.medians))
                 .unwrap_or_else(|| "—".to_string());
             let processes = e
                 .summary

@@ -16,7 +16,7 @@ use crate::compare::{
     change_text, counters_text, gpu_changes, kernel_comparison, outcome_word, RunComparison,
 };
 use crate::exit_code::Exit;
-use crate::format::{interval, plural, shorten, spread_percent};
+use crate::format::{figure, plural, shorten, spread_percent};
 use crate::output::json::{RunSummary, SummaryEntry};
 use crate::store::manifest::BenchStatus;
 
@@ -460,7 +460,7 @@ fn row(e: &SummaryEntry, kernel_columns: bool) -> Vec<String> {
     let s = e.summary.as_ref();
     let time = s
         .and_then(BenchmarkSummary::primary)
-        .map(|p| interval(p.estimate.point, p.estimate.lower, p.estimate.upper))
+        .map(|p| figure(&p.estimate, &p.processes.medians))
         .unwrap_or_else(dash);
     let processes = s.map(processes_cell).unwrap_or_else(dash);
     let host = s

@@ -334,3 +334,24 @@ fn names_and_messages_cannot_break_the_markdown() {
     assert_eq!(plain_percent(0.02), "2%");
     assert_eq!(plain_percent(0.025), "2.5%");
 }
+
+#[test]
+fn a_figure_too_noisy_for_an_interval_shows_its_processes_range() {
+    let mut r = one_process("launch", 1e5);
+    r.append_rounds(one_process("launch", 1e5 * 30.0)).unwrap();
+    r.append_rounds(one_process("launch", 1e5 * 0.02)).unwrap();
+    let entries = vec![entry(&r)];
+    let md = MarkdownSummary {
+        subject: "run `r`",
+        entries: &entries,
+        comparison: None,
+        exit: Exit::Success,
+    }
+    .render();
+    assert!(
+        md.contains(
+            "| `matmul/launch` | 84.34 µs (too noisy for an interval; processes 2.000 µs – 3.000 ms) |"
+        ),
+        "{md}"
+    );
+}

@@ -279,13 +279,52 @@ fn json_carries_the_figures() {
 
 #[test]
 fn intervals_share_the_points_unit() {
+    use crate::format::interval;
     assert_eq!(
         interval(16.12e6, 16.05e6, 16.2e6),
         "16.12 ms [16.05, 16.20]"
     );
     assert_eq!(
         interval(1.001e6, 999.0e3, 1.01e6),
-        "1.001 ms [999.0 µs, 1.010]"
+        "1.001 ms [999.0 µs, 1.010 ms]"
+    );
+}
+
+/// Three processes at `factors` times the passed record's 1.61 ms per call.
+fn scattered_record(factors: [f64; 3]) -> RawRecord {
+    let scaled = |f: f64| {
+        let mut r = one_process_record();
+        for s in &mut r.rounds[0].measurement.as_mut().unwrap().samples {
+            s.device_ns = s.device_ns.map(|d| d * f);
+            s.wall_ns *= f;
+            s.host_ns *= f;
+        }
+        r
+    };
+    let mut r = scaled(factors[0]);
+    for f in &factors[1..] {
+        r.append_rounds(scaled(*f)).unwrap();
+    }
+    r
+}
+
+#[test]
+fn processes_that_disagree_wildly_show_their_range_not_an_interval() {
+    let e = entry(&scattered_record([0.05, 1.0, 12.0]), BenchStatus::Passed);
+    let text = render_table(std::slice::from_ref(&e), None);
+    let row = text.lines().nth(1).unwrap();
+    assert!(
+        row.contains("(too noisy for an interval; processes 80.55 µs – 19.33 ms)"),
+        "{text}"
+    );
+    assert!(!row.contains(" s]") && !row.contains('['), "{row}");
+    // Columns still line up behind the longer cell.
+    let header = text.lines().next().unwrap();
+    let col = header.find("processes").unwrap();
+    assert_eq!(
+        &row[row.char_indices().nth(col).unwrap().0..][..1],
+        "3",
+        "{text}"
     );
 }
 
