@@ -77,6 +77,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
 
     let filter = Filter {
         patterns: args.filters.clone(),
+        skip: args.skip.clone(),
         exact: args.exact,
         ignored: if args.ignored {
             Ignored::Only
