@@ -642,7 +642,7 @@ fn demo_records_and_summaries_match_the_schemas() {
         "the demo has an eager/compiled benchmark"
     );
     let doc = serde_json::json!({
-        "run_id": "20261129T140500.000Z-1-0", "run_dir": "runs/x", "status": "completed",
+        "format_version": 1, "run_id": "20261129T140500.000Z-1-0", "run_dir": "runs/x", "status": "completed",
         "passed": 0, "failed": 0, "not_run": 0, "elapsed_s": 1.0,
         "benchmarks": entries, "exit": {"code": 0, "verdict": "success"},
     });

@@ -295,6 +295,19 @@ impl Cli {
         }
     }
 
+    /// The `--format` of the subcommand, for those that have one (a run, `compare`,
+    /// `merge`).
+    pub fn format(&self) -> Option<Format> {
+        match &self.command {
+            Some(Command::Compare(args)) => Some(args.format),
+            Some(Command::Merge(args)) => Some(args.format),
+            Some(Command::Run(_)) | None => Some(self.run_args().format),
+            Some(
+                Command::Archive(_) | Command::Report(_) | Command::Setup(_) | Command::Doctor(_),
+            ) => None,
+        }
+    }
+
     /// The options of `archive`, when that is the subcommand.
     pub fn archive_args(&self) -> Option<&ArchiveArgs> {
         match &self.command {

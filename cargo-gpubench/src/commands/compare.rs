@@ -12,7 +12,7 @@ use crate::build::discover;
 use crate::cli::{CompareArgs, Format};
 use crate::compare::{change_text, outcome_word, RunComparison, VerdictSettings};
 use crate::exit_code::Exit;
-use crate::output::json::{attach_comparison, ExitVerdict, SummaryEntry};
+use crate::output::json::{attach_comparison, ExitVerdict, SummaryEntry, SUMMARY_FORMAT_VERSION};
 use crate::output::markdown::MarkdownSummary;
 use crate::output::terminal::{align, count_line, render_comparison, render_failures};
 use crate::store::baselines;
@@ -23,6 +23,8 @@ use crate::store::Source;
 /// What `--format json` prints for `compare`.
 #[derive(Debug, Serialize)]
 pub struct CompareSummary<'a> {
+    /// [`SUMMARY_FORMAT_VERSION`].
+    pub format_version: u32,
     /// The reference side.
     pub baseline: &'a Source,
     /// The judged side.
@@ -115,13 +117,14 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
         ),
         Format::Json => {
             let doc = CompareSummary {
+                format_version: SUMMARY_FORMAT_VERSION,
                 baseline: &old.source,
                 current: &new.source,
                 benchmarks: &rows,
                 comparison: &comparison,
                 exit: exit.into(),
             };
-            print!("{}", crate::output::json::pretty_json(&doc));
+            crate::output::json::print_document(&doc);
         }
     }
     if let Some(path) = &args.verdicts.summary_file {

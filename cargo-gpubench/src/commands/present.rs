@@ -51,7 +51,7 @@ pub fn print_summary(
     };
     match format {
         Format::Human => print!("{}", summary.render_human()),
-        Format::Json => print!("{}", summary.to_json_pretty()),
+        Format::Json => crate::output::json::print_document(summary),
         Format::Markdown => print!("{}", markdown()),
         Format::GithubActionBenchmark => print!(
             "{}",
