@@ -51,6 +51,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(Exit::Usage.code()));
         }
     };
+    output::console::init(cli.console.console());
     match commands::dispatch(&cli, &args) {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(err) => {

@@ -1,12 +1,15 @@
 //! What `cargo gpubench` prints, end to end against the stand-in harness
-//! (`support/fake_harness.rs`): the `--format json` documents (the summaries'
-//! `format_version`, the error object) against `docs/schema/`.
+//! (`support/fake_harness.rs`): `--skip` in a run and in `--list`, how much `-q` and
+//! `-v` print, when the summary is coloured, and the `--format json` documents (the
+//! summaries' `format_version`, the error object) against `docs/schema/`.
 #![cfg(unix)]
 
 mod support;
 
 use support::fake_harness::{passed_record, Fake};
 use support::{cargo_gpubench, prepare_record, run, Ran};
+
+const ESC: char = '\u{1b}';
 
 /// A schema of `docs/schema/`.
 fn schema(name: &str) -> jsonschema::Validator {
@@ -56,6 +59,220 @@ fn regressed() -> Fake {
     }
     prepare_record(&fake.dir.path().join("bin"), &slower, false);
     fake
+}
+
+#[test]
+fn skip_leaves_benchmarks_out_of_a_run_and_of_the_list() {
+    let fake = Fake::new();
+    let ran = run(fake
+        .command()
+        .args([
+            "--list",
+            "--skip",
+            "matmul",
+            "--skip=exits",
+            "--skip",
+            "fake/p",
+        ])
+        .env("GPUBENCH_SKIP", "ignored: the flag wins"))
+    .expect_code(0);
+    assert_eq!(
+        ran.stdout,
+        "fake/aborts\nfake/no_record\nfake/sleeps\nfake/slow_ignored (ignored)\n"
+    );
+    // Exactly with --exact: `passes` goes, `matmul/64` (not equal to `matmul`) stays.
+    let ran = run(fake.command().args([
+        "--quick",
+        "--exact",
+        "passes",
+        "matmul/64",
+        "--skip",
+        "matmul",
+        "--skip",
+        "passes",
+    ]))
+    .expect_code(0);
+    assert!(ran.stdout.contains("fake/matmul/64"), "{}", ran.stdout);
+    assert!(!ran.stdout.contains("fake/passes"), "{}", ran.stdout);
+    assert!(!fake.calls().contains("--exact passes"), "{}", fake.calls());
+    // From the environment when no --skip is given.
+    let ran = run(fake.command().arg("--list").env("GPUBENCH_SKIP", "fake/pa")).expect_code(0);
+    assert_eq!(
+        ran.stdout,
+        "fake/aborts\nfake/exits_2\nfake/matmul/64\nfake/no_record\nfake/sleeps\nfake/slow_ignored (ignored)\n"
+    );
+    let ran = run(fake.command().args(["passes", "--skip", "pass"])).expect_code(2);
+    assert!(
+        ran.stderr
+            .contains("--skip `pass` left out all 1 benchmark(s) the filter matched"),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn quiet_prints_the_verdict_lines_and_nothing_on_progress() {
+    let fake = regressed();
+    let ran = run(fake
+        .command()
+        .args(["-q"])
+        .args(FIVE)
+        .args(["passes", "matmul/64", "panics"]))
+    .expect_code(1);
+    let lines: Vec<&str> = ran.stdout.lines().collect();
+    // In run order: `matmul/64` did not change, so it has no line.
+    assert_eq!(
+        lines[0],
+        "fake/panics: failed (panic: panicked at benches/suite.rs:3: boom)"
+    );
+    assert!(
+        lines[1].starts_with("fake/passes: time regressed +100.0% ["),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        lines[2].starts_with("3 benchmarks: 2 passed, 1 failed in "),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        lines[3].starts_with("compared with baseline `main`")
+            && lines[4].starts_with("regression found"),
+        "{}",
+        ran.stdout
+    );
+    assert_eq!(lines.len(), 5, "{}", ran.stdout);
+    // No progress, no notes, no report line; the table's header is gone too.
+    assert_no_progress(&ran.stderr);
+    assert!(!ran.stdout.contains("benchmark  "), "{}", ran.stdout);
+
+    // Quiet before the subcommand, from the environment too.
+    let ran = run(cargo_gpubench()
+        .current_dir(fake.dir.path().join("work"))
+        .args(["-q", "compare", "main", "latest"]))
+    .expect_code(1);
+    assert!(
+        ran.stdout.contains("\nfake/passes: time regressed"),
+        "{}",
+        ran.stdout
+    );
+    let ran = run(fake
+        .command()
+        .args(FIVE)
+        .arg("passes")
+        .env("GPUBENCH_QUIET", "1"))
+    .expect_code(4);
+    assert_no_progress(&ran.stderr);
+    assert!(
+        ran.stdout.starts_with("fake/passes: time regressed"),
+        "{}",
+        ran.stdout
+    );
+    // Without -q the same run says all of these.
+    let ran = run(fake.command().args(FIVE).arg("passes")).expect_code(4);
+    for said in [
+        "passed [1/5] fake/passes",
+        "gpubench: running 1 benchmark",
+        "report: ",
+    ] {
+        assert!(ran.stderr.contains(said), "{said}: {}", ran.stderr);
+    }
+}
+
+/// Nothing of what a run says on stderr while it runs and when it ends.
+fn assert_no_progress(stderr: &str) {
+    for line in stderr.lines() {
+        assert!(
+            !line.contains(" [1/")
+                && !line.starts_with("gpubench: running")
+                && !line.starts_with("gpubench: note:")
+                && !line.starts_with("report: "),
+            "{line:?} in a quiet run's stderr:\n{stderr}"
+        );
+    }
+}
+
+#[test]
+fn verbose_shows_each_process_command_and_median() {
+    let fake = Fake::new();
+    let ran = run(fake.command().args(["-v", "--quick", "--exact", "passes"])).expect_code(0);
+    let exe = fake.exe().display().to_string();
+    for round in 1..=3 {
+        let line = format!("gpubench: round {round} of fake/passes: ");
+        let at = ran
+            .stderr
+            .find(&line)
+            .unwrap_or_else(|| panic!("no {line:?} in\n{}", ran.stderr));
+        let command = ran.stderr[at + line.len()..].lines().next().unwrap();
+        assert!(
+            command.contains(&format!("GPUBENCH_ROUND={round} "))
+                && command.contains(&format!("{exe} --bench --exact passes --quick")),
+            "{command}"
+        );
+    }
+    assert!(
+        ran.stdout.contains(
+            "processes (the median of each, in the order they ran):\n  fake/passes: 10.04 µs, 10.04 µs, 10.04 µs\n"
+        ),
+        "{}",
+        ran.stdout
+    );
+    let ran = run(fake.command().args(["--quick", "--exact", "passes"])).expect_code(0);
+    assert!(!ran.stderr.contains("round 1 of"), "{}", ran.stderr);
+    assert!(
+        !ran.stdout.contains("processes (the median"),
+        "{}",
+        ran.stdout
+    );
+}
+
+#[test]
+fn colour_follows_color_cargo_term_color_and_no_color_and_never_reaches_documents() {
+    let fake = regressed();
+    let summary = fake.dir.path().join("summary.md");
+    let colours = |args: &[&str], env: &[(&str, &str)]| -> bool {
+        let mut cmd = fake.command();
+        cmd.args(FIVE)
+            .args(["--fail-on", "never", "passes"])
+            .args(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        for k in ["NO_COLOR", "CLICOLOR_FORCE", "CARGO_TERM_COLOR", "CLICOLOR"] {
+            if !env.iter().any(|(e, _)| e == &k) {
+                cmd.env_remove(k);
+            }
+        }
+        let ran = run(&mut cmd).expect_code(0);
+        ran.stdout.contains(ESC)
+    };
+    // A pipe is not a terminal: no colour unless asked.
+    assert!(!colours(&[], &[]));
+    assert!(colours(&["--color", "always"], &[]));
+    assert!(colours(&[], &[("GPUBENCH_COLOR", "always")]));
+    assert!(colours(&[], &[("CARGO_TERM_COLOR", "always")]));
+    assert!(!colours(
+        &[],
+        &[("GPUBENCH_COLOR", "never"), ("CARGO_TERM_COLOR", "always")]
+    ));
+    // `auto` goes by the environment's rules: CLICOLOR_FORCE asks, NO_COLOR forbids.
+    assert!(colours(&[], &[("CLICOLOR_FORCE", "1")]));
+    assert!(!colours(&[], &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]));
+    assert!(colours(&["--color=always"], &[("NO_COLOR", "1")]));
+    // Never in JSON, Markdown or the summary file, whatever was asked.
+    for format in ["json", "markdown"] {
+        assert!(
+            !colours(&["--color", "always", "--format", format], &[]),
+            "{format}"
+        );
+    }
+    let file = summary.display().to_string();
+    assert!(colours(
+        &["--color", "always", "--summary-file", &file],
+        &[]
+    ));
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(md.contains("regressed") && !md.contains(ESC), "{md}");
 }
 
 #[test]

@@ -12,9 +12,13 @@ use crate::build::discover;
 use crate::cli::{CompareArgs, Format};
 use crate::compare::{change_text, outcome_word, RunComparison, VerdictSettings};
 use crate::exit_code::Exit;
+use crate::output::console::{self, Console};
 use crate::output::json::{attach_comparison, ExitVerdict, SummaryEntry, SUMMARY_FORMAT_VERSION};
 use crate::output::markdown::MarkdownSummary;
-use crate::output::terminal::{align, count_line, render_comparison, render_failures};
+use crate::output::terminal::{
+    align_cells, comparison_line, count_line, gate_line, outcome_tone, render_comparison,
+    render_failures, render_process_medians, render_quiet, status_tone, Cell,
+};
 use crate::store::baselines;
 use crate::store::manifest::BenchStatus;
 use crate::store::references::{self, Places, Side};
@@ -60,11 +64,11 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
             .iter()
             .map(|(id, why)| format!("{id} ({why})"))
             .collect();
-        eprintln!(
-            "gpubench: note: {} has no usable measurement of {}; they count as new",
+        crate::output::console::note(format_args!(
+            "{} has no usable measurement of {}; they count as new",
             old.source.describe(),
             list.join(", ")
-        );
+        ));
     }
     let comparison = RunComparison::judge(
         &new.records,
@@ -80,7 +84,7 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
         )
     })?;
     if let Some(msg) = comparison.device_mismatch_message() {
-        eprintln!("gpubench: warning: {msg}");
+        crate::output::console::warning(format_args!("{msg}"));
     }
     let mut rows = new.entries.clone();
     attach_comparison(&mut rows, &comparison);
@@ -102,7 +106,14 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
         .render()
     };
     match args.format {
-        Format::Human => print!("{}", render_human(&old, &new, &rows, &comparison, exit)),
+        Format::Human => console::print_stdout(&render_human(
+            &old,
+            &new,
+            &rows,
+            &comparison,
+            exit,
+            console::get(),
+        )),
         Format::Markdown => print!("{}", markdown()),
         // The judged side's figures, as a run would export them.
         Format::GithubActionBenchmark => print!(
@@ -166,14 +177,24 @@ pub fn places(
     })
 }
 
-/// The terminal output: both sides, a compact table, failures and the comparison.
+/// The terminal output: both sides, a compact table, failures and the comparison;
+/// with `-q` only the failure and verdict lines and the closing ones, with `-v` each
+/// process's median of CURRENT too.
 fn render_human(
     old: &Side,
     new: &Side,
     rows: &[SummaryEntry],
     comparison: &RunComparison,
     exit: Exit,
+    console: Console,
 ) -> String {
+    if console.quiet() {
+        let mut out = render_quiet(rows, Some(comparison), console);
+        out.push_str(&format!("{}\n", count_line(rows)));
+        out.push_str(&comparison_line(comparison));
+        out.push_str(&gate_line(comparison, rows, exit, console));
+        return out;
+    }
     let mut out = format!(
         "comparing {} ({}) with {} ({}) as the baseline\n\n",
         new.source.describe(),
@@ -192,7 +213,7 @@ fn render_human(
         "verdict".to_string(),
     ];
     let dash = || "—".to_string();
-    let table: Vec<Vec<String>> = rows
+    let table: Vec<Vec<Cell>> = rows
         .iter()
         .map(|e| {
             let outcome = comparison.get(&e.id).map(|b| &b.outcome);
@@ -211,23 +232,34 @@ fn render_human(
                     .map(|p| p.estimate.point)
             });
             let word = match outcome {
-                Some(o) => outcome_word(o),
-                None if e.status == BenchStatus::Failed => "failed",
-                None if comparison.is_new(&e.id) => "new",
-                None => "not run",
+                Some(o) => Cell::toned(outcome_word(o).to_string(), outcome_tone(o)),
+                None if e.status == BenchStatus::Failed => {
+                    Cell::toned("failed".to_string(), status_tone(e.status))
+                }
+                None if comparison.is_new(&e.id) => {
+                    Cell::toned("new".to_string(), Some(console::Tone::New))
+                }
+                None => Cell::toned("not run".to_string(), status_tone(BenchStatus::Pending)),
             };
             vec![
-                e.name.clone(),
-                compared.map_or_else(dash, |c| fmt(c.baseline_estimate)),
-                current.map_or_else(dash, fmt),
-                compared.map_or_else(dash, |c| change_text(&c.change)),
-                word.to_string(),
+                e.name.clone().into(),
+                compared
+                    .map_or_else(dash, |c| fmt(c.baseline_estimate))
+                    .into(),
+                current.map_or_else(dash, fmt).into(),
+                compared
+                    .map_or_else(dash, |c| change_text(&c.change))
+                    .into(),
+                word,
             ]
         })
         .collect();
-    out.push_str(&align(&header, &table));
-    out.push_str(&render_failures(rows));
+    out.push_str(&align_cells(&header, &table, console));
+    if console.verbose() {
+        out.push_str(&render_process_medians(rows));
+    }
+    out.push_str(&render_failures(rows, console));
     out.push_str(&format!("\n{}\n", count_line(rows)));
-    out.push_str(&render_comparison(comparison, rows, exit));
+    out.push_str(&render_comparison(comparison, rows, exit, console));
     out
 }

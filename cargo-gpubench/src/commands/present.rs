@@ -8,6 +8,7 @@ use anyhow::Result;
 use gpubench_analysis::RawRecord;
 
 use crate::cli::Format;
+use crate::output::console;
 use crate::output::exports;
 use crate::output::html::run_report::{self, StoredRun};
 use crate::output::json::{pretty_json, RunSummary};
@@ -50,7 +51,7 @@ pub fn print_summary(
         .render()
     };
     match format {
-        Format::Human => print!("{}", summary.render_human()),
+        Format::Human => console::print_stdout(&summary.render_human(console::get())),
         Format::Json => crate::output::json::print_document(summary),
         Format::Markdown => print!("{}", markdown()),
         Format::GithubActionBenchmark => print!(
@@ -69,7 +70,9 @@ pub fn print_summary(
 /// it again.
 pub fn announce_report(summary: &RunSummary, format: Format) {
     match (&summary.report, &summary.report_error) {
-        (Some(index), _) if format != Format::Json => eprintln!("report: {index}"),
+        (Some(index), _) if format != Format::Json && !console::get().quiet() => {
+            eprintln!("report: {index}")
+        }
         (_, Some(error)) => eprintln!(
             "error: {error} (the records are kept in {}; `cargo gpubench report {}` \
              renders it again)",

@@ -283,11 +283,13 @@ impl Session<'_> {
             return Ok(None);
         };
         if interrupted {
-            eprintln!("gpubench: baseline `{name}` not saved: the run was interrupted");
+            crate::output::console::status(format_args!(
+                "baseline `{name}` not saved: the run was interrupted"
+            ));
             return Ok(None);
         }
         let saved = baselines::save(self.baselines.store, name, records)?;
-        eprintln!("gpubench: {}", saved.describe());
+        crate::output::console::status(format_args!("{}", saved.describe()));
         Ok(Some(saved))
     }
 
