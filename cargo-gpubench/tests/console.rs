@@ -1,7 +1,8 @@
 //! What `cargo gpubench` prints, end to end against the stand-in harness
 //! (`support/fake_harness.rs`): `--skip` in a run and in `--list`, how much `-q` and
-//! `-v` print, when the summary is coloured, and the `--format json` documents (the
-//! summaries' `format_version`, the error object) against `docs/schema/`.
+//! `-v` print, when the summary is coloured, where the Markdown links the report, and
+//! the `--format json` documents (the summaries' `format_version`, the error object)
+//! against `docs/schema/`.
 #![cfg(unix)]
 
 mod support;
@@ -337,4 +338,52 @@ fn json_documents_carry_their_format_version_and_errors_are_json_too() {
     // Without --format json an error is only on stderr.
     let ran = run(fake.command().args(["--baseline", "nope", "passes"])).expect_code(2);
     assert_eq!(ran.stdout, "");
+}
+
+#[test]
+fn the_markdown_links_the_report_on_its_first_line() {
+    let fake = Fake::new();
+    let second_line = |ran: Ran| {
+        ran.expect_code(0)
+            .stdout
+            .lines()
+            .nth(2)
+            .unwrap()
+            .to_string()
+    };
+    let markdown = ["--quick", "--format", "markdown", "--exact", "passes"];
+    let url = "https://ci.example.com/artifacts/report/index.html";
+    assert_eq!(
+        second_line(run(fake
+            .command()
+            .args(markdown)
+            .args(["--report-url", url]))),
+        format!("Charts and every figure: [the HTML report]({url}).")
+    );
+    assert_eq!(
+        second_line(run(fake
+            .command()
+            .args(markdown)
+            .env("GPUBENCH_REPORT_URL", url))),
+        format!("Charts and every figure: [the HTML report]({url}).")
+    );
+    let local = second_line(run(fake.command().args(markdown)));
+    let index = fake.out_dir().join("report/index.html");
+    assert!(index.is_file());
+    assert_eq!(
+        local,
+        format!(
+            "The HTML report is at `{}` on the machine that ran this (`--report-url` links it here).",
+            index.display()
+        )
+    );
+    let none = second_line(run(fake.command().args(markdown).arg("--no-report")));
+    assert!(none.starts_with("**Device:**"), "{none}");
+    // The JSON says where it is too.
+    let ran =
+        run(fake
+            .command()
+            .args(["--quick", "--format", "json", "passes", "--report-url", url]))
+        .expect_code(0);
+    assert_eq!(json(&ran)["report_url"], url);
 }

@@ -14,7 +14,7 @@ use crate::compare::{change_text, outcome_word, RunComparison, VerdictSettings};
 use crate::exit_code::Exit;
 use crate::output::console::{self, Console};
 use crate::output::json::{attach_comparison, ExitVerdict, SummaryEntry, SUMMARY_FORMAT_VERSION};
-use crate::output::markdown::MarkdownSummary;
+use crate::output::markdown::{MarkdownSummary, ReportLink};
 use crate::output::terminal::{
     align_cells, comparison_line, count_line, gate_line, outcome_tone, render_comparison,
     render_failures, render_process_medians, render_quiet, status_tone, Cell,
@@ -99,6 +99,8 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
     let markdown = || {
         MarkdownSummary {
             subject: &subject,
+            // compare writes no report; a URL given still says where one is.
+            report: ReportLink::of(args.verdicts.report_url.as_deref(), None),
             entries: &rows,
             comparison: Some(&comparison),
             exit,

@@ -12,7 +12,7 @@ use crate::output::console;
 use crate::output::exports;
 use crate::output::html::run_report::{self, StoredRun};
 use crate::output::json::{pretty_json, RunSummary};
-use crate::output::markdown::{write_summary_file, MarkdownSummary};
+use crate::output::markdown::{write_summary_file, MarkdownSummary, ReportLink};
 
 /// Renders the HTML report of the run stored in `run_dir` into `report_dir`; a
 /// failure is returned as its message, so the command still saves its baseline and
@@ -44,6 +44,7 @@ pub fn print_summary(
     let markdown = || {
         MarkdownSummary {
             subject: &subject,
+            report: ReportLink::of(summary.report_url.as_deref(), summary.report.as_deref()),
             entries: &summary.benchmarks,
             comparison: summary.comparison.as_ref(),
             exit: summary.exit_code(),

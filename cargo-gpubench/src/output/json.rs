@@ -96,6 +96,9 @@ pub struct RunSummary {
     /// The HTML report's summary page (`<out-dir>/report/index.html`), when written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub report: Option<String>,
+    /// Where the HTML report can be opened (`--report-url`), when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report_url: Option<String>,
     /// Why the HTML report could not be written (the run then exits 5 unless a
     /// verdict already fails it).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -129,6 +132,7 @@ impl RunSummary {
             comparison: None,
             saved_baseline: None,
             report: None,
+            report_url: None,
             report_error: None,
             exit: Exit::Success.into(),
         };
@@ -151,6 +155,12 @@ impl RunSummary {
             Err(error) => self.report_error = Some(error),
         }
         self.exit = self.exit_code().into();
+        self
+    }
+
+    /// The summary with where its HTML report can be opened (`--report-url`).
+    pub fn with_report_url(mut self, url: Option<String>) -> Self {
+        self.report_url = url;
         self
     }
 

@@ -210,6 +210,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
             settings: VerdictSettings::from_args(&args.verdicts),
         },
         summary_file: args.verdicts.summary_file.as_ref().map(|p| cwd.join(p)),
+        report_url: args.verdicts.report_url.clone(),
         report_dir: (!args.no_report).then(|| run_report::report_dir(store.dir())),
         archive: prepared
             .archive

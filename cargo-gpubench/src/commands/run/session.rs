@@ -62,6 +62,8 @@ pub(super) struct Session<'a> {
     pub(super) partition: Option<crate::execute::partition::Partition>,
     /// `--summary-file`, absolute.
     pub(super) summary_file: Option<PathBuf>,
+    /// `--report-url`.
+    pub(super) report_url: Option<String>,
     /// Where the HTML report goes; `None` with `--no-report`.
     pub(super) report_dir: Option<PathBuf>,
     /// The archive the executables came from, for the manifest, and the directory
@@ -239,7 +241,8 @@ impl Session<'_> {
             manifest.status,
             clock.elapsed().as_secs_f64(),
             entries,
-        );
+        )
+        .with_report_url(self.report_url.clone());
         if let Some(comparison) = self.compare(&run, &records)? {
             summary = summary.with_comparison(comparison);
         }
