@@ -296,9 +296,10 @@ fn json_documents_carry_their_format_version_and_errors_are_json_too() {
     assert_eq!(doc["exit"]["verdict"], "regression_found");
     assert_valid("compare-summary.schema.json", &doc);
 
-    // A baseline that is not saved, nothing matched, an unknown side of compare.
+    // A baseline that is not saved, nothing matched, an unknown side of compare, an
+    // unknown run to merge.
     let work = fake.dir.path().join("work");
-    let cases: [(Ran, &str); 3] = [
+    let cases: [(Ran, &str); 4] = [
         (
             run(fake
                 .command()
@@ -316,6 +317,12 @@ fn json_documents_carry_their_format_version_and_errors_are_json_too() {
                 .current_dir(&work)
                 .args(["compare", "main", "gone", "--format", "json"])),
             "`gone`",
+        ),
+        (
+            run(cargo_gpubench()
+                .current_dir(&work)
+                .args(["merge", "run:nope", "--format", "json"])),
+            "`run:nope`",
         ),
     ];
     for (ran, named) in cases {
