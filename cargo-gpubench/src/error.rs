@@ -3,7 +3,7 @@
 //! on stderr. The codes themselves are [`crate::exit_code`].
 
 use gpubench_analysis::compare::CompareError;
-use gpubench_analysis::{BaselineError, RecordError};
+use gpubench_analysis::{BaselineError, InvalidSetting, RecordError};
 use thiserror::Error;
 
 use crate::archive::ArchiveError;
@@ -47,6 +47,7 @@ macro_rules! known_errors {
 
 known_errors! {
     Usage(UsageError),
+    Setting(InvalidSetting),
     Select(SelectError),
     Compare(CompareError),
     Reference(ReferenceError),
@@ -67,7 +68,10 @@ impl Known<'_> {
     /// reads but is corrupt, newer or misnamed is bad input (2).
     fn exit(&self) -> Exit {
         match self {
-            Known::Usage(UsageError(_)) => Exit::Usage,
+            Known::Usage(UsageError(_))
+            | Known::Setting(
+                InvalidSetting::OutOfRange { .. } | InvalidSetting::SampleBounds { .. },
+            ) => Exit::Usage,
             Known::Select(
                 SelectError::DuplicateId { .. } | SelectError::NothingSelected { .. },
             ) => Exit::Usage,
@@ -84,7 +88,8 @@ impl Known<'_> {
                 ReferenceError::Ambiguous { .. }
                 | ReferenceError::NotFound { .. }
                 | ReferenceError::NoLatest { .. }
-                | ReferenceError::NotARun { .. } => Exit::Usage,
+                | ReferenceError::NotARun { .. }
+                | ReferenceError::NothingToCompare { .. } => Exit::Usage,
             },
             Known::Baseline(e) => baseline(e),
             Known::Record(e) => record(e),
@@ -98,6 +103,7 @@ impl Known<'_> {
             Known::Discover(e) => match e {
                 DiscoverError::Metadata(_) => Exit::Setup,
                 DiscoverError::UnknownPackage { .. }
+                | DiscoverError::NoManifest { .. }
                 | DiscoverError::NotAGpubenchPackage { .. }
                 | DiscoverError::UnknownBench { .. }
                 | DiscoverError::NoBenchTargets { .. } => Exit::Usage,
@@ -135,6 +141,7 @@ fn baseline(e: &BaselineError) -> Exit {
     match e {
         BaselineError::Io { .. } => Exit::Setup,
         BaselineError::InvalidName { .. }
+        | BaselineError::Blocked(_)
         | BaselineError::NotFound { .. }
         | BaselineError::Parse { .. }
         | BaselineError::TooNew { .. }

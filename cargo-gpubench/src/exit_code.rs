@@ -5,9 +5,9 @@
 //! |------|---------|
 //! | 0    | every selected benchmark passed (or `--list` succeeded), and the `--fail-on` gate did not trip |
 //! | 1    | at least one benchmark failed: panic, out of memory, crash, timeout, bad exit code |
-//! | 2    | usage error or bad input: a bad option, an unknown package or bench target, no benchmark matched, two benchmarks share an id, a bad or unknown baseline name, a corrupt or newer baseline, record, manifest or comparison file, a file that is not a gpubench archive or a damaged or newer one |
+//! | 2    | usage error or bad input: a bad option, an unknown package or bench target, no benchmark matched, two benchmarks share an id, a bad or unknown baseline name, a file where a baseline's directory goes, a corrupt or newer baseline, record, manifest or comparison file, a file that is not a gpubench archive or a damaged or newer one |
 //! | 3    | the bench targets failed to build |
-//! | 4    | regression found: the comparison with the baseline tripped the `--fail-on` gate |
+//! | 4    | regression found: the comparison with the baseline tripped the `--fail-on` gate, on a verdict or on missing evidence (a baseline benchmark not run, gone or not compared, a gated metric one side lacks) that `--allow-missing` does not let pass |
 //! | 5    | setup error: libtorch not found (or not the version an archive was built against), cargo or a bench executable could not be run, another run holds the lock, results or the HTML report could not be written; `doctor` found something that makes results unreliable |
 //! | 130  | interrupted (Ctrl-C or SIGTERM); finished records and the manifest are kept |
 //!
@@ -22,8 +22,9 @@
 //! only when no verdict (130, 1, 4) applies, since the records are stored and the
 //! verdict about them matters more. See [`Exit::of_verdicts`]. `cargo gpubench compare` uses
 //! the same codes (1 when the judged side holds a failed benchmark), and so does
-//! `cargo gpubench merge` (1 when the merged run holds one, 130 when an input was
-//! interrupted).
+//! `cargo gpubench merge` (1 when the merged run holds one or lacks benchmarks of the
+//! suite — an input cut short, a `--partition` part missing — unless `--allow-missing
+//! not-run`; 130 when an input was interrupted).
 
 /// How a `cargo gpubench` invocation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,11 +95,14 @@ Exit codes:
   1    at least one benchmark failed (panic, out of memory, crash, timeout, bad exit code)
   2    usage error or bad input: bad option, unknown package or bench target,
        no benchmark matched, two benchmarks share an id, a bad or unknown baseline
-       name, a corrupt or newer baseline, record, manifest or comparison file,
-       a file that is not a gpubench archive or a damaged or newer one
+       name, a file where a baseline's directory goes, a corrupt or newer baseline,
+       record, manifest or comparison file, a file that is not a gpubench archive
+       or a damaged or newer one
   3    the bench targets failed to build
   4    regression found: the comparison with the baseline tripped --fail-on
-       (default: a benchmark regressed)
+       (default: a benchmark regressed), or evidence is missing (a baseline
+       benchmark not run, gone or not compared, a gated metric one side lacks)
+       that --allow-missing does not let pass
   5    setup error: libtorch not found or not the version an archive was built against,
        cargo or a bench executable could not be run,
        another run holds the lock, results or the HTML report could not be written;

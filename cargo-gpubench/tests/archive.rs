@@ -268,6 +268,29 @@ fn a_file_that_is_not_an_archive_or_is_missing_is_a_usage_error() {
     assert!(ran.stderr.contains("cannot be used with"), "{}", ran.stderr);
 }
 
+#[test]
+fn an_archive_cut_short_is_damaged_input_wherever_it_is_cut() {
+    let m = Machine::new("2.11.0");
+    let whole = std::fs::read(m.path("benches.tar.gz")).unwrap();
+    // Cut anywhere past its start, as a copy that did not finish leaves it; an
+    // entry's data cut short used to read as a directory that cannot be written (5).
+    for tenths in 3..10 {
+        let keep = whole.len() * tenths / 10;
+        std::fs::write(m.path("benches.tar.gz"), &whole[..keep]).unwrap();
+        let ran = run(&mut m.command()).expect_code(2);
+        assert!(
+            ran.stderr.contains(&format!(
+                "archive {} is damaged (",
+                m.path("benches.tar.gz").display()
+            )) && ran.stderr.contains("copy it again or make it again"),
+            "cut at {keep} of {}: {}",
+            whole.len(),
+            ran.stderr
+        );
+        assert!(!m.path("calls.log").exists(), "nothing ran");
+    }
+}
+
 // ---- the fixture workspace: real bench targets built with tch ---------------------
 
 fn repo_root() -> PathBuf {

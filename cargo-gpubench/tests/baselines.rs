@@ -313,7 +313,8 @@ fn a_baseline_from_another_device_is_not_compared_unless_allowed() {
     b.run(&["--save-baseline", "main", "mm"]).expect_code(0);
     b.measure("mm/64", GPU, 1.5, 9);
 
-    let ran = b.run(&["mm"]).expect_code(0);
+    // Not compared is missing evidence: the gate fails on it...
+    let ran = b.run(&["mm"]).expect_code(4);
     let warning =
         "baseline `main` was recorded on `NVIDIA A100-SXM4-80GB` but this run is on `NVIDIA H200`";
     assert!(ran.stderr.contains(warning), "{}", ran.stderr);
@@ -323,8 +324,10 @@ fn a_baseline_from_another_device_is_not_compared_unless_allowed() {
         "{}",
         ran.stdout
     );
-    // Strict CI fails when nothing shows the code is as fast as before.
-    b.run(&["--fail-on", "ambiguous", "mm"]).expect_code(4);
+    // ...unless it is allowed, or the gate only reports.
+    b.run(&["--allow-missing", "not-compared", "mm"])
+        .expect_code(0);
+    b.run(&["--fail-on", "never", "mm"]).expect_code(0);
     // Asked for, it compares, and says it did.
     let ran = b.run(&["--allow-device-mismatch", "mm"]).expect_code(4);
     assert!(
@@ -425,6 +428,83 @@ fn corrupt_newer_and_missing_baselines_stop_the_run_before_it_starts() {
         "{}",
         ran.stderr
     );
+}
+
+#[test]
+fn a_file_where_the_baseline_goes_is_refused_before_anything_runs_and_left_alone() {
+    let b = Bench::new();
+    let root = b.work().join("gpubench/baselines");
+    std::fs::create_dir_all(&root).unwrap();
+    let names = || -> Vec<String> {
+        let mut n: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    };
+    // Before: "Not a directory", exit 5, the baseline saved anyway and the file
+    // moved to `.main.new-PID`.
+    let main = root.join("main");
+    std::fs::write(&main, "my notes").unwrap();
+    let ran = b.run(&["--save-baseline", "main", "mm"]).expect_code(2);
+    assert!(
+        ran.stderr.contains(&format!(
+            "error: failed to save baseline `main` (checked before any benchmark runs): {} is not a directory, so nothing can be saved into it: move it out of the way, or pick another name",
+            main.display()
+        )),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&main).unwrap(), "my notes");
+    assert_eq!(names(), ["main"]);
+    assert!(!b.out_dir().join("runs").exists(), "nothing ran");
+
+    // A file an older version moved aside blocks the save, named.
+    std::fs::rename(&main, root.join(".main.new-383")).unwrap();
+    let ran = b.run(&["--save-baseline", "main", "mm"]).expect_code(2);
+    assert!(
+        ran.stderr.contains(&format!(
+            "{} is in the way: it is not a directory",
+            root.join(".main.new-383").display()
+        )) && ran.stderr.contains("move it out of the way"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(names(), [".main.new-383"]);
+    assert!(!b.out_dir().join("runs").exists(), "nothing ran");
+
+    // Moved out of the way, the save goes through.
+    std::fs::remove_file(root.join(".main.new-383")).unwrap();
+    b.run(&["--save-baseline", "main", "mm"]).expect_code(0);
+    assert_eq!(names(), ["main"]);
+}
+
+#[test]
+fn compare_reads_a_baseline_left_by_a_save_killed_between_its_renames() {
+    let b = Bench::new();
+    b.run(&["--save-baseline", "main", "mm", "conv"])
+        .expect_code(0);
+    let root = b.work().join("gpubench/baselines");
+    // What the two-rename swap leaves when killed between its renames.
+    std::fs::rename(root.join("main"), root.join(".main.old-383")).unwrap();
+    // A run finds it...
+    let ran = b.run(&["mm", "conv"]).expect_code(0);
+    assert!(
+        ran.stderr
+            .contains("comparing with baseline `main` (2 benchmarks"),
+        "{}",
+        ran.stderr
+    );
+    // ...and so do compare, by name, by kind and by path.
+    for reference in ["main", "baseline:main", "./gpubench/baselines/main"] {
+        let ran = b.compare(&[reference, "latest"]).expect_code(0);
+        assert!(
+            line(&ran.stdout, "fake/mm/64 ").ends_with("no change"),
+            "{reference}: {}",
+            ran.stdout
+        );
+    }
 }
 
 #[test]
@@ -564,8 +644,23 @@ fn compare_judges_stored_baselines_and_runs_by_name() {
         "{}",
         ran.stderr
     );
-    b.compare(&["main", &format!("baseline:{prefix}")])
-        .expect_code(0);
+    // That baseline lacks `conv`, and says nothing of why: missing evidence, which
+    // fails the gate until it is allowed.
+    let ran = b
+        .compare(&["main", &format!("baseline:{prefix}")])
+        .expect_code(4);
+    assert!(
+        line(&ran.stdout, "missing evidence (--fail-on").contains("conv (gone)"),
+        "{}",
+        ran.stdout
+    );
+    b.compare(&[
+        "main",
+        &format!("baseline:{prefix}"),
+        "--allow-missing",
+        "gone",
+    ])
+    .expect_code(0);
     let ran = b.compare(&["main", "nope"]).expect_code(2);
     assert!(
         ran.stderr
@@ -595,4 +690,281 @@ fn compare_judges_stored_baselines_and_runs_by_name() {
         "{}",
         ran.stderr
     );
+}
+
+/// `mm/64` with kernel time and counters, as a build with kernel timing records it.
+fn with_kernels(seed: u64) -> RawRecord {
+    use rand::SeedableRng;
+    let mut r = record("mm/64", GPU, 1.0, seed);
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+    gpubench_analysis::synthetic::SyntheticKernels::one("gemm_kernel", 900_000.0)
+        .attach(&mut r, &mut rng);
+    r
+}
+
+/// `mm/64` as a build without kernel timing records it: the harness says why.
+fn without_kernels(seed: u64) -> RawRecord {
+    let mut r = with_kernels(seed);
+    for m in r.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+        m.kernel = None;
+        m.kernel_unavailable = Some(
+            "kernel timing was not built in: no CUDA runtime headers found (install them: \
+             `cargo gpubench setup`)"
+                .into(),
+        );
+    }
+    r
+}
+
+#[test]
+fn a_baseline_benchmark_the_run_lacks_fails_the_gate_unless_filtered_out_or_allowed() {
+    let b = Bench::new();
+    b.run(&["--save-baseline", "main", "mm", "conv"])
+        .expect_code(0);
+    // Left out by a filter: nothing was asked of it.
+    let ran = b.run(&["mm"]).expect_code(0);
+    assert!(!ran.stdout.contains("missing"), "{}", ran.stdout);
+
+    // With --exe the user chose the executables: a baseline benchmark none of them
+    // lists may belong to another, so it is not selected either.
+    std::fs::write(
+        b.dir.path().join("bin/ids"),
+        "mm/64: benchmark\npanics: benchmark\n",
+    )
+    .unwrap();
+    let ran = b.run(&["mm"]).expect_code(0);
+    assert!(
+        line(&ran.stdout, "  in the baseline, not selected here").contains("conv"),
+        "{}",
+        ran.stdout
+    );
+    // A run that listed every bench target (a workspace's, an archive's) and has no
+    // `conv`: gone from the suite (removed or renamed), missing evidence naming the
+    // file to delete when that was on purpose.
+    let dir = latest_run(&b.out_dir());
+    let mut m = support::manifest(&dir);
+    let selection = m.selection.as_mut().expect("a run keeps its selection");
+    assert!(!selection.all_targets, "--exe chose the targets");
+    selection.all_targets = true;
+    std::fs::write(dir.join("manifest.json"), m.to_json_pretty()).unwrap();
+    let path = dir.to_str().unwrap();
+    let ran = b.compare(&["main", path]).expect_code(4);
+    let gate = line(&ran.stdout, "missing evidence (--fail-on");
+    assert!(gate.contains("conv (gone)"), "{}", ran.stdout);
+    let conv_file = b.baselines().dir("main").unwrap().join("conv.json");
+    assert!(
+        ran.stdout.contains(&format!(
+            "if on purpose, delete {} from the baseline",
+            conv_file.display()
+        )),
+        "the fix names the file: {}",
+        ran.stdout
+    );
+    b.compare(&["main", path, "--allow-missing", "gone"])
+        .expect_code(0);
+    b.compare(&["main", path, "--allow-missing", "all"])
+        .expect_code(0);
+    b.compare(&["main", path, "--allow-missing", "not-run"])
+        .expect_code(4);
+    b.compare(&["main", path, "--fail-on", "never"])
+        .expect_code(0);
+    // Deleting the file on purpose is the other way to pass.
+    std::fs::remove_file(&conv_file).unwrap();
+    b.compare(&["main", path]).expect_code(0);
+}
+
+#[test]
+fn a_benchmark_a_killed_run_never_reached_is_not_run_and_fails_compare() {
+    let b = Bench::new();
+    b.run(&["--save-baseline", "main", "mm", "conv"])
+        .expect_code(0);
+    b.run(&["--no-baseline", "mm", "conv"]).expect_code(0);
+    // As a run killed after `mm/64` leaves it: still marked running, by a process
+    // that is gone, `conv` never reached.
+    let dir = latest_run(&b.out_dir());
+    let mut m = support::manifest(&dir);
+    m.status = cargo_gpubench::store::manifest::RunStatus::Running;
+    m.pid = Some(u32::MAX - 1);
+    m.finished_at = None;
+    let conv = m.benchmarks.iter_mut().find(|x| x.id == "conv").unwrap();
+    conv.status = cargo_gpubench::store::manifest::BenchStatus::Pending;
+    conv.record = None;
+    std::fs::write(dir.join("manifest.json"), m.to_json_pretty()).unwrap();
+    let path = dir.to_str().unwrap();
+
+    let ran = b.compare(&["main", path]).expect_code(4);
+    assert!(
+        line(&ran.stdout, "missing evidence (--fail-on").contains("conv (not run)"),
+        "{}",
+        ran.stdout
+    );
+    assert!(ran.stdout.contains("killed?"), "{}", ran.stdout);
+    b.compare(&["main", path, "--allow-missing", "not-run"])
+        .expect_code(0);
+    let ran = b
+        .compare(&["main", path, "--format", "json"])
+        .expect_code(4);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(v["comparison"]["missing"][0]["id"], "conv");
+    assert_eq!(v["comparison"]["missing"][0]["kind"], "not_run");
+}
+
+#[test]
+fn a_gated_metric_one_side_lacks_is_missing_evidence_with_the_fix() {
+    let b = Bench::new();
+    b.prepare(&with_kernels(31), false);
+    b.run(&["--save-baseline", "main", "mm"]).expect_code(0);
+
+    // A CI machine whose gpubench-core was built without the CUDA headers: no
+    // kernel time, no counters; the gate would rest on nothing.
+    b.prepare(&without_kernels(32), false);
+    let ran = b
+        .run(&["--gate-on", "kernel,counters", "mm"])
+        .expect_code(4);
+    let gate = line(&ran.stdout, "missing evidence (--fail-on");
+    assert!(
+        gate.contains("kernel time missing") && gate.contains("counters missing"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("kernel timing was not built in")
+            && ran.stdout.contains("cargo gpubench setup"),
+        "the reason and its fix: {}",
+        ran.stdout
+    );
+    let report = std::fs::read_to_string(b.out_dir().join("report/index.html")).unwrap();
+    assert!(
+        report.contains("Missing evidence") && report.contains("kernel time missing"),
+        "the report lists it"
+    );
+    let ran = b
+        .run(&["--gate-on", "kernel,counters", "--format", "markdown", "mm"])
+        .expect_code(4);
+    assert!(
+        ran.stdout.contains("**Missing evidence**")
+            && ran
+                .stdout
+                .contains("**Result: missing evidence** (exit code 4)"),
+        "{}",
+        ran.stdout
+    );
+    // The default gate sees the gap too; a gate on time alone does not ask for it;
+    // the allowance lets it pass.
+    b.run(&["mm"]).expect_code(4);
+    b.run(&["--gate-on", "time", "mm"]).expect_code(0);
+    b.run(&[
+        "--gate-on",
+        "kernel,counters",
+        "--allow-missing",
+        "metric",
+        "mm",
+    ])
+    .expect_code(0);
+
+    // Neither side measured kernel time: the default gate looks at what is there,
+    // a gate that names kernel time asks for it.
+    b.run(&["--save-baseline", "main", "mm"]).expect_code(4);
+    b.run(&["mm"]).expect_code(0);
+    let ran = b.run(&["--gate-on", "kernel", "mm"]).expect_code(4);
+    assert!(
+        ran.stdout.contains("neither side measured kernel time"),
+        "{}",
+        ran.stdout
+    );
+}
+
+#[test]
+fn compare_resolves_output_directories_and_refuses_one_with_nothing_to_compare() {
+    let b = Bench::new();
+    b.run(&["--save-baseline", "main", "mm", "conv"])
+        .expect_code(0);
+    b.measure("mm/64", GPU, 1.3, 41);
+    let out = b.work().join("ci-artifact");
+    b.run(&[
+        "--no-baseline",
+        "--out-dir",
+        out.to_str().unwrap(),
+        "mm",
+        "conv",
+    ])
+    .expect_code(0);
+    // An output directory stands for its latest run, as in `merge`.
+    let ran = b.compare(&["main", "./ci-artifact"]).expect_code(4);
+    assert!(
+        line(&ran.stdout, "fake/mm/64 ").ends_with("regressed"),
+        "{}",
+        ran.stdout
+    );
+    // A directory with no run, no latest and no baseline file is an error naming
+    // what it expected; so is an empty baseline.
+    std::fs::create_dir_all(b.work().join("empty")).unwrap();
+    std::fs::write(b.work().join("empty/notes.txt"), "not a result").unwrap();
+    for side in [["main", "./empty"], ["./empty", "main"]] {
+        let ran = b.compare(&side).expect_code(2);
+        assert!(
+            ran.stderr.contains("holds nothing to compare")
+                && ran.stderr.contains("manifest.json")
+                && ran.stderr.contains("latest"),
+            "{}",
+            ran.stderr
+        );
+    }
+}
+
+#[test]
+fn a_baseline_entry_that_is_no_baseline_file_stops_the_run_naming_it() {
+    let b = Bench::new();
+    b.run(&["--save-baseline", "main", "mm", "conv"])
+        .expect_code(0);
+    let dir = b.baselines().dir("main").unwrap();
+    // Unrelated JSON is noted and left alone.
+    std::fs::write(dir.join("tool-settings.json"), r#"{"theme": "dark"}"#).unwrap();
+    let ran = b.run(&["mm", "conv"]).expect_code(0);
+    assert!(
+        ran.stderr
+            .contains("tool-settings.json is not a baseline file"),
+        "{}",
+        ran.stderr
+    );
+    let ran = b.compare(&["main", "latest"]).expect_code(0);
+    assert!(
+        ran.stderr
+            .contains("tool-settings.json is not a baseline file"),
+        "{}",
+        ran.stderr
+    );
+    // A `.json` that is a directory, or holds `null`, is a benchmark's evidence gone:
+    // an error naming it, before anything runs.
+    for (name, make) in [
+        (format!("{}.json", file_stem_for_id("mm/64")), "dir"),
+        ("conv.json".to_string(), "null"),
+    ] {
+        let path = dir.join(name);
+        let saved = std::fs::read(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        if make == "dir" {
+            std::fs::create_dir(&path).unwrap();
+        } else {
+            std::fs::write(&path, "null").unwrap();
+        }
+        for ran in [
+            b.run(&["mm", "conv"]),
+            b.compare(&["main", "latest"]),
+            b.run(&["--fail-on", "ambiguous", "mm", "conv"]),
+        ] {
+            let ran = ran.expect_code(2);
+            assert!(
+                ran.stderr.contains(&path.display().to_string()),
+                "{}",
+                ran.stderr
+            );
+        }
+        if make == "dir" {
+            std::fs::remove_dir(&path).unwrap();
+        } else {
+            std::fs::remove_file(&path).unwrap();
+        }
+        std::fs::write(&path, saved).unwrap();
+    }
 }

@@ -33,6 +33,9 @@ fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 #[cfg(target_os = "linux")]
 fn a_killed_run_leaves_no_benchmark_behind_and_is_marked_incomplete() {
     let fake = Fake::new();
+    // A run that finishes first: `latest` keeps naming it after the killed one.
+    run(fake.command().args(["--quick", "--exact", "passes"])).expect_code(0);
+    let finished = latest_run(&fake.out_dir());
     let pid_file = |name: &str| fake.dir.path().join("bin").join(name);
     let mut child = fake
         .command()
@@ -66,21 +69,41 @@ fn a_killed_run_leaves_no_benchmark_behind_and_is_marked_incomplete() {
     // compare and report say the run is incomplete; `latest` never pointed at it.
     let run_dir = std::fs::read_dir(fake.out_dir().join("runs"))
         .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name() != finished.file_name())
+        .unwrap();
     let m = manifest(&run_dir);
     assert_eq!(m.state(), RunStatus::Incomplete);
-    let ran = run(cargo_gpubench()
-        .current_dir(fake.dir.path().join("work"))
-        .arg("report")
-        .arg(&run_dir));
+    let id = |p: &std::path::Path| p.file_name().unwrap().to_string_lossy().into_owned();
+    let in_work = || {
+        let mut cmd = cargo_gpubench();
+        cmd.current_dir(fake.dir.path().join("work"));
+        cmd
+    };
+    let ran = run(in_work().arg("report").arg(&run_dir));
     assert!(
         ran.stderr
             .contains("is incomplete: its cargo gpubench died before the end"),
         "{}",
         ran.stderr
+    );
+    // `latest` still names the run that finished, and whoever judges it hears of
+    // the newer one that did not.
+    let newer = format!(
+        "warning: the newest run `{}` is incomplete: its cargo gpubench died before the end \
+         (killed?); `latest` is the last run that finished: `{}`",
+        id(&run_dir),
+        id(&finished)
+    );
+    let ran = run(in_work().args(["report", "latest"])).expect_code(0);
+    assert!(ran.stderr.contains(&newer), "{}", ran.stderr);
+    let ran = run(in_work().arg("compare").arg(&finished).arg("latest")).expect_code(0);
+    assert!(ran.stderr.contains(&newer), "{}", ran.stderr);
+    assert!(
+        ran.stdout
+            .starts_with(&format!("comparing run `{}`", id(&finished))),
+        "{}",
+        ran.stdout
     );
 
     // The next run in the same output directory marks it so for good.
@@ -92,6 +115,102 @@ fn a_killed_run_leaves_no_benchmark_behind_and_is_marked_incomplete() {
     );
     let m = manifest(&run_dir);
     assert_eq!((m.status, m.pid), (RunStatus::Incomplete, None));
+    // Once a newer run finishes, `latest` is the newest run again: no warning.
+    let ran = run(in_work().args(["report", "latest"])).expect_code(0);
+    assert!(!ran.stderr.contains("warning"), "{}", ran.stderr);
+}
+
+/// Lists `first` and `second` and hands back the records prepared for them; with
+/// `BLOCK_SECOND` set, `second` first puts a directory where cargo gpubench stores
+/// its record, so storing it fails with an I/O error.
+const BLOCKING_HARNESS: &str = r#"#!/bin/sh
+here=$(dirname "$0")
+[ -n "$GPUBENCH_HANDSHAKE" ] && echo "gpubench-harness protocol 1"
+case " $* " in
+*" --list "*)
+    case " $* " in
+    *" --ignored "*) ;;
+    *) echo "first: benchmark"; echo "second: benchmark" ;;
+    esac
+    exit 0 ;;
+esac
+[ "$1 $2" = "--bench --exact" ] || { echo "unexpected arguments: $*" >&2; exit 64; }
+# The record directory is <run>/.incoming/<slot>.
+[ "$3" = second ] && [ -n "$BLOCK_SECOND" ] && mkdir -p "$GPUBENCH_RECORD_DIR/../../second.json/in-the-way"
+cp "$here/records/$3/"*.json "$GPUBENCH_RECORD_DIR/"
+"#;
+
+#[test]
+fn a_run_stopped_by_an_error_says_so_in_its_manifest_and_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = support::stand_in(dir.path(), BLOCKING_HARNESS);
+    for id in ["first", "second"] {
+        support::prepare_record(&bin, &passed_record(id), false);
+    }
+    let work = dir.path().join("work");
+    let out_dir = work.join("target/gpubench");
+    let gpubench = |args: &[&str]| {
+        let mut cmd = cargo_gpubench();
+        cmd.current_dir(&work)
+            .env("LIBTORCH", dir.path().join("libtorch"))
+            .args(args);
+        cmd
+    };
+    let exe = exe_arg(&bin.join(support::STAND_IN_EXE));
+    run(gpubench(&["run", "--quick"]).arg(&exe)).expect_code(0);
+    let finished = latest_run(&out_dir);
+
+    let ran = run(gpubench(&["run", "--quick"])
+        .arg(&exe)
+        .env("BLOCK_SECOND", "1"))
+    .expect_code(5);
+    assert!(
+        ran.stderr.contains("error: failed to write ") && ran.stderr.contains("second.json"),
+        "{}",
+        ran.stderr
+    );
+    let stopped = std::fs::read_dir(out_dir.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name() != finished.file_name())
+        .unwrap();
+    // The manifest says what stopped it, and keeps what finished.
+    let m = manifest(&stopped);
+    assert_eq!((m.status, m.pid), (RunStatus::Incomplete, None));
+    let error = m.error.clone().expect("the error is recorded");
+    assert!(
+        error.starts_with("failed to write ") && error.contains("second.json"),
+        "{error}"
+    );
+    assert_eq!(entry(&m, "fake", "first").status, BenchStatus::Passed);
+    assert!(!stopped.join(".incoming").exists());
+
+    // Read later, it was stopped by that error, not killed.
+    let ran = run(gpubench(&["report"]).arg(&stopped)).expect_code(0);
+    assert!(
+        ran.stderr.contains(&format!(
+            "warning: run `{}` is incomplete: it was stopped by an error: {error}; 1 of its 2 benchmarks finished",
+            m.run_id
+        )),
+        "{}",
+        ran.stderr
+    );
+    assert!(!ran.stderr.contains("killed"), "{}", ran.stderr);
+    let ran = run(&mut gpubench(&["report", "latest"])).expect_code(0);
+    assert!(
+        ran.stderr.contains(&format!(
+            "warning: the newest run `{}` is incomplete: it was stopped by an error: {error}; `latest` is the last run that finished: `{}`",
+            m.run_id,
+            finished.file_name().unwrap().to_string_lossy()
+        )),
+        "{}",
+        ran.stderr
+    );
+    // The next run leaves it as it is: it did not die.
+    std::fs::remove_dir_all(stopped.join("second.json")).unwrap();
+    let ran = run(gpubench(&["run", "--quick"]).arg(&exe)).expect_code(0);
+    assert!(!ran.stderr.contains("did not finish"), "{}", ran.stderr);
+    assert_eq!(manifest(&stopped).error.as_deref(), Some(error.as_str()));
 }
 
 fn pid_alive(pid: i32) -> bool {
@@ -305,6 +424,32 @@ fn list_prints_sorted_names_and_marks_ignored_ones() {
     let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
     assert_eq!(v[0]["name"], "fake/matmul/64");
     assert_eq!(v[0]["ignored"], false);
+
+    // A filter that matches nothing fails as a run of it does: 2, with its words.
+    let ran = run(fake.command().arg("no_such_bench")).expect_code(2);
+    let refused = "error: no benchmark to run: no benchmark matches the filter `no_such_bench` (8 listed; see --list)";
+    assert!(ran.stderr.contains(refused), "{}", ran.stderr);
+    for format in ["human", "json"] {
+        let ran = run(fake
+            .command()
+            .args(["--list", "--format", format, "no_such_bench"]))
+        .expect_code(2);
+        assert!(ran.stderr.contains(refused), "{format}: {}", ran.stderr);
+        if format == "json" {
+            // A program reading stdout gets the error as a document.
+            let doc: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+            assert_eq!(doc["error"]["exit"], "usage", "{doc}");
+        } else {
+            assert_eq!(ran.stdout, "", "{format}");
+        }
+    }
+    let ran = run(fake.command().args(["--list", "--ignored", "passes"])).expect_code(2);
+    assert!(
+        ran.stderr
+            .contains("none of the matching benchmarks is marked ignored"),
+        "{}",
+        ran.stderr
+    );
 
     // Two targets with the same ids list both, with the warning a run would refuse
     // them with.
@@ -628,6 +773,96 @@ fn usage_mistakes_exit_2_and_help_documents_exit_codes() {
         ran.stderr
     );
     assert_eq!(fake.calls(), "--check-device cuda:7\n", "nothing ran");
+    // Measurement settings the harness would refuse fail once, here, before any
+    // process starts (they failed in every benchmark's process: exit 1).
+    for (args, said) in [
+        (
+            &["--min-samples", "50", "--max-samples", "10"][..],
+            "error: failed to check the measurement options: --max-samples (10) is below --min-samples (50): raise --max-samples or lower --min-samples",
+        ),
+        (
+            &["--max-samples", "8"],
+            "--max-samples (8) is below --min-samples (10, the default)",
+        ),
+        (
+            &["--warm-up-time", "0"],
+            "--warm-up-time (GPUBENCH_WARM_UP_TIME) must be a positive number of seconds, got 0",
+        ),
+        (
+            &["--min-samples", "1"],
+            "--min-samples (GPUBENCH_MIN_SAMPLES) must be at least 2",
+        ),
+    ] {
+        let ran = run(fake.command().args(args)).expect_code(2);
+        assert!(ran.stderr.contains(said), "{args:?}: {}", ran.stderr);
+        assert_eq!(fake.calls(), "--check-device cuda:7\n", "{args:?}: nothing ran");
+    }
+    let ran = run(fake.command().env("GPUBENCH_MIN_SAMPLES", "50").args([
+        "--quick",
+        "--max-samples",
+        "20",
+    ]))
+    .expect_code(2);
+    assert!(
+        ran.stderr
+            .contains("--max-samples (20) is below --min-samples (50)"),
+        "{}",
+        ran.stderr
+    );
+    // --quick's fewest is 5: 8 is above it.
+    run(fake.command().args([
+        "--quick",
+        "--processes",
+        "1",
+        "--max-samples",
+        "8",
+        "--exact",
+        "passes",
+    ]))
+    .expect_code(0);
+    assert!(
+        fake.calls()
+            .contains("passes args=[--bench --exact passes --quick")
+            && fake.calls().contains("--max-samples 8"),
+        "{}",
+        fake.calls()
+    );
+
+    // A --manifest-path that names no file is a usage error naming it, for every
+    // command that takes one (it was cargo metadata's failure: 5).
+    let missing = fake.dir.path().join("no/such/Cargo.toml");
+    for command in [
+        &["run"][..],
+        &["archive", "-o", "a.tar.gz"],
+        &["compare", "main", "latest"],
+    ] {
+        let ran = run(cargo_gpubench()
+            .current_dir(fake.dir.path())
+            .args(command)
+            .arg("--manifest-path")
+            .arg(&missing))
+        .expect_code(2);
+        assert!(
+            ran.stderr.contains(&format!(
+                "--manifest-path {} does not exist: pass the path of the workspace's Cargo.toml",
+                missing.display()
+            )),
+            "{command:?}: {}",
+            ran.stderr
+        );
+    }
+    let ran = run(cargo_gpubench()
+        .args(["run", "--manifest-path"])
+        .arg(fake.dir.path()))
+    .expect_code(2);
+    assert!(
+        ran.stderr.contains(&format!(
+            "--manifest-path {} is not a file",
+            fake.dir.path().display()
+        )),
+        "{}",
+        ran.stderr
+    );
     let ran = run(cargo_gpubench().args(["gpubench", "--help"])).expect_code(0);
     assert!(ran.stdout.contains("Exit codes:"), "{}", ran.stdout);
     assert!(

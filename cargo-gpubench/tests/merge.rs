@@ -191,9 +191,10 @@ fn merging_every_part_gives_the_suite_of_one_run_and_one_report() {
 }
 
 #[test]
-fn a_merge_with_a_missing_part_warns_naming_it_and_keeps_what_it_has() {
+fn a_merge_with_a_missing_part_fails_naming_it_unless_allowed_and_keeps_what_it_has() {
     let fake = Fake::new();
     let work = fake.dir.path().join("work");
+    // Natural order deals fake/matmul/64, fake/panics, fake/passes to parts 1, 2, 3.
     let ids = ["passes", "matmul/64", "panics"];
     for k in [1, 3] {
         run_part(
@@ -205,24 +206,112 @@ fn a_merge_with_a_missing_part_warns_naming_it_and_keeps_what_it_has() {
         )
         .unwrap();
     }
-    // The parts by run directory and by output directory.
+    // The parts by run directory and by output directory; nothing failed in them,
+    // yet the merge lacks part 2: exit 1, naming it.
     let p1 = latest_run(&work.join("p1"));
     let ran = merge(
         &fake,
         &[p1.to_str().unwrap(), "./p3"],
         &work.join("merged"),
         &["--no-report"],
-    );
-    assert!(matches!(ran.code, Some(0 | 1)), "{}", ran.stderr);
+    )
+    .expect_code(1);
     assert!(
         ran.stderr
-            .contains("warning: 1 of the 3 parts is missing: count:2/3; the merged run lacks"),
+            .contains("error: 1 of the 3 parts is missing: count:2/3; the merged run lacks"),
         "{}",
         ran.stderr
     );
     let m = manifest(&latest_run(&work.join("merged")));
     assert_eq!(m.benchmarks.len(), 2);
+    assert_eq!(
+        m.selection.as_ref().map(|s| s.other_parts.clone()),
+        Some(vec!["panics".to_string()]),
+        "the missing part's benchmarks are named"
+    );
     assert!(!work.join("merged/report").exists(), "--no-report");
+    // Allowed, it is a warning and the merge passes.
+    let ran = merge(
+        &fake,
+        &[p1.to_str().unwrap(), "./p3"],
+        &work.join("merged-allowed"),
+        &["--no-report", "--allow-missing", "not-run"],
+    )
+    .expect_code(0);
+    assert!(
+        ran.stderr.contains("warning: 1 of the 3 parts is missing"),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn against_a_baseline_the_benchmarks_of_a_missing_part_are_missing_evidence() {
+    let fake = Fake::new();
+    let work = fake.dir.path().join("work");
+    // fake/matmul/64 is part 1 of 2, fake/passes part 2.
+    let ids = ["passes", "matmul/64"];
+    run_part(
+        &fake,
+        &work.join("base"),
+        None,
+        &ids,
+        &[
+            "--no-report",
+            "--save-baseline",
+            "main",
+            "--baselines-dir",
+            "baselines",
+        ],
+    )
+    .unwrap();
+    run_part(
+        &fake,
+        &work.join("p1"),
+        Some("count:1/2"),
+        &ids,
+        &["--no-report"],
+    )
+    .unwrap();
+    // Part 1 alone against the whole baseline: `passes` was left to part 2, so a
+    // part's own comparison does not count it...
+    let ran = run(cargo_gpubench().current_dir(&work).args([
+        "compare",
+        "main",
+        "./p1",
+        "--baselines-dir",
+        "baselines",
+    ]))
+    .expect_code(0);
+    assert!(!ran.stdout.contains("regression found"), "{}", ran.stdout);
+    // ...but a merge without part 2 lacks it: not run, its part missing.
+    let ran = merge(
+        &fake,
+        &["./p1"],
+        &work.join("merged"),
+        &[
+            "--no-report",
+            "--allow-missing",
+            "not-run",
+            "--format",
+            "json",
+        ],
+    )
+    .expect_code(0);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let missing = v["comparison"]["missing"].as_array().unwrap();
+    assert_eq!(missing.len(), 1, "{missing:?}");
+    assert_eq!(missing[0]["id"], "passes");
+    assert_eq!(missing[0]["kind"], "not_run");
+    assert!(
+        missing[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("--partition part is missing from the merge"),
+        "{missing:?}"
+    );
+    let ran = merge(&fake, &["./p1"], &work.join("merged-2"), &["--no-report"]).expect_code(1);
+    assert!(ran.stdout.contains("passes (not run)"), "{}", ran.stdout);
 }
 
 #[test]
@@ -389,15 +478,26 @@ fn a_copy_marked_running_from_another_machine_merges_as_incomplete() {
     m.pid = Some(std::process::id());
     m.host = Some("a-gpu-runner-that-is-not-this-machine".into());
     std::fs::write(b.join("manifest.json"), m.to_json_pretty()).unwrap();
-    let ran = merge(&fake, &["./a", "./b"], &work.join("merged"), &[]).expect_code(0);
+    // A part cut short fails the merge, naming it...
+    let ran = merge(&fake, &["./a", "./b"], &work.join("merged"), &[]).expect_code(1);
     assert!(
-        ran.stderr.contains(&m.run_id) && ran.stderr.contains("incomplete"),
+        ran.stderr.contains(&m.run_id)
+            && ran.stderr.contains("error: ")
+            && ran.stderr.contains("incomplete"),
         "{}",
         ran.stderr
     );
     let merged = manifest(&latest_run(&work.join("merged")));
     assert_eq!(merged.status, RunStatus::Incomplete);
     assert!(merged.host.is_some(), "the merged run names its machine");
+    // ...unless it is allowed.
+    merge(
+        &fake,
+        &["./a", "./b"],
+        &work.join("merged-allowed"),
+        &["--allow-missing", "not-run"],
+    )
+    .expect_code(0);
 }
 
 #[test]

@@ -13,6 +13,10 @@
 //! left behind). A writer killed part-way leaves staging directories; the next writer
 //! removes them, and a directory left missing between the two renames is restored
 //! from its `.old` copy, by the next writer or read from it by a reader.
+//!
+//! Anything at those names that is not a directory was not left by a writer (it is a
+//! user's file, or one an older version moved out of the way): a writer refuses to
+//! start, naming it ([`blocker`]), and never renames or removes it.
 
 use std::collections::HashSet;
 use std::fs::{self, File};
@@ -20,6 +24,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use fs2::FileExt;
+use thiserror::Error;
 
 /// A point of [`replace_files`] where a test may stop the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,6 +148,57 @@ fn rebuild_with<T, E: From<io::Error>>(
     Ok(filled)
 }
 
+/// Something that is not a directory where replacing `dir` would write: nothing a
+/// writer left, so a writer neither renames nor removes it, and refuses to start.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Blocker {
+    /// `dir`'s own name holds a file (or a link that is not to a directory).
+    #[error("{} is not a directory, so nothing can be saved into it: move it out of the way, or pick another name", .0.display())]
+    NotADirectory(PathBuf),
+    /// A staging name of `dir` (`.NAME.new-PID`, `.NAME.old-PID`) holds a file: a
+    /// writer only leaves directories there, so it is a user's (an older version
+    /// moved a file that stood at `dir` there).
+    #[error("{} is in the way: it is not a directory, so no interrupted save left it (it may be a file that stood at {} and an older cargo-gpubench moved aside): move it out of the way, or back to {} if it is yours", .path.display(), .dir.display(), .dir.display())]
+    Leftover {
+        /// The file in the way.
+        path: PathBuf,
+        /// The directory being replaced.
+        dir: PathBuf,
+    },
+}
+
+/// What stops [`replace_files`] or [`rebuild`] from replacing `dir`, if anything
+/// ([`Blocker`]); read without the lock, so a caller can refuse before it starts
+/// work, and checked again under it.
+pub fn blocker(dir: &Path) -> Option<Blocker> {
+    if fs::symlink_metadata(dir).is_ok() && !dir.is_dir() {
+        return Some(Blocker::NotADirectory(dir.to_path_buf()));
+    }
+    let (parent, name) = split(dir).ok()?;
+    let (new, old) = (format!(".{name}.new-"), format!(".{name}.old-"));
+    let mut items: Vec<PathBuf> = fs::read_dir(&parent)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            (n.starts_with(&new) || n.starts_with(&old)) && !e.file_type().is_ok_and(|t| t.is_dir())
+        })
+        .map(|e| e.path())
+        .collect();
+    items.sort();
+    items.into_iter().next().map(|path| Blocker::Leftover {
+        path,
+        dir: dir.to_path_buf(),
+    })
+}
+
+/// The name of the directory whose old contents `file_name` holds, when it is the
+/// `.NAME.old-PID` of a writer killed between the two renames of a swap.
+pub fn interrupted_swap_of(file_name: &str) -> Option<&str> {
+    let (name, pid) = file_name.strip_prefix('.')?.rsplit_once(".old-")?;
+    (!name.is_empty() && !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())).then_some(name)
+}
+
 /// Where `dir`'s contents are: `dir` itself, or, when a writer was killed between the
 /// two renames of a swap, the old copy beside it. `None` when neither exists.
 pub fn readable(dir: &Path) -> Option<PathBuf> {
@@ -158,10 +214,14 @@ pub fn readable(dir: &Path) -> Option<PathBuf> {
         .map(|e| e.path())
 }
 
-/// Under the lock: puts back a directory left missing between two renames, and
-/// removes what killed writers staged.
+/// Under the lock: refuses when a [`Blocker`] is in the way; else puts back a
+/// directory left missing between two renames, and removes what killed writers
+/// staged.
 fn recover_locked(parent: &Path, name: &str) -> io::Result<()> {
     let dir = parent.join(name);
+    if let Some(blocker) = blocker(&dir) {
+        return Err(io::Error::new(io::ErrorKind::NotADirectory, blocker));
+    }
     let (new, old) = (format!(".{name}.new-"), format!(".{name}.old-"));
     for item in fs::read_dir(parent)? {
         let item = item?;
@@ -304,6 +364,71 @@ mod tests {
         replace_files_with(&dir, &files("two", 1), Swap::TwoRenames, &mut |_| {}).unwrap();
         assert_eq!(contents(&dir)["b0.json"], "two 0");
         assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_file_at_the_directory_or_a_staging_name_is_refused_and_left_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("main");
+        let names = || -> Vec<String> {
+            let mut n: Vec<String> = fs::read_dir(tmp.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            n.sort();
+            n
+        };
+        // A user's file where the directory goes: before, it was swapped out to
+        // `.main.new-PID` and the save failed with "Not a directory".
+        fs::write(&dir, "my notes").unwrap();
+        let err = replace_files(&dir, &files("new", 2)).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("{} is not a directory", dir.display()))
+                && text.contains("move it out of the way"),
+            "{text}"
+        );
+        assert_eq!(fs::read_to_string(&dir).unwrap(), "my notes");
+        assert_eq!(names(), ["main"], "nothing staged, moved or removed");
+        assert_eq!(
+            blocker(&dir),
+            Some(Blocker::NotADirectory(dir.clone())),
+            "callers can ask first"
+        );
+        let err = rebuild(&dir, |_| Ok::<(), io::Error>(())).unwrap_err();
+        assert!(err.to_string().contains("is not a directory"), "{err}");
+
+        // A file at a staging name (where an older version moved such a file) is
+        // neither removed nor renamed to the directory: it blocks, named.
+        fs::remove_file(&dir).unwrap();
+        for leftover in [".main.new-383", ".main.old-383"] {
+            let path = tmp.path().join(leftover);
+            fs::write(&path, "my notes").unwrap();
+            let err = replace_files(&dir, &files("new", 2)).unwrap_err();
+            assert!(
+                err.to_string()
+                    .contains(&format!("{} is in the way", path.display())),
+                "{leftover}: {err}"
+            );
+            assert_eq!(fs::read_to_string(&path).unwrap(), "my notes");
+            assert_eq!(names(), [leftover], "nothing else written");
+            fs::remove_file(&path).unwrap();
+        }
+        // What a killed writer leaves, directories, is still cleaned up.
+        fs::create_dir(tmp.path().join(".main.new-383")).unwrap();
+        assert_eq!(blocker(&dir), None);
+        replace_files(&dir, &files("new", 2)).unwrap();
+        assert_eq!(names(), ["main"]);
+    }
+
+    #[test]
+    fn the_old_copy_of_an_interrupted_swap_names_its_directory() {
+        assert_eq!(interrupted_swap_of(".main.old-383"), Some("main"));
+        assert_eq!(interrupted_swap_of(".v0.2.old-17"), Some("v0.2"));
+        assert_eq!(interrupted_swap_of(".main.new-383"), None);
+        assert_eq!(interrupted_swap_of("main"), None);
+        assert_eq!(interrupted_swap_of(".main.old-"), None);
+        assert_eq!(interrupted_swap_of(".main.old-x1"), None);
     }
 
     /// The child side of the kill test below (run by it, not on its own): saves "new"

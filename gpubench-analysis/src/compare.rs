@@ -341,12 +341,18 @@ pub fn compare_processes(
             let pooled = |groups: &[Vec<f64>]| groups.concat();
             compare_within(&pooled(baseline), &pooled(current), config)
         };
-        let side = if nb < needed {
-            "the baseline has"
-        } else {
-            "this run has"
+        // Each side that is short, with its own count: the smaller count may be the
+        // other side's, and both may be short.
+        let processes = |n: usize| format!("{n} process{}", if n == 1 { "" } else { "es" });
+        let short = match (nb < needed, nc < needed) {
+            (true, true) => format!(
+                "the baseline has {} and this run {}",
+                processes(nb),
+                processes(nc)
+            ),
+            (true, false) => format!("the baseline has {}", processes(nb)),
+            _ => format!("this run has {}", processes(nc)),
         };
-        let n = nb.min(nc);
         let why = match bound {
             Bound::Device => "since one process says nothing of how the next one differs",
             Bound::Host => {
@@ -355,8 +361,7 @@ pub fn compare_processes(
             }
         };
         let note = format!(
-            "{side} {n} process{}: a verdict on {} work needs {needed} on each side, {why}",
-            if n == 1 { "" } else { "es" },
+            "{short}: a verdict on {} work needs {needed} on each side, {why}",
             bound.label()
         );
         (change, p_value, Verdict::Ambiguous, Some(note))

@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 use crate::kernels::KernelMeasurement;
 pub use crate::processes::ProcessPolicy;
 
+pub mod settings;
+pub use settings::{InvalidSetting, MeasurementOption, MeasurementSettings};
+
 /// The options a measurement ran with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MeasurementConfig {

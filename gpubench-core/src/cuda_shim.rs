@@ -49,7 +49,8 @@ pub fn get() -> Result<&'static CudaShim, String> {
 #[cfg(not(gpubench_cuda_shim))]
 fn load() -> Result<CudaShim, String> {
     Err(format!(
-        "kernel timing was not built in: {}",
+        "kernel timing was not built in: {}; install the CUDA headers beside libtorch \
+         (`cargo gpubench setup` does, as does scripts/env.sh) and rebuild",
         env!("GPUBENCH_CUDA_SHIM_MISSING")
     ))
 }

@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use clap::Parser;
 use gpubench_analysis::{
-    cap_message, file_stem_for_id, Failure, FailureKind, Fingerprint, MeasurementConfig, RawRecord,
-    Round, RunMode,
+    cap_message, file_stem_for_id, Failure, FailureKind, Fingerprint, MeasurementConfig,
+    MeasurementSettings, RawRecord, Round, RunMode,
 };
 
 use crate::cli::HarnessArgs;
@@ -201,62 +201,31 @@ fn print_list(cases: &[Case], args: &HarnessArgs) {
     }
 }
 
+/// The measurement settings of `args` on the defaults of a run (or of `--quick`),
+/// checked by the rules `cargo gpubench` checks them with before it starts this
+/// process (`gpubench_analysis::MeasurementSettings`).
 fn measurement_config(args: &HarnessArgs) -> Result<MeasurementConfig, String> {
-    let mut c = if args.quick {
+    let defaults = if args.quick {
         MeasurementConfig::quick()
     } else {
         MeasurementConfig::standard()
     };
+    let settings = MeasurementSettings {
+        warm_up_time_s: args.warm_up_time,
+        measurement_time_s: args.measurement_time,
+        sample_time_s: args.sample_time,
+        min_samples: args.min_samples,
+        max_samples: args.max_samples,
+        target_rel_ci: args.target_rel_ci,
+        throttle_threshold: args.throttle_threshold,
+    };
+    let mut c = settings.apply(defaults).map_err(|e| e.to_string())?;
     c.mode = if args.bench {
         RunMode::Bench
     } else {
         RunMode::Smoke
     };
-    let positive = |v: f64, flag: &str| {
-        if v.is_finite() && v > 0.0 {
-            Ok(v)
-        } else {
-            Err(format!(
-                "{flag} must be a positive number of seconds, got {v}"
-            ))
-        }
-    };
-    if let Some(v) = args.warm_up_time {
-        c.warmup_time_s = positive(v, "--warm-up-time (GPUBENCH_WARM_UP_TIME)")?;
-    }
-    if let Some(v) = args.measurement_time {
-        c.measurement_time_s = positive(v, "--measurement-time (GPUBENCH_MEASUREMENT_TIME)")?;
-    }
-    if let Some(v) = args.sample_time {
-        c.sample_target_s = positive(v, "--sample-time (GPUBENCH_SAMPLE_TIME)")?;
-    }
-    if let Some(v) = args.min_samples {
-        c.min_samples = v.max(2);
-    }
-    if let Some(v) = args.max_samples {
-        c.max_samples = v;
-    }
-    if c.max_samples < c.min_samples {
-        return Err(format!(
-            "--max-samples ({}) is below --min-samples ({})",
-            c.max_samples, c.min_samples
-        ));
-    }
-    if let Some(v) = args.target_rel_ci {
-        if !(v > 0.0 && v < 1.0) {
-            return Err(format!("--target-rel-ci must be between 0 and 1, got {v}"));
-        }
-        c.target_rel_ci = v;
-    }
     c.flush_l2 = args.flush_l2;
-    if let Some(v) = args.throttle_threshold {
-        if !(0.0..=1.0).contains(&v) {
-            return Err(format!(
-                "--throttle-threshold must be between 0 and 1 (0: only hardware, thermal and power-brake slowdowns), got {v}"
-            ));
-        }
-        c.throttle_threshold = v;
-    }
     Ok(c)
 }
 

@@ -227,6 +227,22 @@ fn bad_options_are_usage_errors_that_name_the_flag() {
     let out = run(&["--bench", "--measurement-time", "-1"], &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--measurement-time"));
+    // The rules cargo gpubench checks before it starts a process, in the same words.
+    for (args, said) in [
+        (
+            &["--bench", "--min-samples", "50", "--max-samples", "10"][..],
+            "error: --max-samples (10) is below --min-samples (50): raise --max-samples or lower --min-samples",
+        ),
+        (
+            &["--bench", "--min-samples", "1"],
+            "error: --min-samples (GPUBENCH_MIN_SAMPLES) must be at least 2",
+        ),
+    ] {
+        let out = run(args, &[]);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(said), "{args:?}: {err}");
+    }
 }
 
 #[test]

@@ -329,6 +329,34 @@ fn a_truncated_archive_or_a_missing_executable_is_damaged() {
         );
     }
 
+    // Cut in the middle of a large executable (a real archive is mostly those):
+    // reading it fails while it is extracted, which is the file's fault, not the
+    // directory's.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let big: Vec<u8> = (0..1 << 20)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    let whole = tmp.path().join("big.tar.gz");
+    raw_archive(
+        &whole,
+        &[(MANIFEST_ENTRY, &manifest_json(1)), ("bin/big", &big)],
+    );
+    let bytes = std::fs::read(&whole).unwrap();
+    let cut = tmp.path().join("big-cut.tar.gz");
+    std::fs::write(&cut, &bytes[..bytes.len() * 3 / 5]).unwrap();
+    let (err, _) = extract_err(&cut);
+    assert!(matches!(err, ArchiveError::Damaged { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("is damaged (bin/big cannot be read to its end:"),
+        "{err}"
+    );
+
     let mut m: ArchiveManifest = serde_json::from_slice(&manifest_json(1)).unwrap();
     m.executables.push(ArchivedExecutable {
         package: "gpu".into(),

@@ -1,11 +1,15 @@
 //! Reading an archive back into a directory: the manifest first (refusing what is not
 //! a gpubench archive, or a newer format, before anything is extracted), then every
-//! entry, each checked to be a plain file or folder that stays inside the directory.
+//! entry, each checked to be a plain file or folder that stays inside the directory;
+//! a file cut short or corrupt anywhere is damaged (bad input), a directory that
+//! cannot be written the machine's problem.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
 
 use flate2::read::GzDecoder;
 
@@ -52,7 +56,11 @@ pub fn extract(file: &Path, into: &Path) -> Result<Extracted, ArchiveError> {
         path: path(),
         source,
     })?;
-    let mut archive = tar::Archive::new(GzDecoder::new(BufReader::new(opened)));
+    let read_failed = Rc::new(RefCell::new(None));
+    let mut archive = tar::Archive::new(Watched {
+        inner: GzDecoder::new(BufReader::new(opened)),
+        failed: read_failed.clone(),
+    });
     archive.set_preserve_mtime(false);
     let not_an_archive = |why: String| ArchiveError::NotAnArchive { path: path(), why };
     let damaged = |why: String| ArchiveError::Damaged { path: path(), why };
@@ -93,10 +101,17 @@ pub fn extract(file: &Path, into: &Path) -> Result<Extracted, ArchiveError> {
                 entry: name,
             });
         }
-        let unpacked = entry.unpack_in(into).map_err(|e| ArchiveError::Io {
-            action: "extract",
-            path: format!("{name} of {} into {}", path(), into.display()),
-            source: e,
+        let unpacked = entry.unpack_in(into).map_err(|e| {
+            // The archive's bytes ran out or are corrupt: the file is damaged (a
+            // copy cut short), whatever the directory it goes into.
+            match read_failed.borrow_mut().take() {
+                Some(why) => damaged(format!("{name} cannot be read to its end: {why}")),
+                None => ArchiveError::Io {
+                    action: "extract",
+                    path: format!("{name} of {} into {}", path(), into.display()),
+                    source: e,
+                },
+            }
         })?;
         if !unpacked {
             return Err(ArchiveError::UnsafeEntry {
@@ -124,6 +139,22 @@ pub fn extract(file: &Path, into: &Path) -> Result<Extracted, ArchiveError> {
         dir: into.to_path_buf(),
         manifest,
     })
+}
+
+/// The archive's bytes, remembering the last error reading them, so an entry that
+/// cannot be extracted is told apart: a file cut short or corrupt (bad input) from a
+/// directory that cannot be written (the machine's problem).
+struct Watched<R> {
+    inner: R,
+    failed: Rc<RefCell<Option<String>>>,
+}
+
+impl<R: Read> Read for Watched<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.inner.read(buf).inspect_err(|e| {
+            *self.failed.borrow_mut() = Some(e.to_string());
+        })
+    }
 }
 
 /// Reads an archive's manifest, refusing another kind of file and newer formats.

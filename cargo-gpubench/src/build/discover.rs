@@ -15,6 +15,14 @@ pub enum DiscoverError {
     /// `cargo metadata` failed.
     #[error("failed to read the workspace with cargo metadata: {0}")]
     Metadata(#[source] cargo_metadata::Error),
+    /// `--manifest-path` names no file.
+    #[error("--manifest-path {path} {why}: pass the path of the workspace's Cargo.toml, or leave it out to use the workspace of the current directory")]
+    NoManifest {
+        /// The path given.
+        path: String,
+        /// `does not exist` or `is not a file`.
+        why: &'static str,
+    },
     /// `-p` named a package that is not a workspace member.
     #[error("package `{spec}` is not a member of the workspace (members: {members})")]
     UnknownPackage {
@@ -105,6 +113,17 @@ fn metadata(cargo: &Path, manifest_path: Option<&Path>) -> Result<Metadata, Disc
     let mut cmd = MetadataCommand::new();
     cmd.cargo_path(cargo).no_deps();
     if let Some(path) = manifest_path {
+        // A mistake in the command line, said as such rather than as cargo's failure.
+        if !path.is_file() {
+            return Err(DiscoverError::NoManifest {
+                path: path.display().to_string(),
+                why: if path.exists() {
+                    "is not a file"
+                } else {
+                    "does not exist"
+                },
+            });
+        }
         cmd.manifest_path(path);
     }
     cmd.exec().map_err(DiscoverError::Metadata)

@@ -8,7 +8,7 @@ use clap::builder::BoolishValueParser;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{ArgAction, Args, ValueEnum};
 use gpubench_analysis::baseline::validate_name;
-use gpubench_analysis::baseline::{Gate, Metric};
+use gpubench_analysis::baseline::{AllowMissing, AllowWord, Gate, Metric};
 use gpubench_analysis::compare::{
     DEFAULT_HOST_NOISE_THRESHOLD, DEFAULT_NOISE_THRESHOLD, DEFAULT_SIGNIFICANCE,
 };
@@ -182,8 +182,8 @@ pub struct VerdictArgs {
     pub allow_settings_mismatch: bool,
 
     /// Which verdicts end the run with exit code 4: `regressed`; `ambiguous`
-    /// (regressed, ambiguous, or not compared, e.g. another device); `never` (report
-    /// only).
+    /// (regressed or ambiguous); `never` (report only). Under the first two, missing
+    /// evidence trips it too (see --allow-missing).
     #[arg(
         long,
         value_name = "WHEN",
@@ -196,18 +196,36 @@ pub struct VerdictArgs {
 
     /// The metrics whose verdicts --fail-on looks at, comma-separated: `time` (device
     /// time, else synced wall time), `kernel` (kernel time), `counters` (kernels,
-    /// copies, syncs and allocations per call). Launch-bound work is best gated on
-    /// `kernel,counters`: its time rests on the host.
+    /// copies, syncs and allocations per call) [default: time,kernel,counters, each
+    /// where either side measured it]. Launch-bound work is best gated on
+    /// `kernel,counters`: its time rests on the host. A metric named here that a side
+    /// did not measure is missing evidence.
     #[arg(
         long,
         value_name = "METRICS",
         env = "GPUBENCH_GATE_ON",
-        default_value = "time,kernel,counters",
         value_delimiter = ',',
         value_parser = PossibleValuesParser::new(Metric::ALL.map(Metric::as_str))
             .map(|s| s.parse::<Metric>().expect("clap checked the value"))
     )]
-    pub gate_on: Vec<Metric>,
+    pub gate_on: Option<Vec<Metric>>,
+
+    /// Kinds of missing evidence that do not trip the gate, comma-separated:
+    /// `not-run` (a baseline benchmark selected but not measured: interrupted, its run
+    /// killed, its --partition part missing from a merge), `gone` (in the baseline,
+    /// listed by no bench target: removed or renamed), `not-compared` (another device
+    /// model, other settings, no usable samples), `metric` (a gated metric one side
+    /// lacks), or `all`. By default every kind trips --fail-on regressed and ambiguous;
+    /// benchmarks left out by a filter, --skip or --partition are never missing.
+    #[arg(
+        long,
+        value_name = "KINDS",
+        env = "GPUBENCH_ALLOW_MISSING",
+        value_delimiter = ',',
+        value_parser = PossibleValuesParser::new(AllowWord::WORDS)
+            .map(|s| s.parse::<AllowWord>().expect("clap checked the value"))
+    )]
+    pub allow_missing: Vec<AllowWord>,
 
     /// Also write the Markdown summary (the --format markdown one) to this file,
     /// e.g. for a pull-request comment or $GITHUB_STEP_SUMMARY.
@@ -222,9 +240,17 @@ pub struct VerdictArgs {
 }
 
 impl VerdictArgs {
-    /// The metrics the gate looks at.
+    /// The metrics the gate looks at: those `--gate-on` names, else every one.
     pub fn gate(&self) -> Gate {
-        Gate::of(&self.gate_on)
+        match &self.gate_on {
+            Some(metrics) => Gate::of(metrics),
+            None => Gate::default(),
+        }
+    }
+
+    /// The missing evidence `--allow-missing` lets pass.
+    pub fn allow_missing(&self) -> AllowMissing {
+        AllowMissing::from_words(&self.allow_missing)
     }
 
     /// The statistical settings of the comparison.

@@ -68,7 +68,9 @@ use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand};
         calls back to back. A verdict (on time, kernel time or counts): regressed or \
         improved: the whole 90% interval of the change lies beyond the threshold; no \
         change: it lies inside; ambiguous: neither, or too few processes; not \
-        compared: recorded on another device model; new: not in the baseline. A run: \
+        compared: recorded on another device model; new: not in the baseline; missing \
+        evidence: a baseline benchmark not run or gone, one not compared, or a gated metric \
+        a side lacks (it fails the gate unless --allow-missing lets its kind pass). A run: \
         incomplete: its cargo gpubench died before the end.",
     after_long_help = crate::exit_code::HELP,
     args_conflicts_with_subcommands = true
@@ -130,10 +132,12 @@ pub enum Command {
             report, and --fail-on decides the exit code.\n\n\
             A benchmark measured by two inputs is refused: merging is for disjoint parts, \
             and results from different device models are never pooled. Inputs split \
-            with --partition are checked for missing parts (a warning names them). A \
-            run still being written is refused; the merged run is completed only when \
-            every input completed, else it is interrupted or incomplete, naming the \
-            input.",
+            with --partition are checked for missing parts. A run still being written is \
+            refused; the merged run is completed only when every input completed, else \
+            it is interrupted or incomplete, naming the input. A missing part or an input \
+            cut short leaves the merged run without benchmarks of the suite: the merge \
+            names them and exits 1, unless --allow-missing not-run lets it pass (against \
+            a baseline, their benchmarks are then listed as not run).",
         after_long_help = MERGE_HELP
     )]
     Merge(MergeArgs),
@@ -239,7 +243,9 @@ Each RUN is one of:
 Exit codes:
   0    merged; every benchmark of the merged run passed (and none tripped the
        --fail-on gate against the baseline)
-  1    the merged run holds a failed benchmark
+  1    the merged run holds a failed benchmark, or lacks benchmarks of the suite:
+       an input cut short or a --partition part missing (--allow-missing not-run
+       lets that pass)
   2    bad input: an unknown run, a benchmark in two inputs (or measured on two
        device models), a run still being written, a corrupt or newer file, a
        --baseline that is not saved
@@ -256,7 +262,8 @@ How BASELINE and CURRENT are resolved:
   run:ID          the stored run ID (<out-dir>/runs/ID/); also run:latest, run:PATH
   latest          the newest run (what <out-dir>/latest points at)
   PATH            anything with a '/' (e.g. ./dir): a run directory (it holds
-                  manifest.json) or a directory of baseline files
+                  manifest.json), an output directory (its latest run), or a
+                  directory of baseline files; one holding none of them is refused
   NAME            a saved baseline NAME, or a stored run whose id is NAME or starts
                   with NAME; when both exist it is ambiguous and refused: write
                   baseline:NAME or run:NAME
@@ -264,8 +271,11 @@ How BASELINE and CURRENT are resolved:
 Exit codes:
   0    compared; the --fail-on gate did not trip
   1    CURRENT holds a failed benchmark (wins over 4)
-  2    bad input: an unknown or ambiguous name, a corrupt or newer file
-  4    the --fail-on gate tripped: a regression was found
+  2    bad input: an unknown or ambiguous name, a corrupt or newer file, a side
+       with nothing to compare
+  4    the --fail-on gate tripped: a regression was found, or evidence is missing
+       (a BASELINE benchmark CURRENT did not run or lacks, one not compared, a
+       gated metric a side lacks) that --allow-missing does not let pass
   5    a file could not be read or written";
 
 impl Cli {

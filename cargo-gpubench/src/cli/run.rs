@@ -8,7 +8,7 @@ use super::compare::{BaselineArgs, Format, VerdictArgs};
 
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args};
-use gpubench_analysis::ProcessPolicy;
+use gpubench_analysis::{MeasurementOption, MeasurementSettings, ProcessPolicy};
 
 /// Which bench targets of which workspace a run or an archive builds.
 #[derive(Debug, Clone, Args)]
@@ -234,69 +234,76 @@ pub(super) fn parse_processes(s: &str) -> Result<ProcessPolicy, String> {
 /// The measurement options of the bench executables, under the same names, so a
 /// run sets them like the harness; recorded in every record's config, and the ones
 /// that move figures (sample time, warm-up, --flush-l2) are checked when comparing.
+/// Each value is checked as it is parsed, and all of them together
+/// ([`MeasureArgs::settings`]) before any process starts, by the rules the harness
+/// checks them with (`gpubench_analysis::MeasurementSettings`).
 #[derive(Debug, Clone, Default, Args)]
 pub struct MeasureArgs {
     /// Warm-up time bound of a process, seconds [default: 1; --quick: 0.2].
-    #[arg(long, value_name = "SECS", env = "GPUBENCH_WARM_UP_TIME", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECS", env = "GPUBENCH_WARM_UP_TIME", value_parser = value_of(MeasurementOption::WarmUpTime))]
     pub warm_up_time: Option<f64>,
     /// Measurement time of a benchmark, seconds, split across its processes
     /// [default: 5; --quick: 1].
-    #[arg(long, value_name = "SECS", env = "GPUBENCH_MEASUREMENT_TIME", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECS", env = "GPUBENCH_MEASUREMENT_TIME", value_parser = value_of(MeasurementOption::MeasurementTime))]
     pub measurement_time: Option<f64>,
     /// Target duration of one sample, seconds [default: 0.01; --quick: 0.005].
-    #[arg(long, value_name = "SECS", env = "GPUBENCH_SAMPLE_TIME", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECS", env = "GPUBENCH_SAMPLE_TIME", value_parser = value_of(MeasurementOption::SampleTime))]
     pub sample_time: Option<f64>,
     /// Fewest samples per process [default: 10; --quick: 5].
-    #[arg(long, value_name = "N", env = "GPUBENCH_MIN_SAMPLES", value_parser = clap::value_parser!(u32).range(2..))]
+    #[arg(long, value_name = "N", env = "GPUBENCH_MIN_SAMPLES", value_parser = count_of(MeasurementOption::MinSamples))]
     pub min_samples: Option<u32>,
     /// Most samples per process [default: 200; --quick: 100].
-    #[arg(long, value_name = "N", env = "GPUBENCH_MAX_SAMPLES", value_parser = clap::value_parser!(u32).range(2..))]
+    #[arg(long, value_name = "N", env = "GPUBENCH_MAX_SAMPLES", value_parser = count_of(MeasurementOption::MaxSamples))]
     pub max_samples: Option<u32>,
     /// Stop a process once its median's 95% interval is within ± this fraction
     /// [default: 0.01; --quick: 0.02].
-    #[arg(long, value_name = "FRACTION", env = "GPUBENCH_TARGET_REL_CI", value_parser = parse_fraction)]
+    #[arg(long, value_name = "FRACTION", env = "GPUBENCH_TARGET_REL_CI", value_parser = value_of(MeasurementOption::TargetRelCi))]
     pub target_rel_ci: Option<f64>,
     /// Leave out samples whose SM clock fell below this fraction of the GPU's default
     /// clock (nvbench's rule) [default: 0.75; 0: only hardware, thermal and
     /// power-brake slowdowns].
-    #[arg(long, value_name = "FRACTION", env = "GPUBENCH_THROTTLE_THRESHOLD", value_parser = parse_threshold)]
+    #[arg(long, value_name = "FRACTION", env = "GPUBENCH_THROTTLE_THRESHOLD", value_parser = value_of(MeasurementOption::ThrottleThreshold))]
     pub throttle_threshold: Option<f64>,
 }
 
-pub(super) fn parse_threshold(s: &str) -> Result<f64, String> {
-    let x: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number"))?;
-    if (0.0..=1.0).contains(&x) {
-        Ok(x)
-    } else {
-        Err(format!(
-            "must be between 0 and 1 (0: only hardware, thermal and power-brake slowdowns), got {x}"
-        ))
+impl MeasureArgs {
+    /// The settings given, to check together and to put into a measurement config.
+    pub fn settings(&self) -> MeasurementSettings {
+        MeasurementSettings {
+            warm_up_time_s: self.warm_up_time,
+            measurement_time_s: self.measurement_time,
+            sample_time_s: self.sample_time,
+            min_samples: self.min_samples,
+            max_samples: self.max_samples,
+            target_rel_ci: self.target_rel_ci,
+            throttle_threshold: self.throttle_threshold,
+        }
     }
 }
 
-pub(super) fn parse_seconds(s: &str) -> Result<f64, String> {
-    let secs: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
-    if !(secs.is_finite() && secs > 0.0) {
-        return Err(format!("a time must be positive, got `{s}`"));
+/// A parser of `option`'s number that checks it by the option's rule.
+fn value_of(option: MeasurementOption) -> impl Fn(&str) -> Result<f64, String> + Clone {
+    move |s| {
+        let v: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{s}` is not a number"))?;
+        option.check(v).map_err(|e| e.to_string())
     }
-    Ok(secs)
 }
 
-pub(super) fn parse_fraction(s: &str) -> Result<f64, String> {
-    let x: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number"))?;
-    if !(x.is_finite() && x > 0.0 && x < 1.0) {
-        return Err(format!("a fraction strictly between 0 and 1, got `{s}`"));
+/// A parser of `option`'s count that checks it by the option's rule.
+fn count_of(option: MeasurementOption) -> impl Fn(&str) -> Result<u32, String> + Clone {
+    move |s| {
+        let n: u32 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{s}` is not a whole number"))?;
+        option
+            .check(f64::from(n))
+            .map(|_| n)
+            .map_err(|e| e.to_string())
     }
-    Ok(x)
 }
 
 pub(super) fn parse_timeout(s: &str) -> Result<Duration, String> {

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::build::discover;
 use crate::cli::{CompareArgs, Format};
-use crate::compare::{change_text, outcome_word, RunComparison, VerdictSettings};
+use crate::compare::{change_text, outcome_word, Absences, RunComparison, VerdictSettings};
 use crate::exit_code::Exit;
 use crate::output::console::{self, Console};
 use crate::output::json::{attach_comparison, ExitVerdict, SummaryEntry, SUMMARY_FORMAT_VERSION};
@@ -59,22 +59,20 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
     let new = load("CURRENT", &args.current)?;
 
     let (entries, unusable) = old.as_baseline();
-    if !unusable.is_empty() {
-        let list: Vec<String> = unusable
-            .iter()
-            .map(|(id, why)| format!("{id} ({why})"))
-            .collect();
-        crate::output::console::note(format_args!(
-            "{} has no usable measurement of {}; they count as new",
-            old.source.describe(),
-            list.join(", ")
-        ));
-    }
-    let comparison = RunComparison::judge(
+    let mut absences = match &new.manifest {
+        Some(manifest) => Absences::of_run(manifest),
+        None => Absences::of_side(&new.source),
+    };
+    absences.unusable_baseline = unusable
+        .into_iter()
+        .map(|(id, why)| (id, why.to_string()))
+        .collect();
+    let comparison = RunComparison::judge_with(
         &new.records,
         &entries,
         old.source.clone(),
         VerdictSettings::from_args(&args.verdicts),
+        &absences,
     )
     .with_context(|| {
         format!(

@@ -12,14 +12,18 @@
 //! same run or a later one) overwrites the baseline: read it with
 //! `BaselineStore::new(run_dir).load(BASELINE_COPY)`.
 //!
-//! Statistics and verdicts come from `gpubench_analysis`; this module only decides
-//! what a device mismatch means here: those benchmarks are *not compared* (never
-//! silently compared), unless `--allow-device-mismatch` asks for it.
+//! Statistics and verdicts come from `gpubench_analysis`; this module decides what a
+//! device mismatch means here (those benchmarks are *not compared*, never silently
+//! compared, unless `--allow-device-mismatch` asks for it), and what a baseline
+//! benchmark the judged side lacks is ([`Absences`]): not selected (a filter, another
+//! `--partition` part: no finding), not run, or gone — the last two missing evidence,
+//! which trips the gate unless `--allow-missing` lets it pass.
 
 use std::path::Path;
 
 use gpubench_analysis::baseline::{
-    BenchmarkComparison, ComparisonOutcome, CrossDevice, Gate, Metric, VerdictCounts,
+    AllowMissing, BenchmarkComparison, ComparisonOutcome, CrossDevice, Gate, Metric, Missing,
+    MissingKind, VerdictCounts,
 };
 use gpubench_analysis::kernels::{CounterChange, KernelChange};
 use gpubench_analysis::stats::Estimate;
@@ -32,8 +36,9 @@ use thiserror::Error;
 
 use crate::format::{percent, plural};
 use crate::store::baselines::LoadedBaseline;
+use crate::store::manifest::{BenchStatus, RunManifest, RunStatus, Selection};
 use crate::store::runs::{self, StoreError};
-use crate::store::Source;
+use crate::store::{Source, SourceKind};
 
 /// The file of a run's comparison.
 pub const COMPARISON_FILE: &str = "comparison.json";
@@ -89,6 +94,9 @@ pub struct VerdictSettings {
     /// `--allow-settings-mismatch`.
     #[serde(default)]
     pub allow_settings_mismatch: bool,
+    /// `--allow-missing`: the kinds of missing evidence that do not trip the gate.
+    #[serde(default)]
+    pub allow_missing: AllowMissing,
 }
 
 impl VerdictSettings {
@@ -100,7 +108,130 @@ impl VerdictSettings {
             allow_device_mismatch: verdicts.allow_device_mismatch,
             gate: verdicts.gate(),
             allow_settings_mismatch: verdicts.allow_settings_mismatch,
+            allow_missing: verdicts.allow_missing(),
         }
+    }
+}
+
+/// What the judged side says of the baseline benchmarks it lacks, and what the
+/// baseline's side could not offer: enough to tell a benchmark nobody asked for from
+/// one that went missing.
+#[derive(Debug, Clone, Default)]
+pub struct Absences {
+    /// The judged side in words (`run `…``), for reasons.
+    pub side: String,
+    /// Selected benchmarks without a measurement, and why.
+    pub not_run: Vec<(String, String)>,
+    /// What the run left out, when it kept that (runs from before it did, and
+    /// baselines, did not: every benchmark they lack is then gone).
+    pub selection: Option<Selection>,
+    /// Whether the judged side is a merged run: its `other_parts` are benchmarks of
+    /// parts missing from the merge, not parts left to other jobs.
+    pub merged: bool,
+    /// Benchmarks the baseline's side holds but cannot serve as a baseline (a run
+    /// compared against: failed or a smoke run there), and why.
+    pub unusable_baseline: Vec<(String, String)>,
+}
+
+impl Absences {
+    /// What the run of `manifest` says of what it lacks.
+    pub fn of_run(manifest: &RunManifest) -> Self {
+        let side = format!("run `{}`", manifest.run_id);
+        let state = manifest.state();
+        let not_run = manifest
+            .benchmarks
+            .iter()
+            .filter(|b| b.record.is_none())
+            .map(|b| {
+                let why = match (b.status, state) {
+                    (BenchStatus::Interrupted, _) => {
+                        format!("{side} was interrupted before it finished")
+                    }
+                    (_, RunStatus::Incomplete) => {
+                        format!("{side} stopped before it ran (its cargo gpubench died: killed?)")
+                    }
+                    (_, RunStatus::Interrupted) => format!("{side} was interrupted before it ran"),
+                    _ => format!("{side} selected it but has no record of it"),
+                };
+                (b.id.clone(), why)
+            })
+            .collect();
+        Absences {
+            side,
+            not_run,
+            selection: manifest.selection.clone(),
+            merged: !manifest.merged_from.is_empty(),
+            unusable_baseline: Vec::new(),
+        }
+    }
+
+    /// What a judged side that keeps no selection (a saved baseline) says: nothing,
+    /// so every baseline benchmark it lacks is gone.
+    pub fn of_side(source: &Source) -> Self {
+        Absences {
+            side: source.describe(),
+            ..Absences::default()
+        }
+    }
+
+    /// Why baseline benchmark `id`, which the judged side lacks, is missing (`None`:
+    /// the user did not ask for it, so nothing is missing).
+    fn classify(&self, id: &str, baseline: &Source) -> Option<Missing> {
+        if let Some((_, why)) = self.not_run.iter().find(|(x, _)| x == id) {
+            return Some(Missing::benchmark(id, MissingKind::NotRun, why.clone()));
+        }
+        let Some(selection) = &self.selection else {
+            return Some(Missing::benchmark(
+                id,
+                MissingKind::Gone,
+                format!(
+                    "{} has no `{id}` and does not say why (not selected, or gone?){}",
+                    self.side,
+                    delete_hint(id, baseline)
+                ),
+            ));
+        };
+        let listed = |ids: &[String]| ids.binary_search_by(|x| x.as_str().cmp(id)).is_ok();
+        if listed(&selection.filtered_out) {
+            return None;
+        }
+        if listed(&selection.other_parts) {
+            return self.merged.then(|| {
+                Missing::benchmark(
+                    id,
+                    MissingKind::NotRun,
+                    format!(
+                        "its --partition part is missing from the merge into {}: merge that                          part's run too",
+                        self.side
+                    ),
+                )
+            });
+        }
+        // With -p, --bench or --exe choosing targets, a benchmark no target listed may
+        // be in one not chosen: the user's filter, not a gap.
+        selection.all_targets.then(|| {
+            Missing::benchmark(
+                id,
+                MissingKind::Gone,
+                format!(
+                    "no bench target of {} lists it (removed or renamed?){}",
+                    self.side,
+                    delete_hint(id, baseline)
+                ),
+            )
+        })
+    }
+}
+
+/// `: if on purpose, delete <file> from the baseline`, when the baseline is a saved one.
+fn delete_hint(id: &str, baseline: &Source) -> String {
+    match baseline.kind {
+        SourceKind::Baseline => format!(
+            "; if on purpose, delete {}/{}.json from the baseline",
+            baseline.path.trim_end_matches('/'),
+            gpubench_analysis::file_stem_for_id(id)
+        ),
+        SourceKind::Run => String::new(),
     }
 }
 
@@ -125,19 +256,47 @@ pub struct RunComparison {
     pub set: ComparisonSet,
     /// How many benchmarks ended each way.
     pub counts: VerdictCounts,
-    /// Whether the `--fail-on` gate tripped (exit code 4 unless a benchmark failed).
+    /// The evidence the gate lacks: baseline benchmarks not run, gone or not
+    /// compared, and gated metrics a side lacks, each with why; in the baseline's
+    /// order, then the run's.
+    #[serde(default)]
+    pub missing: Vec<Missing>,
+    /// Baseline benchmarks the judged side left out on purpose (filters, other
+    /// `--partition` parts, bench targets not chosen), sorted: no finding.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_selected: Vec<String>,
+    /// Whether the `--fail-on` gate tripped (exit code 4 unless a benchmark failed),
+    /// on a verdict or on missing evidence it does not allow.
     pub gate_tripped: bool,
 }
 
 impl RunComparison {
+    /// Judges `current` against `baseline`'s `entries`, with nothing known of why
+    /// the judged side lacks a baseline benchmark (every one is gone): see
+    /// [`RunComparison::judge_with`].
+    pub fn judge(
+        current: &[RawRecord],
+        entries: &[BaselineEntry],
+        baseline: Source,
+        settings: VerdictSettings,
+    ) -> Result<Self, BaselineError> {
+        let absences = Absences {
+            side: "the judged side".into(),
+            ..Absences::default()
+        };
+        Self::judge_with(current, entries, baseline, settings, &absences)
+    }
+
     /// Judges `current` against `baseline`'s `entries`. A benchmark whose baseline
     /// was recorded on another device model is not compared unless
-    /// `settings.allow_device_mismatch`; ids on one side only are listed.
-    pub fn judge(
+    /// `settings.allow_device_mismatch`; ids on one side only are listed, and
+    /// `absences` says which of the baseline's are missing evidence.
+    pub fn judge_with(
         current: &[RawRecord],
         entries: &[BaselineEntry],
         mut baseline: Source,
         settings: VerdictSettings,
+        absences: &Absences,
     ) -> Result<Self, BaselineError> {
         let options = BaselineCompareOptions {
             config: settings.config,
@@ -171,8 +330,37 @@ impl RunComparison {
             .filter(|r| r.passed())
             .map(|r| r.fingerprint.device.name.clone())
             .find(|n| n != "unknown");
+        // A benchmark the baseline's side holds but cannot offer is not new: it is
+        // not compared.
+        let mut missing = Vec::new();
+        for (id, why) in &absences.unusable_baseline {
+            if let Some(i) = set.missing_in_baseline.iter().position(|x| x == id) {
+                set.missing_in_baseline.remove(i);
+                missing.push(Missing::benchmark(
+                    id,
+                    MissingKind::NotCompared,
+                    format!(
+                        "{} has no usable measurement of it: {why}",
+                        baseline.describe()
+                    ),
+                ));
+            }
+        }
+        let mut not_selected = Vec::new();
+        for id in &set.missing_in_current {
+            match absences.classify(id, &baseline) {
+                Some(m) => missing.push(m),
+                None => not_selected.push(id.clone()),
+            }
+        }
+        missing.extend(set.missing(&settings.gate));
         let counts = set.counts();
-        let gate_tripped = settings.fail_on.should_fail(&set, &settings.gate);
+        let gate_tripped = settings.fail_on.should_fail(&set, &settings.gate)
+            || missing.iter().any(|m| {
+                settings
+                    .fail_on
+                    .trips_on_missing(m, &settings.allow_missing)
+            });
         Ok(RunComparison {
             format_version: COMPARISON_FORMAT_VERSION,
             baseline,
@@ -181,6 +369,8 @@ impl RunComparison {
             device_mismatch,
             set,
             counts,
+            missing,
+            not_selected,
             gate_tripped,
         })
     }
@@ -193,13 +383,15 @@ impl RunComparison {
         records: &[RawRecord],
         baseline: &LoadedBaseline,
         settings: VerdictSettings,
+        absences: &Absences,
     ) -> anyhow::Result<Self> {
         use anyhow::Context;
-        let comparison = RunComparison::judge(
+        let comparison = RunComparison::judge_with(
             records,
             &baseline.entries,
             baseline.source.clone(),
             settings,
+            absences,
         )
         .with_context(|| {
             format!(
@@ -289,9 +481,24 @@ impl RunComparison {
             .collect()
     }
 
-    /// The ids whose outcome trips the gate, each with why ([`trip_reasons`], joined).
+    /// The missing evidence that trips the gate (what `--allow-missing` does not
+    /// let pass, unless `--fail-on never`), in order.
+    pub fn missing_tripping(&self) -> Vec<&Missing> {
+        self.missing
+            .iter()
+            .filter(|m| {
+                self.settings
+                    .fail_on
+                    .trips_on_missing(m, &self.settings.allow_missing)
+            })
+            .collect()
+    }
+
+    /// The ids whose outcome trips the gate, each with why ([`trip_reasons`], joined),
+    /// then those whose missing evidence does (`not run`, `kernel time missing`).
     pub fn tripping_reasons(&self) -> Vec<(&str, String)> {
-        self.tripping()
+        let mut out: Vec<(&str, String)> = self
+            .tripping()
             .into_iter()
             .map(|id| {
                 let why = self
@@ -300,7 +507,17 @@ impl RunComparison {
                     .unwrap_or_default();
                 (id, why)
             })
-            .collect()
+            .collect();
+        for m in self.missing_tripping() {
+            match out.iter_mut().find(|(id, _)| *id == m.id) {
+                Some((_, why)) => {
+                    why.push_str(", ");
+                    why.push_str(&m.what());
+                }
+                None => out.push((m.id.as_str(), m.what())),
+            }
+        }
+        out
     }
 
     /// `1 regressed, 2 no change, 1 failed`: the non-zero counts, worst first.
@@ -314,6 +531,7 @@ impl RunComparison {
             (c.not_compared, "not compared"),
             (c.failed, "failed"),
             (self.set.missing_in_baseline.len(), "new"),
+            (self.missing_benchmarks(), "missing"),
         ]
         .iter()
         .filter(|(n, _)| *n > 0)
@@ -324,6 +542,39 @@ impl RunComparison {
         } else {
             parts.join(", ")
         }
+    }
+
+    /// What tripped the gate, in words: `regression found` when a verdict did, else
+    /// `missing evidence`.
+    pub fn trip_headline(&self) -> &'static str {
+        if self.tripping().is_empty() {
+            "missing evidence"
+        } else {
+            "regression found"
+        }
+    }
+
+    /// The missing evidence, each with whether the gate lets it pass, in order.
+    pub fn missing_with_allowance(&self) -> Vec<(&Missing, bool)> {
+        self.missing
+            .iter()
+            .map(|m| {
+                let passes = !self
+                    .settings
+                    .fail_on
+                    .trips_on_missing(m, &self.settings.allow_missing);
+                (m, passes)
+            })
+            .collect()
+    }
+
+    /// How many baseline benchmarks the judged side lacks without being asked to
+    /// leave them out (not run, gone).
+    pub fn missing_benchmarks(&self) -> usize {
+        self.missing
+            .iter()
+            .filter(|m| matches!(m.kind, MissingKind::NotRun | MissingKind::Gone))
+            .count()
     }
 
     /// `kernel time: 1 regressed, 1 no change; counters: 1 regressed`: the verdicts on
@@ -500,9 +751,6 @@ pub fn gpu_changes(outcome: &ComparisonOutcome) -> Vec<String> {
 /// Why `b` trips a gate on `settings`: one phrase per metric that trips, e.g.
 /// `kernel time regressed`, `counters: +1 kernel per call`.
 pub fn trip_reasons(b: &BenchmarkComparison, settings: &VerdictSettings) -> Vec<String> {
-    if let ComparisonOutcome::NotCompared { .. } = &b.outcome {
-        return vec!["not compared".into()];
-    }
     settings
         .gate
         .metrics()

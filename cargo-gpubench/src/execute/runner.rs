@@ -55,28 +55,11 @@ impl RunOptions {
         } else {
             MeasurementConfig::standard()
         };
+        self.measure.settings().overlay(&mut config);
         config.flush_l2 = self.flush_l2;
+        // Each process measures its share of the benchmark's measurement time.
         config.measurement_time_s = self.measurement_time_s;
         config.processes = self.processes;
-        let m = &self.measure;
-        if let Some(v) = m.warm_up_time {
-            config.warmup_time_s = v;
-        }
-        if let Some(v) = m.sample_time {
-            config.sample_target_s = v;
-        }
-        if let Some(v) = m.throttle_threshold {
-            config.throttle_threshold = v;
-        }
-        if let Some(v) = m.min_samples {
-            config.min_samples = v;
-        }
-        if let Some(v) = m.max_samples {
-            config.max_samples = v;
-        }
-        if let Some(v) = m.target_rel_ci {
-            config.target_rel_ci = v;
-        }
         config
     }
 

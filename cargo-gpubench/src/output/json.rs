@@ -103,6 +103,13 @@ pub struct RunSummary {
     /// verdict already fails it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub report_error: Option<String>,
+    /// Why a merged run lacks benchmarks of its suite (an input cut short, a
+    /// `--partition` part missing); it then exits 1 unless `--allow-missing not-run`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gaps: Vec<String>,
+    /// Whether `gaps` fail the invocation (not allowed).
+    #[serde(skip)]
+    pub gaps_fail: bool,
     /// How the run ends: the exit code and its meaning.
     pub exit: ExitVerdict,
 }
@@ -134,6 +141,8 @@ impl RunSummary {
             report: None,
             report_url: None,
             report_error: None,
+            gaps: Vec::new(),
+            gaps_fail: false,
             exit: Exit::Success.into(),
         };
         summary.exit = summary.exit_code().into();
@@ -144,6 +153,14 @@ impl RunSummary {
     pub fn with_comparison(mut self, comparison: RunComparison) -> Self {
         attach_comparison(&mut self.benchmarks, &comparison);
         self.comparison = Some(comparison);
+        self.exit = self.exit_code().into();
+        self
+    }
+
+    /// The summary with why a merged run lacks benchmarks, and whether that fails it.
+    pub fn with_gaps(mut self, gaps: Vec<String>, fail: bool) -> Self {
+        self.gaps_fail = fail && !gaps.is_empty();
+        self.gaps = gaps;
         self.exit = self.exit_code().into();
         self
     }
@@ -164,12 +181,13 @@ impl RunSummary {
         self
     }
 
-    /// How the run ends; see [`Exit::of_verdicts`] for the precedence. A report that
-    /// could not be written is a setup error (5) when no verdict fails the run.
+    /// How the run ends; see [`Exit::of_verdicts`] for the precedence (benchmarks a
+    /// merged run lacks count as failed ones). A report that could not be written is
+    /// a setup error (5) when no verdict fails the run.
     pub fn exit_code(&self) -> Exit {
         let verdict = Exit::of_verdicts(
             self.status == RunStatus::Interrupted,
-            self.failed > 0,
+            self.failed > 0 || self.gaps_fail,
             self.comparison.as_ref().is_some_and(|c| c.gate_tripped),
         );
         if verdict == Exit::Success && self.report_error.is_some() {

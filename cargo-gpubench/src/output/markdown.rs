@@ -518,11 +518,31 @@ impl MarkdownSummary<'_> {
             "New, not in the baseline",
             &names,
         );
-        let names: Vec<String> = c.set.missing_in_current.iter().map(|id| code(id)).collect();
+        let missing: Vec<String> = c
+            .missing_with_allowance()
+            .iter()
+            .map(|(m, passes)| {
+                format!(
+                    "{}: {}: {}{}",
+                    name_of(&m.id),
+                    m.what(),
+                    text(&m.reason),
+                    if *passes { " (allowed)" } else { "" }
+                )
+            })
+            .collect();
+        list(
+            out,
+            "**Missing evidence** (fails the gate unless `--allow-missing \
+             not-run|gone|not-compared|metric` lets its kind pass):",
+            "Missing evidence, which fails the gate",
+            &missing,
+        );
+        let names: Vec<String> = c.not_selected.iter().map(|id| code(id)).collect();
         inline_list(
             out,
-            "**Missing** (in the baseline, not run here):",
-            "Missing: in the baseline, not run here",
+            "**Not selected** (in the baseline, left out here):",
+            "Not selected: in the baseline, left out here",
             &names,
         );
     }
@@ -567,16 +587,22 @@ impl MarkdownSummary<'_> {
                     .iter()
                     .filter(|e| e.status == BenchStatus::Failed)
                     .count();
-                let also = gate
-                    .map(|g| format!("; a regression was also found: {g}"))
-                    .unwrap_or_default();
+                let also = match (gate, self.comparison) {
+                    (Some(g), Some(c)) if c.tripping().is_empty() => {
+                        format!("; missing evidence also fails the gate: {g}")
+                    }
+                    (Some(g), _) => format!("; a regression was also found: {g}"),
+                    _ => String::new(),
+                };
                 format!(
                     "**Result: {failed} benchmark{} failed** (exit code {code_n}){also}.",
                     plural(failed)
                 )
             }
             Exit::RegressionFound => format!(
-                "**Result: regression found** (exit code {code_n}): {}.",
+                "**Result: {}** (exit code {code_n}): {}.",
+                self.comparison
+                    .map_or("regression found", RunComparison::trip_headline),
                 gate.unwrap_or_default()
             ),
             Exit::Setup => format!(

@@ -233,11 +233,29 @@ pub fn render_comparison(
             .collect();
         let _ = writeln!(out, "  new, not in the baseline: {}", names.join(", "));
     }
-    if !c.set.missing_in_current.is_empty() {
+    let missing = c.missing_with_allowance();
+    if !missing.is_empty() {
         let _ = writeln!(
             out,
-            "  in the baseline but not run: {}",
-            c.set.missing_in_current.join(", ")
+            "  missing evidence (a gate cannot pass on what was not measured; --allow-missing \
+             not-run|gone|not-compared|metric lets a kind pass):"
+        );
+        for (m, passes) in missing {
+            let _ = writeln!(
+                out,
+                "    {}: {}: {}{}",
+                name_of(&m.id),
+                m.what(),
+                m.reason,
+                if passes { " [allowed]" } else { "" }
+            );
+        }
+    }
+    if !c.not_selected.is_empty() {
+        let _ = writeln!(
+            out,
+            "  in the baseline, not selected here: {}",
+            listed(&c.not_selected, LISTED_NOT_SELECTED)
         );
     }
     out.push_str(&gate_line(c, entries, exit, console));
@@ -266,9 +284,10 @@ pub fn gate_line(
             .into_iter()
             .map(|(id, why)| format!("{} ({why})", name_of(id)))
             .collect();
-        let found = console.paint(Some(Tone::Failed), "regression found");
+        let found = console.paint(Some(Tone::Failed), c.trip_headline());
         format!(
-            "{found} (--fail-on {fail_on} --gate-on {gate}): {}{}\n",
+            "{found} (--fail-on {fail_on} --gate-on {gate}): {}{}
+",
             tripping.join(", "),
             if exit == Exit::RegressionFound {
                 " (exit code 4)".to_string()
@@ -283,6 +302,23 @@ pub fn gate_line(
         let none = console.paint(Some(Tone::Improved), "no regression");
         format!("{none} (--fail-on {fail_on} --gate-on {gate})\n")
     }
+}
+
+/// Benchmarks named in the line of those not selected; the rest are counted.
+const LISTED_NOT_SELECTED: usize = 10;
+
+/// `a, b, c and 4 more`: the first `shown` of `ids`.
+fn listed(ids: &[String], shown: usize) -> String {
+    let mut text = ids
+        .iter()
+        .take(shown)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if ids.len() > shown {
+        text.push_str(&format!(" and {} more", ids.len() - shown));
+    }
+    text
 }
 
 /// The change column's cell: `+12.3% [+10.1%, +14.6%] regressed`, `new`, ...

@@ -68,12 +68,7 @@ pub fn load_for_run(args: &BaselineArgs, store: &BaselineStore) -> Result<Option
         };
         format!("failed to load baseline `{name}` to compare with{saved}{hint}")
     })?;
-    for file in &loaded.ignored {
-        eprintln!(
-            "note: {} is not a baseline file (it has no `id` and `format_version`): ignored",
-            file.display()
-        );
-    }
+    note_ignored(&loaded.ignored);
     let entries = loaded.entries;
     let how = if default {
         "; it is the default when saved: --baseline NAME picks another, --no-baseline skips"
@@ -96,6 +91,17 @@ pub fn load_for_run(args: &BaselineArgs, store: &BaselineStore) -> Result<Option
         },
         entries,
     }))
+}
+
+/// Names on stderr the JSON files of a baseline directory that are not baseline
+/// files, so nothing beside the baselines is left out without a word.
+pub fn note_ignored(files: &[PathBuf]) {
+    for file in files {
+        eprintln!(
+            "gpubench: note: {} is not a baseline file (it has no `id` and `format_version`): ignored",
+            file.display()
+        );
+    }
 }
 
 /// What `--save-baseline` wrote.
@@ -154,6 +160,16 @@ impl SavedBaseline {
         }
         line
     }
+}
+
+/// Refuses `--save-baseline NAME` before anything is measured when saving it would
+/// fail: a bad name, or a file where its directory (or a save's staging directory)
+/// goes. [`save`] checks again.
+pub fn check_save(store: &BaselineStore, name: &str) -> Result<()> {
+    store.check_save(name).with_context(|| {
+        format!("failed to save baseline `{name}` (checked before any benchmark runs)")
+    })?;
+    Ok(())
 }
 
 /// Saves `records` as baseline `name`: one file per benchmark that passed, each

@@ -56,9 +56,11 @@ pub enum RunStatus {
     Completed,
     /// Stopped by Ctrl-C or SIGTERM.
     Interrupted,
-    /// Its cargo gpubench died before the end (killed, or the machine went down): the
-    /// benchmarks not marked passed or failed have no results. Written by the next run
-    /// in the same output directory, and read so by `compare` and `report`.
+    /// Its cargo gpubench stopped before the end: the benchmarks not marked passed or
+    /// failed have no results. Either an error stopped it ([`RunManifest::error`]
+    /// says which, written on the way out), or it died without a word (killed, or
+    /// the machine went down): written then by the next run in the same output
+    /// directory, and read so by `compare` and `report` before that.
     Incomplete,
 }
 
@@ -146,6 +148,10 @@ pub struct RunManifest {
     pub finished_at: Option<String>,
     /// The run's state.
     pub status: RunStatus,
+    /// The error that stopped the run before its end (`failed to write …: …`), as
+    /// it was printed; absent when none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// The cargo gpubench process writing the run, while it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
@@ -169,6 +175,11 @@ pub struct RunManifest {
     /// `hash:2/4`; absent when it ran them all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
+    /// Which listed benchmarks the run left out, so a comparison tells a benchmark
+    /// nobody asked for from one that went missing; absent in runs from before it
+    /// was kept (their comparisons count every baseline benchmark they lack).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<Selection>,
     /// The time limit of one benchmark process, seconds.
     pub timeout_s: f64,
     /// The libtorch library directory benchmarks loaded.
@@ -185,6 +196,25 @@ pub struct RunManifest {
     /// empty for a run that measured its benchmarks itself.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<MergedPart>,
+}
+
+/// What a run's bench targets listed and the run left out: a baseline benchmark the
+/// run lacks is *not selected* when it is here, *not run* when it was selected and
+/// has no record, and *gone* otherwise (when the run listed every bench target).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Selection {
+    /// Whether the run listed every gpubench bench target there was: no `-p`,
+    /// `--bench` or `--exe` chose among them, so a benchmark no target listed is gone
+    /// from the suite.
+    pub all_targets: bool,
+    /// Benchmarks the bench targets listed that the filters left out (FILTER,
+    /// `--exact`, `--skip`, ignored ones), sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filtered_out: Vec<String>,
+    /// Benchmarks selected but left to the other parts of `--partition`, sorted; in a
+    /// merged run, those no input measured (their part is missing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_parts: Vec<String>,
 }
 
 /// One run a merged run was folded from, as its own manifest described it.
@@ -241,8 +271,27 @@ impl RunManifest {
             .count()
     }
 
-    /// Why the run's results are partial, when its cargo gpubench died before the end
-    /// (or, for a merged run, a part's did).
+    /// Why the run has no end, in words that follow its name (`run `X` is still
+    /// running`); `None` once it completed.
+    pub fn why_unfinished(&self) -> Option<String> {
+        match self.state() {
+            RunStatus::Completed => None,
+            RunStatus::Running => Some(match self.pid {
+                Some(pid) => format!("is still running (cargo gpubench pid {pid})"),
+                None => "is still running".to_string(),
+            }),
+            RunStatus::Interrupted => Some("was interrupted (Ctrl-C or SIGTERM)".to_string()),
+            RunStatus::Incomplete => Some(match &self.error {
+                Some(error) => format!("is incomplete: it was stopped by an error: {error}"),
+                None => {
+                    "is incomplete: its cargo gpubench died before the end (killed?)".to_string()
+                }
+            }),
+        }
+    }
+
+    /// Why the run's results are partial, when its cargo gpubench stopped before the
+    /// end, killed or by an error (or, for a merged run, a part's did).
     pub fn incomplete_note(&self) -> Option<String> {
         if self.state() != RunStatus::Incomplete {
             return None;
@@ -264,9 +313,9 @@ impl RunManifest {
             ));
         }
         Some(format!(
-            "run `{}` is incomplete: its cargo gpubench died before the end (killed?), and \
-             {finished} of its {} benchmark{} finished",
+            "run `{}` {}; {finished} of its {} benchmark{} finished",
             self.run_id,
+            self.why_unfinished()?,
             self.benchmarks.len(),
             if self.benchmarks.len() == 1 { "" } else { "s" }
         ))
@@ -336,6 +385,7 @@ mod tests {
             started_at: "2026-01-01T00:00:00Z".into(),
             finished_at: None,
             status: RunStatus::Running,
+            error: None,
             pid: None,
             host: None,
             command_line: vec!["cargo-gpubench".into(), "gpubench".into()],
@@ -344,6 +394,7 @@ mod tests {
             flush_l2: false,
             processes: gpubench_analysis::ProcessPolicy::standard(),
             partition: None,
+            selection: None,
             timeout_s: 300.0,
             libtorch_lib: "/venv/torch/lib".into(),
             executables: vec![ManifestExecutable {
@@ -427,12 +478,38 @@ mod tests {
         assert_eq!(
             m.incomplete_note().unwrap(),
             format!(
-                "run `{}` is incomplete: its cargo gpubench died before the end (killed?), \
-                 and 1 of its 1 benchmark finished",
+                "run `{}` is incomplete: its cargo gpubench died before the end (killed?); \
+                 1 of its 1 benchmark finished",
                 m.run_id
             )
         );
         m.status = RunStatus::Completed;
         assert_eq!(m.state(), RunStatus::Completed);
+    }
+
+    #[test]
+    fn a_run_stopped_by_an_error_says_which_not_that_it_died() {
+        let m = RunManifest {
+            status: RunStatus::Incomplete,
+            error: Some("failed to write /t/runs/r/mm.json: No space left on device".into()),
+            ..manifest()
+        };
+        assert_eq!(
+            m.incomplete_note().unwrap(),
+            format!(
+                "run `{}` is incomplete: it was stopped by an error: failed to write \
+                 /t/runs/r/mm.json: No space left on device; 1 of its 1 benchmark finished",
+                m.run_id
+            )
+        );
+        // Read back by an older cargo-gpubench, or written by one: the field is
+        // optional both ways.
+        let text = m.to_json_pretty();
+        assert!(text.contains("\"error\": \"failed to write"), "{text}");
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v.as_object_mut().unwrap().remove("error");
+        let old: RunManifest = serde_json::from_value(v).unwrap();
+        assert_eq!(old.error, None);
+        assert!(!manifest().to_json_pretty().contains("\"error\""));
     }
 }

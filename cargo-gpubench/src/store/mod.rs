@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! <out-dir>/lock                          held by the run writing (one at a time)   runs
-//! <out-dir>/latest                        symlink to runs/<run-id> (or a file with the id)
+//! <out-dir>/latest                        the last finished run (symlink or its id) runs
 //! <out-dir>/runs/<run-id>/manifest.json   the run's index                           manifest
 //! <out-dir>/runs/<run-id>/<stem>.json     one record per benchmark                  runs
 //! <out-dir>/runs/<run-id>/comparison.json the run judged against its baseline       compare

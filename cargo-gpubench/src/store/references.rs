@@ -5,10 +5,17 @@
 //! 1. `baseline:NAME` is the saved baseline NAME; `run:ID` is the stored run ID
 //!    (`run:latest` and `run:PATH` work too). Either prefix also takes a path.
 //! 2. Anything with a path separator (`./x`, `/abs/x`, `runs/x`) is a path: a run
-//!    directory when it holds `manifest.json`, else a directory of baseline files.
-//! 3. `latest` is the run `<out-dir>/latest` points at.
+//!    directory when it holds `manifest.json`, an output directory (its latest run)
+//!    when it holds `latest`, else a directory of baseline files — which must hold
+//!    one, or it is refused as holding nothing to compare.
+//! 3. `latest` is the run `<out-dir>/latest` points at: the last one that finished.
+//!    A newer run that did not (killed, stopped by an error, still running) is named
+//!    in a warning.
 //! 4. A bare NAME is the saved baseline NAME, or the stored run whose id is NAME or
 //!    starts with NAME.
+//!
+//! A baseline is found where a run finds it: its directory, or the `.NAME.old-PID`
+//! copy a save killed between its two renames leaves ([`readable`]).
 //!
 //! A bare name (or `latest`) that is both a baseline and a run, or the prefix of
 //! several run ids, is ambiguous and refused, saying how to pick one; one that is
@@ -16,6 +23,7 @@
 
 use std::path::{Path, PathBuf};
 
+use gpubench_analysis::atomic_dir::readable;
 use gpubench_analysis::baseline::{validate_name, NotSaved};
 use gpubench_analysis::kernels::{KernelMeasurement, KernelMethod};
 use gpubench_analysis::{
@@ -26,7 +34,7 @@ use thiserror::Error;
 
 use crate::output::json::SummaryEntry;
 use crate::store::manifest::{BenchStatus, ManifestError, RunManifest, MANIFEST_FILE};
-use crate::store::runs::{resolve_latest, LATEST, RUNS_DIR};
+use crate::store::runs::{newer_than_latest, resolve_latest, LATEST, RUNS_DIR};
 use crate::store::{Source, SourceKind};
 
 /// Run ids shown when listing what exists.
@@ -66,6 +74,12 @@ pub enum ReferenceError {
         what: String,
         /// What is wrong.
         why: String,
+    },
+    /// A side holds nothing to compare: no manifest, no latest run, no baseline file.
+    #[error("{path} holds nothing to compare: it is no run directory (no {MANIFEST_FILE}), no output directory (no {LATEST}) and no baseline (no benchmark's .json file); pass a run directory (<out-dir>/runs/<run-id>), an output directory (--out-dir of a run, for its latest run) or a baseline directory (gpubench/baselines/<name>)")]
+    NothingToCompare {
+        /// The directory.
+        path: String,
     },
     /// A baseline name or file is unusable.
     #[error(transparent)]
@@ -143,7 +157,15 @@ pub fn resolve(reference: &str, places: &Places) -> Result<Resolved, ReferenceEr
         if path.join(MANIFEST_FILE).is_file() {
             return Ok(Resolved::Run { dir: path });
         }
-        if path.is_dir() {
+        // An output directory (a run's --out-dir, a CI artifact of one): its latest
+        // run, as `latest` resolves it.
+        if std::fs::symlink_metadata(path.join(LATEST)).is_ok() {
+            return latest(&Places {
+                out_dir: path,
+                ..places.clone()
+            });
+        }
+        if readable(&path).is_some() {
             return baseline_dir(reference, places);
         }
         return Err(ReferenceError::NotFound {
@@ -152,8 +174,8 @@ pub fn resolve(reference: &str, places: &Places) -> Result<Resolved, ReferenceEr
         });
     }
 
-    let baseline =
-        validate_name(reference).is_ok() && places.baselines.root.join(reference).is_dir();
+    let baseline = validate_name(reference).is_ok()
+        && readable(&places.baselines.root.join(reference)).is_some();
     let runs = if reference == LATEST {
         latest(places)
             .map(|r| match r {
@@ -202,6 +224,9 @@ pub fn is_path(s: &str) -> bool {
 }
 
 fn latest(places: &Places) -> Result<Resolved, ReferenceError> {
+    if let Some(warning) = newer_than_latest(&places.out_dir) {
+        eprintln!("gpubench: warning: {warning}");
+    }
     match resolve_latest(&places.out_dir) {
         Some(dir) if dir.is_dir() => Ok(Resolved::Run { dir }),
         _ => Err(ReferenceError::NoLatest {
@@ -224,7 +249,7 @@ fn run_dir(path: &str, places: &Places) -> Result<Resolved, ReferenceError> {
 
 fn baseline_dir(path: &str, places: &Places) -> Result<Resolved, ReferenceError> {
     let dir = places.cwd.join(path);
-    if !dir.is_dir() {
+    if readable(&dir).is_none() {
         return Err(ReferenceError::NotFound {
             reference: path.to_string(),
             looked: format!("{} does not exist", dir.display()),
@@ -327,6 +352,8 @@ pub struct Side {
     pub entries: Vec<SummaryEntry>,
     /// Its benchmarks' records, in order; a baseline's are rebuilt from its samples.
     pub records: Vec<RawRecord>,
+    /// A run's manifest, when it is one.
+    pub manifest: Option<RunManifest>,
     /// A baseline's own files, when it is one.
     baseline_entries: Option<Vec<BaselineEntry>>,
 }
@@ -337,7 +364,14 @@ impl Side {
     pub fn load(resolved: &Resolved) -> Result<Side, ReferenceError> {
         match resolved {
             Resolved::Baseline { store, name } => {
-                let entries = store.load(name)?;
+                let loaded = store.load_noting(name)?;
+                crate::store::baselines::note_ignored(&loaded.ignored);
+                let entries = loaded.entries;
+                if entries.is_empty() {
+                    return Err(ReferenceError::NothingToCompare {
+                        path: store.root.join(name).display().to_string(),
+                    });
+                }
                 let records: Vec<RawRecord> = entries.iter().map(record_of_entry).collect();
                 let summaries = records.iter().map(|r| SummaryEntry {
                     name: r.id.clone(),
@@ -358,6 +392,7 @@ impl Side {
                     },
                     entries: summaries.collect(),
                     records,
+                    manifest: None,
                     baseline_entries: Some(entries),
                 })
             }
@@ -394,6 +429,7 @@ impl Side {
                     },
                     entries,
                     records,
+                    manifest: Some(manifest),
                     baseline_entries: None,
                 })
             }

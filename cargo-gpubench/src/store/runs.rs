@@ -1,6 +1,7 @@
 //! The run directories under `<out-dir>` (the layout is in [`crate::store`]): making
 //! a run's directory under the lock, storing records as they come, pointing `latest`
-//! at the newest run, and finding runs again.
+//! at the newest run that finished (a newer one that did not is named by
+//! [`newer_than_latest`]), and finding runs again.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -189,6 +190,36 @@ pub fn resolve_latest(dir: &Path) -> Option<PathBuf> {
     (!id.is_empty() && !id.contains(['/', '\\'])).then(|| dir.join(RUNS_DIR).join(id))
 }
 
+/// A warning for wherever `latest` is resolved, when a run newer than the one it
+/// names never finished (killed, stopped by an error, or still running): `latest`
+/// names the last run that finished, so a user judging `latest` learns that it is
+/// not the newest run, and which one is. `None` when `latest` is the newest run.
+pub fn newer_than_latest(dir: &Path) -> Option<String> {
+    let latest = resolve_latest(dir)
+        .filter(|p| p.join(MANIFEST_FILE).is_file())
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+    let mut newer: Vec<String> = fs::read_dir(dir.join(RUNS_DIR))
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        // Run ids sort by start time.
+        .filter(|id| latest.as_ref().is_none_or(|l| id > l))
+        .collect();
+    newer.sort();
+    let (id, why) = newer.iter().rev().find_map(|id| {
+        let manifest = RunManifest::read(&dir.join(RUNS_DIR).join(id).join(MANIFEST_FILE)).ok()?;
+        Some((id, manifest.why_unfinished()?))
+    })?;
+    Some(match &latest {
+        Some(latest) => format!(
+            "the newest run `{id}` {why}; `latest` is the last run that finished: `{latest}`"
+        ),
+        None => {
+            format!("the newest run `{id}` {why}; no run has finished, so there is no `latest`")
+        }
+    })
+}
+
 #[cfg(unix)]
 fn make_symlink(target: &Path, link: &Path) -> std::io::Result<()> {
     std::os::unix::fs::symlink(target, link)
@@ -344,6 +375,73 @@ mod tests {
             fs::read_link(tmp.path().join(LATEST)).unwrap(),
             Path::new(RUNS_DIR).join(&r2.id)
         );
+    }
+
+    /// Stores a run started at `started` whose manifest says `status`, with `error`.
+    fn stored_run(
+        store: &RunStore,
+        started: DateTime<Utc>,
+        status: &str,
+        error: Option<&str>,
+    ) -> RunDir {
+        let run = store.create_run(started).unwrap();
+        let manifest: RunManifest = serde_json::from_value(serde_json::json!({
+            "format_version": 1, "run_id": run.id, "started_at": "2026-01-01T00:00:00Z",
+            "status": status, "error": error, "command_line": [], "device": "default",
+            "quick": false, "flush_l2": false, "timeout_s": 300.0, "libtorch_lib": "/t",
+            "executables": [], "benchmarks": [],
+        }))
+        .unwrap();
+        run.write_manifest(&manifest).unwrap();
+        run
+    }
+
+    #[test]
+    fn a_newer_run_than_latest_that_never_finished_is_named_with_why() {
+        use chrono::TimeZone;
+        let tmp = tempfile::tempdir().unwrap();
+        let store = RunStore::open(tmp.path()).unwrap();
+        let at = |h| Utc.with_ymd_and_hms(2026, 3, 15, h, 0, 0).unwrap();
+        let killed = stored_run(&store, at(8), "incomplete", None);
+        assert_eq!(
+            newer_than_latest(tmp.path()).unwrap(),
+            format!(
+                "the newest run `{}` is incomplete: its cargo gpubench died before the end \
+                 (killed?); no run has finished, so there is no `latest`",
+                killed.id
+            )
+        );
+        let done = stored_run(&store, at(9), "completed", None);
+        store.point_latest(&done).unwrap();
+        assert_eq!(
+            newer_than_latest(tmp.path()),
+            None,
+            "an older one is no news"
+        );
+
+        let killed = stored_run(&store, at(10), "incomplete", None);
+        assert_eq!(
+            newer_than_latest(tmp.path()).unwrap(),
+            format!(
+                "the newest run `{}` is incomplete: its cargo gpubench died before the end \
+                 (killed?); `latest` is the last run that finished: `{}`",
+                killed.id, done.id
+            )
+        );
+        let stopped = stored_run(
+            &store,
+            at(11),
+            "incomplete",
+            Some("failed to write x: full"),
+        );
+        assert!(newer_than_latest(tmp.path()).unwrap().starts_with(&format!(
+            "the newest run `{}` is incomplete: it was stopped by an error: failed to write \
+                 x: full; `latest` is",
+            stopped.id
+        )),);
+        let next = stored_run(&store, at(12), "completed", None);
+        store.point_latest(&next).unwrap();
+        assert_eq!(newer_than_latest(tmp.path()), None);
     }
 
     #[test]

@@ -44,6 +44,10 @@ pub enum BaselineError {
         /// Where it was looked for.
         path: String,
     },
+    /// A file stands where saving the baseline writes: at its directory's name, or
+    /// at a staging name beside it. Nothing was written, moved or removed.
+    #[error(transparent)]
+    Blocked(#[from] crate::atomic_dir::Blocker),
     /// A file or directory could not be read or written.
     #[error("failed to {action} {path}: {source}")]
     Io {

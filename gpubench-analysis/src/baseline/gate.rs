@@ -51,6 +51,11 @@ pub struct Gate {
     pub kernel: bool,
     /// The exact counters.
     pub counters: bool,
+    /// Whether the user named the metrics (`--gate-on`): then a metric neither side
+    /// measured is missing evidence too, since the gate was asked to rest on it. The
+    /// default gate looks at what is there (no kernel time on a CPU is no gap).
+    #[serde(default)]
+    pub explicit: bool,
 }
 
 impl Default for Gate {
@@ -59,17 +64,19 @@ impl Default for Gate {
             time: true,
             kernel: true,
             counters: true,
+            explicit: false,
         }
     }
 }
 
 impl Gate {
-    /// A gate on `metrics`.
+    /// A gate the user asked for on `metrics`.
     pub fn of(metrics: &[Metric]) -> Self {
         Gate {
             time: metrics.contains(&Metric::Time),
             kernel: metrics.contains(&Metric::Kernel),
             counters: metrics.contains(&Metric::Counters),
+            explicit: true,
         }
     }
 
@@ -117,10 +124,13 @@ impl FromStr for Metric {
 /// Which comparison outcomes fail a CI run.
 ///
 /// * [`FailOn::Regressed`] (the default): a regressed benchmark fails the run.
-/// * [`FailOn::Ambiguous`]: strict; regressed, ambiguous and not-compared benchmarks
-///   all fail it, since none of them shows the code is as fast as before.
+/// * [`FailOn::Ambiguous`]: strict; regressed and ambiguous benchmarks both fail it,
+///   since neither shows the code is as fast as before.
 /// * [`FailOn::Never`]: report only.
 ///
+/// Under either of the first two, missing evidence ([`Missing`]: a benchmark not
+/// run, gone or not compared, a gated metric one side lacks) fails it too, unless
+/// [`AllowMissing`] lets its kind pass: a gate never passes for want of evidence.
 /// Benchmarks that failed to run are not counted here: a failed benchmark has its own
 /// exit status, whatever this says.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -157,9 +167,9 @@ impl FailOn {
         }
     }
 
-    /// Whether benchmark `b` fails the run on the metrics of `gate`; see the type's
-    /// docs. A metric a benchmark has no verdict on (no kernel time on either side)
-    /// does not count.
+    /// Whether benchmark `b`'s verdicts fail the run on the metrics of `gate`; see
+    /// the type's docs. A metric it has no verdict on is missing evidence, judged by
+    /// [`FailOn::trips_on_missing`] (so is a benchmark not compared).
     pub fn trips(self, b: &BenchmarkComparison, gate: &Gate) -> bool {
         match &b.outcome {
             ComparisonOutcome::Compared { .. } => gate
@@ -167,12 +177,18 @@ impl FailOn {
                 .into_iter()
                 .filter_map(|m| b.verdict_of(m))
                 .any(|v| self.fails(v)),
-            ComparisonOutcome::NotCompared { .. } => self == FailOn::Ambiguous,
-            ComparisonOutcome::Failed { .. } => false,
+            ComparisonOutcome::NotCompared { .. } | ComparisonOutcome::Failed { .. } => false,
         }
     }
 
-    /// Whether `set` fails the run on the metrics of `gate`.
+    /// Whether `missing` fails the run: under any gate but `never`, unless `allow`
+    /// lets its kind pass.
+    pub fn trips_on_missing(self, missing: &Missing, allow: &AllowMissing) -> bool {
+        self != FailOn::Never && !allow.allows(missing.kind)
+    }
+
+    /// Whether `set`'s verdicts fail the run on the metrics of `gate` (missing
+    /// evidence aside: [`FailOn::trips_on_missing`]).
     pub fn should_fail(self, set: &ComparisonSet, gate: &Gate) -> bool {
         set.comparisons.iter().any(|b| self.trips(b, gate))
     }

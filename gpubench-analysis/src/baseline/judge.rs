@@ -95,6 +95,10 @@ pub enum ComparisonOutcome {
         /// The kernels that are new, gone, or moved, when both sides have a table.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         kernel_changes: Vec<KernelChange>,
+        /// Kernel time and counters where a side lacks them, and why: the gate
+        /// counts them as missing evidence ([`ComparisonSet::missing`]).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        missing_metrics: Vec<MissingMetric>,
     },
     /// The benchmark failed in this run.
     Failed {
@@ -199,6 +203,35 @@ pub struct ComparisonSet {
 }
 
 impl ComparisonSet {
+    /// The evidence the gate on `gate` lacks among the benchmarks on both sides: each
+    /// one not compared, and each gated metric a compared one lacks on a side (or on
+    /// both, when the gate names the metric), in the run's order.
+    pub fn missing(&self, gate: &Gate) -> Vec<Missing> {
+        let mut out = Vec::new();
+        for b in &self.comparisons {
+            match &b.outcome {
+                ComparisonOutcome::NotCompared { reason } => {
+                    out.push(Missing::benchmark(&b.id, MissingKind::NotCompared, reason));
+                }
+                ComparisonOutcome::Compared {
+                    missing_metrics, ..
+                } => out.extend(
+                    missing_metrics
+                        .iter()
+                        .filter(|m| gate.contains(m.metric) && m.gated(gate.explicit))
+                        .map(|m| Missing {
+                            id: b.id.clone(),
+                            kind: MissingKind::Metric,
+                            metric: Some(m.metric),
+                            reason: m.reason.clone(),
+                        }),
+                ),
+                ComparisonOutcome::Failed { .. } => {}
+            }
+        }
+        out
+    }
+
     /// How many benchmarks ended each way.
     pub fn counts(&self) -> VerdictCounts {
         let mut c = VerdictCounts::default();
@@ -316,14 +349,14 @@ pub fn compare_with_baseline(
                 }
                 match compare_processes(&was_times, &now_times, bound, &options.config) {
                     Ok(comparison) => {
-                        let (kernel, counters, kernel_changes) =
-                            compare_kernels(record, entry, &options.config);
+                        let gpu = compare_kernels(record, entry, &options.config);
                         ComparisonOutcome::Compared {
                             kind,
                             comparison,
-                            kernel,
-                            counters,
-                            kernel_changes,
+                            kernel: gpu.kernel,
+                            counters: gpu.counters,
+                            kernel_changes: gpu.kernel_changes,
+                            missing_metrics: gpu.missing,
                         }
                     }
                     Err(e) => not_compared(&e.to_string()),
@@ -344,40 +377,121 @@ pub fn compare_with_baseline(
     Ok(set)
 }
 
+/// What the GPU did, compared: kernel time, counters and the kernel table, and the
+/// metrics a side lacks.
+struct GpuComparison {
+    kernel: Option<Box<Comparison>>,
+    counters: Option<Vec<CounterChange>>,
+    kernel_changes: Vec<KernelChange>,
+    missing: Vec<MissingMetric>,
+}
+
+/// What a baseline without a metric was, for the reason of a gap.
+const BASELINE_WITHOUT: &str = "saved where it was not measured (a CPU, a build without the \
+     CUDA headers, or an older gpubench): save the baseline again where it is measured";
+
 /// Kernel time, counters and the kernel table of `record` against `entry`'s, each when
-/// both sides have it.
+/// both sides have it; a side without one is a gap, with why.
 fn compare_kernels(
     record: &RawRecord,
     entry: &BaselineEntry,
     config: &CompareConfig,
-) -> (
-    Option<Box<Comparison>>,
-    Option<Vec<CounterChange>>,
-    Vec<KernelChange>,
-) {
+) -> GpuComparison {
     let measured: Vec<_> = record.measurements().collect();
     let now_kernel = record.groups(TimeKind::Kernel);
     let was_kernel = entry.groups(TimeKind::Kernel);
-    let both_timed = !measured.is_empty()
-        && measured.iter().all(|m| m.kernel.is_some())
-        && was_kernel.iter().all(|g| !g.is_empty())
-        && !was_kernel.is_empty();
+    let now_timed = !measured.is_empty() && measured.iter().all(|m| m.kernel.is_some());
+    let was_timed = !was_kernel.is_empty() && was_kernel.iter().all(|g| !g.is_empty());
+    // Why this side has no kernel time (and so no counters), as its harness said.
+    let unavailable = measured
+        .iter()
+        .find_map(|m| m.kernel_unavailable.clone())
+        .unwrap_or_else(|| "this run did not measure it".to_string());
+    let mut missing = Vec::new();
+    let mut gap = |metric, missing_on, reason: String| {
+        missing.push(MissingMetric {
+            metric,
+            missing_on,
+            reason,
+        })
+    };
     // Kernel time is the GPU's own work, so it is judged like device-bound time.
-    let kernel = both_timed
-        .then(|| compare_processes(&was_kernel, &now_kernel, Bound::Device, config).ok())
-        .flatten()
-        .map(Box::new);
+    let kernel = match (was_timed, now_timed) {
+        (true, true) => match compare_processes(&was_kernel, &now_kernel, Bound::Device, config) {
+            Ok(k) => Some(Box::new(k)),
+            Err(e) => {
+                gap(
+                    Metric::Kernel,
+                    MissingOn::Current,
+                    format!("its kernel times could not be compared: {e}"),
+                );
+                None
+            }
+        },
+        (true, false) => {
+            gap(
+                Metric::Kernel,
+                MissingOn::Current,
+                format!("this run has no kernel time: {unavailable}"),
+            );
+            None
+        }
+        (false, true) => {
+            gap(
+                Metric::Kernel,
+                MissingOn::Baseline,
+                format!("the baseline has no kernel time: {BASELINE_WITHOUT}"),
+            );
+            None
+        }
+        (false, false) => {
+            gap(
+                Metric::Kernel,
+                MissingOn::Both,
+                format!("neither side measured kernel time: {unavailable}"),
+            );
+            None
+        }
+    };
     let counters = match (&entry.counters, record.counters()) {
         (Some(was), Some(now)) => Some(counter_changes(was, &now)),
-        _ => None,
+        (Some(_), None) => {
+            gap(
+                Metric::Counters,
+                MissingOn::Current,
+                format!("this run has no counters: {unavailable}"),
+            );
+            None
+        }
+        (None, Some(_)) => {
+            gap(
+                Metric::Counters,
+                MissingOn::Baseline,
+                format!("the baseline has no counters: {BASELINE_WITHOUT}"),
+            );
+            None
+        }
+        (None, None) => {
+            gap(
+                Metric::Counters,
+                MissingOn::Both,
+                format!("neither side counted: {unavailable}"),
+            );
+            None
+        }
     };
     let now_table = record.kernel_table();
-    let changes = if entry.kernels.is_empty() || now_table.is_empty() {
+    let kernel_changes = if entry.kernels.is_empty() || now_table.is_empty() {
         Vec::new()
     } else {
         kernel_changes(&entry.kernels, &now_table)
     };
-    (kernel, counters, changes)
+    GpuComparison {
+        kernel,
+        counters,
+        kernel_changes,
+        missing,
+    }
 }
 
 pub(super) fn not_compared(reason: &str) -> ComparisonOutcome {

@@ -1,6 +1,7 @@
 //! Saved baselines: the committed on-disk format ([`file`]), the store under
 //! `gpubench/baselines/<name>/` ([`store`]), a run judged against a baseline
-//! ([`judge`]), and whether the outcome should fail CI ([`gate`]).
+//! ([`judge`]), the evidence one side lacks ([`missing`]), and whether the outcome
+//! should fail CI ([`gate`]).
 //!
 //! # Format
 //!
@@ -19,6 +20,7 @@
 mod file;
 mod gate;
 mod judge;
+mod missing;
 mod store;
 #[cfg(test)]
 mod tests;
@@ -26,4 +28,5 @@ mod tests;
 pub use file::*;
 pub use gate::*;
 pub use judge::*;
+pub use missing::*;
 pub use store::*;

@@ -56,12 +56,25 @@ impl BaselineStore {
         Ok(self.root.join(name))
     }
 
+    /// Whether baseline `name` can be saved: a valid name, and no file where its
+    /// directory or the directories a save stages go ([`BaselineError::Blocked`]).
+    /// A run asks before it measures anything; [`BaselineStore::save`] asks again.
+    pub fn check_save(&self, name: &str) -> Result<PathBuf, BaselineError> {
+        let dir = self.dir(name)?;
+        match crate::atomic_dir::blocker(&dir) {
+            Some(blocker) => Err(blocker.into()),
+            None => Ok(dir),
+        }
+    }
+
     /// Saves one file per measured record into baseline `name`, creating it when
     /// needed, as one change ([`crate::atomic_dir`]): a reader, or a save killed at
     /// any point, sees the baseline entirely as it was or entirely as saved. Files of
-    /// other benchmarks are kept, and so are those of records that are skipped.
+    /// other benchmarks are kept, and so are those of records that are skipped. A
+    /// file in the way ([`BaselineStore::check_save`]) is refused before anything is
+    /// written.
     pub fn save(&self, name: &str, records: &[RawRecord]) -> Result<SaveReport, BaselineError> {
-        let dir = self.dir(name)?;
+        let dir = self.check_save(name)?;
         let mut entries = Vec::new();
         let mut skipped = Vec::new();
         let mut by_stem: HashMap<String, &str> = HashMap::new();
@@ -121,8 +134,10 @@ impl BaselineStore {
     }
 
     /// Loads every benchmark of baseline `name`, sorted by id. Any unreadable, corrupt,
-    /// truncated or newer baseline file is an error naming it; JSON files that are not
-    /// baseline files are left out ([`BaselineStore::load_noting`] names them).
+    /// truncated or newer baseline file is an error naming it, and so is a `.json`
+    /// entry that is no file (a directory, a dangling or looping link) or holds JSON
+    /// that is no object (`null`, an array); JSON objects that are not baseline files
+    /// are left out ([`BaselineStore::load_noting`] names them).
     pub fn load(&self, name: &str) -> Result<Vec<BaselineEntry>, BaselineError> {
         self.load_noting(name).map(|l| l.entries)
     }
@@ -152,7 +167,7 @@ impl BaselineStore {
                 .path();
             let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
             // Leading dots are temporary files of an interrupted save.
-            if file_name.ends_with(".json") && !file_name.starts_with('.') && path.is_file() {
+            if file_name.ends_with(".json") && !file_name.starts_with('.') {
                 files.push(path);
             }
         }
@@ -161,11 +176,46 @@ impl BaselineStore {
         let mut ignored = Vec::new();
         let mut seen: HashMap<String, PathBuf> = HashMap::new();
         for path in files {
+            // A `.json` entry that is no readable file (a directory, a dangling link,
+            // a link loop) is a benchmark's evidence gone missing, never skipped.
+            let unreadable = |reason: String| BaselineError::Invalid {
+                path: path.display().to_string(),
+                reason,
+            };
+            match std::fs::metadata(&path) {
+                Ok(m) if m.is_file() => {}
+                Ok(m) if m.is_dir() => {
+                    return Err(unreadable(
+                        "it is a directory, not a baseline file: move it out of the baseline"
+                            .into(),
+                    ))
+                }
+                Ok(_) => {
+                    return Err(unreadable(
+                        "it is not a regular file: move it out of the baseline".into(),
+                    ))
+                }
+                Err(e) => {
+                    return Err(unreadable(format!(
+                        "it cannot be opened ({e}; a dangling or looping symbolic link?): \
+                         restore the file or remove it"
+                    )))
+                }
+            }
             let text =
                 std::fs::read_to_string(&path).map_err(io_err("read baseline file", &path))?;
-            if !looks_like_a_baseline(&text) {
-                ignored.push(path);
-                continue;
+            match kind_of_json(&text) {
+                JsonKind::Baseline => {}
+                JsonKind::OtherObject => {
+                    ignored.push(path);
+                    continue;
+                }
+                JsonKind::NotAnObject(what) => {
+                    return Err(unreadable(format!(
+                        "it holds {what}, not a baseline (a JSON object with `id` and \
+                         `format_version`): restore it from git, or remove it"
+                    )))
+                }
             }
             let entry = BaselineEntry::from_json(&text, &path.display().to_string())?;
             if let Some(first) = seen.insert(entry.id.clone(), path.clone()) {
@@ -194,26 +244,45 @@ impl BaselineStore {
         let mut names = Vec::new();
         for item in std::fs::read_dir(&self.root).map_err(io_err)? {
             let item = item.map_err(io_err)?;
-            if let Some(name) = item.file_name().to_str() {
+            if let Some(file_name) = item.file_name().to_str() {
+                // A save killed between its two renames leaves the baseline under
+                // `.NAME.old-PID`, where loading it still finds it.
+                let name = crate::atomic_dir::interrupted_swap_of(file_name).unwrap_or(file_name);
                 if validate_name(name).is_ok() && item.path().is_dir() {
                     names.push(name.to_string());
                 }
             }
         }
         names.sort();
+        names.dedup();
         Ok(names)
     }
 }
 
-/// Whether `text` is meant as a baseline file: a JSON object with an `id` and a
-/// `format_version`. Anything that is not valid JSON counts as one (a truncated
-/// baseline file must be an error, not skipped).
-fn looks_like_a_baseline(text: &str) -> bool {
-    match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(serde_json::Value::Object(map)) => {
-            map.contains_key("id") && map.contains_key("format_version")
+/// What a `.json` file of a baseline directory holds.
+enum JsonKind {
+    /// Meant as a baseline file: a JSON object with an `id` and a `format_version`,
+    /// or anything that is not valid JSON (a truncated baseline file must be an error,
+    /// not skipped).
+    Baseline,
+    /// Some other JSON object (a tool's config beside the baselines): noted, ignored.
+    OtherObject,
+    /// JSON that is no object at all, e.g. `null`: named.
+    NotAnObject(&'static str),
+}
+
+fn kind_of_json(text: &str) -> JsonKind {
+    use serde_json::Value;
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) if map.contains_key("id") && map.contains_key("format_version") => {
+            JsonKind::Baseline
         }
-        Ok(_) => false,
-        Err(_) => true,
+        Ok(Value::Object(_)) => JsonKind::OtherObject,
+        Ok(Value::Null) => JsonKind::NotAnObject("JSON `null`"),
+        Ok(Value::Array(_)) => JsonKind::NotAnObject("a JSON array"),
+        Ok(Value::String(_)) => JsonKind::NotAnObject("a JSON string"),
+        Ok(Value::Number(_)) => JsonKind::NotAnObject("a JSON number"),
+        Ok(Value::Bool(_)) => JsonKind::NotAnObject("a JSON boolean"),
+        Err(_) => JsonKind::Baseline,
     }
 }

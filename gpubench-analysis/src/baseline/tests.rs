@@ -178,19 +178,66 @@ fn corrupt_truncated_and_newer_files_are_errors_naming_the_file() {
 }
 
 #[test]
-fn json_files_that_are_not_baseline_files_are_ignored_and_named() {
+fn json_objects_that_are_not_baseline_files_are_ignored_and_named() {
     let (_tmp, store) = store();
     store.save("main", &records(&["a"], 1.0, 7)).unwrap();
     let dir = store.dir("main").unwrap();
     std::fs::write(dir.join("settings.json"), r#"{"theme": "dark"}"#).unwrap();
-    std::fs::write(dir.join("list.json"), "[1, 2]").unwrap();
     let loaded = store.load_noting("main").unwrap();
     assert_eq!(loaded.entries.len(), 1);
-    assert_eq!(
-        loaded.ignored,
-        [dir.join("list.json"), dir.join("settings.json")]
-    );
+    assert_eq!(loaded.ignored, [dir.join("settings.json")]);
     assert_eq!(store.load("main").unwrap(), loaded.entries);
+}
+
+#[test]
+fn a_json_entry_that_is_no_baseline_object_is_an_error_naming_it() {
+    /// Makes the entry at a path.
+    type Make = Box<dyn Fn(&std::path::Path)>;
+    let cases: Vec<(&str, Make, &str)> = vec![
+        (
+            "null.json",
+            Box::new(|p| std::fs::write(p, "null").unwrap()),
+            "holds JSON `null`",
+        ),
+        (
+            "list.json",
+            Box::new(|p| std::fs::write(p, "[1, 2]").unwrap()),
+            "holds a JSON array",
+        ),
+        (
+            "dir.json",
+            Box::new(|p| std::fs::create_dir(p).unwrap()),
+            "is a directory",
+        ),
+        #[cfg(unix)]
+        (
+            "loop.json",
+            Box::new(|p| std::os::unix::fs::symlink(p, p).unwrap()),
+            "cannot be opened",
+        ),
+        #[cfg(unix)]
+        (
+            "dangling.json",
+            Box::new(|p| std::os::unix::fs::symlink(p.with_extension("gone"), p).unwrap()),
+            "cannot be opened",
+        ),
+    ];
+    for (file, make, says) in cases {
+        let (_tmp, store) = store();
+        store.save("main", &records(&["a"], 1.0, 7)).unwrap();
+        let path = store.dir("main").unwrap().join(file);
+        make(&path);
+        let err = store.load("main").unwrap_err();
+        let text = err.to_string();
+        assert!(
+            matches!(err, BaselineError::Invalid { .. }),
+            "{file}: {text}"
+        );
+        assert!(
+            text.contains(&path.display().to_string()) && text.contains(says),
+            "{file}: {text}"
+        );
+    }
 }
 
 #[test]
@@ -216,6 +263,50 @@ fn missing_baseline_and_empty_store() {
         err.to_string().starts_with("baseline `main` not found"),
         "{err}"
     );
+}
+
+#[test]
+fn a_file_in_the_way_of_a_save_is_refused_naming_it_before_writing() {
+    let (_tmp, store) = store();
+    std::fs::create_dir_all(&store.root).unwrap();
+    let main = store.root.join("main");
+    std::fs::write(&main, "a file of mine").unwrap();
+    for err in [
+        store.check_save("main").unwrap_err(),
+        store.save("main", &records(&["a"], 1.0, 9)).unwrap_err(),
+    ] {
+        assert!(matches!(err, BaselineError::Blocked(_)), "{err:?}");
+        assert!(
+            err.to_string()
+                .starts_with(&format!("{} is not a directory", main.display())),
+            "{err}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&main).unwrap(), "a file of mine");
+    assert_eq!(std::fs::read_dir(&store.root).unwrap().count(), 1);
+
+    std::fs::remove_file(&main).unwrap();
+    let leftover = store.root.join(".main.new-383");
+    std::fs::write(&leftover, "a file of mine").unwrap();
+    let err = store.save("main", &records(&["a"], 1.0, 9)).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{} is in the way", leftover.display())),
+        "{err}"
+    );
+    assert!(!main.exists());
+    // Another name is not in its way.
+    store.save("pr-1", &records(&["a"], 1.0, 9)).unwrap();
+}
+
+#[test]
+fn a_baseline_left_by_an_interrupted_swap_is_listed_and_loads() {
+    let (_tmp, store) = store();
+    store.save("main", &records(&["a"], 1.0, 10)).unwrap();
+    // A save killed between its two renames.
+    std::fs::rename(store.root.join("main"), store.root.join(".main.old-77")).unwrap();
+    assert_eq!(store.list().unwrap(), ["main"]);
+    assert_eq!(store.load("main").unwrap().len(), 1);
 }
 
 #[test]
@@ -276,8 +367,21 @@ fn comparing_a_run_with_a_baseline() {
     assert!(FailOn::Regressed.should_fail(&set, &Gate::default()));
     assert!(FailOn::Ambiguous.should_fail(&set, &Gate::default()));
     assert!(!FailOn::Never.should_fail(&set, &Gate::default()));
-    // Gated on counters alone, which these records do not have, nothing trips.
+    // Gated on counters alone, which these records do not have, no verdict trips:
+    // the counters are missing evidence instead, on both sides, which a gate that
+    // names them sees (and the default gate does not).
     assert!(!FailOn::Regressed.should_fail(&set, &Gate::of(&[Metric::Counters])));
+    let gaps = set.missing(&Gate::of(&[Metric::Counters]));
+    assert_eq!(
+        gaps.iter()
+            .map(|m| (m.id.as_str(), m.metric))
+            .collect::<Vec<_>>(),
+        [
+            ("same", Some(Metric::Counters)),
+            ("slower", Some(Metric::Counters))
+        ]
+    );
+    assert!(set.missing(&Gate::default()).is_empty());
 
     let json = serde_json::to_value(&set).unwrap();
     assert_eq!(json["comparisons"][1]["outcome"]["status"], "compared");
@@ -308,6 +412,85 @@ fn launch_bound(id: &str, kernels: &SyntheticKernels, processes: usize, seed: u6
     }
     kernels.attach(&mut r, &mut rng);
     r
+}
+
+#[test]
+fn a_metric_measured_on_one_side_only_is_missing_evidence_naming_why() {
+    let add = SyntheticKernels::one("vectorized_elementwise_kernel<add>", 2_290.0);
+    let with_kernels = launch_bound("add", &add, 5, 1);
+    // The judged side was built without kernel timing (no CUDA headers): its
+    // harness says so in every measurement.
+    let mut without = launch_bound("add", &add, 5, 2);
+    for m in without
+        .rounds
+        .iter_mut()
+        .filter_map(|r| r.measurement.as_mut())
+    {
+        m.kernel = None;
+        m.kernel_unavailable = Some(
+            "kernel timing was not built in: no CUDA headers (run `cargo gpubench setup`)".into(),
+        );
+    }
+    let judge = |now: &RawRecord, base: &RawRecord| {
+        compare_with_baseline(
+            std::slice::from_ref(now),
+            &[BaselineEntry::from_record(base).unwrap()],
+            &BaselineCompareOptions::default(),
+        )
+        .unwrap()
+    };
+
+    let set = judge(&without, &with_kernels);
+    // No verdict on kernel time or counters trips...
+    let gate = Gate::of(&[Metric::Kernel, Metric::Counters]);
+    assert!(!FailOn::Regressed.should_fail(&set, &gate));
+    // ...but the gate sees both gaps, with the harness's reason and its fix.
+    let missing = set.missing(&gate);
+    let what: Vec<String> = missing.iter().map(Missing::what).collect();
+    assert_eq!(what, ["kernel time missing", "counters missing"]);
+    assert!(
+        missing[0]
+            .reason
+            .starts_with("this run has no kernel time: kernel timing was not built in")
+            && missing[0].reason.contains("cargo gpubench setup"),
+        "{}",
+        missing[0].reason
+    );
+    assert!(missing
+        .iter()
+        .all(|m| FailOn::Regressed.trips_on_missing(m, &AllowMissing::default())));
+    assert!(
+        missing
+            .iter()
+            .all(|m| !FailOn::Regressed
+                .trips_on_missing(m, &AllowMissing::of(&[MissingKind::Metric])))
+    );
+    // The default gate sees them too: one side has the metric.
+    assert_eq!(set.missing(&Gate::default()).len(), 2);
+    // A gate on time alone does not ask for them.
+    assert!(set.missing(&Gate::of(&[Metric::Time])).is_empty());
+
+    // The other way round: a baseline saved without kernel timing.
+    let set = judge(&with_kernels, &without);
+    let missing = set.missing(&Gate::default());
+    assert_eq!(missing.len(), 2);
+    assert!(
+        missing[0]
+            .reason
+            .starts_with("the baseline has no kernel time")
+            && missing[0].reason.contains("save the baseline again"),
+        "{}",
+        missing[0].reason
+    );
+
+    // Neither side: only a gate that names the metric asks for it.
+    let set = judge(&without, &without);
+    assert!(set.missing(&Gate::default()).is_empty());
+    let named = set.missing(&Gate::of(&[Metric::Kernel]));
+    assert_eq!(named.len(), 1);
+    assert!(named[0]
+        .reason
+        .starts_with("neither side measured kernel time"));
 }
 
 #[test]
@@ -436,7 +619,10 @@ fn settings_that_move_figures_are_not_compared_unless_allowed() {
     );
     assert!(reason.contains("--allow-settings-mismatch"), "{reason}");
     assert_eq!(set.comparisons[1].verdict(), Some(Verdict::NoChange));
-    assert!(FailOn::Ambiguous.should_fail(&set, &Gate::default()));
+    let missing = set.missing(&Gate::default());
+    assert_eq!(missing.len(), 1, "{missing:?}");
+    assert_eq!(missing[0].kind, MissingKind::NotCompared);
+    assert!(FailOn::Regressed.trips_on_missing(&missing[0], &AllowMissing::default()));
 
     let allow = BaselineCompareOptions {
         allow_settings_mismatch: true,
@@ -536,8 +722,17 @@ fn fail_on_modes() {
         other_settings: vec![],
         other_clocks: vec![],
     };
-    assert!(FailOn::Ambiguous.should_fail(&not_compared, &Gate::default()));
-    assert!(!FailOn::Regressed.should_fail(&not_compared, &Gate::default()));
+    // A benchmark not compared has no verdict to trip on: it is missing evidence,
+    // which fails every gate but `never` unless allowed.
+    assert!(!FailOn::Ambiguous.should_fail(&not_compared, &Gate::default()));
+    let missing = not_compared.missing(&Gate::default());
+    assert_eq!(missing.len(), 1);
+    let allow = AllowMissing::of(&[MissingKind::NotCompared]);
+    for mode in [FailOn::Regressed, FailOn::Ambiguous] {
+        assert!(mode.trips_on_missing(&missing[0], &AllowMissing::default()));
+        assert!(!mode.trips_on_missing(&missing[0], &allow));
+    }
+    assert!(!FailOn::Never.trips_on_missing(&missing[0], &AllowMissing::default()));
 }
 
 #[test]

@@ -123,6 +123,44 @@ fn one_process_on_a_side_is_ambiguous_and_says_why() {
 }
 
 #[test]
+fn the_note_on_too_few_processes_names_each_short_side_with_its_own_count() {
+    let mut rng = Pcg64Mcg::seed_from_u64(24);
+    let model = device_bound();
+    let (one, three, six) = (
+        model.draw_processes(1, 40, &mut rng),
+        model.draw_processes(3, 40, &mut rng),
+        model.draw_processes(6, 40, &mut rng),
+    );
+    let cfg = CompareConfig::default();
+    let note = |baseline: &[Vec<f64>], current: &[Vec<f64>]| {
+        compare_processes(baseline, current, Bound::Host, &cfg)
+            .unwrap()
+            .note
+            .expect("too few processes for a host-bound verdict")
+    };
+    // A run of 1 process against a baseline of 3: both are short of 5, each with
+    // its own count (the probe saw "the baseline has 1 process").
+    let both = note(&three, &one);
+    assert!(
+        both.starts_with("the baseline has 3 processes and this run 1 process: a verdict on host-bound work needs 5 on each side"),
+        "{both}"
+    );
+    assert_eq!(
+        note(&one, &three).split(':').next(),
+        Some("the baseline has 1 process and this run 3 processes")
+    );
+    // Only the short side is named, with its count.
+    assert_eq!(
+        note(&six, &three).split(':').next(),
+        Some("this run has 3 processes")
+    );
+    assert_eq!(
+        note(&three, &six).split(':').next(),
+        Some("the baseline has 3 processes")
+    );
+}
+
+#[test]
 fn too_few_host_processes_still_report_the_change_of_the_estimates() {
     // Three processes a side is short of a host-bound verdict, but the change
     // shown must be the one between the estimates shown beside it.

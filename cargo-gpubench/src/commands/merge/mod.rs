@@ -22,7 +22,7 @@ use gpubench_analysis::RawRecord;
 use crate::cli::MergeArgs;
 use crate::commands::compare::places;
 use crate::commands::present;
-use crate::compare::{RunComparison, VerdictSettings};
+use crate::compare::{Absences, RunComparison, VerdictSettings};
 use crate::error::UsageError;
 use crate::exit_code::Exit;
 use crate::format::plural;
@@ -55,6 +55,11 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
     let plan = rules::plan(&parts)
         .map_err(|e| UsageError(e.to_string()))
         .context("failed to merge the runs")?;
+    let allow_gaps = args.verdicts.allow_missing().not_run;
+    for gap in &plan.gaps {
+        let word = if allow_gaps { "warning" } else { "error" };
+        eprintln!("gpubench: {word}: {gap}");
+    }
     for w in &plan.warnings {
         eprintln!("gpubench: warning: {w}");
     }
@@ -63,8 +68,11 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
     }
 
     // Loaded before anything is written, as a run loads it: a missing or corrupt
-    // baseline leaves nothing behind.
+    // baseline, or one that cannot be saved, leaves nothing behind.
     let baseline = baselines::load_for_run(&args.baselines, &places.baselines)?;
+    if let Some(name) = &args.baselines.save_baseline {
+        baselines::check_save(&places.baselines, name)?;
+    }
 
     // Taken once the inputs are known to merge, so a mistake leaves nothing behind.
     let store = RunStore::open(&places.out_dir)?;
@@ -100,24 +108,27 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
         dir: run.path.clone(),
     })
     .context("failed to read the merged run back")?;
+    // Folded from 0.0: an empty float sum is -0.0, which prints as `-0.000`.
     let elapsed: f64 = manifest
         .benchmarks
         .iter()
         .filter_map(|b| b.duration_s)
-        .sum();
+        .fold(0.0, |a, b| a + b);
     let mut summary = RunSummary::new(
         run.id.clone(),
         run.path.display().to_string(),
         manifest.status,
         elapsed,
         merged.entries,
-    );
+    )
+    .with_gaps(plan.gaps.clone(), !allow_gaps);
     if let Some(baseline) = &baseline {
         let comparison = RunComparison::judge_stored_run(
             &run.path,
             &merged.records,
             baseline,
             VerdictSettings::from_args(&args.verdicts),
+            &Absences::of_run(&manifest),
         )?;
         summary = summary.with_comparison(comparison);
     }
@@ -166,6 +177,9 @@ fn resolve_input(arg: &str, places: &Places) -> Result<PathBuf> {
             return Ok(dir);
         }
         if let Some(latest) = resolve_latest(&dir).filter(|r| r.join(MANIFEST_FILE).is_file()) {
+            if let Some(warning) = crate::store::runs::newer_than_latest(&dir) {
+                eprintln!("gpubench: warning: {warning}");
+            }
             return Ok(latest);
         }
         return Err(UsageError(format!(

@@ -47,7 +47,7 @@ use crate::execute::select::natural_cmp;
 use crate::format::plural;
 use crate::store::manifest::{
     ManifestArchive, ManifestBenchmark, ManifestExecutable, MergedPart, RunManifest, RunStatus,
-    MANIFEST_FORMAT_VERSION,
+    Selection, MANIFEST_FORMAT_VERSION,
 };
 use crate::store::runs::RunDir;
 
@@ -137,7 +137,11 @@ pub struct Plan {
     pub benchmarks: Vec<(usize, ManifestBenchmark)>,
     /// The merged run's status.
     pub status: RunStatus,
-    /// What the user must know: parts missing or not complete, mixed settings.
+    /// Why the merged run lacks benchmarks of the suite: inputs cut short, parts of
+    /// a split missing, inputs split in different ways. Each fails the merge unless
+    /// `--allow-missing not-run` lets it pass.
+    pub gaps: Vec<String>,
+    /// What else the user must know: mixed settings.
     pub warnings: Vec<String>,
     /// What is worth knowing: several device models.
     pub notes: Vec<String>,
@@ -199,17 +203,16 @@ pub fn plan(parts: &[Part]) -> Result<Plan, MergeError> {
     } else {
         RunStatus::Completed
     };
-    let mut warnings = Vec::new();
+    let mut gaps = Vec::new();
     for (p, state) in parts.iter().zip(&states) {
-        let how = match state {
-            RunStatus::Interrupted => "was interrupted",
-            RunStatus::Incomplete => "is incomplete (its cargo gpubench died before the end)",
-            RunStatus::Completed | RunStatus::Running => continue,
-        };
+        if matches!(state, RunStatus::Completed | RunStatus::Running) {
+            continue;
+        }
+        let how = p.manifest.why_unfinished().unwrap_or_default();
         let m = &p.manifest;
         let missing = m.benchmarks.len() - m.finished();
-        warnings.push(format!(
-            "{} {how}: {missing} of its {} benchmark{} did not run; the merged run is \
+        gaps.push(format!(
+            "{} {how}; {missing} of its {} benchmark{} did not run, and the merged run is \
              marked {}",
             p.describe(),
             m.benchmarks.len(),
@@ -217,8 +220,8 @@ pub fn plan(parts: &[Part]) -> Result<Plan, MergeError> {
             status_word(status)
         ));
     }
-    warnings.extend(partition_warning(parts));
-    warnings.extend(settings_warning(parts));
+    gaps.extend(partition_warning(parts));
+    let warnings: Vec<String> = settings_warning(parts).into_iter().collect();
 
     let mut notes = Vec::new();
     let mut by_model: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -245,6 +248,7 @@ pub fn plan(parts: &[Part]) -> Result<Plan, MergeError> {
     Ok(Plan {
         benchmarks,
         status,
+        gaps,
         warnings,
         notes,
     })
@@ -420,6 +424,7 @@ pub fn manifest(
             .unwrap_or_else(|| merged_at.to_string()),
         finished_at: Some(merged_at.to_string()),
         status: plan.status,
+        error: None,
         pid: None,
         host: crate::store::manifest::this_host(),
         command_line,
@@ -431,6 +436,7 @@ pub fn manifest(
             .map(|p| p.manifest.processes)
             .unwrap_or_default(),
         partition: None,
+        selection: merged_selection(parts, plan),
         timeout_s: parts
             .iter()
             .map(|p| p.manifest.timeout_s)
@@ -454,6 +460,38 @@ pub fn manifest(
             })
             .collect(),
     }
+}
+
+/// What the merged run left out: what its inputs' filters left out, and, as
+/// `other_parts`, what their partitions left to parts no input carries (missing
+/// parts); none when an input kept no selection.
+fn merged_selection(parts: &[Part], plan: &Plan) -> Option<Selection> {
+    let mut all_targets = true;
+    let mut filtered_out = BTreeSet::new();
+    let mut other_parts = BTreeSet::new();
+    for p in parts {
+        let s = p.manifest.selection.as_ref()?;
+        all_targets &= s.all_targets;
+        filtered_out.extend(s.filtered_out.iter().cloned());
+        other_parts.extend(s.other_parts.iter().cloned());
+    }
+    let merged: BTreeSet<&str> = plan.benchmarks.iter().map(|(_, b)| b.id.as_str()).collect();
+    let keep = |ids: BTreeSet<String>| -> Vec<String> {
+        ids.into_iter()
+            .filter(|id| !merged.contains(id.as_str()))
+            .collect()
+    };
+    let other_parts = keep(other_parts);
+    Some(Selection {
+        all_targets,
+        // A benchmark a part filtered out but that its part's partition gave to a
+        // missing part is missing, not filtered.
+        filtered_out: keep(filtered_out)
+            .into_iter()
+            .filter(|id| other_parts.binary_search(id).is_err())
+            .collect(),
+        other_parts,
+    })
 }
 
 /// Whether `status` lets the merged run be saved as a baseline, and if not why.

@@ -22,6 +22,7 @@ use crate::exit_code::Exit;
 use crate::format::plural;
 use crate::output::html::run_report::{self};
 use crate::store::baselines::{self};
+use crate::store::manifest::Selection;
 use crate::store::runs::RunStore;
 use gpubench_analysis::protocol::{GIT_COMMIT_VAR, RECORD_DIR_VAR, ROUND_VAR};
 
@@ -35,6 +36,17 @@ use session::{Baselines, Session};
 /// Runs benchmarks as `args` say; `command_line` is recorded in the run's manifest.
 pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
     let stop = interrupt_flag()?;
+    // Checked together before anything is built or started, by the harness's own
+    // rules: settings it would refuse fail here once, not in every process.
+    let defaults = if args.quick {
+        gpubench_analysis::MeasurementConfig::quick()
+    } else {
+        gpubench_analysis::MeasurementConfig::standard()
+    };
+    args.measure
+        .settings()
+        .apply(defaults.clone())
+        .context("failed to check the measurement options")?;
 
     let prepared = if let Some(file) = &args.archive {
         Some(prepare_archive(file, args)?)
@@ -88,6 +100,11 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         },
     };
     if args.list {
+        // A filter that matches nothing fails as a run of it would (2), so a script
+        // that lists first learns the same as one that runs.
+        if !all.iter().any(|b| listed(b, &filter)) {
+            return Err(select::explain_empty(&all, &filter).into());
+        }
         print_list(&all, &filter, args.format);
         // A run of these would be refused: say so now, not at run time.
         let shown: Vec<Benchmark> = all
@@ -106,6 +123,18 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         return Err(select::explain_empty(&all, &filter).into());
     }
     select::check_unique_ids(&selected)?;
+    let mut selection = Selection {
+        all_targets: args.exes.is_empty()
+            && args.targets.packages.is_empty()
+            && args.targets.benches.is_empty(),
+        filtered_out: all
+            .iter()
+            .filter(|b| !filter.selects(b))
+            .map(|b| b.id.clone())
+            .collect(),
+        other_parts: Vec::new(),
+    };
+    selection.filtered_out.sort();
     let selected = match args.partition {
         None => selected,
         Some(p) => {
@@ -121,6 +150,12 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
                 ));
                 return Ok(Exit::Success);
             }
+            selection.other_parts = selected
+                .iter()
+                .filter(|b| !part.iter().any(|x| x.id == b.id))
+                .map(|b| b.id.clone())
+                .collect();
+            selection.other_parts.sort();
             part
         }
     };
@@ -163,6 +198,9 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         _ => baseline_store.clone(),
     };
     let baseline = baselines::load_for_run(&args.baselines, &compare_store)?;
+    if let Some(name) = args.baselines.save_baseline.as_deref() {
+        baselines::check_save(&baseline_store, name)?;
+    }
 
     let store = match prepared.store {
         Some(store) => store,
@@ -172,11 +210,6 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         crate::output::console::note(format_args!("{note}"));
     }
     let processes = args.process_policy();
-    let defaults = if args.quick {
-        gpubench_analysis::MeasurementConfig::quick()
-    } else {
-        gpubench_analysis::MeasurementConfig::standard()
-    };
     let measurement_time = args
         .measure
         .measurement_time
@@ -203,6 +236,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         format: args.format,
         devices,
         partition: args.partition,
+        selection,
         baselines: Baselines {
             store: &baseline_store,
             compare: baseline.as_ref(),
@@ -296,12 +330,14 @@ pub(super) fn child_env(
     }
 }
 
+/// Whether `--list` shows `b`: its name matches, and with `--ignored` it is marked
+/// ignored (without, ignored ones are shown marked).
+fn listed(b: &Benchmark, filter: &Filter) -> bool {
+    filter.matches_name(b) && (filter.ignored != Ignored::Only || b.ignored)
+}
+
 fn print_list(all: &[Benchmark], filter: &Filter, format: Format) {
-    let mut shown: Vec<Benchmark> = all
-        .iter()
-        .filter(|b| filter.matches_name(b) && (filter.ignored != Ignored::Only || b.ignored))
-        .cloned()
-        .collect();
+    let mut shown: Vec<Benchmark> = all.iter().filter(|b| listed(b, filter)).cloned().collect();
     select::sort(&mut shown);
     match format {
         Format::Human | Format::Markdown | Format::GithubActionBenchmark | Format::Bmf => {

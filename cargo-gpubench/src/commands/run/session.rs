@@ -17,7 +17,7 @@ use crate::build::compile::BenchExecutable;
 use crate::build::libtorch::Libtorch;
 use crate::cli::Format;
 use crate::commands::present;
-use crate::compare::{RunComparison, VerdictSettings};
+use crate::compare::{Absences, RunComparison, VerdictSettings};
 use crate::execute::devices::Device;
 use crate::execute::process::ChildEnv;
 use crate::execute::process::Finished;
@@ -60,6 +60,8 @@ pub(super) struct Session<'a> {
     pub(super) devices: Vec<Device>,
     /// `--partition`, when the run measures part of the selection.
     pub(super) partition: Option<crate::execute::partition::Partition>,
+    /// What the listed benchmarks the run left out are, for its manifest.
+    pub(super) selection: crate::store::manifest::Selection,
     /// `--summary-file`, absolute.
     pub(super) summary_file: Option<PathBuf>,
     /// `--report-url`.
@@ -98,6 +100,7 @@ impl Session<'_> {
             started_at: rfc3339_millis(started),
             finished_at: None,
             status: RunStatus::Running,
+            error: None,
             pid: Some(std::process::id()),
             host: crate::store::manifest::this_host(),
             command_line: command_line
@@ -114,6 +117,7 @@ impl Session<'_> {
             flush_l2: self.opts.flush_l2,
             processes: self.opts.processes,
             partition: self.partition.map(|p| p.to_string()),
+            selection: Some(self.selection.clone()),
             timeout_s: self.opts.timeout.as_secs_f64(),
             libtorch_lib: libtorch.lib_dir.display().to_string(),
             executables: executables
@@ -148,7 +152,11 @@ impl Session<'_> {
                 .collect(),
             merged_from: Vec::new(),
         };
-        run.write_manifest(&manifest)?;
+        // From here on, an error that stops the run is written into its manifest on
+        // the way out (`stopped_by`).
+        if let Err(e) = run.write_manifest(&manifest) {
+            return Err(stopped_by(&run, manifest, e.into()));
+        }
 
         let tracked: Vec<Tracked> = manifest
             .benchmarks
@@ -199,10 +207,12 @@ impl Session<'_> {
             ..
         } = shared.into_inner().expect("a device's thread panicked");
         if let Some(e) = failed {
-            return Err(e);
+            return Err(stopped_by(&run, manifest, e));
         }
         progress.finish();
-        run.remove_incoming()?;
+        if let Err(e) = run.remove_incoming() {
+            return Err(stopped_by(&run, manifest, e.into()));
+        }
         let summaries: Vec<Option<BenchmarkSummary>> = tracked
             .iter()
             .map(|t| t.record.as_ref().map(BenchmarkSummary::from_record))
@@ -217,7 +227,15 @@ impl Session<'_> {
         };
         manifest.finished_at = Some(rfc3339_millis(chrono::Utc::now()));
         manifest.pid = None;
-        run.write_manifest(&manifest)?;
+        if let Err(e) = run.write_manifest(&manifest) {
+            return Err(stopped_by(&run, manifest, e.into()));
+        }
+        // `latest` moves only now, with the run's final status written: it names the
+        // last run that finished (completed, or interrupted with whole records), never
+        // one still being written or cut short, so `compare main latest` in CI judges
+        // the last whole run rather than whatever a killed run left, and `report
+        // latest` keeps showing it. A newer run that never finished is named in a
+        // warning wherever `latest` is resolved (`store::runs::newer_than_latest`).
         self.store.point_latest(&run)?;
 
         let entries = manifest
@@ -243,7 +261,7 @@ impl Session<'_> {
             entries,
         )
         .with_report_url(self.report_url.clone());
-        if let Some(comparison) = self.compare(&run, &records)? {
+        if let Some(comparison) = self.compare(&run, &records, &manifest)? {
             summary = summary.with_comparison(comparison);
         }
         if let Some(dir) = &self.report_dir {
@@ -268,12 +286,19 @@ impl Session<'_> {
         &self,
         run: &RunDir,
         records: &[RawRecord],
+        manifest: &RunManifest,
     ) -> Result<Option<RunComparison>> {
         let Some(baseline) = self.baselines.compare else {
             return Ok(None);
         };
-        RunComparison::judge_stored_run(&run.path, records, baseline, self.baselines.settings)
-            .map(Some)
+        RunComparison::judge_stored_run(
+            &run.path,
+            records,
+            baseline,
+            self.baselines.settings,
+            &Absences::of_run(manifest),
+        )
+        .map(Some)
     }
 
     /// `--save-baseline`: saves what passed, unless the run was interrupted.
@@ -430,6 +455,25 @@ impl Session<'_> {
         run.write_manifest(&s.manifest)?;
         Ok(())
     }
+}
+
+/// Ends a run that an error stopped before its end: its manifest says so, with the
+/// error's message, when it can still be written (its scratch directory goes too), so
+/// the run reads later as stopped by that error, not as killed. Returns the error.
+fn stopped_by(run: &RunDir, mut manifest: RunManifest, err: anyhow::Error) -> anyhow::Error {
+    let _ = run.remove_incoming();
+    manifest.status = RunStatus::Incomplete;
+    manifest.error = Some(crate::error::message(&err));
+    manifest.finished_at = Some(rfc3339_millis(chrono::Utc::now()));
+    manifest.pid = None;
+    if let Err(also) = run.write_manifest(&manifest) {
+        crate::output::console::warning(format_args!(
+            "the manifest of run `{}` could not record the error either ({also}): the run \
+             will read as killed",
+            run.id
+        ));
+    }
+    err
 }
 
 /// What the devices' threads of a run share.

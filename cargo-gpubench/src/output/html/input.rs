@@ -19,8 +19,13 @@ pub struct ReportInput {
     pub baseline_name: Option<String>,
     /// Where and with what the baseline was recorded, when known.
     pub baseline_fingerprint: Option<Fingerprint>,
-    /// Ids the baseline has that this run did not run.
+    /// Ids the baseline has that this run did not run (without a judged comparison
+    /// to say why; see `missing` and `not_selected`).
     pub missing_in_current: Vec<String>,
+    /// The evidence the comparison lacks, each line with whether the gate let it pass.
+    pub missing: Vec<MissingLine>,
+    /// Baseline benchmarks this run left out on purpose (filters, other parts).
+    pub not_selected: Vec<String>,
     /// When the report was generated (any human-readable form, e.g. RFC 3339).
     pub generated_at: Option<String>,
     /// The benchmarks, in the order the summary lists them before any sorting.
@@ -66,6 +71,37 @@ impl ReportInput {
         }
         self
     }
+
+    /// Attaches what `comparison` says is missing and what the run left out; the
+    /// baseline ids the run lacks are then told apart by those two.
+    pub fn with_missing(mut self, comparison: &crate::compare::RunComparison) -> Self {
+        self.missing = comparison
+            .missing_with_allowance()
+            .into_iter()
+            .map(|(m, allowed)| MissingLine {
+                id: m.id.clone(),
+                what: m.what(),
+                reason: m.reason.clone(),
+                allowed,
+            })
+            .collect();
+        self.not_selected = comparison.not_selected.clone();
+        self.missing_in_current.clear();
+        self
+    }
+}
+
+/// One piece of missing evidence as the report lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MissingLine {
+    /// The benchmark id.
+    pub id: String,
+    /// `not run`, `kernel time missing`, ...
+    pub what: String,
+    /// Why, with the fix where there is one.
+    pub reason: String,
+    /// Whether `--allow-missing` (or `--fail-on never`) let it pass.
+    pub allowed: bool,
 }
 
 /// One benchmark of the run, with its comparison against the baseline when there was

@@ -94,5 +94,7 @@ fn input(run: StoredRun<'_>) -> Result<ReportInput> {
                 run.id
             )
         })?;
-    Ok(input.with_baseline(&comparison.baseline.name, &entries, &comparison.set))
+    Ok(input
+        .with_baseline(&comparison.baseline.name, &entries, &comparison.set)
+        .with_missing(&comparison))
 }

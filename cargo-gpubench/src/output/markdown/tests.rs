@@ -135,6 +135,7 @@ fn fixture(fail_on: FailOn) -> (Vec<SummaryEntry>, RunComparison) {
         allow_device_mismatch: false,
         gate: gpubench_analysis::baseline::Gate::default(),
         allow_settings_mismatch: false,
+        allow_missing: Default::default(),
     };
     let source = Source {
         kind: SourceKind::Baseline,
@@ -175,7 +176,7 @@ fn a_regression_with_a_failure_new_and_missing_benchmarks() {
     | `matmul/conv` | — | — | — | — | failed |
     | `matmul/new\|one` | — | 500.0 µs | — | 3 ±0.3% | new |
 
-    **Verdicts:** 1 regressed, 1 improved, 1 no change, 1 failed, 1 new.
+    **Verdicts:** 1 regressed, 1 improved, 1 no change, 1 failed, 1 new, 1 missing.
 
     **Failed:**
 
@@ -183,9 +184,11 @@ fn a_regression_with_a_failure_new_and_missing_benchmarks() {
 
     **New** (not in the baseline): `matmul/new|one`
 
-    **Missing** (in the baseline, not run here): `gone`
+    **Missing evidence** (fails the gate unless `--allow-missing not-run|gone|not-compared|metric` lets its kind pass):
 
-    **Result: 1 benchmark failed** (exit code 1); a regression was also found: `matmul/mm_f32/4096` (time regressed) (`--fail-on regressed --gate-on time,kernel,counters`).
+    - `gone`: gone: the judged side has no \`gone\` and does not say why (not selected, or gone?); if on purpose, delete /ws/gpubench/baselines/main/gone.json from the baseline
+
+    **Result: 1 benchmark failed** (exit code 1); a regression was also found: `matmul/mm_f32/4096` (time regressed), `gone` (gone) (`--fail-on regressed --gate-on time,kernel,counters`).
     ");
 }
 

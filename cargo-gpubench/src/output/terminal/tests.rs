@@ -141,6 +141,7 @@ fn kernel_columns_verdicts_and_gpu_changes_in_the_terminal() {
             allow_device_mismatch: false,
             gate: Gate::default(),
             allow_settings_mismatch: false,
+            allow_missing: Default::default(),
         },
     )
     .unwrap();
@@ -416,6 +417,7 @@ fn judged() -> RunSummary {
             allow_device_mismatch: false,
             gate: gpubench_analysis::baseline::Gate::default(),
             allow_settings_mismatch: false,
+            allow_missing: Default::default(),
         },
     )
     .unwrap();

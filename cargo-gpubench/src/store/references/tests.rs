@@ -83,6 +83,33 @@ fn names_resolve_to_baselines_runs_and_paths() {
 }
 
 #[test]
+fn a_baseline_left_by_a_save_killed_between_its_renames_resolves_as_a_run_reads_it() {
+    let w = world();
+    let p = &w.places;
+    // What atomic_dir's two-rename swap leaves when killed between its renames.
+    std::fs::rename(
+        p.baselines.root.join("main"),
+        p.baselines.root.join(".main.old-383"),
+    )
+    .unwrap();
+    let main = Resolved::Baseline {
+        store: p.baselines.clone(),
+        name: "main".into(),
+    };
+    assert_eq!(resolve("main", p).unwrap(), main);
+    assert_eq!(resolve("baseline:main", p).unwrap(), main);
+    let by_path = resolve("./baselines/main", p).unwrap();
+    assert!(
+        matches!(&by_path, Resolved::Baseline { name, .. } if name == "main"),
+        "{by_path:?}"
+    );
+    for resolved in [main, by_path] {
+        let side = Side::load(&resolved).unwrap();
+        assert_eq!(side.records.len(), 1, "{resolved:?}");
+    }
+}
+
+#[test]
 fn ambiguous_and_missing_names_say_what_exists_and_how_to_choose() {
     let w = world();
     let p = &w.places;

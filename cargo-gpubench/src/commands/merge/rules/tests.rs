@@ -32,6 +32,7 @@ fn part(run_id: &str, partition: Option<&str>, ids: &[&str], model: Option<&str>
             started_at: format!("2026-01-0{}T00:00:00.000Z", run_id.len() % 9 + 1),
             finished_at: Some("2026-01-09T00:00:00.000Z".into()),
             status: RunStatus::Completed,
+            error: None,
             pid: None,
             command_line: vec!["cargo-gpubench".into()],
             device: "cuda".into(),
@@ -39,6 +40,7 @@ fn part(run_id: &str, partition: Option<&str>, ids: &[&str], model: Option<&str>
             flush_l2: false,
             processes: gpubench_analysis::ProcessPolicy::standard(),
             partition: partition.map(str::to_string),
+            selection: None,
             timeout_s: 300.0,
             libtorch_lib: "/venv/torch/lib".into(),
             executables: vec![ManifestExecutable {
@@ -65,6 +67,7 @@ fn disjoint_parts_merge_into_the_suite_in_run_order_listing_the_parts() {
     let planned = plan(&parts).unwrap();
     assert_eq!(planned.status, RunStatus::Completed);
     assert!(planned.warnings.is_empty(), "{:?}", planned.warnings);
+    assert!(planned.gaps.is_empty(), "{:?}", planned.gaps);
     assert!(planned.notes.is_empty(), "{:?}", planned.notes);
     let m = manifest(
         &parts,
@@ -180,10 +183,10 @@ fn a_part_not_complete_makes_the_merged_run_say_so_naming_it() {
     let planned = plan(&parts).unwrap();
     assert_eq!(planned.status, RunStatus::Interrupted);
     assert_eq!(
-        planned.warnings,
+        planned.gaps,
         [
-            "run `b` (part count:2/2) was interrupted: 1 of its 2 benchmarks did not run; \
-          the merged run is marked interrupted"
+            "run `b` (part count:2/2) was interrupted (Ctrl-C or SIGTERM); 1 of its 2 \
+          benchmarks did not run, and the merged run is marked interrupted"
         ]
     );
     let m = manifest(&parts, &planned, "m", "2026-02-01T00:00:00.000Z", vec![]);
@@ -202,9 +205,9 @@ fn a_part_not_complete_makes_the_merged_run_say_so_naming_it() {
     let planned = plan(&parts).unwrap();
     assert_eq!(planned.status, RunStatus::Incomplete);
     assert!(
-        planned.warnings[0].starts_with("run `c` is incomplete"),
+        planned.gaps[0].starts_with("run `c` is incomplete"),
         "{:?}",
-        planned.warnings
+        planned.gaps
     );
     let m = manifest(&parts, &planned, "m", "2026-02-01T00:00:00.000Z", vec![]);
     let note = m.incomplete_note().unwrap();
@@ -224,13 +227,13 @@ fn missing_parts_are_named_and_mixed_splits_are_warned_about() {
     assert_eq!(
         planned.status,
         RunStatus::Completed,
-        "a missing part is a warning"
+        "a missing part is a gap, not a status"
     );
-    assert_eq!(planned.warnings.len(), 1, "{:?}", planned.warnings);
+    assert_eq!(planned.gaps.len(), 1, "{:?}", planned.gaps);
     assert!(
-        planned.warnings[0].starts_with("2 of the 4 parts are missing: hash:2/4, hash:4/4;"),
+        planned.gaps[0].starts_with("2 of the 4 parts are missing: hash:2/4, hash:4/4;"),
         "{}",
-        planned.warnings[0]
+        planned.gaps[0]
     );
 
     let parts = [
@@ -238,7 +241,7 @@ fn missing_parts_are_named_and_mixed_splits_are_warned_about() {
         part("b", Some("count:2/3"), &["mul"], None),
         part("c", None, &["sub"], None),
     ];
-    let w = plan(&parts).unwrap().warnings;
+    let w = plan(&parts).unwrap().gaps;
     assert_eq!(w.len(), 1, "{w:?}");
     assert!(
         w[0].contains(
@@ -252,7 +255,7 @@ fn missing_parts_are_named_and_mixed_splits_are_warned_about() {
         part("a", None, &["add"], None),
         part("b", None, &["mul"], None),
     ];
-    assert!(plan(&parts).unwrap().warnings.is_empty());
+    assert!(plan(&parts).unwrap().gaps.is_empty());
 }
 
 #[test]

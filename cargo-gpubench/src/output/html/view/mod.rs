@@ -144,6 +144,8 @@ pub fn build_all(input: &ReportInput) -> Views {
             has_kernels: rows.iter().any(|r| !r.kernel.text.is_empty()),
             rows,
             missing_in_current: input.missing_in_current.clone(),
+            missing: input.missing.clone(),
+            not_selected: input.not_selected.clone(),
             scorecard,
         },
         benchmarks,

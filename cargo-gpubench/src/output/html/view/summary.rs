@@ -95,8 +95,12 @@ pub struct SummaryView {
     pub peaks: Option<String>,
     /// The main table.
     pub rows: Vec<SummaryRow>,
-    /// Benchmarks the baseline has that this run did not run.
+    /// Benchmarks the baseline has that this run did not run, when nothing says why.
     pub missing_in_current: Vec<String>,
+    /// The evidence the comparison lacks.
+    pub missing: Vec<crate::output::html::input::MissingLine>,
+    /// Baseline benchmarks the run left out on purpose.
+    pub not_selected: Vec<String>,
     /// Eager-versus-compiled scorecard; empty when no benchmark is one.
     pub scorecard: Vec<ScorecardRow>,
     /// Whether any benchmark has kernel time (the table's kernel column).
