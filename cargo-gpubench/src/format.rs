@@ -3,6 +3,7 @@
 //! settings), byte sizes, ratios, plurals and shortened text. Imports nothing of this
 //! crate.
 
+use gpubench_analysis::stats::Estimate;
 use gpubench_analysis::units::format_ns;
 
 /// A unit of time and how many nanoseconds it holds.
@@ -62,18 +63,83 @@ pub fn duration(ns: f64) -> String {
     format_ns(ns)
 }
 
-/// An interval in the unit of `point`, e.g. `16.05 – 16.20 ms`.
+/// An interval without its point, e.g. `16.05 – 16.20 ms`: one unit when both bounds
+/// print in the point's, else each bound with its own (`999.0 µs – 1.010 ms`), so a
+/// bound is never read in a unit it is not in.
 pub fn duration_interval(point: f64, lower: f64, upper: f64) -> String {
     if !(point.is_finite() && lower.is_finite() && upper.is_finite()) {
         return String::new();
     }
-    let unit = time_unit(point);
-    format!(
-        "{} – {} {}",
-        significant(lower / unit.ns),
-        significant(upper / unit.ns),
-        unit.symbol
-    )
+    let point = format_ns(point);
+    let unit = unit_of(&point);
+    let (lo, hi) = (format_ns(lower), format_ns(upper));
+    match (lo.rsplit_once(' '), hi.rsplit_once(' ')) {
+        (Some((l, lu)), Some((h, hu))) if lu == unit && hu == unit => {
+            format!("{l} – {h} {unit}")
+        }
+        _ => format!("{lo} – {hi}"),
+    }
+}
+
+/// How many times its lower bound an interval's upper bound may be and still be
+/// shown as an interval. Past a factor of 4 the next run could be half or twice the
+/// point, so the bounds no longer pin down even the figure's first digit, and they
+/// come from the t quantile of a few processes far more than from anything measured
+/// (three processes in two modes, 5.4 µs and 9.3 µs, give an interval of 2.4 µs to
+/// 21 µs). The processes' own range then says more. Host-bound figures, whose interval
+/// is at least ±25% wide (a factor of 1.56), stay well inside it.
+pub const TOO_NOISY_RATIO: f64 = 4.0;
+
+/// Whether an interval is too wide to show as one (see [`TOO_NOISY_RATIO`]).
+pub fn too_noisy(lower: f64, upper: f64) -> bool {
+    upper > TOO_NOISY_RATIO * lower
+}
+
+/// What a figure too noisy for an interval shows instead: `too noisy for an
+/// interval; processes 912.0 µs – 3.100 ms`, the range of its processes' medians.
+pub fn too_noisy_words(medians: &[f64]) -> String {
+    match duration_range(medians) {
+        Some(range) => format!("too noisy for an interval; processes {range}"),
+        None => "too noisy for an interval".to_string(),
+    }
+}
+
+/// The lowest and highest of `values`, e.g. `912.0 µs – 3.100 ms`; `None` for fewer
+/// than two finite values.
+pub fn duration_range(values: &[f64]) -> Option<String> {
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if finite.len() < 2 {
+        return None;
+    }
+    let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Some(duration_interval(lo, lo, hi))
+}
+
+/// A figure with its interval as the terminal and the Markdown show it, `16.12 ms
+/// [16.05, 16.20]`, or, when the interval is too wide to mean anything
+/// ([`TOO_NOISY_RATIO`]), the range its processes' `medians` span: `1.508 ms (too
+/// noisy for an interval; processes 912.0 µs – 3.100 ms)`.
+pub fn figure(estimate: &Estimate, medians: &[f64]) -> String {
+    if too_noisy(estimate.lower, estimate.upper) {
+        format!(
+            "{} ({})",
+            format_ns(estimate.point),
+            too_noisy_words(medians)
+        )
+    } else {
+        interval(estimate.point, estimate.lower, estimate.upper)
+    }
+}
+
+/// A figure's interval without its point, as the HTML report shows it under the
+/// point: `16.05 – 16.20 ms`, or [`too_noisy_words`].
+pub fn figure_spread(estimate: &Estimate, medians: &[f64]) -> String {
+    if too_noisy(estimate.lower, estimate.upper) {
+        too_noisy_words(medians)
+    } else {
+        duration_interval(estimate.point, estimate.lower, estimate.upper)
+    }
 }
 
 /// A relative change as a signed percentage, e.g. `+3.2%`, `−0.4%`.
@@ -176,18 +242,22 @@ pub fn spread_percent(x: f64) -> String {
     }
 }
 
-/// `16.12 ms [16.05, 16.20]`: bounds drop the unit when it is the point's.
+/// `16.12 ms [16.05, 16.20]`: the bounds drop the unit when both print in the
+/// point's; otherwise every bound keeps its own, `1.001 ms [999.0 µs, 1.010 ms]`, since
+/// a bare number beside one with a unit reads as being in that unit.
 pub fn interval(point: f64, lower: f64, upper: f64) -> String {
     let p = format_ns(point);
-    let unit = p.rsplit_once(' ').map(|(_, u)| u).unwrap_or("");
-    let bound = |x: f64| {
-        let b = format_ns(x);
-        match b.rsplit_once(' ') {
-            Some((num, u)) if u == unit => num.to_string(),
-            _ => b,
-        }
-    };
-    format!("{p} [{}, {}]", bound(lower), bound(upper))
+    let unit = unit_of(&p);
+    let (lo, hi) = (format_ns(lower), format_ns(upper));
+    match (lo.rsplit_once(' '), hi.rsplit_once(' ')) {
+        (Some((l, lu)), Some((h, hu))) if lu == unit && hu == unit => format!("{p} [{l}, {h}]"),
+        _ => format!("{p} [{lo}, {hi}]"),
+    }
+}
+
+/// The unit of a duration [`format_ns`] printed (empty for `n/a`).
+fn unit_of(formatted: &str) -> &str {
+    formatted.rsplit_once(' ').map_or("", |(_, u)| u)
 }
 
 /// `s` cut to `max` characters, with `…` when cut.
@@ -215,6 +285,65 @@ mod tests {
             duration_interval(16.12e6, 16.05e6, 16.2e6),
             "16.05 – 16.20 ms"
         );
+    }
+
+    fn estimate(point: f64, lower: f64, upper: f64) -> Estimate {
+        Estimate {
+            point,
+            lower,
+            upper,
+            confidence: 0.95,
+        }
+    }
+
+    #[test]
+    fn a_bound_keeps_its_unit_unless_both_share_the_points() {
+        // The busy-CPU demo printed `1.185 ms [79.33 µs, 17.69]`: the upper bound,
+        // in the point's unit, lost it beside a lower bound with its own.
+        assert_eq!(
+            interval(1.185e6, 79.33e3, 17.69e6),
+            "1.185 ms [79.33 µs, 17.69 ms]"
+        );
+        assert_eq!(
+            interval(16.12e6, 16.05e6, 16.2e6),
+            "16.12 ms [16.05, 16.20]"
+        );
+        assert_eq!(
+            duration_interval(1.001e6, 999.0e3, 1.01e6),
+            "999.0 µs – 1.010 ms"
+        );
+        // Bounds far from the point keep their digits instead of `0.000 ms`.
+        assert_eq!(
+            duration_interval(1.508e6, 89.6, 25.39e9),
+            "89.60 ns – 25.39 s"
+        );
+    }
+
+    #[test]
+    fn an_interval_spanning_more_than_a_factor_of_four_shows_the_processes_range() {
+        let medians = [0.912e6, 1.2e6, 3.1e6];
+        // The busy-CPU demo's `1.508 ms [89.60 ns, 25.39 s]` (±277%).
+        let wild = estimate(1.508e6, 89.6, 25.39e9);
+        assert_eq!(
+            figure(&wild, &medians),
+            "1.508 ms (too noisy for an interval; processes 912.0 µs – 3.100 ms)"
+        );
+        assert_eq!(
+            figure_spread(&wild, &medians),
+            "too noisy for an interval; processes 912.0 µs – 3.100 ms"
+        );
+        assert_eq!(
+            figure(&wild, &[1.5e6]),
+            "1.508 ms (too noisy for an interval)"
+        );
+        // Up to a factor of 4 it is an interval: a host-bound ±25% floor, or half to
+        // twice the point.
+        let host = estimate(8e3, 6.4e3, 10e3);
+        assert_eq!(figure(&host, &medians), "8.000 µs [6.400, 10.00]");
+        let edge = estimate(2e6, 1e6, 4e6);
+        assert!(!too_noisy(edge.lower, edge.upper));
+        assert_eq!(figure_spread(&edge, &medians), "1.000 – 4.000 ms");
+        assert!(too_noisy(1e6, 4.01e6));
     }
 
     #[test]

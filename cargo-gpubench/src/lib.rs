@@ -51,11 +51,17 @@ pub fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(Exit::Usage.code()));
         }
     };
+    output::console::init(cli.console.console());
     match commands::dispatch(&cli, &args) {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(err) => {
-            eprintln!("error: {}", error::message(&err));
-            ExitCode::from(error::exit_for(&err).code())
+            let message = error::message(&err);
+            let exit = error::exit_for(&err);
+            eprintln!("error: {message}");
+            if cli.format() == Some(cli::Format::Json) && !output::json::document_printed() {
+                output::json::print_document(&output::json::ErrorDocument::new(message, exit));
+            }
+            ExitCode::from(exit.code())
         }
     }
 }

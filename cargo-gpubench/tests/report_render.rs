@@ -474,6 +474,25 @@ fn a_run_without_baseline_says_so() {
 }
 
 #[test]
+fn a_figure_whose_processes_disagree_wildly_shows_their_range_not_an_interval() {
+    let mut spec = Spec::new("launch/add", 8_000.0, 21);
+    spec.process_spread = 2.0;
+    let r = record(&spec);
+    let stats = gpubench_analysis::BenchmarkSummary::from_record(&r);
+    let medians = &stats.primary().unwrap().processes.medians;
+    let range = format!(
+        "too noisy for an interval; processes {}",
+        cargo_gpubench::format::duration_range(medians).unwrap()
+    );
+    let (_dir, index) = rendered(&ReportInput::new("noisy", vec![r]));
+    let summary = text_of(&parse(&index.index), "#benchmarks");
+    assert!(summary.contains(&range), "{range}: {summary}");
+    let page = text_of(&parse(&index.pages["launch/add"]), "main");
+    assert!(page.contains(&range), "{range}: {page}");
+    assert!(!page.contains("interval for the next run"), "{page}");
+}
+
+#[test]
 fn a_run_on_several_gpus_of_one_model_names_them_all() {
     let mut input = unbaselined_input();
     input.benchmarks[0].record.fingerprint.device.index = Some(1);
@@ -623,7 +642,7 @@ fn demo_records_and_summaries_match_the_schemas() {
         "the demo has an eager/compiled benchmark"
     );
     let doc = serde_json::json!({
-        "run_id": "20261129T140500.000Z-1-0", "run_dir": "runs/x", "status": "completed",
+        "format_version": 1, "run_id": "20261129T140500.000Z-1-0", "run_dir": "runs/x", "status": "completed",
         "passed": 0, "failed": 0, "not_run": 0, "elapsed_s": 1.0,
         "benchmarks": entries, "exit": {"code": 0, "verdict": "success"},
     });

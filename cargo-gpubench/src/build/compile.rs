@@ -88,7 +88,7 @@ pub struct BuildOutput {
     pub native_paths: Vec<PathBuf>,
 }
 
-/// The `cargo bench --no-run` command for `targets`.
+/// The `cargo bench --no-run` command for `targets` (`--quiet` with `-q`).
 pub fn build_command(
     cargo: &Path,
     manifest_path: Option<&Path>,
@@ -100,6 +100,10 @@ pub fn build_command(
         "--no-run",
         "--message-format=json-render-diagnostics",
     ]);
+    // `-q` keeps cargo's "Compiling" lines out too; its errors still show.
+    if crate::output::console::get().quiet() {
+        cmd.arg("--quiet");
+    }
     if let Some(path) = manifest_path {
         cmd.arg("--manifest-path").arg(path);
     }

@@ -41,10 +41,10 @@ pub fn run(args: &SetupArgs) -> Result<Exit> {
         )?,
     };
     if is_installed(&venv) && !args.force {
-        eprintln!(
-            "gpubench: libtorch {LIBTORCH_VERSION} is already set up in {} (--force installs it again)",
+        crate::output::console::status(format_args!(
+            "libtorch {LIBTORCH_VERSION} is already set up in {} (--force installs it again)",
             venv.display()
-        );
+        ));
         return Ok(Exit::Success);
     }
     install(&venv, &args.python, !args.no_cuda_headers)?;
@@ -56,11 +56,11 @@ pub fn run(args: &SetupArgs) -> Result<Exit> {
     })?;
     std::fs::write(venv.join(MARKER), format!("torch=={LIBTORCH_VERSION}\n"))
         .with_context(|| format!("failed to write {}", venv.join(MARKER).display()))?;
-    eprintln!(
-        "gpubench: libtorch {LIBTORCH_VERSION} is set up ({}); cargo gpubench builds and runs \
+    crate::output::console::status(format_args!(
+        "libtorch {LIBTORCH_VERSION} is set up ({}); cargo gpubench builds and runs \
          with it from now on",
         lib.display()
-    );
+    ));
     Ok(Exit::Success)
 }
 
@@ -71,11 +71,11 @@ fn install(venv: &Path, python: &OsString, cuda_headers: bool) -> Result<()> {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("failed to create {}", parent.display()))?;
     }
-    eprintln!(
-        "gpubench: creating a virtual environment in {} with {}",
+    crate::output::console::status(format_args!(
+        "creating a virtual environment in {} with {}",
         venv.display(),
         Path::new(python).display()
-    );
+    ));
     let mut cmd = Command::new(python);
     cmd.args(["-m", "venv"]).arg(venv);
     checked(
@@ -87,10 +87,10 @@ fn install(venv: &Path, python: &OsString, cuda_headers: bool) -> Result<()> {
     if cuda_headers {
         wheels.push(CUDA_CRT_WHEEL.to_string());
     }
-    eprintln!(
-        "gpubench: installing {} with pip (about 5 GB, a few minutes)",
+    crate::output::console::status(format_args!(
+        "installing {} with pip (about 5 GB, a few minutes)",
         wheels.join(" ")
-    );
+    ));
     let mut cmd = Command::new(&pip);
     cmd.args(["install", "--disable-pip-version-check"])
         .args(&wheels);

@@ -231,6 +231,12 @@ pub struct VerdictArgs {
     /// e.g. for a pull-request comment or $GITHUB_STEP_SUMMARY.
     #[arg(long, value_name = "PATH", env = "GPUBENCH_SUMMARY_FILE")]
     pub summary_file: Option<PathBuf>,
+
+    /// Where the HTML report can be opened, e.g. the CI artifact it was uploaded to:
+    /// the Markdown summary links to it on its first line (without it, that line
+    /// names the report's local path, when one was written).
+    #[arg(long, value_name = "URL", env = "GPUBENCH_REPORT_URL")]
+    pub report_url: Option<String>,
 }
 
 impl VerdictArgs {

@@ -3,6 +3,7 @@
 
 mod archive;
 mod compare;
+mod console;
 mod merge;
 mod run;
 #[cfg(test)]
@@ -10,6 +11,7 @@ mod tests;
 
 pub use archive::ArchiveArgs;
 pub use compare::{BaselineArgs, CompareArgs, Format, ReportArgs, VerdictArgs};
+pub use console::ConsoleArgs;
 pub use merge::MergeArgs;
 pub use run::{MeasureArgs, RunArgs, TargetArgs, MAX_PROCESSES};
 
@@ -80,6 +82,9 @@ pub struct Cli {
     /// Options of the default action (running benchmarks).
     #[command(flatten)]
     pub run: RunArgs,
+    /// `-q`, `-v`, `--color`: how much is printed, and in colour or not.
+    #[command(flatten)]
+    pub console: ConsoleArgs,
 }
 
 /// The subcommands.
@@ -285,7 +290,7 @@ impl Cli {
         if args.get(1).is_some_and(|a| a == "gpubench") {
             args.remove(1);
         }
-        Cli::try_parse_from(args)
+        Cli::try_parse_from(console_flags_after_subcommand(args))
     }
 
     /// The options of a run, from the `run` subcommand or the top level (with
@@ -302,6 +307,19 @@ impl Cli {
                 | Command::Doctor(_),
             )
             | None => &self.run,
+        }
+    }
+
+    /// The `--format` of the subcommand, for those that have one (a run, `compare`,
+    /// `merge`).
+    pub fn format(&self) -> Option<Format> {
+        match &self.command {
+            Some(Command::Compare(args)) => Some(args.format),
+            Some(Command::Merge(args)) => Some(args.format),
+            Some(Command::Run(_)) | None => Some(self.run_args().format),
+            Some(
+                Command::Archive(_) | Command::Report(_) | Command::Setup(_) | Command::Doctor(_),
+            ) => None,
         }
     }
 
@@ -352,6 +370,36 @@ impl Cli {
             _ => None,
         }
     }
+}
+
+/// `cargo gpubench -q compare A B` as `cargo gpubench compare -q A B`: the console
+/// flags are global, but any argument before a subcommand makes clap read the
+/// subcommand's name as a FILTER of a run (`args_conflicts_with_subcommands`, which
+/// keeps `--quick compare` from being silently ignored). So console flags leading the
+/// line move behind the subcommand they precede; anything else is left as it is.
+fn console_flags_after_subcommand(mut args: Vec<OsString>) -> Vec<OsString> {
+    let mut end = 1;
+    while let Some(arg) = args.get(end).and_then(|a| a.to_str()) {
+        end += match arg {
+            "-q" | "--quiet" | "-v" | "--verbose" | "-qv" | "-vq" => 1,
+            "--color" => 2,
+            _ if arg.starts_with("--color=") => 1,
+            _ => break,
+        };
+    }
+    let names: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    let is_subcommand = args
+        .get(end)
+        .and_then(|a| a.to_str())
+        .is_some_and(|a| names.iter().any(|n| n == a));
+    if end > 1 && is_subcommand {
+        let flags: Vec<OsString> = args.drain(1..end).collect();
+        args.splice(2..2, flags);
+    }
+    args
 }
 
 /// The environment variables this command line reads. Benchmark processes do not

@@ -44,9 +44,16 @@ pub struct RunArgs {
     #[arg(value_name = "FILTER", env = "GPUBENCH_FILTER")]
     pub filters: Vec<String>,
 
-    /// Match FILTER against the whole id (or `<target>/<id>`) instead of a substring.
+    /// Match FILTER (and --skip) against the whole id (or `<target>/<id>`) instead of a
+    /// substring.
     #[arg(long, env = "GPUBENCH_EXACT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub exact: bool,
+
+    /// Leave out benchmarks whose id (or `<target>/<id>`) contains FILTER (with
+    /// --exact: equals it), as libtest's --skip does; may be given several times
+    /// (GPUBENCH_SKIP holds one). Applies to --list too.
+    #[arg(long = "skip", value_name = "FILTER", env = "GPUBENCH_SKIP")]
+    pub skip: Vec<String>,
 
     /// Which bench targets of which workspace.
     #[command(flatten)]

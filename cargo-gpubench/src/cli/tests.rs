@@ -23,6 +23,47 @@ fn cargo_passes_the_subcommand_name_first() {
 }
 
 #[test]
+fn console_flags_go_before_or_after_the_subcommand() {
+    use crate::output::console::{ColorWhen, Verbosity};
+    let parse = |argv: &[&str]| {
+        let cli = Cli::parse_from_cargo(["cargo-gpubench", "gpubench"].iter().chain(argv).copied())
+            .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        let compare = cli.compare_args().map(|c| c.baseline.clone());
+        (cli.console.clone(), compare)
+    };
+    let (c, compared) = parse(&["-q", "--color", "never", "compare", "main", "latest"]);
+    assert!(c.quiet && c.color == Some(ColorWhen::Never));
+    assert_eq!(compared.as_deref(), Some("main"));
+    let (c, compared) = parse(&["compare", "main", "latest", "-v", "--color=always"]);
+    assert!(c.verbose && c.color == Some(ColorWhen::Always));
+    assert_eq!(compared.as_deref(), Some("main"));
+    assert_eq!(c.console().verbosity, Verbosity::Verbose);
+    // Before a run's own options they stay a run's.
+    let (c, compared) = parse(&["-q", "--quick", "compare"]);
+    assert!(c.quiet && compared.is_none());
+    let cli = Cli::parse_from_cargo(["cargo-gpubench", "-q", "--quick", "compare"]).unwrap();
+    assert_eq!(cli.run_args().filters, ["compare"]);
+    let err = Cli::parse_from_cargo(["cargo-gpubench", "merge", "a", "-q", "-v"]).unwrap_err();
+    assert!(err.to_string().contains("cannot be used with"), "{err}");
+}
+
+#[test]
+fn skip_is_repeatable() {
+    let cli = Cli::parse_from_cargo([
+        "cargo-gpubench",
+        "--skip",
+        "huge",
+        "--skip=conv,3x3",
+        "matmul",
+    ])
+    .unwrap();
+    let args = cli.run_args();
+    // Not split at commas: a FILTER is one name, as libtest's is.
+    assert_eq!(args.skip, ["huge", "conv,3x3"]);
+    assert_eq!(args.filters, ["matmul"]);
+}
+
+#[test]
 fn run_subcommand_takes_executables() {
     let cli = Cli::parse_from_cargo([
         "cargo-gpubench",

@@ -95,20 +95,20 @@ pub fn run(args: &ArchiveArgs) -> Result<Exit> {
         libtorch_version: super::doctor::libtorch_version(&libtorch.lib_dir),
     };
     if bundle.libtorch_version.is_none() {
-        eprintln!(
-            "gpubench: warning: cannot tell the version of the libtorch in {} (no version.py or build-version beside it): the archive will not say which libtorch it needs",
+        crate::output::console::warning(format_args!(
+            "cannot tell the version of the libtorch in {} (no version.py or build-version beside it): the archive will not say which libtorch it needs",
             libtorch.lib_dir.display()
-        );
+        ));
     }
     let written = pack::write(&bundle, &output)
         .with_context(|| format!("failed to write archive {}", output.display()))?;
     for note in &written.notes {
-        eprintln!("gpubench: note: {note}");
+        crate::output::console::note(format_args!("{note}"));
     }
     let m = &written.manifest;
     let count = |n: usize, word: &str| format!("{n} {word}{}", plural(n));
-    eprintln!(
-        "gpubench: archived {} ({}), {}, {} (libtorch {}, {}) into {} ({})",
+    crate::output::console::status(format_args!(
+        "archived {} ({}), {}, {} (libtorch {}, {}) into {} ({})",
         count(m.executables.len(), "executable"),
         count(m.benchmark_count(), "benchmark"),
         count(m.native_libs.len(), "native library file"),
@@ -121,7 +121,7 @@ pub fn run(args: &ArchiveArgs) -> Result<Exit> {
             )),
         output.display(),
         bytes(written.bytes)
-    );
+    ));
     Ok(Exit::Success)
 }
 

@@ -12,9 +12,13 @@ use crate::build::discover;
 use crate::cli::{CompareArgs, Format};
 use crate::compare::{change_text, outcome_word, Absences, RunComparison, VerdictSettings};
 use crate::exit_code::Exit;
-use crate::output::json::{attach_comparison, ExitVerdict, SummaryEntry};
-use crate::output::markdown::MarkdownSummary;
-use crate::output::terminal::{align, count_line, render_comparison, render_failures};
+use crate::output::console::{self, Console};
+use crate::output::json::{attach_comparison, ExitVerdict, SummaryEntry, SUMMARY_FORMAT_VERSION};
+use crate::output::markdown::{MarkdownSummary, ReportLink};
+use crate::output::terminal::{
+    align_cells, comparison_line, count_line, gate_line, outcome_tone, render_comparison,
+    render_failures, render_process_medians, render_quiet, status_tone, Cell,
+};
 use crate::store::baselines;
 use crate::store::manifest::BenchStatus;
 use crate::store::references::{self, Places, Side};
@@ -23,6 +27,8 @@ use crate::store::Source;
 /// What `--format json` prints for `compare`.
 #[derive(Debug, Serialize)]
 pub struct CompareSummary<'a> {
+    /// [`SUMMARY_FORMAT_VERSION`].
+    pub format_version: u32,
     /// The reference side.
     pub baseline: &'a Source,
     /// The judged side.
@@ -76,7 +82,7 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
         )
     })?;
     if let Some(msg) = comparison.device_mismatch_message() {
-        eprintln!("gpubench: warning: {msg}");
+        crate::output::console::warning(format_args!("{msg}"));
     }
     let mut rows = new.entries.clone();
     attach_comparison(&mut rows, &comparison);
@@ -91,6 +97,8 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
     let markdown = || {
         MarkdownSummary {
             subject: &subject,
+            // compare writes no report; a URL given still says where one is.
+            report: ReportLink::of(args.verdicts.report_url.as_deref(), None),
             entries: &rows,
             comparison: Some(&comparison),
             exit,
@@ -98,7 +106,14 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
         .render()
     };
     match args.format {
-        Format::Human => print!("{}", render_human(&old, &new, &rows, &comparison, exit)),
+        Format::Human => console::print_stdout(&render_human(
+            &old,
+            &new,
+            &rows,
+            &comparison,
+            exit,
+            console::get(),
+        )),
         Format::Markdown => print!("{}", markdown()),
         // The judged side's figures, as a run would export them.
         Format::GithubActionBenchmark => print!(
@@ -113,13 +128,14 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
         ),
         Format::Json => {
             let doc = CompareSummary {
+                format_version: SUMMARY_FORMAT_VERSION,
                 baseline: &old.source,
                 current: &new.source,
                 benchmarks: &rows,
                 comparison: &comparison,
                 exit: exit.into(),
             };
-            print!("{}", crate::output::json::pretty_json(&doc));
+            crate::output::json::print_document(&doc);
         }
     }
     if let Some(path) = &args.verdicts.summary_file {
@@ -161,14 +177,24 @@ pub fn places(
     })
 }
 
-/// The terminal output: both sides, a compact table, failures and the comparison.
+/// The terminal output: both sides, a compact table, failures and the comparison;
+/// with `-q` only the failure and verdict lines and the closing ones, with `-v` each
+/// process's median of CURRENT too.
 fn render_human(
     old: &Side,
     new: &Side,
     rows: &[SummaryEntry],
     comparison: &RunComparison,
     exit: Exit,
+    console: Console,
 ) -> String {
+    if console.quiet() {
+        let mut out = render_quiet(rows, Some(comparison), console);
+        out.push_str(&format!("{}\n", count_line(rows)));
+        out.push_str(&comparison_line(comparison));
+        out.push_str(&gate_line(comparison, rows, exit, console));
+        return out;
+    }
     let mut out = format!(
         "comparing {} ({}) with {} ({}) as the baseline\n\n",
         new.source.describe(),
@@ -187,7 +213,7 @@ fn render_human(
         "verdict".to_string(),
     ];
     let dash = || "—".to_string();
-    let table: Vec<Vec<String>> = rows
+    let table: Vec<Vec<Cell>> = rows
         .iter()
         .map(|e| {
             let outcome = comparison.get(&e.id).map(|b| &b.outcome);
@@ -206,23 +232,34 @@ fn render_human(
                     .map(|p| p.estimate.point)
             });
             let word = match outcome {
-                Some(o) => outcome_word(o),
-                None if e.status == BenchStatus::Failed => "failed",
-                None if comparison.is_new(&e.id) => "new",
-                None => "not run",
+                Some(o) => Cell::toned(outcome_word(o).to_string(), outcome_tone(o)),
+                None if e.status == BenchStatus::Failed => {
+                    Cell::toned("failed".to_string(), status_tone(e.status))
+                }
+                None if comparison.is_new(&e.id) => {
+                    Cell::toned("new".to_string(), Some(console::Tone::New))
+                }
+                None => Cell::toned("not run".to_string(), status_tone(BenchStatus::Pending)),
             };
             vec![
-                e.name.clone(),
-                compared.map_or_else(dash, |c| fmt(c.baseline_estimate)),
-                current.map_or_else(dash, fmt),
-                compared.map_or_else(dash, |c| change_text(&c.change)),
-                word.to_string(),
+                e.name.clone().into(),
+                compared
+                    .map_or_else(dash, |c| fmt(c.baseline_estimate))
+                    .into(),
+                current.map_or_else(dash, fmt).into(),
+                compared
+                    .map_or_else(dash, |c| change_text(&c.change))
+                    .into(),
+                word,
             ]
         })
         .collect();
-    out.push_str(&align(&header, &table));
-    out.push_str(&render_failures(rows));
+    out.push_str(&align_cells(&header, &table, console));
+    if console.verbose() {
+        out.push_str(&render_process_medians(rows));
+    }
+    out.push_str(&render_failures(rows, console));
     out.push_str(&format!("\n{}\n", count_line(rows)));
-    out.push_str(&render_comparison(comparison, rows, exit));
+    out.push_str(&render_comparison(comparison, rows, exit, console));
     out
 }

@@ -8,10 +8,11 @@ use anyhow::Result;
 use gpubench_analysis::RawRecord;
 
 use crate::cli::Format;
+use crate::output::console;
 use crate::output::exports;
 use crate::output::html::run_report::{self, StoredRun};
 use crate::output::json::{pretty_json, RunSummary};
-use crate::output::markdown::{write_summary_file, MarkdownSummary};
+use crate::output::markdown::{write_summary_file, MarkdownSummary, ReportLink};
 
 /// Renders the HTML report of the run stored in `run_dir` into `report_dir`; a
 /// failure is returned as its message, so the command still saves its baseline and
@@ -43,6 +44,7 @@ pub fn print_summary(
     let markdown = || {
         MarkdownSummary {
             subject: &subject,
+            report: ReportLink::of(summary.report_url.as_deref(), summary.report.as_deref()),
             entries: &summary.benchmarks,
             comparison: summary.comparison.as_ref(),
             exit: summary.exit_code(),
@@ -50,8 +52,8 @@ pub fn print_summary(
         .render()
     };
     match format {
-        Format::Human => print!("{}", summary.render_human()),
-        Format::Json => print!("{}", summary.to_json_pretty()),
+        Format::Human => console::print_stdout(&summary.render_human(console::get())),
+        Format::Json => crate::output::json::print_document(summary),
         Format::Markdown => print!("{}", markdown()),
         Format::GithubActionBenchmark => print!(
             "{}",
@@ -69,7 +71,9 @@ pub fn print_summary(
 /// it again.
 pub fn announce_report(summary: &RunSummary, format: Format) {
     match (&summary.report, &summary.report_error) {
-        (Some(index), _) if format != Format::Json => eprintln!("report: {index}"),
+        (Some(index), _) if format != Format::Json && !console::get().quiet() => {
+            eprintln!("report: {index}")
+        }
         (_, Some(error)) => eprintln!(
             "error: {error} (the records are kept in {}; `cargo gpubench report {}` \
              renders it again)",

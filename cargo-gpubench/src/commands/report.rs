@@ -73,17 +73,19 @@ fn open(page: &Path) {
         .status();
     match status {
         Ok(s) if s.success() => {}
-        Ok(s) => eprintln!(
-            "gpubench: note: {OPENER} could not open the report ({s}); open {} yourself",
+        Ok(s) => crate::output::console::note(format_args!(
+            "{OPENER} could not open the report ({s}); open {} yourself",
             page.display()
-        ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => eprintln!(
-            "gpubench: note: no opener found ({OPENER} is not on PATH); open {} yourself",
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            crate::output::console::note(format_args!(
+                "no opener found ({OPENER} is not on PATH); open {} yourself",
+                page.display()
+            ))
+        }
+        Err(e) => crate::output::console::note(format_args!(
+            "failed to run {OPENER} ({e}); open {} yourself",
             page.display()
-        ),
-        Err(e) => eprintln!(
-            "gpubench: note: failed to run {OPENER} ({e}); open {} yourself",
-            page.display()
-        ),
+        )),
     }
 }

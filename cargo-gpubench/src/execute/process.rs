@@ -95,6 +95,30 @@ fn die_with_parent(cmd: &mut Command) {
     }
 }
 
+/// `cmd` as a shell line a person can read and paste: the variables it sets, the
+/// program and its arguments, each quoted when it needs to be (variables it removes
+/// are left out).
+pub fn shell_line(cmd: &Command) -> String {
+    let quote = |s: &std::ffi::OsStr| {
+        let s = s.to_string_lossy();
+        let plain = !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-./,:=+@%".contains(c));
+        if plain {
+            s.into_owned()
+        } else {
+            format!("'{}'", s.replace('\'', r"'\''"))
+        }
+    };
+    let mut words: Vec<String> = cmd
+        .get_envs()
+        .filter_map(|(k, v)| Some(format!("{}={}", k.to_string_lossy(), quote(v?))))
+        .collect();
+    words.push(quote(cmd.get_program()));
+    words.extend(cmd.get_args().map(quote));
+    words.join(" ")
+}
+
 /// Runs `cmd` to completion, killing its process group past `timeout` or once `stop`
 /// is raised. Stdin is closed; stdout and stderr are captured (their tails kept).
 pub fn run(
@@ -272,6 +296,18 @@ mod tests {
     }
 
     const LONG: Duration = Duration::from_secs(30);
+
+    #[test]
+    fn a_command_reads_as_a_shell_line_to_paste() {
+        let mut cmd = Command::new("/bin/bench-1a2b");
+        cmd.args(["--bench", "--exact", "mm/4096 f32", "it's"])
+            .env("GPUBENCH_ROUND", "2")
+            .env_remove("GPUBENCH_QUICK");
+        assert_eq!(
+            shell_line(&cmd),
+            r"GPUBENCH_ROUND=2 /bin/bench-1a2b --bench --exact 'mm/4096 f32' 'it'\''s'"
+        );
+    }
 
     #[test]
     fn exit_codes_and_signals_are_told_apart() {

@@ -1,6 +1,6 @@
 //! Progress on stderr while benchmarks run: a bar with the current benchmark and how
 //! many processes remain when stderr is a terminal, and one line per finished process
-//! (a round of a benchmark) always (so CI logs show progress too).
+//! (a round of a benchmark) always (so CI logs show progress too); neither with `-q`.
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -11,15 +11,18 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 #[derive(Debug)]
 pub struct Progress {
     bar: Option<ProgressBar>,
+    /// Whether a line is printed per finished process (not with `-q`).
+    lines: bool,
     total: usize,
     done: usize,
 }
 
 impl Progress {
     /// Progress over `total` processes (more may be added); the bar shows only when
-    /// `bar_wanted` and stderr is a terminal.
+    /// `bar_wanted` and stderr is a terminal, and nothing shows with `-q`.
     pub fn new(total: usize, bar_wanted: bool) -> Self {
-        let bar = (bar_wanted && std::io::stderr().is_terminal()).then(|| {
+        let lines = !crate::output::console::get().quiet();
+        let bar = (lines && bar_wanted && std::io::stderr().is_terminal()).then(|| {
             let bar =
                 ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
             bar.set_style(
@@ -31,6 +34,7 @@ impl Progress {
         });
         Progress {
             bar,
+            lines,
             total,
             done: 0,
         }
@@ -93,7 +97,8 @@ impl Progress {
                 bar.println(line);
                 bar.inc(1);
             }
-            None => eprintln!("{line}"),
+            None if self.lines => eprintln!("{line}"),
+            None => {}
         }
     }
 

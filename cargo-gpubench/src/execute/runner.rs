@@ -139,6 +139,11 @@ pub fn run_benchmark(
     stop: &AtomicBool,
 ) -> std::io::Result<(Outcome, Finished)> {
     let cmd = bench_command(bench, round, opts, env, record_dir);
+    crate::output::console::detail(format_args!(
+        "round {round} of {}: {}",
+        bench.qualified(),
+        process::shell_line(&cmd)
+    ));
     let finished = process::run(cmd, opts.timeout, stop, process::TAIL_BYTES)?;
     let record_path = record_dir.join(format!("{}.json", file_stem_for_id(&bench.id)));
     let written = record_path

@@ -1,5 +1,5 @@
-//! Which listed benchmarks run: the filters, `--exact`, and what happens to the ones
-//! marked ignored.
+//! Which listed benchmarks run: the filters, `--skip`, `--exact`, and what happens to
+//! the ones marked ignored.
 
 use std::cmp::Ordering;
 use std::path::PathBuf;
@@ -65,6 +65,8 @@ pub enum Ignored {
 pub struct Filter {
     /// Substrings (or, with `exact`, whole names); empty selects everything.
     pub patterns: Vec<String>,
+    /// Names left out (`--skip`), matched as `patterns` are; they win over them.
+    pub skip: Vec<String>,
     /// Match whole names.
     pub exact: bool,
     /// Ignored benchmarks.
@@ -72,20 +74,18 @@ pub struct Filter {
 }
 
 impl Filter {
-    /// Whether `b`'s name matches, ignoring whether it is marked ignored. A pattern
-    /// matches the id or `<target>/<id>`.
+    /// Whether `b`'s name matches a pattern and no `--skip`, ignoring whether it is
+    /// marked ignored. A pattern matches the id or `<target>/<id>`.
     pub fn matches_name(&self, b: &Benchmark) -> bool {
-        if self.patterns.is_empty() {
-            return true;
-        }
         let qualified = b.qualified();
-        self.patterns.iter().any(|p| {
+        let hit = |p: &String| {
             if self.exact {
                 b.id == *p || qualified == *p
             } else {
                 qualified.contains(p.as_str())
             }
-        })
+        };
+        (self.patterns.is_empty() || self.patterns.iter().any(hit)) && !self.skip.iter().any(hit)
     }
 
     /// Whether `b` runs.
@@ -172,8 +172,26 @@ pub fn explain_empty(all: &[Benchmark], filter: &Filter) -> SelectError {
         .iter()
         .filter(|b| filter.matches_name(b) && b.ignored)
         .count();
+    let unskipped = Filter {
+        skip: Vec::new(),
+        ..filter.clone()
+    };
+    let skipped = all
+        .iter()
+        .filter(|b| unskipped.matches_name(b) && !filter.matches_name(b))
+        .count();
     let why = if all.is_empty() {
         "the bench targets list no benchmarks".to_string()
+    } else if named == 0 && skipped > 0 {
+        format!(
+            "--skip {} left out all {skipped} benchmark(s) the filter matched (see --list)",
+            filter
+                .skip
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", --skip ")
+        )
     } else if named == 0 {
         format!(
             "no benchmark matches {} {} ({} listed; see --list)",
@@ -224,6 +242,7 @@ mod tests {
     fn filter(patterns: &[&str], exact: bool, ignored: Ignored) -> Filter {
         Filter {
             patterns: patterns.iter().map(|s| s.to_string()).collect(),
+            skip: Vec::new(),
             exact,
             ignored,
         }
@@ -259,6 +278,37 @@ mod tests {
             &filter(&["conv/conv2d"], true, Ignored::Skip),
         ));
         assert_eq!(got, ["conv/conv2d"]);
+    }
+
+    #[test]
+    fn skip_leaves_out_what_it_matches_by_substring_or_exactly() {
+        let skip = |patterns: &[&str], skip: &[&str], exact: bool| {
+            let f = Filter {
+                skip: skip.iter().map(|s| s.to_string()).collect(),
+                ..filter(patterns, exact, Ignored::Skip)
+            };
+            names(select(&all(), &f))
+        };
+        assert_eq!(
+            skip(&[], &["4096"], false),
+            ["conv/conv2d", "suite/matmul/1024"]
+        );
+        // Repeated, and against `<target>/<id>` too.
+        assert_eq!(skip(&[], &["suite/", "conv2"], false), Vec::<String>::new());
+        // It wins over a filter that matches.
+        assert_eq!(skip(&["matmul"], &["1024"], false), ["suite/matmul/4096"]);
+        // With --exact only a whole id or `<target>/<id>` is left out.
+        assert_eq!(skip(&[], &["matmul"], true).len(), 3);
+        assert_eq!(
+            skip(&[], &["matmul/1024", "conv/conv2d"], true),
+            ["suite/matmul/4096"]
+        );
+        let f = Filter {
+            skip: vec!["matmul".into()],
+            ..filter(&["matmul"], false, Ignored::Skip)
+        };
+        let err = explain_empty(&all(), &f).to_string();
+        assert!(err.contains("--skip `matmul` left out all 2"), "{err}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use gpubench_analysis::eager_compiled::EagerCompiledSummary;
 
-use crate::format::format_ns_or_dash;
+use crate::format::{format_ns_or_dash, too_noisy};
 
 /// `traced 1.32× faster [1.30×, 1.35×] (2.10 ms vs 1.59 ms per call); outputs agree;
 /// pays off after 1200 calls`, or why compiled has no figure.
@@ -19,12 +19,15 @@ pub fn line(c: &EagerCompiledSummary) -> String {
             } else {
                 "no clear difference"
             };
+            let interval = if too_noisy(s.lower, s.upper) {
+                ", too noisy for an interval".to_string()
+            } else {
+                format!(" [{:.2}×, {:.2}×]", s.lower, s.upper)
+            };
             parts.push(format!(
-                "{} {:.2}× {word} [{:.2}×, {:.2}×] ({} vs {} per call)",
+                "{} {:.2}× {word}{interval} ({} vs {} per call)",
                 c.compiled,
                 s.point,
-                s.lower,
-                s.upper,
                 format_ns_or_dash(c.eager_ns_per_call),
                 format_ns_or_dash(c.compiled_ns_per_call)
             ));

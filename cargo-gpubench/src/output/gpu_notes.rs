@@ -55,23 +55,26 @@ pub fn render_terminal<'a>(
     out
 }
 
-/// The same as a Markdown list, with `code` and `text` escaping as the caller does.
+/// The same as a Markdown list (folded when long), with `code` and `text` escaping
+/// as the caller does.
 pub fn render_markdown<'a>(
     benchmarks: impl IntoIterator<Item = (&'a str, &'a BenchmarkSummary)>,
     code: impl Fn(&str) -> String,
     text: impl Fn(&str) -> String,
 ) -> String {
+    let items: Vec<String> = benchmarks
+        .into_iter()
+        .filter_map(|(name, s)| Some(format!("{}: {}", code(name), text(&gpu_note(s)?))))
+        .collect();
+    let mut heading = HEADING.to_string();
+    heading[..1].make_ascii_uppercase();
     let mut out = String::new();
-    for (name, s) in benchmarks {
-        if let Some(note) = gpu_note(s) {
-            let _ = writeln!(out, "- {}: {}", code(name), text(&note));
-        }
-    }
-    if !out.is_empty() {
-        let mut heading = HEADING.to_string();
-        heading[..1].make_ascii_uppercase();
-        out.insert_str(0, &format!("\n**{heading}:**\n\n"));
-    }
+    crate::output::markdown::list(
+        &mut out,
+        &format!("**{heading}:**"),
+        "The GPU throttled or was shared",
+        &items,
+    );
     out
 }
 

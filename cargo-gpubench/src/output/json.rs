@@ -1,6 +1,9 @@
 //! The summary of a run (or of `compare`) as data: one entry per benchmark with its
 //! figures and verdict, and how the invocation ends. `--format json` prints it as it
-//! is; [`crate::output::terminal`] and [`crate::output::markdown`] lay it out.
+//! is ([`print_document`]), or an [`ErrorDocument`] when the command fails before it;
+//! [`crate::output::terminal`] and [`crate::output::markdown`] lay it out.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use gpubench_analysis::baseline::ComparisonOutcome;
 use gpubench_analysis::summary::BenchmarkSummary;
@@ -10,6 +13,11 @@ use crate::compare::RunComparison;
 use crate::exit_code::Exit;
 use crate::store::baselines::SavedBaseline;
 use crate::store::manifest::{BenchStatus, RunStatus};
+
+/// The version of every `--format json` document on stdout (of a run, `merge`,
+/// `compare`, and the error object), `format_version` in each. It goes up when a field
+/// changes meaning or goes away; a field added keeps it (see `docs/schema/`).
+pub const SUMMARY_FORMAT_VERSION: u32 = 1;
 
 /// One benchmark of the run, as the summary shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -61,6 +69,8 @@ pub fn attach_comparison(entries: &mut [SummaryEntry], comparison: &RunCompariso
 /// The whole run, as `--format json` prints it.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunSummary {
+    /// [`SUMMARY_FORMAT_VERSION`].
+    pub format_version: u32,
     /// The run id.
     pub run_id: String,
     /// The run directory.
@@ -86,6 +96,9 @@ pub struct RunSummary {
     /// The HTML report's summary page (`<out-dir>/report/index.html`), when written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub report: Option<String>,
+    /// Where the HTML report can be opened (`--report-url`), when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report_url: Option<String>,
     /// Why the HTML report could not be written (the run then exits 5 unless a
     /// verdict already fails it).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -114,6 +127,7 @@ impl RunSummary {
         let passed = count(BenchStatus::Passed);
         let failed = count(BenchStatus::Failed);
         let mut summary = RunSummary {
+            format_version: SUMMARY_FORMAT_VERSION,
             run_id,
             run_dir,
             status,
@@ -125,6 +139,7 @@ impl RunSummary {
             comparison: None,
             saved_baseline: None,
             report: None,
+            report_url: None,
             report_error: None,
             gaps: Vec::new(),
             gaps_fail: false,
@@ -160,6 +175,12 @@ impl RunSummary {
         self
     }
 
+    /// The summary with where its HTML report can be opened (`--report-url`).
+    pub fn with_report_url(mut self, url: Option<String>) -> Self {
+        self.report_url = url;
+        self
+    }
+
     /// How the run ends; see [`Exit::of_verdicts`] for the precedence (benchmarks a
     /// merged run lacks count as failed ones). A report that could not be written is
     /// a setup error (5) when no verdict fails the run.
@@ -188,4 +209,56 @@ pub fn pretty_json(value: &impl serde::Serialize) -> String {
         serde_json::to_string_pretty(value).expect("outputs are plain data and always serialise");
     text.push('\n');
     text
+}
+
+/// What `--format json` prints on stdout when the command fails without its summary:
+/// `{"format_version": 1, "error": {"message": …, "exit_code": 2, "exit": "usage"}}`,
+/// so a program reading stdout gets a document either way.
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorDocument {
+    /// [`SUMMARY_FORMAT_VERSION`].
+    pub format_version: u32,
+    /// What went wrong.
+    pub error: ErrorBody,
+}
+
+/// The error of an [`ErrorDocument`].
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorBody {
+    /// The message, as stderr shows it after `error: `.
+    pub message: String,
+    /// The process exit code.
+    pub exit_code: u8,
+    /// What it means, e.g. `usage`.
+    pub exit: &'static str,
+}
+
+impl ErrorDocument {
+    /// The document for an error ending the command with `exit`.
+    pub fn new(message: String, exit: Exit) -> Self {
+        ErrorDocument {
+            format_version: SUMMARY_FORMAT_VERSION,
+            error: ErrorBody {
+                // A cause quoting a tool's stderr ends with its newline.
+                message: message.trim_end().to_string(),
+                exit_code: exit.code(),
+                exit: exit.word(),
+            },
+        }
+    }
+}
+
+/// Whether a `--format json` document went to stdout already.
+static PRINTED: AtomicBool = AtomicBool::new(false);
+
+/// Prints `value` on stdout as the command's one JSON document.
+pub fn print_document(value: &impl serde::Serialize) {
+    PRINTED.store(true, Ordering::SeqCst);
+    print!("{}", pretty_json(value));
+}
+
+/// Whether [`print_document`] ran: an error after the summary (e.g. saving the
+/// baseline failed) must not add a second document to stdout.
+pub fn document_printed() -> bool {
+    PRINTED.load(Ordering::SeqCst)
 }

@@ -1,8 +1,11 @@
-//! The Markdown summary (`--format markdown`, `--summary-file`): a short header with
-//! the device and the baseline, one table row per benchmark (baseline median, current
-//! median, change with its interval, verdict word), then failures, benchmarks on one
-//! side only, and the result with its exit code. Made for a pull-request comment: no
-//! emoji, no HTML, and everything a benchmark name or a message holds is escaped.
+//! The Markdown summary (`--format markdown`, `--summary-file`): a link to the HTML
+//! report, a short header with the device and the baseline, one table row per
+//! benchmark (baseline median, current median, change with its interval, verdict
+//! word), then failures, benchmarks on one side only, and the result with its exit
+//! code. Made for a pull-request comment: no emoji, no HTML but `<details>` folds, and
+//! everything a benchmark name or a message holds is escaped. Long tables and lists
+//! fold ([`TABLE_ROWS_SHOWN`], [`LIST_ITEMS_SHOWN`]), so a comment stays a screen long
+//! with what needs a reader's eye in view.
 
 use anyhow::Context;
 use std::fmt::Write as _;
@@ -17,7 +20,7 @@ use crate::compare::{
     RunComparison,
 };
 use crate::exit_code::Exit;
-use crate::format::{interval, plain_percent, plural, shorten, spread_percent};
+use crate::format::{figure, plain_percent, plural, shorten, spread_percent};
 use crate::output::json::SummaryEntry;
 use crate::output::terminal::{kernel_cells, process_note, processes_cell};
 use crate::store::manifest::BenchStatus;
@@ -26,11 +29,53 @@ use crate::store::SourceKind;
 /// Characters of a failure's first line quoted.
 const REASON_CHARS: usize = 120;
 
+/// Rows a table has before its unremarkable ones (no change; passed, without a
+/// baseline) fold into `<details>`: ten rows are about a screen of a pull request,
+/// and past that a regression drowns among rows that say nothing happened. The others
+/// (regressed, improved, ambiguous, failed, new, ...) always stay in view.
+pub const TABLE_ROWS_SHOWN: usize = 10;
+
+/// Items a list (failures, notes, new benchmarks, ...) shows before it folds into
+/// `<details>` with its count: a handful reads at a glance, more is a list to open.
+pub const LIST_ITEMS_SHOWN: usize = 5;
+
+/// Where the HTML report is, for the summary's first line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportLink<'a> {
+    /// `--report-url`: where a reader can open it.
+    Url(&'a str),
+    /// Where it was written, on the machine that ran the command.
+    Path(&'a str),
+}
+
+impl<'a> ReportLink<'a> {
+    /// The URL when one was given, else the path when the report was written.
+    pub fn of(url: Option<&'a str>, path: Option<&'a str>) -> Option<Self> {
+        url.map(ReportLink::Url).or(path.map(ReportLink::Path))
+    }
+
+    /// The line under the title.
+    fn line(self) -> String {
+        match self {
+            ReportLink::Url(url) => format!(
+                "Charts and every figure: [the HTML report]({}).",
+                link_target(url)
+            ),
+            ReportLink::Path(path) => format!(
+                "The HTML report is at {} on the machine that ran this (`--report-url` links it here).",
+                code(path)
+            ),
+        }
+    }
+}
+
 /// What a Markdown summary shows.
 #[derive(Debug, Clone, Copy)]
 pub struct MarkdownSummary<'a> {
     /// What is summarised, already formatted, e.g. ``run `2026…` ``.
     pub subject: &'a str,
+    /// Where the HTML report is, when it is anywhere.
+    pub report: Option<ReportLink<'a>>,
     /// The benchmarks, in order.
     pub entries: &'a [SummaryEntry],
     /// The comparison with the baseline, when there was one.
@@ -44,6 +89,9 @@ impl MarkdownSummary<'_> {
     pub fn render(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "### cargo gpubench: {}\n", self.subject);
+        if let Some(report) = self.report {
+            let _ = writeln!(out, "{}\n", report.line());
+        }
         out.push_str(&self.header_line());
         out.push_str("\n\n");
         match self.comparison {
@@ -156,7 +204,8 @@ impl MarkdownSummary<'_> {
             header.push_str(" Counters |");
             rule.push_str(" :-- |");
         }
-        let _ = writeln!(out, "{header}\n{rule}");
+        let head = format!("{header}\n{rule}\n");
+        let mut rows = Vec::new();
         for e in self.entries {
             let passed = e.status == BenchStatus::Passed;
             let current = || {
@@ -210,6 +259,14 @@ impl MarkdownSummary<'_> {
                     status_word(e, c).to_string(),
                 ),
             };
+            // A row folds only when every verdict it holds says nothing changed.
+            let unremarkable = verdict == Verdict::NoChange.label()
+                && outcome(e)
+                    .and_then(kernel_comparison)
+                    .is_none_or(|k| k.verdict == Verdict::NoChange)
+                && outcome(e)
+                    .and_then(counter_changes)
+                    .is_none_or(<[_]>::is_empty);
             let mut line = format!(
                 "| {} | {baseline} | {now} | {change} | {procs} | {verdict} |",
                 cell_code(&e.name)
@@ -239,8 +296,11 @@ impl MarkdownSummary<'_> {
                 };
                 let _ = write!(line, " {cell} |");
             }
-            let _ = writeln!(out, "{line}");
+            rows.push(Row { line, unremarkable });
         }
+        fold_table(out, &head, &rows, |n| {
+            format!("{n} more benchmark{} with no change", plural(n))
+        });
         let _ = writeln!(out, "\n**Verdicts:** {}.", c.counts_text());
         if let Some(gpu) = c.gpu_counts_text() {
             let _ = writeln!(out, "\n**On the GPU's own work:** {}.", text(&gpu));
@@ -252,70 +312,76 @@ impl MarkdownSummary<'_> {
                 let words = gpu_changes(outcome(e)?);
                 (!words.is_empty()).then(|| {
                     let words: Vec<String> = words.iter().map(|w| backticked(w)).collect();
-                    format!("- {}: {}", code(&e.name), words.join("; "))
+                    format!("{}: {}", code(&e.name), words.join("; "))
                 })
             })
             .collect();
-        if !changed.is_empty() {
-            let _ = writeln!(
-                out,
-                "\n**What the GPU did differently:**\n\n{}",
-                changed.join("\n")
-            );
-        }
-        for (id, note) in c.notes() {
-            let name = self
-                .entries
-                .iter()
-                .find(|e| e.id == id)
-                .map_or(id, |e| e.name.as_str());
-            let _ = writeln!(out, "\n> **Ambiguous:** {}: {}.", code(name), text(note));
-        }
+        list(
+            out,
+            "**What the GPU did differently:**",
+            "What the GPU did differently",
+            &changed,
+        );
+        let ambiguous: Vec<String> = c
+            .notes()
+            .into_iter()
+            .map(|(id, note)| {
+                let name = self
+                    .entries
+                    .iter()
+                    .find(|e| e.id == id)
+                    .map_or(id, |e| e.name.as_str());
+                format!("{}: {}.", code(name), text(note))
+            })
+            .collect();
+        quoted(out, "Ambiguous", "Why they are ambiguous", &ambiguous);
         if let Some(msg) = c.device_mismatch_message() {
             let _ = writeln!(out, "\n> **Warning:** {}.", text(&msg));
         }
-        for x in &c.set.other_settings {
-            let _ = writeln!(
-                out,
-                "\n> **Note:** {} was compared across settings (`--allow-settings-mismatch`): {}.",
-                code(&x.id),
-                text(&x.differences.join("; "))
-            );
-        }
-        for (id, note) in crate::output::gpu_notes::clock_lines(&c.set.other_clocks) {
-            let _ = writeln!(
-                out,
-                "\n> **Note:** {} ran at other clocks: {}.",
-                code(&id),
-                text(&note)
-            );
-        }
-        for x in &c.set.cross_device {
-            let _ = writeln!(
-                out,
-                "\n> **Note:** {} was compared across devices (`--allow-device-mismatch`): {} in the baseline, {} now.",
+        let mut notes: Vec<String> = c
+            .set
+            .other_settings
+            .iter()
+            .map(|x| {
+                format!(
+                    "{} was compared across settings (`--allow-settings-mismatch`): {}.",
+                    code(&x.id),
+                    text(&x.differences.join("; "))
+                )
+            })
+            .collect();
+        notes.extend(
+            crate::output::gpu_notes::clock_lines(&c.set.other_clocks)
+                .into_iter()
+                .map(|(id, note)| format!("{} ran at other clocks: {}.", code(&id), text(&note))),
+        );
+        notes.extend(c.set.cross_device.iter().map(|x| {
+            format!(
+                "{} was compared across devices (`--allow-device-mismatch`): {} in the baseline, {} now.",
                 code(&x.id),
                 text(&x.baseline_device),
                 text(&x.current_device)
-            );
-        }
+            )
+        }));
+        quoted(out, "Note", "Notes", &notes);
     }
 
     fn plain_table(&self, out: &mut String) {
         let kernel_column = self.summaries().any(|s| s.kernel.is_some());
-        if kernel_column {
-            out.push_str("| Benchmark | Time [95% interval] | Processes (spread) | Kernel time (kernels) | Status |\n");
-            out.push_str("| :-- | --: | --: | --: | :-- |\n");
+        let head = if kernel_column {
+            "| Benchmark | Time [95% interval] | Processes (spread) | Kernel time (kernels) | Status |\n\
+             | :-- | --: | --: | --: | :-- |\n"
         } else {
-            out.push_str("| Benchmark | Time [95% interval] | Processes (spread) | Status |\n");
-            out.push_str("| :-- | --: | --: | :-- |\n");
-        }
+            "| Benchmark | Time [95% interval] | Processes (spread) | Status |\n\
+             | :-- | --: | --: | :-- |\n"
+        };
+        let mut rows = Vec::new();
         for e in self.entries {
             let time = e
                 .summary
                 .as_ref()
                 .and_then(BenchmarkSummary::primary)
-                .map(|p| interval(p.estimate.point, p.estimate.lower, p.estimate.upper))
+                .map(|p| figure(&p.estimate, &p.processes.medians))
                 .unwrap_or_else(|| "—".to_string());
             let processes = e
                 .summary
@@ -337,13 +403,18 @@ impl MarkdownSummary<'_> {
             } else {
                 String::new()
             };
-            let _ = writeln!(
-                out,
-                "| {} | {time} | {processes} |{kernel} {} |",
-                cell_code(&e.name),
-                run_status_word(e.status)
-            );
+            rows.push(Row {
+                line: format!(
+                    "| {} | {time} | {processes} |{kernel} {} |",
+                    cell_code(&e.name),
+                    run_status_word(e.status)
+                ),
+                unremarkable: e.status == BenchStatus::Passed,
+            });
         }
+        fold_table(out, head, &rows, |n| {
+            format!("{n} more benchmark{} that passed", plural(n))
+        });
         if !kernel_column {
             let why: Vec<&str> = self
                 .summaries()
@@ -361,13 +432,16 @@ impl MarkdownSummary<'_> {
             .iter()
             .filter_map(|e| Some((e, e.summary.as_ref().and_then(process_note)?)))
             .collect();
-        if notes.is_empty() {
-            return;
-        }
-        out.push_str("\n**Unstable across processes** (each process is a fresh start; the interval covers them):\n\n");
-        for (e, note) in notes {
-            let _ = writeln!(out, "- {}: {}", code(&e.name), text(&note));
-        }
+        let items: Vec<String> = notes
+            .iter()
+            .map(|(e, note)| format!("{}: {}", code(&e.name), text(note)))
+            .collect();
+        list(
+            out,
+            "**Unstable across processes** (each process is a fresh start; the interval covers them):",
+            "Unstable across processes",
+            &items,
+        );
     }
 
     fn eager_compiled(&self, out: &mut String) {
@@ -379,13 +453,16 @@ impl MarkdownSummary<'_> {
                 Some((e, crate::output::eager_compiled::line(c)))
             })
             .collect();
-        if lines.is_empty() {
-            return;
-        }
-        out.push_str("\n**Eager versus compiled:**\n\n");
-        for (e, line) in lines {
-            let _ = writeln!(out, "- {}: {}", code(&e.name), text(&line));
-        }
+        let items: Vec<String> = lines
+            .iter()
+            .map(|(e, line)| format!("{}: {}", code(&e.name), text(line)))
+            .collect();
+        list(
+            out,
+            "**Eager versus compiled:**",
+            "Eager versus compiled",
+            &items,
+        );
     }
 
     fn failures(&self, out: &mut String) {
@@ -394,27 +471,24 @@ impl MarkdownSummary<'_> {
             .iter()
             .filter(|e| e.status == BenchStatus::Failed)
             .collect();
-        if failed.is_empty() {
-            return;
-        }
-        out.push_str("\n**Failed:**\n\n");
-        for e in failed {
-            match e.summary.as_ref().and_then(|s| s.failure.as_ref()) {
-                Some(f) => {
-                    let first = f.message.lines().next().unwrap_or("").trim();
-                    let _ = writeln!(
-                        out,
-                        "- {} ({}): {}",
-                        code(&e.name),
-                        f.kind.label(),
-                        text(&shorten(first, REASON_CHARS))
-                    );
-                }
-                None => {
-                    let _ = writeln!(out, "- {}", code(&e.name));
-                }
-            }
-        }
+        let items: Vec<String> = failed
+            .iter()
+            .map(
+                |e| match e.summary.as_ref().and_then(|s| s.failure.as_ref()) {
+                    Some(f) => {
+                        let first = f.message.lines().next().unwrap_or("").trim();
+                        format!(
+                            "{} ({}): {}",
+                            code(&e.name),
+                            f.kind.label(),
+                            text(&shorten(first, REASON_CHARS))
+                        )
+                    }
+                    None => code(&e.name),
+                },
+            )
+            .collect();
+        list(out, "**Failed:**", "Failed", &items);
     }
 
     fn one_side_only(&self, out: &mut String, c: &RunComparison) {
@@ -429,49 +503,48 @@ impl MarkdownSummary<'_> {
         let not_compared: Vec<String> = c
             .not_compared()
             .into_iter()
-            .map(|(id, reason)| format!("- {}: {}", name_of(id), text(reason)))
+            .map(|(id, reason)| format!("{}: {}", name_of(id), text(reason)))
             .collect();
-        if !not_compared.is_empty() {
-            let _ = writeln!(out, "\n**Not compared:**\n\n{}", not_compared.join("\n"));
-        }
-        if !c.set.missing_in_baseline.is_empty() {
-            let names: Vec<String> = c
-                .set
-                .missing_in_baseline
-                .iter()
-                .map(|id| name_of(id))
-                .collect();
-            let _ = writeln!(out, "\n**New** (not in the baseline): {}", names.join(", "));
-        }
-        let missing = c.missing_with_allowance();
-        if !missing.is_empty() {
-            let lines: Vec<String> = missing
-                .iter()
-                .map(|(m, passes)| {
-                    format!(
-                        "- {}: {}: {}{}",
-                        name_of(&m.id),
-                        m.what(),
-                        text(&m.reason),
-                        if *passes { " (allowed)" } else { "" }
-                    )
-                })
-                .collect();
-            let _ = writeln!(
-                out,
-                "\n**Missing evidence** (fails the gate unless `--allow-missing \
-                 not-run|gone|not-compared|metric` lets its kind pass):\n\n{}",
-                lines.join("\n")
-            );
-        }
-        if !c.not_selected.is_empty() {
-            let names: Vec<String> = c.not_selected.iter().map(|id| code(id)).collect();
-            let _ = writeln!(
-                out,
-                "\n**Not selected** (in the baseline, left out here): {}",
-                names.join(", ")
-            );
-        }
+        list(out, "**Not compared:**", "Not compared", &not_compared);
+        let names: Vec<String> = c
+            .set
+            .missing_in_baseline
+            .iter()
+            .map(|id| name_of(id))
+            .collect();
+        inline_list(
+            out,
+            "**New** (not in the baseline):",
+            "New, not in the baseline",
+            &names,
+        );
+        let missing: Vec<String> = c
+            .missing_with_allowance()
+            .iter()
+            .map(|(m, passes)| {
+                format!(
+                    "{}: {}: {}{}",
+                    name_of(&m.id),
+                    m.what(),
+                    text(&m.reason),
+                    if *passes { " (allowed)" } else { "" }
+                )
+            })
+            .collect();
+        list(
+            out,
+            "**Missing evidence** (fails the gate unless `--allow-missing \
+             not-run|gone|not-compared|metric` lets its kind pass):",
+            "Missing evidence, which fails the gate",
+            &missing,
+        );
+        let names: Vec<String> = c.not_selected.iter().map(|id| code(id)).collect();
+        inline_list(
+            out,
+            "**Not selected** (in the baseline, left out here):",
+            "Not selected: in the baseline, left out here",
+            &names,
+        );
     }
 
     fn result_sentence(&self) -> String {
@@ -545,6 +618,111 @@ impl MarkdownSummary<'_> {
             },
         }
     }
+}
+
+/// A table row, and whether it may fold away (see [`TABLE_ROWS_SHOWN`]).
+struct Row {
+    line: String,
+    unremarkable: bool,
+}
+
+/// `rows` under `head` (the header and rule lines). Past [`TABLE_ROWS_SHOWN`] rows
+/// the unremarkable ones move, in order, to a second table folded in `<details>`
+/// whose summary `folded` words from their count; the others stay in view.
+fn fold_table(out: &mut String, head: &str, rows: &[Row], folded: impl Fn(usize) -> String) {
+    let lines = |keep: &dyn Fn(&Row) -> bool| -> String {
+        rows.iter()
+            .filter(|r| keep(r))
+            .map(|r| format!("{}\n", r.line))
+            .collect()
+    };
+    let quiet = rows.iter().filter(|r| r.unremarkable).count();
+    if rows.len() <= TABLE_ROWS_SHOWN || quiet == 0 {
+        let _ = write!(out, "{head}{}", lines(&|_| true));
+        return;
+    }
+    if quiet < rows.len() {
+        let _ = writeln!(out, "{head}{}", lines(&|r| !r.unremarkable));
+    }
+    let _ = write!(
+        out,
+        "<details><summary>{}</summary>\n\n{head}{}\n</details>\n",
+        folded(quiet),
+        lines(&|r| r.unremarkable)
+    );
+}
+
+/// A bulleted list under `heading` (bold Markdown, e.g. `**Failed:**`), folded into
+/// `<details>` with `label` and the count past [`LIST_ITEMS_SHOWN`] items; nothing
+/// when `items` is empty. Each item is one line of Markdown without its `- `.
+pub fn list(out: &mut String, heading: &str, label: &str, items: &[String]) {
+    let body: String = items.iter().map(|i| format!("- {i}\n")).collect();
+    fold(out, heading, label, items.len(), &body);
+}
+
+/// `names` run together after `heading` (`**New** (not in the baseline): a, b`),
+/// folded as [`list`] folds.
+fn inline_list(out: &mut String, heading: &str, label: &str, names: &[String]) {
+    let body = format!("{}\n", names.join(", "));
+    if names.len() <= LIST_ITEMS_SHOWN {
+        if !names.is_empty() {
+            let _ = write!(out, "\n{heading} {body}");
+        }
+        return;
+    }
+    fold(out, heading, label, names.len(), &body);
+}
+
+/// Notes each quoted on its own, `> **Note:** …` (with `word`), or, past
+/// [`LIST_ITEMS_SHOWN`], one folded list of them.
+fn quoted(out: &mut String, word: &str, label: &str, items: &[String]) {
+    if items.len() <= LIST_ITEMS_SHOWN {
+        for item in items {
+            let _ = writeln!(out, "\n> **{word}:** {item}");
+        }
+    } else {
+        let body: String = items.iter().map(|i| format!("- {i}\n")).collect();
+        details(out, label, items.len(), &body);
+    }
+}
+
+/// `body` under `heading`, or folded past [`LIST_ITEMS_SHOWN`] items.
+fn fold(out: &mut String, heading: &str, label: &str, n: usize, body: &str) {
+    if n == 0 {
+        return;
+    }
+    if n <= LIST_ITEMS_SHOWN {
+        let _ = write!(out, "\n{heading}\n\n{body}");
+    } else {
+        details(out, label, n, body);
+    }
+}
+
+/// `body` folded in `<details>`, its summary `label (n)`: plain text, since GitHub
+/// shows a summary's Markdown as it is.
+fn details(out: &mut String, label: &str, n: usize, body: &str) {
+    let _ = write!(
+        out,
+        "\n<details><summary>{label} ({n})</summary>\n\n{body}\n</details>\n"
+    );
+}
+
+/// `url` as a Markdown link target: what would end the link or break the line is
+/// percent-encoded.
+fn link_target(url: &str) -> String {
+    let mut out = String::with_capacity(url.len());
+    for c in url.trim().chars() {
+        match c {
+            ' ' => out.push_str("%20"),
+            '(' => out.push_str("%28"),
+            ')' => out.push_str("%29"),
+            '<' => out.push_str("%3C"),
+            '>' => out.push_str("%3E"),
+            '\n' | '\r' => {}
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// The word for a benchmark the baseline lacks.

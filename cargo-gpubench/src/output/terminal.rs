@@ -3,7 +3,8 @@
 //! comparison found (`--format json` is [`crate::output::json`], `--format markdown`
 //! [`crate::output::markdown`]). Figures come from
 //! `gpubench_analysis::summary` and verdicts from [`crate::compare`]; this module
-//! only lays them out.
+//! only lays them out, coloured and as long as [`Console`] says (`-q`: only the
+//! failure and verdict lines; `-v`: each process's median too).
 
 use std::fmt::Write as _;
 
@@ -11,12 +12,15 @@ use gpubench_analysis::baseline::ComparisonOutcome;
 use gpubench_analysis::kernels::{count_text, Counter};
 use gpubench_analysis::summary::BenchmarkSummary;
 use gpubench_analysis::units::{format_bytes, format_ns};
+use gpubench_analysis::Verdict;
 
 use crate::compare::{
-    change_text, counters_text, gpu_changes, kernel_comparison, outcome_word, RunComparison,
+    change_text, counter_changes, counters_text, gpu_changes, kernel_comparison, outcome_word,
+    RunComparison,
 };
 use crate::exit_code::Exit;
-use crate::format::{interval, plural, shorten, spread_percent};
+use crate::format::{figure, plural, shorten, spread_percent};
+use crate::output::console::{Console, Tone};
 use crate::output::json::{RunSummary, SummaryEntry};
 use crate::store::manifest::BenchStatus;
 
@@ -27,11 +31,10 @@ const DETAIL_LINES: usize = 12;
 
 impl RunSummary {
     /// The terminal table, the failures in detail, a closing line, and what the
-    /// comparison with the baseline found.
-    pub fn render_human(&self) -> String {
-        let mut out = render_table(&self.benchmarks, self.comparison.as_ref());
-        out.push_str(&render_failures(&self.benchmarks));
-        let mut closing = format!("\n{}", count_line(&self.benchmarks));
+    /// comparison with the baseline found; with `-q` only [`render_quiet`]'s lines and
+    /// the closing ones.
+    pub fn render_human(&self, console: Console) -> String {
+        let mut closing = count_line(&self.benchmarks);
         if self.not_run > 0 {
             let _ = write!(closing, ", {} not run (interrupted)", self.not_run);
         }
@@ -41,23 +44,108 @@ impl RunSummary {
             format_ns(self.elapsed_s * 1e9),
             self.run_dir
         );
+        let exit = self.exit_code();
+        if console.quiet() {
+            let mut out = render_quiet(&self.benchmarks, self.comparison.as_ref(), console);
+            out.push_str(&closing);
+            if let Some(c) = &self.comparison {
+                out.push_str(&comparison_line(c));
+                out.push_str(&gate_line(c, &self.benchmarks, exit, console));
+            }
+            return out;
+        }
+        let mut out = render_table(&self.benchmarks, self.comparison.as_ref(), console);
+        if console.verbose() {
+            out.push_str(&render_process_medians(&self.benchmarks));
+        }
+        out.push_str(&render_failures(&self.benchmarks, console));
+        out.push('\n');
         out.push_str(&closing);
         if let Some(c) = &self.comparison {
-            out.push_str(&render_comparison(c, &self.benchmarks, self.exit_code()));
+            out.push_str(&render_comparison(c, &self.benchmarks, exit, console));
         }
         out
     }
 }
 
+/// What `-q` shows of the benchmarks: a line for each that failed, and for each with
+/// a regressed or improved verdict (on time, kernel time or counters), e.g.
+/// `suite/mm: time regressed +50.0% [+49.2%, +50.8%]`; nothing for the others.
+pub fn render_quiet(
+    entries: &[SummaryEntry],
+    comparison: Option<&RunComparison>,
+    console: Console,
+) -> String {
+    let mut out = String::new();
+    for e in entries {
+        if e.status == BenchStatus::Failed {
+            let why = match e.summary.as_ref().and_then(|s| s.failure.as_ref()) {
+                Some(_) => format!(" ({})", status_cell(e)),
+                None => String::new(),
+            };
+            let failed = console.paint(Some(Tone::Failed), "failed");
+            let _ = writeln!(out, "{}: {failed}{why}", e.name);
+            continue;
+        }
+        let Some(o) = comparison.and_then(|c| c.get(&e.id)).map(|b| &b.outcome) else {
+            continue;
+        };
+        let mut parts = Vec::new();
+        let mut metric = |what: &str, verdict: Verdict, change: String| {
+            if matches!(verdict, Verdict::Regressed | Verdict::Improved) {
+                let word = console.paint(verdict_tone(verdict), verdict.label());
+                parts.push(format!("{what} {word} {change}"));
+            }
+        };
+        if let ComparisonOutcome::Compared { comparison: c, .. } = o {
+            metric("time", c.verdict, change_text(&c.change));
+        }
+        if let Some(k) = kernel_comparison(o) {
+            metric("kernel time", k.verdict, change_text(&k.change));
+        }
+        if let Some(words) = counters_text(o).filter(|_| counters_tone(o).is_some()) {
+            parts.push(format!(
+                "counters {}",
+                console.paint(counters_tone(o), &words)
+            ));
+        }
+        if !parts.is_empty() {
+            let _ = writeln!(out, "{}: {}", e.name, parts.join("; "));
+        }
+    }
+    out
+}
+
+/// With `-v`, under the table: each process's median of every benchmark, in the
+/// order the processes ran, so a reader sees what the interval and the spread rest
+/// on.
+pub fn render_process_medians(entries: &[SummaryEntry]) -> String {
+    let lines: Vec<String> = entries
+        .iter()
+        .filter_map(|e| {
+            let p = e.summary.as_ref()?.primary()?;
+            let medians: Vec<String> = p.processes.medians.iter().map(|m| format_ns(*m)).collect();
+            (!medians.is_empty()).then(|| format!("  {}: {}\n", e.name, medians.join(", ")))
+        })
+        .collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nprocesses (the median of each, in the order they ran):\n{}",
+        lines.concat()
+    )
+}
+
 /// The failed benchmarks in detail (empty when none failed).
-pub fn render_failures(entries: &[SummaryEntry]) -> String {
+pub fn render_failures(entries: &[SummaryEntry], console: Console) -> String {
     let mut out = String::new();
     let failures: Vec<&SummaryEntry> = entries
         .iter()
         .filter(|b| b.status == BenchStatus::Failed)
         .collect();
     if !failures.is_empty() {
-        out.push_str("\nfailures:\n");
+        let _ = writeln!(out, "\n{}", console.paint(Some(Tone::Failed), "failures:"));
         for b in failures {
             let Some(f) = b.summary.as_ref().and_then(|s| s.failure.as_ref()) else {
                 continue;
@@ -71,21 +159,30 @@ pub fn render_failures(entries: &[SummaryEntry]) -> String {
     out
 }
 
-/// What the comparison found, under the table: the baseline and the counts, what
-/// was not compared and why, benchmarks on one side only, and the gate.
-pub fn render_comparison(c: &RunComparison, entries: &[SummaryEntry], exit: Exit) -> String {
-    let mut out = String::new();
+/// `compared with baseline `main`: 1 regressed, 2 no change`: the comparison's
+/// counts.
+pub fn comparison_line(c: &RunComparison) -> String {
     let how = if c.baseline.default {
         " (the default when it is saved: --baseline NAME picks another, --no-baseline skips)"
     } else {
         ""
     };
-    let _ = writeln!(
-        out,
-        "compared with {}{how}: {}",
+    format!(
+        "compared with {}{how}: {}\n",
         c.baseline.describe(),
         c.counts_text()
-    );
+    )
+}
+
+/// What the comparison found, under the table: the baseline and the counts, what
+/// was not compared and why, benchmarks on one side only, and the gate.
+pub fn render_comparison(
+    c: &RunComparison,
+    entries: &[SummaryEntry],
+    exit: Exit,
+    console: Console,
+) -> String {
+    let mut out = comparison_line(c);
     if let Some(gpu) = c.gpu_counts_text() {
         let _ = writeln!(out, "  on the GPU's own work: {gpu}");
     }
@@ -161,6 +258,24 @@ pub fn render_comparison(c: &RunComparison, entries: &[SummaryEntry], exit: Exit
             listed(&c.not_selected, LISTED_NOT_SELECTED)
         );
     }
+    out.push_str(&gate_line(c, entries, exit, console));
+    out
+}
+
+/// `regression found (--fail-on …): suite/mm (time regressed) (exit code 4)`, in
+/// bold red, or `no regression (…)` in green.
+pub fn gate_line(
+    c: &RunComparison,
+    entries: &[SummaryEntry],
+    exit: Exit,
+    console: Console,
+) -> String {
+    let name_of = |id: &str| {
+        entries
+            .iter()
+            .find(|e| e.id == id)
+            .map_or_else(|| id.to_string(), |e| e.name.clone())
+    };
     let fail_on = c.settings.fail_on;
     let gate = c.settings.gate;
     if c.gate_tripped {
@@ -169,10 +284,10 @@ pub fn render_comparison(c: &RunComparison, entries: &[SummaryEntry], exit: Exit
             .into_iter()
             .map(|(id, why)| format!("{} ({why})", name_of(id)))
             .collect();
-        let _ = writeln!(
-            out,
-            "{} (--fail-on {fail_on} --gate-on {gate}): {}{}",
-            c.trip_headline(),
+        let found = console.paint(Some(Tone::Failed), c.trip_headline());
+        format!(
+            "{found} (--fail-on {fail_on} --gate-on {gate}): {}{}
+",
             tripping.join(", "),
             if exit == Exit::RegressionFound {
                 " (exit code 4)".to_string()
@@ -182,11 +297,11 @@ pub fn render_comparison(c: &RunComparison, entries: &[SummaryEntry], exit: Exit
                     exit.code()
                 )
             }
-        );
+        )
     } else {
-        let _ = writeln!(out, "no regression (--fail-on {fail_on} --gate-on {gate})");
+        let none = console.paint(Some(Tone::Improved), "no regression");
+        format!("{none} (--fail-on {fail_on} --gate-on {gate})\n")
     }
-    out
 }
 
 /// Benchmarks named in the line of those not selected; the rest are counted.
@@ -207,16 +322,73 @@ fn listed(ids: &[String], shown: usize) -> String {
 }
 
 /// The change column's cell: `+12.3% [+10.1%, +14.6%] regressed`, `new`, ...
-fn change_cell(e: &SummaryEntry, comparison: &RunComparison) -> String {
+fn change_cell(e: &SummaryEntry, comparison: &RunComparison) -> Cell {
     match comparison.get(&e.id).map(|b| &b.outcome) {
-        Some(o @ ComparisonOutcome::Compared { comparison: c, .. }) => {
-            format!("{} {}", change_text(&c.change), outcome_word(o))
-        }
+        Some(o @ ComparisonOutcome::Compared { comparison: c, .. }) => Cell::toned(
+            format!("{} {}", change_text(&c.change), outcome_word(o)),
+            outcome_tone(o),
+        ),
         // The status column says how it failed.
-        Some(ComparisonOutcome::Failed { .. }) => "—".to_string(),
-        Some(o @ ComparisonOutcome::NotCompared { .. }) => outcome_word(o).to_string(),
-        None if comparison.is_new(&e.id) => "new".to_string(),
-        None => "—".to_string(),
+        Some(ComparisonOutcome::Failed { .. }) => dash().into(),
+        Some(o @ ComparisonOutcome::NotCompared { .. }) => {
+            Cell::toned(outcome_word(o).to_string(), outcome_tone(o))
+        }
+        None if comparison.is_new(&e.id) => Cell::toned("new".to_string(), Some(Tone::New)),
+        None => dash().into(),
+    }
+}
+
+/// The colour of a verdict: none for no change.
+pub fn verdict_tone(verdict: Verdict) -> Option<Tone> {
+    match verdict {
+        Verdict::Regressed => Some(Tone::Regressed),
+        Verdict::Improved => Some(Tone::Improved),
+        Verdict::Ambiguous => Some(Tone::Ambiguous),
+        Verdict::NoChange => None,
+    }
+}
+
+/// The colour of a benchmark's comparison (its time verdict).
+pub fn outcome_tone(outcome: &ComparisonOutcome) -> Option<Tone> {
+    match outcome {
+        ComparisonOutcome::Compared { comparison, .. } => verdict_tone(comparison.verdict),
+        ComparisonOutcome::Failed { .. } => Some(Tone::Failed),
+        ComparisonOutcome::NotCompared { .. } => Some(Tone::Ambiguous),
+    }
+}
+
+/// The colour of the counters' verdict: more work per call is a regression, only
+/// less an improvement, none when the counts are equal.
+fn counters_tone(outcome: &ComparisonOutcome) -> Option<Tone> {
+    let changes = counter_changes(outcome)?;
+    if changes.is_empty() {
+        None
+    } else if changes.iter().any(|c| c.is_increase()) {
+        Some(Tone::Regressed)
+    } else {
+        Some(Tone::Improved)
+    }
+}
+
+/// A cell of the terminal table: its text, and the colour it is painted in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cell {
+    /// What it says.
+    pub text: String,
+    /// Its colour, when coloured.
+    pub tone: Option<Tone>,
+}
+
+impl Cell {
+    /// `text` in `tone`.
+    pub fn toned(text: String, tone: Option<Tone>) -> Self {
+        Cell { text, tone }
+    }
+}
+
+impl From<String> for Cell {
+    fn from(text: String) -> Self {
+        Cell { text, tone: None }
     }
 }
 
@@ -224,7 +396,11 @@ fn change_cell(e: &SummaryEntry, comparison: &RunComparison) -> String {
 /// `change vs NAME` column after the time, and kernel-time and counter columns when
 /// either side measured them. Kernel columns appear only when some benchmark has
 /// kernel figures; otherwise a line says why there are none.
-pub fn render_table(entries: &[SummaryEntry], comparison: Option<&RunComparison>) -> String {
+pub fn render_table(
+    entries: &[SummaryEntry],
+    comparison: Option<&RunComparison>,
+    console: Console,
+) -> String {
     let confidence = entries
         .iter()
         .filter_map(|e| e.summary.as_ref()?.primary())
@@ -251,7 +427,7 @@ pub fn render_table(entries: &[SummaryEntry], comparison: Option<&RunComparison>
         "peak mem".into(),
         "status".into(),
     ]);
-    let mut rows: Vec<Vec<String>> = entries.iter().map(|e| row(e, kernel_columns)).collect();
+    let mut rows: Vec<Vec<Cell>> = entries.iter().map(|e| row(e, kernel_columns)).collect();
     if let Some(c) = comparison {
         let outcomes: Vec<Option<&ComparisonOutcome>> = entries
             .iter()
@@ -270,7 +446,14 @@ pub fn render_table(entries: &[SummaryEntry], comparison: Option<&RunComparison>
             at += 1;
             header.insert(at, "kernel change".into());
             for (r, o) in rows.iter_mut().zip(&outcomes) {
-                r.insert(at, o.and_then(kernel_change_cell).unwrap_or_else(dash));
+                let cell = match o.and_then(kernel_comparison) {
+                    Some(k) => Cell::toned(
+                        format!("{} {}", change_text(&k.change), k.verdict.label()),
+                        verdict_tone(k.verdict),
+                    ),
+                    None => dash().into(),
+                };
+                r.insert(at, cell);
             }
         }
         if outcomes
@@ -281,11 +464,15 @@ pub fn render_table(entries: &[SummaryEntry], comparison: Option<&RunComparison>
             at += 1;
             header.insert(at, "counters".into());
             for (r, o) in rows.iter_mut().zip(&outcomes) {
-                r.insert(at, o.and_then(counters_text).unwrap_or_else(dash));
+                let cell = match o.and_then(|o| Some((counters_text(o)?, counters_tone(o)))) {
+                    Some((text, tone)) => Cell::toned(text, tone),
+                    None => dash().into(),
+                };
+                r.insert(at, cell);
             }
         }
     }
-    let mut out = align(&header, &rows);
+    let mut out = align_cells(&header, &rows, console);
     out.push_str(&render_process_notes(entries));
     out.push_str(&render_eager_compiled(entries));
     out.push_str(&crate::output::gpu_notes::render_terminal(
@@ -295,12 +482,6 @@ pub fn render_table(entries: &[SummaryEntry], comparison: Option<&RunComparison>
     ));
     out.push_str(&render_kernel_notes(entries, comparison));
     out
-}
-
-/// `+10.2% [+9.1%, +11.3%] regressed`: the kernel-time change and its verdict.
-fn kernel_change_cell(outcome: &ComparisonOutcome) -> Option<String> {
-    let k = kernel_comparison(outcome)?;
-    Some(format!("{} {}", change_text(&k.change), k.verdict.label()))
 }
 
 fn dash() -> String {
@@ -451,22 +632,34 @@ pub fn process_note(s: &BenchmarkSummary) -> Option<String> {
 
 /// Rows under a header, columns aligned with two spaces between them.
 pub fn align(header: &[String], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<Cell>> = rows
+        .iter()
+        .map(|r| r.iter().cloned().map(Cell::from).collect())
+        .collect();
+    align_cells(header, &rows, Console::default())
+}
+
+/// Rows of cells under a header, columns aligned with two spaces between them, each
+/// cell painted in its tone. Widths count the characters a reader sees: colour codes
+/// go around the text, the padding after it.
+pub fn align_cells(header: &[String], rows: &[Vec<Cell>], console: Console) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for r in rows {
         for (w, cell) in widths.iter_mut().zip(r) {
-            *w = (*w).max(cell.chars().count());
+            *w = (*w).max(cell.text.chars().count());
         }
     }
+    let header: Vec<Cell> = header.iter().cloned().map(Cell::from).collect();
     let mut out = String::new();
-    for r in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
+    for r in std::iter::once(header.as_slice()).chain(rows.iter().map(Vec::as_slice)) {
         let mut line = String::new();
         for (i, (cell, w)) in r.iter().zip(&widths).enumerate() {
             if i > 0 {
                 line.push_str("  ");
             }
-            line.push_str(cell);
+            line.push_str(&console.paint(cell.tone, &cell.text));
             if i + 1 < r.len() {
-                line.extend(std::iter::repeat_n(' ', w - cell.chars().count()));
+                line.extend(std::iter::repeat_n(' ', w - cell.text.chars().count()));
             }
         }
         out.push_str(line.trim_end());
@@ -492,11 +685,11 @@ pub fn count_line(entries: &[SummaryEntry]) -> String {
     )
 }
 
-fn row(e: &SummaryEntry, kernel_columns: bool) -> Vec<String> {
+fn row(e: &SummaryEntry, kernel_columns: bool) -> Vec<Cell> {
     let s = e.summary.as_ref();
     let time = s
         .and_then(BenchmarkSummary::primary)
-        .map(|p| interval(p.estimate.point, p.estimate.lower, p.estimate.upper))
+        .map(|p| figure(&p.estimate, &p.processes.medians))
         .unwrap_or_else(dash);
     let processes = s.map(processes_cell).unwrap_or_else(dash);
     let host = s
@@ -523,8 +716,20 @@ fn row(e: &SummaryEntry, kernel_columns: bool) -> Vec<String> {
     if kernel_columns {
         cells.extend(kernel_cells(s));
     }
-    cells.extend([cold, throughput, memory, status_cell(e)]);
+    cells.extend([cold, throughput, memory]);
+    let mut cells: Vec<Cell> = cells.into_iter().map(Cell::from).collect();
+    cells.push(Cell::toned(status_cell(e), status_tone(e.status)));
     cells
+}
+
+/// The colour of a benchmark's status: bold red when it failed, yellow when it did
+/// not run to the end, none when it passed.
+pub fn status_tone(status: BenchStatus) -> Option<Tone> {
+    match status {
+        BenchStatus::Passed => None,
+        BenchStatus::Failed => Some(Tone::Failed),
+        BenchStatus::Interrupted | BenchStatus::Pending => Some(Tone::NotRun),
+    }
 }
 
 /// Lines under the table for benchmarks that compare eager with compiled.

@@ -89,6 +89,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
 
     let filter = Filter {
         patterns: args.filters.clone(),
+        skip: args.skip.clone(),
         exact: args.exact,
         ignored: if args.ignored {
             Ignored::Only
@@ -112,7 +113,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
             .cloned()
             .collect();
         if let Err(e) = select::check_unique_ids(&shown) {
-            eprintln!("gpubench: warning: {e}");
+            crate::output::console::warning(format_args!("{e}"));
         }
         return Ok(Exit::Success);
     }
@@ -138,13 +139,15 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         None => selected,
         Some(p) => {
             let part = p.split(&selected);
-            eprintln!(
-                "gpubench: partition {p}: {} of the {} selected benchmarks",
+            crate::output::console::status(format_args!(
+                "partition {p}: {} of the {} selected benchmarks",
                 part.len(),
                 selected.len()
-            );
+            ));
             if part.is_empty() {
-                eprintln!("gpubench: partition {p} holds no benchmark: nothing to run");
+                crate::output::console::status(format_args!(
+                    "partition {p} holds no benchmark: nothing to run"
+                ));
                 return Ok(Exit::Success);
             }
             selection.other_parts = selected
@@ -167,12 +170,12 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
                 .iter()
                 .map(|d| format!("{} ({})", d.label, d.model))
                 .collect();
-            eprintln!(
-                "gpubench: measuring on {} device{} at once: {}",
+            crate::output::console::status(format_args!(
+                "measuring on {} device{} at once: {}",
                 found.len(),
                 plural(found.len()),
                 named.join(", ")
-            );
+            ));
             found
         }
         None => Vec::new(),
@@ -204,7 +207,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         None => RunStore::open(&prepared.out_dir)?,
     };
     for note in store.mark_incomplete_runs()? {
-        eprintln!("gpubench: note: {note}");
+        crate::output::console::note(format_args!("{note}"));
     }
     let processes = args.process_policy();
     let measurement_time = args
@@ -241,19 +244,20 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
             settings: VerdictSettings::from_args(&args.verdicts),
         },
         summary_file: args.verdicts.summary_file.as_ref().map(|p| cwd.join(p)),
+        report_url: args.verdicts.report_url.clone(),
         report_dir: (!args.no_report).then(|| run_report::report_dir(store.dir())),
         archive: prepared
             .archive
             .as_ref()
             .map(|a| (a.describe(), a.extracted.dir.clone())),
     };
-    eprintln!(
-        "gpubench: running {} benchmark{} (libtorch: {}, from {})",
+    crate::output::console::status(format_args!(
+        "running {} benchmark{} (libtorch: {}, from {})",
         selected.len(),
         plural(selected.len()),
         libtorch.lib_dir.display(),
         libtorch.source
-    );
+    ));
     session.run_all(&selected, &harnesses, &libtorch, command_line)
 }
 
@@ -272,10 +276,10 @@ pub(super) fn list_benchmarks(
         let listed = match listing::list(&exe.path, env, timeout, stop)? {
             listing::Listing::Gpubench(listed) => listed,
             listing::Listing::NotGpubench => {
-                eprintln!(
-                    "gpubench: note: skipped {}: not a gpubench harness (no handshake on --list; a criterion or libtest bench beside gpubench ones is left to `cargo bench`)",
+                crate::output::console::note(format_args!(
+                    "skipped {}: not a gpubench harness (no handshake on --list; a criterion or libtest bench beside gpubench ones is left to `cargo bench`)",
                     exe.target
-                );
+                ));
                 continue;
             }
         };

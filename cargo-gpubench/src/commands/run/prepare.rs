@@ -203,7 +203,7 @@ pub(super) fn prepare_archive(file: &Path, args: &RunArgs) -> Result<Prepared> {
         here.as_deref(),
     )?;
     if let Some(note) = note {
-        eprintln!("gpubench: note: {note}");
+        crate::output::console::note(format_args!("{note}"));
     }
     let mut executables: Vec<BenchExecutable> = m
         .executables
@@ -226,8 +226,8 @@ pub(super) fn prepare_archive(file: &Path, args: &RunArgs) -> Result<Prepared> {
         .into());
     }
     executables.sort();
-    eprintln!(
-        "gpubench: from archive {} (made {}{}): {} executable{}",
+    crate::output::console::status(format_args!(
+        "from archive {} (made {}{}): {} executable{}",
         file.display(),
         m.created_at,
         m.git_commit
@@ -236,7 +236,7 @@ pub(super) fn prepare_archive(file: &Path, args: &RunArgs) -> Result<Prepared> {
             .unwrap_or_default(),
         executables.len(),
         plural(executables.len())
-    );
+    ));
     Ok(Prepared {
         executables,
         native_paths: vec![extracted.lib_dir()],
@@ -289,11 +289,11 @@ fn hand_libtorch_to_the_build(
         Some(dir) => {
             cmd.env("LIBTORCH", dir);
         }
-        None => eprintln!(
-            "gpubench: note: {} (from {}) has no include/ beside it; tch's build must find libtorch by itself",
+        None => crate::output::console::note(format_args!(
+            "{} (from {}) has no include/ beside it; tch's build must find libtorch by itself",
             found.lib_dir.display(),
             found.source
-        ),
+        )),
     }
     Ok(Some(found))
 }

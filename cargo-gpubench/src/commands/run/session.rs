@@ -64,6 +64,8 @@ pub(super) struct Session<'a> {
     pub(super) selection: crate::store::manifest::Selection,
     /// `--summary-file`, absolute.
     pub(super) summary_file: Option<PathBuf>,
+    /// `--report-url`.
+    pub(super) report_url: Option<String>,
     /// Where the HTML report goes; `None` with `--no-report`.
     pub(super) report_dir: Option<PathBuf>,
     /// The archive the executables came from, for the manifest, and the directory
@@ -257,7 +259,8 @@ impl Session<'_> {
             manifest.status,
             clock.elapsed().as_secs_f64(),
             entries,
-        );
+        )
+        .with_report_url(self.report_url.clone());
         if let Some(comparison) = self.compare(&run, &records, &manifest)? {
             summary = summary.with_comparison(comparison);
         }
@@ -308,11 +311,13 @@ impl Session<'_> {
             return Ok(None);
         };
         if interrupted {
-            eprintln!("gpubench: baseline `{name}` not saved: the run was interrupted");
+            crate::output::console::status(format_args!(
+                "baseline `{name}` not saved: the run was interrupted"
+            ));
             return Ok(None);
         }
         let saved = baselines::save(self.baselines.store, name, records)?;
-        eprintln!("gpubench: {}", saved.describe());
+        crate::output::console::status(format_args!("{}", saved.describe()));
         Ok(Some(saved))
     }
 
@@ -462,11 +467,11 @@ fn stopped_by(run: &RunDir, mut manifest: RunManifest, err: anyhow::Error) -> an
     manifest.finished_at = Some(rfc3339_millis(chrono::Utc::now()));
     manifest.pid = None;
     if let Err(also) = run.write_manifest(&manifest) {
-        eprintln!(
-            "gpubench: warning: the manifest of run `{}` could not record the error either \
-             ({also}): the run will read as killed",
+        crate::output::console::warning(format_args!(
+            "the manifest of run `{}` could not record the error either ({also}): the run \
+             will read as killed",
             run.id
-        );
+        ));
     }
     err
 }

@@ -58,8 +58,11 @@ pub struct VariantRow {
 pub struct SpeedupView {
     /// The point estimate, e.g. `1.32×`.
     pub point: String,
-    /// The interval, e.g. `1.28× to 1.36×`, or empty.
+    /// The interval, e.g. `1.28× to 1.36×`, `too noisy for an interval` past
+    /// [`format::TOO_NOISY_RATIO`], or empty.
     pub interval: String,
+    /// Whether the interval was too noisy to show.
+    pub noisy: bool,
     /// Its numeric point for sorting.
     pub value: f64,
     /// Whether compiled is significantly slower.
@@ -161,11 +164,14 @@ impl EagerCompiledView {
             let e = s.speedup;
             SpeedupView {
                 point: format::ratio(e.point),
-                interval: if e.lower.is_finite() && e.upper.is_finite() && e.lower < e.upper {
-                    format!("{} to {}", format::ratio(e.lower), format::ratio(e.upper))
-                } else {
+                interval: if !(e.lower.is_finite() && e.upper.is_finite() && e.lower < e.upper) {
                     String::new()
+                } else if format::too_noisy(e.lower, e.upper) {
+                    "too noisy for an interval".into()
+                } else {
+                    format!("{} to {}", format::ratio(e.lower), format::ratio(e.upper))
                 },
+                noisy: format::too_noisy(e.lower, e.upper),
                 value: e.point,
                 slower: c.has_flag(FlagKind::CompiledSlower),
             }

@@ -62,15 +62,19 @@ impl KernelView {
         }
         if let Some(k) = &s.kernel {
             let e = k.estimate;
+            let interval = if format::too_noisy(e.lower, e.upper) {
+                format::too_noisy_words(&k.processes.medians)
+            } else {
+                format!(
+                    "{:.0}% interval for the next run {}",
+                    e.confidence * 100.0,
+                    format::duration_interval(e.point, e.lower, e.upper)
+                )
+            };
             v.facts.push(fact(
                 "kernel time",
                 format::duration(e.point),
-                format!(
-                    "{:.0}% interval for the next run {}; {}",
-                    e.confidence * 100.0,
-                    format::duration_interval(e.point, e.lower, e.upper),
-                    s.kernel_method.map_or("", |m| m.label())
-                ),
+                format!("{interval}; {}", s.kernel_method.map_or("", |m| m.label())),
             ));
         }
         if let Some(share) = s.launch_overhead {

@@ -154,6 +154,9 @@ fn a_regression_with_a_failure_new_and_missing_benchmarks() {
     let (entries, c) = fixture(FailOn::Regressed);
     let md = MarkdownSummary {
         subject: "run `20260101T000000.000Z-1-0`",
+        report: Some(ReportLink::Url(
+            "https://ci.example.com/runs/7/artifacts/report (html)/index.html",
+        )),
         entries: &entries,
         comparison: Some(&c),
         exit: Exit::of_verdicts(false, true, c.gate_tripped),
@@ -161,6 +164,8 @@ fn a_regression_with_a_failure_new_and_missing_benchmarks() {
     .render();
     insta::assert_snapshot!(md, @r"
     ### cargo gpubench: run `20260101T000000.000Z-1-0`
+
+    Charts and every figure: [the HTML report](https://ci.example.com/runs/7/artifacts/report%20%28html%29/index.html).
 
     **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters`, significance 0.05, noise threshold ±2% (host-bound ±50%)
 
@@ -208,6 +213,7 @@ fn a_clean_run_and_a_run_without_a_baseline() {
     .unwrap();
     let md = MarkdownSummary {
         subject: "run `r`",
+        report: None,
         entries: &clean,
         comparison: Some(&only),
         exit: Exit::of_verdicts(false, false, only.gate_tripped),
@@ -228,6 +234,7 @@ fn a_clean_run_and_a_run_without_a_baseline() {
     ");
     let md = MarkdownSummary {
         subject: "run `r`",
+        report: Some(ReportLink::Path("/ws/target/gpubench/report/index.html")),
         entries: &clean,
         comparison: None,
         exit: Exit::Success,
@@ -235,6 +242,8 @@ fn a_clean_run_and_a_run_without_a_baseline() {
     .render();
     insta::assert_snapshot!(md, @"
     ### cargo gpubench: run `r`
+
+    The HTML report is at `/ws/target/gpubench/report/index.html` on the machine that ran this (`--report-url` links it here).
 
     **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** none
 
@@ -276,6 +285,7 @@ fn kernel_time_counters_and_kernel_changes_are_shown() {
     assert!(c.gate_tripped);
     let md = MarkdownSummary {
         subject: "run `r`",
+        report: None,
         entries: &entries,
         comparison: Some(&c),
         exit: Exit::of_verdicts(false, false, c.gate_tripped),
@@ -298,6 +308,7 @@ fn kernel_time_counters_and_kernel_changes_are_shown() {
     // Without a baseline the kernel time and kernels per call are a column.
     let md = MarkdownSummary {
         subject: "run `r`",
+        report: None,
         entries: &entries,
         comparison: None,
         exit: Exit::Success,
@@ -316,6 +327,7 @@ fn a_run_without_kernel_time_says_why_once() {
     let entries = vec![entry(&r)];
     let md = MarkdownSummary {
         subject: "run `r`",
+        report: None,
         entries: &entries,
         comparison: None,
         exit: Exit::Success,
@@ -337,4 +349,133 @@ fn names_and_messages_cannot_break_the_markdown() {
     assert_eq!(text("*bold* <b> | #1"), "\\*bold\\* \\<b\\> \\| \\#1");
     assert_eq!(plain_percent(0.02), "2%");
     assert_eq!(plain_percent(0.025), "2.5%");
+}
+
+#[test]
+fn a_figure_too_noisy_for_an_interval_shows_its_processes_range() {
+    let mut r = one_process("launch", 1e5);
+    r.append_rounds(one_process("launch", 1e5 * 30.0)).unwrap();
+    r.append_rounds(one_process("launch", 1e5 * 0.02)).unwrap();
+    let entries = vec![entry(&r)];
+    let md = MarkdownSummary {
+        subject: "run `r`",
+        report: None,
+        entries: &entries,
+        comparison: None,
+        exit: Exit::Success,
+    }
+    .render();
+    assert!(
+        md.contains(
+            "| `matmul/launch` | 84.34 µs (too noisy for an interval; processes 2.000 µs – 3.000 ms) |"
+        ),
+        "{md}"
+    );
+}
+
+#[test]
+fn long_tables_and_lists_fold_and_what_needs_a_look_stays_in_view() {
+    // Twelve benchmarks unchanged, one regressed, six new, seven in the baseline only.
+    let same: Vec<String> = (0..12).map(|i| format!("same_{i:02}")).collect();
+    let mut base: Vec<BaselineEntry> = same
+        .iter()
+        .map(|id| BaselineEntry::from_record(&record(id, 1e5)).unwrap())
+        .collect();
+    base.push(BaselineEntry::from_record(&record("slow", 1e5)).unwrap());
+    base.extend(
+        (0..7).map(|i| BaselineEntry::from_record(&record(&format!("gone_{i}"), 1e5)).unwrap()),
+    );
+    let mut now: Vec<RawRecord> = same.iter().map(|id| record(id, 1e5)).collect();
+    now.insert(5, record("slow", 1.5e5));
+    now.extend((0..6).map(|i| record(&format!("fresh_{i}"), 1e5)));
+    let (_, fixture) = fixture(FailOn::Regressed);
+    let c = RunComparison::judge(&now, &base, fixture.baseline, fixture.settings).unwrap();
+    let entries: Vec<SummaryEntry> = now.iter().map(entry).collect();
+    let md = MarkdownSummary {
+        subject: "run `r`",
+        report: Some(ReportLink::Url("https://example.com/report/")),
+        entries: &entries,
+        comparison: Some(&c),
+        exit: Exit::of_verdicts(false, false, c.gate_tripped),
+    }
+    .render();
+    insta::assert_snapshot!(md);
+    // In view: the regression and the new benchmarks, in run order; folded: the
+    // unchanged ones, every one of them.
+    let (shown, folded) = md.split_once("<details>").unwrap();
+    assert!(shown.contains("| `matmul/slow` |") && shown.contains("| `matmul/fresh_0` |"));
+    assert!(!shown.contains("same_"), "{shown}");
+    assert_eq!(folded.matches("| `matmul/same_").count(), 12, "{folded}");
+    assert!(folded.starts_with("<summary>12 more benchmarks with no change</summary>"));
+
+    // Without a baseline the passed ones fold the same way.
+    let md = MarkdownSummary {
+        subject: "run `r`",
+        report: None,
+        entries: &entries,
+        comparison: None,
+        exit: Exit::Success,
+    }
+    .render();
+    assert!(
+        md.contains("<details><summary>19 more benchmarks that passed</summary>\n\n| Benchmark |"),
+        "{md}"
+    );
+    // Ten rows or fewer never fold.
+    let md = MarkdownSummary {
+        subject: "run `r`",
+        report: None,
+        entries: &entries[..10],
+        comparison: None,
+        exit: Exit::Success,
+    }
+    .render();
+    assert!(!md.contains("<details>"), "{md}");
+}
+
+#[test]
+fn a_report_link_survives_any_url() {
+    let md = |report| {
+        MarkdownSummary {
+            subject: "run `r`",
+            report: Some(report),
+            entries: &[],
+            comparison: None,
+            exit: Exit::Success,
+        }
+        .render()
+    };
+    let second = |md: String| md.lines().nth(2).unwrap().to_string();
+    assert_eq!(
+        second(md(ReportLink::Url("https://h/a b(1)<x>.html\n"))),
+        "Charts and every figure: [the HTML report](https://h/a%20b%281%29%3Cx%3E.html)."
+    );
+    assert_eq!(
+        second(md(ReportLink::Path("target/gpubench/report/index.html"))),
+        "The HTML report is at `target/gpubench/report/index.html` on the machine that ran this (`--report-url` links it here)."
+    );
+}
+
+#[test]
+fn a_list_folds_past_a_handful_of_items() {
+    let items = |n: usize| -> Vec<String> { (0..n).map(|i| format!("`b{i}`: boom")).collect() };
+    let mut out = String::new();
+    list(&mut out, "**Failed:**", "Failed", &items(5));
+    assert_eq!(
+        out,
+        format!(
+            "\n**Failed:**\n\n{}",
+            "- `b0`: boom\n- `b1`: boom\n- `b2`: boom\n- `b3`: boom\n- `b4`: boom\n"
+        )
+    );
+    let mut out = String::new();
+    list(&mut out, "**Failed:**", "Failed", &items(6));
+    assert!(
+        out.starts_with("\n<details><summary>Failed (6)</summary>\n\n- `b0`: boom\n")
+            && out.ends_with("- `b5`: boom\n\n</details>\n"),
+        "{out}"
+    );
+    let mut out = String::new();
+    list(&mut out, "**Failed:**", "Failed", &[]);
+    assert_eq!(out, "");
 }

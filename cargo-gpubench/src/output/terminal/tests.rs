@@ -1,6 +1,7 @@
 //! Tests of [`super`].
 
 use super::*;
+use crate::output::console::Console;
 use crate::store::manifest::RunStatus;
 use gpubench_analysis::{
     ColdCall, DeviceIdentity, Failure, FailureKind, Fingerprint, Flag, Measurement,
@@ -146,7 +147,7 @@ fn kernel_columns_verdicts_and_gpu_changes_in_the_terminal() {
     )
     .unwrap();
     let entries = vec![entry(&now, BenchStatus::Passed)];
-    let text = render_table(&entries, Some(&c));
+    let text = render_table(&entries, Some(&c), Console::default());
     let lines: Vec<&str> = text.lines().collect();
     for column in [
         "kernel change",
@@ -173,7 +174,7 @@ fn kernel_columns_verdicts_and_gpu_changes_in_the_terminal() {
         text.contains("what the GPU did differently from baseline `main`:\n  suite/matmul/4096: +1 kernel per call; new kernel `copy_kernel`"),
         "{text}"
     );
-    let closing = render_comparison(&c, &entries, Exit::RegressionFound);
+    let closing = render_comparison(&c, &entries, Exit::RegressionFound, Console::default());
     assert!(
         closing
             .contains("  on the GPU's own work: kernel time: 1 no change; counters: 1 regressed"),
@@ -189,7 +190,11 @@ fn kernel_columns_verdicts_and_gpu_changes_in_the_terminal() {
     for m in cpu.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
         m.kernel_unavailable = Some("no kernel timing on cpu".into());
     }
-    let text = render_table(&[entry(&cpu, BenchStatus::Passed)], None);
+    let text = render_table(
+        &[entry(&cpu, BenchStatus::Passed)],
+        None,
+        Console::default(),
+    );
     assert!(!text.lines().next().unwrap().contains("kernel"), "{text}");
     assert!(
         text.contains("\nkernel time: not measured (no kernel timing on cpu)\n"),
@@ -220,7 +225,7 @@ fn table_shows_figures_and_failures() {
         entries,
     );
     assert_eq!((s.passed, s.failed, s.not_run), (1, 1, 1));
-    let text = s.render_human();
+    let text = s.render_human(Console::default());
     let lines: Vec<&str> = text.lines().collect();
     assert!(
         lines[0].starts_with("benchmark") && lines[0].contains("time [95% interval]"),
@@ -281,13 +286,52 @@ fn json_carries_the_figures() {
 
 #[test]
 fn intervals_share_the_points_unit() {
+    use crate::format::interval;
     assert_eq!(
         interval(16.12e6, 16.05e6, 16.2e6),
         "16.12 ms [16.05, 16.20]"
     );
     assert_eq!(
         interval(1.001e6, 999.0e3, 1.01e6),
-        "1.001 ms [999.0 µs, 1.010]"
+        "1.001 ms [999.0 µs, 1.010 ms]"
+    );
+}
+
+/// Three processes at `factors` times the passed record's 1.61 ms per call.
+fn scattered_record(factors: [f64; 3]) -> RawRecord {
+    let scaled = |f: f64| {
+        let mut r = one_process_record();
+        for s in &mut r.rounds[0].measurement.as_mut().unwrap().samples {
+            s.device_ns = s.device_ns.map(|d| d * f);
+            s.wall_ns *= f;
+            s.host_ns *= f;
+        }
+        r
+    };
+    let mut r = scaled(factors[0]);
+    for f in &factors[1..] {
+        r.append_rounds(scaled(*f)).unwrap();
+    }
+    r
+}
+
+#[test]
+fn processes_that_disagree_wildly_show_their_range_not_an_interval() {
+    let e = entry(&scattered_record([0.05, 1.0, 12.0]), BenchStatus::Passed);
+    let text = render_table(std::slice::from_ref(&e), None, Console::default());
+    let row = text.lines().nth(1).unwrap();
+    assert!(
+        row.contains("(too noisy for an interval; processes 80.55 µs – 19.33 ms)"),
+        "{text}"
+    );
+    assert!(!row.contains(" s]") && !row.contains('['), "{row}");
+    // Columns still line up behind the longer cell.
+    let header = text.lines().next().unwrap();
+    let col = header.find("processes").unwrap();
+    assert_eq!(
+        &row[row.char_indices().nth(col).unwrap().0..][..1],
+        "3",
+        "{text}"
     );
 }
 
@@ -326,9 +370,187 @@ fn eager_versus_compiled_has_a_line_under_the_table() {
         flags: vec![],
         flag_words: vec![],
     });
-    let out = render_table(std::slice::from_ref(&e), None);
+    let out = render_table(std::slice::from_ref(&e), None, Console::default());
     assert!(
         out.contains("eager versus compiled:\n  suite/matmul/4096: traced 1.32× faster [1.30×, 1.35×] (2.100 ms vs 1.590 ms per call); outputs agree at 3 shape(s); pays off after 1200 calls"),
         "{out}"
     );
+}
+
+/// A run judged against a baseline of three benchmarks: `suite/slow` regressed by
+/// 50%, `suite/fast` improved by 20%, `suite/same` unchanged; `suite/boom` (failed)
+/// and `suite/fresh` are new.
+fn judged() -> RunSummary {
+    use crate::compare::VerdictSettings;
+    use crate::store::{Source, SourceKind};
+    use gpubench_analysis::{BaselineEntry, CompareConfig, FailOn};
+    let named = |id: &str, f: f64| {
+        let mut r = scattered_record([f, f * 1.003, f * 0.997]);
+        r.id = id.into();
+        r
+    };
+    let base: Vec<BaselineEntry> = [named("slow", 1.0), named("fast", 1.0), named("same", 1.0)]
+        .iter()
+        .map(|r| BaselineEntry::from_record(r).unwrap())
+        .collect();
+    let mut boom = failed_record();
+    boom.id = "boom".into();
+    let now = vec![
+        named("slow", 1.5),
+        named("fast", 0.8),
+        named("same", 1.0),
+        boom,
+        named("fresh", 1.0),
+    ];
+    let c = RunComparison::judge(
+        &now,
+        &base,
+        Source {
+            kind: SourceKind::Baseline,
+            name: "main".into(),
+            path: "b".into(),
+            default: false,
+            device: None,
+        },
+        VerdictSettings {
+            config: CompareConfig::default(),
+            fail_on: FailOn::Regressed,
+            allow_device_mismatch: false,
+            gate: gpubench_analysis::baseline::Gate::default(),
+            allow_settings_mismatch: false,
+            allow_missing: Default::default(),
+        },
+    )
+    .unwrap();
+    let entries = now
+        .iter()
+        .map(|r| {
+            let status = if r.passed() {
+                BenchStatus::Passed
+            } else {
+                BenchStatus::Failed
+            };
+            entry(r, status)
+        })
+        .collect();
+    RunSummary::new(
+        "r1".into(),
+        "/t/runs/r1".into(),
+        RunStatus::Completed,
+        2.5,
+        entries,
+    )
+    .with_comparison(c)
+}
+
+#[test]
+fn verdicts_are_coloured_and_columns_still_line_up() {
+    let s = judged();
+    let plain = s.render_human(Console::default());
+    let coloured = s.render_human(Console {
+        color: true,
+        ..Console::default()
+    });
+    assert_ne!(plain, coloured);
+    // Without its colour codes the coloured table is the plain one, space for space.
+    assert_eq!(anstream::adapter::strip_str(&coloured).to_string(), plain);
+    let line = |name: &str| {
+        coloured
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name}: {coloured}"))
+            .to_string()
+    };
+    let (red, green, cyan, bold_red, reset) = (
+        "\u{1b}[31m",
+        "\u{1b}[32m",
+        "\u{1b}[36m",
+        "\u{1b}[1m\u{1b}[31m",
+        "\u{1b}[0m",
+    );
+    assert!(
+        line("suite/slow").contains(&format!("{red}+50.0% [")),
+        "{coloured}"
+    );
+    assert!(
+        line("suite/slow").contains(&format!("] regressed{reset}")),
+        "{coloured}"
+    );
+    assert!(
+        line("suite/fast").contains(&format!("{green}-20.0% [")),
+        "{coloured}"
+    );
+    assert!(
+        line("suite/fresh").contains(&format!("{cyan}new{reset}")),
+        "{coloured}"
+    );
+    assert!(
+        line("suite/boom").contains(&format!("{bold_red}crash: ")),
+        "{coloured}"
+    );
+    assert!(
+        !line("suite/same").contains('\u{1b}'),
+        "no change is plain: {coloured}"
+    );
+    assert!(
+        coloured.contains(&format!("{bold_red}regression found{reset} (--fail-on")),
+        "{coloured}"
+    );
+    // The status column starts at the same place in every row, colour or not.
+    let header = plain.lines().next().unwrap();
+    let col = header.find("status").unwrap();
+    for l in plain.lines().skip(1).take(5) {
+        let status = l
+            .chars()
+            .skip(header[..col].chars().count())
+            .collect::<String>();
+        assert!(
+            ["passed", "crash:"].iter().any(|w| status.starts_with(w)),
+            "{l:?} in\n{plain}"
+        );
+    }
+}
+
+#[test]
+fn quiet_prints_only_failures_verdicts_and_the_closing_lines() {
+    let s = judged();
+    let quiet = Console {
+        verbosity: crate::output::console::Verbosity::Quiet,
+        color: false,
+    };
+    assert_eq!(
+        s.render_human(quiet),
+        "suite/slow: time regressed +50.0% [+49.2%, +50.8%]
+suite/fast: time improved -20.0% [-20.4%, -19.6%]
+suite/boom: failed (crash: killed by signal 6 (SIGABRT))
+5 benchmarks: 4 passed, 1 failed in 2.500 s; records in /t/runs/r1
+compared with baseline `main`: 1 regressed, 1 improved, 1 no change, 2 new
+regression found (--fail-on regressed --gate-on time,kernel,counters): suite/slow (time regressed) (exit code 1: a failed benchmark wins over a regression)
+"
+    );
+}
+
+#[test]
+fn verbose_adds_each_processs_median() {
+    let s = judged();
+    let normal = s.render_human(Console::default());
+    let verbose = s.render_human(Console {
+        verbosity: crate::output::console::Verbosity::Verbose,
+        color: false,
+    });
+    let section = "\nprocesses (the median of each, in the order they ran):\n";
+    assert!(!normal.contains(section), "{normal}");
+    let at = verbose.find(section).unwrap_or_else(|| panic!("{verbose}"));
+    let lines: Vec<&str> = verbose[at + section.len()..].lines().take(2).collect();
+    assert_eq!(
+        lines,
+        [
+            "  suite/slow: 2.416 ms, 2.424 ms, 2.409 ms",
+            "  suite/fast: 1.289 ms, 1.293 ms, 1.285 ms"
+        ],
+        "{verbose}"
+    );
+    // Everything the normal summary says is still there.
+    assert!(verbose.starts_with(normal.lines().next().unwrap()));
+    assert!(verbose.ends_with(&normal[normal.find("\n5 benchmarks").unwrap()..]));
 }

@@ -98,6 +98,12 @@ pub(crate) fn fill_facts(
         "time",
         format::duration(est.point),
         match fig.basis {
+            _ if format::too_noisy(est.lower, est.upper) => format!(
+                "{} (its {:.0}% interval is more than a factor of {} wide)",
+                format::too_noisy_words(&fig.processes.medians),
+                est.confidence * 100.0,
+                format::TOO_NOISY_RATIO,
+            ),
             EstimateBasis::Processes => format!(
                 "{:.0}% interval for the next run {}; over {n} processes",
                 est.confidence * 100.0,

@@ -118,7 +118,7 @@ pub(crate) fn summary_row(
     let time = match fig {
         Some(f) => Cell {
             text: format::duration(f.estimate.point),
-            detail: format::duration_interval(f.estimate.point, f.estimate.lower, f.estimate.upper),
+            detail: format::figure_spread(&f.estimate, &f.processes.medians),
             sort: format!("{}", f.estimate.point),
         },
         None => Cell::default(),
