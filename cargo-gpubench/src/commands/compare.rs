@@ -57,6 +57,11 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
     };
     let old = load("BASELINE", &args.baseline)?;
     let new = load("CURRENT", &args.current)?;
+    for side in [&old, &new] {
+        for n in crate::store::baselines::ignored_notes(&side.ignored) {
+            crate::output::console::note(format_args!("{n}"));
+        }
+    }
 
     let (entries, unusable) = old.as_baseline();
     let mut absences = match &new.manifest {

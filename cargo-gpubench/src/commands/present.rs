@@ -14,6 +14,16 @@ use crate::output::html::run_report::{self, StoredRun};
 use crate::output::json::{pretty_json, RunSummary};
 use crate::output::markdown::{write_summary_file, MarkdownSummary, ReportLink};
 
+/// Says which baseline a command compares with, and names the files beside it that
+/// are not baseline files.
+pub fn announce_baseline(baseline: &crate::store::baselines::LoadedBaseline) {
+    let (line, notes) = baseline.announcement();
+    console::status(format_args!("{line}"));
+    for n in notes {
+        console::note(format_args!("{n}"));
+    }
+}
+
 /// Renders the HTML report of the run stored in `run_dir` into `report_dir`; a
 /// failure is returned as its message, so the command still saves its baseline and
 /// prints its summary.

@@ -670,8 +670,13 @@ impl RunComparison {
     }
 }
 
-/// `+12.3% [+10.1%, +14.6%]`: a change with its interval.
+/// `+12.3% [+10.1%, +14.6%]`: a change with its interval; `+600.8% (too noisy for
+/// an interval)` when the interval's ratios span more than
+/// [`crate::format::TOO_NOISY_RATIO`], as a figure's would.
 pub fn change_text(change: &Estimate) -> String {
+    if crate::format::too_noisy(1.0 + change.lower, 1.0 + change.upper) {
+        return format!("{} (too noisy for an interval)", percent(change.point));
+    }
     format!(
         "{} [{}, {}]",
         percent(change.point),

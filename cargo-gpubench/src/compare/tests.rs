@@ -145,6 +145,13 @@ fn percentages_read_well() {
         confidence: 0.95,
     };
     assert_eq!(change_text(&e), "+50.0% [+48.0%, +52.1%]");
+    let wild = Estimate {
+        point: 6.008,
+        lower: -0.209,
+        upper: 61.105,
+        confidence: 0.9,
+    };
+    assert_eq!(change_text(&wild), "+600.8% (too noisy for an interval)");
 }
 
 #[test]

@@ -38,11 +38,35 @@ pub struct LoadedBaseline {
     pub source: Source,
     /// Its benchmarks, sorted by id.
     pub entries: Vec<BaselineEntry>,
+    /// JSON files in its directory that are not baseline files, left alone.
+    pub ignored: Vec<PathBuf>,
+}
+
+impl LoadedBaseline {
+    /// What a command says on loading it: which baseline, how many benchmarks,
+    /// whether it was the default; then one note per file left alone.
+    pub fn announcement(&self) -> (String, Vec<String>) {
+        let n = self.entries.len();
+        let how = if self.source.default {
+            "; it is the default when saved: --baseline NAME picks another, --no-baseline skips"
+        } else {
+            ""
+        };
+        (
+            format!(
+                "comparing with baseline `{}` ({n} benchmark{} in {}{how})",
+                self.source.name,
+                plural(n),
+                self.source.path
+            ),
+            ignored_notes(&self.ignored),
+        )
+    }
 }
 
 /// Loads the baseline a run (or a merged run) compares with: `--baseline NAME`
 /// (which must exist), or `main` when it is saved; none with `--no-baseline` or
-/// without `main`. Says on stderr which one it compares with.
+/// without `main`. [`LoadedBaseline::announcement`] is what to tell the user.
 pub fn load_for_run(args: &BaselineArgs, store: &BaselineStore) -> Result<Option<LoadedBaseline>> {
     if args.no_baseline {
         return Ok(None);
@@ -68,19 +92,6 @@ pub fn load_for_run(args: &BaselineArgs, store: &BaselineStore) -> Result<Option
         };
         format!("failed to load baseline `{name}` to compare with{saved}{hint}")
     })?;
-    note_ignored(&loaded.ignored);
-    let entries = loaded.entries;
-    let how = if default {
-        "; it is the default when saved: --baseline NAME picks another, --no-baseline skips"
-    } else {
-        ""
-    };
-    eprintln!(
-        "gpubench: comparing with baseline `{name}` ({} benchmark{} in {}{how})",
-        entries.len(),
-        plural(entries.len()),
-        dir.display()
-    );
     Ok(Some(LoadedBaseline {
         source: Source {
             kind: SourceKind::Baseline,
@@ -89,19 +100,23 @@ pub fn load_for_run(args: &BaselineArgs, store: &BaselineStore) -> Result<Option
             default,
             device: None,
         },
-        entries,
+        entries: loaded.entries,
+        ignored: loaded.ignored,
     }))
 }
 
-/// Names on stderr the JSON files of a baseline directory that are not baseline
+/// The notes naming the JSON files of a baseline directory that are not baseline
 /// files, so nothing beside the baselines is left out without a word.
-pub fn note_ignored(files: &[PathBuf]) {
-    for file in files {
-        eprintln!(
-            "gpubench: note: {} is not a baseline file (it has no `id` and `format_version`): ignored",
-            file.display()
-        );
-    }
+pub fn ignored_notes(files: &[PathBuf]) -> Vec<String> {
+    files
+        .iter()
+        .map(|file| {
+            format!(
+                "{} is not a baseline file (it has no `id` and `format_version`): ignored",
+                file.display()
+            )
+        })
+        .collect()
 }
 
 /// What `--save-baseline` wrote.

@@ -356,6 +356,8 @@ pub struct Side {
     pub manifest: Option<RunManifest>,
     /// A baseline's own files, when it is one.
     baseline_entries: Option<Vec<BaselineEntry>>,
+    /// JSON files in a baseline's directory that are not baseline files, left alone.
+    pub ignored: Vec<std::path::PathBuf>,
 }
 
 impl Side {
@@ -365,7 +367,7 @@ impl Side {
         match resolved {
             Resolved::Baseline { store, name } => {
                 let loaded = store.load_noting(name)?;
-                crate::store::baselines::note_ignored(&loaded.ignored);
+                let ignored = loaded.ignored;
                 let entries = loaded.entries;
                 if entries.is_empty() {
                     return Err(ReferenceError::NothingToCompare {
@@ -394,6 +396,7 @@ impl Side {
                     records,
                     manifest: None,
                     baseline_entries: Some(entries),
+                    ignored,
                 })
             }
             Resolved::Run { dir } => {
@@ -431,6 +434,7 @@ impl Side {
                     records,
                     manifest: Some(manifest),
                     baseline_entries: None,
+                    ignored: Vec::new(),
                 })
             }
         }

@@ -26,6 +26,7 @@ use crate::compare::{Absences, RunComparison, VerdictSettings};
 use crate::error::UsageError;
 use crate::exit_code::Exit;
 use crate::format::plural;
+use crate::output::console;
 use crate::output::html::run_report;
 use crate::output::json::RunSummary;
 use crate::store::baselines;
@@ -57,19 +58,24 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
         .context("failed to merge the runs")?;
     let allow_gaps = args.verdicts.allow_missing().not_run;
     for gap in &plan.gaps {
-        let word = if allow_gaps { "warning" } else { "error" };
-        eprintln!("gpubench: {word}: {gap}");
+        match allow_gaps {
+            true => console::warning(format_args!("{gap}")),
+            false => eprintln!("gpubench: error: {gap}"),
+        }
     }
     for w in &plan.warnings {
-        eprintln!("gpubench: warning: {w}");
+        console::warning(format_args!("{w}"));
     }
     for n in &plan.notes {
-        eprintln!("gpubench: note: {n}");
+        console::note(format_args!("{n}"));
     }
 
     // Loaded before anything is written, as a run loads it: a missing or corrupt
     // baseline, or one that cannot be saved, leaves nothing behind.
     let baseline = baselines::load_for_run(&args.baselines, &places.baselines)?;
+    if let Some(b) = &baseline {
+        crate::commands::present::announce_baseline(b);
+    }
     if let Some(name) = &args.baselines.save_baseline {
         baselines::check_save(&places.baselines, name)?;
     }
@@ -77,7 +83,7 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
     // Taken once the inputs are known to merge, so a mistake leaves nothing behind.
     let store = RunStore::open(&places.out_dir)?;
     for note in store.mark_incomplete_runs()? {
-        eprintln!("gpubench: note: {note}");
+        console::note(format_args!("{note}"));
     }
     let now = chrono::Utc::now();
     let run = store.create_run(now)?;
@@ -94,14 +100,14 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
         return Err(e);
     }
     store.point_latest(&run)?;
-    eprintln!(
-        "gpubench: merged {} run{} ({} benchmark{}) into run `{}`",
+    console::status(format_args!(
+        "merged {} run{} ({} benchmark{}) into run `{}`",
         parts.len(),
         plural(parts.len()),
         manifest.benchmarks.len(),
         plural(manifest.benchmarks.len()),
         run.id
-    );
+    ));
 
     // Shown as `report` and `compare` will read it back.
     let merged = Side::load(&Resolved::Run {
@@ -121,7 +127,8 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
         elapsed,
         merged.entries,
     )
-    .with_gaps(plan.gaps.clone(), !allow_gaps);
+    .with_gaps(plan.gaps.clone(), !allow_gaps)
+    .with_report_url(args.verdicts.report_url.clone());
     if let Some(baseline) = &baseline {
         let comparison = RunComparison::judge_stored_run(
             &run.path,
@@ -146,11 +153,11 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
         None => Ok(None),
         Some(name) => match rules::unsaveable(manifest.status) {
             Some(why) => {
-                eprintln!("gpubench: baseline `{name}` not saved: {why}");
+                console::status(format_args!("baseline `{name}` not saved: {why}"));
                 Ok(None)
             }
             None => baselines::save(&places.baselines, name, &merged.records).map(|s| {
-                eprintln!("gpubench: {}", s.describe());
+                console::status(format_args!("{}", s.describe()));
                 Some(s)
             }),
         },
@@ -178,7 +185,7 @@ fn resolve_input(arg: &str, places: &Places) -> Result<PathBuf> {
         }
         if let Some(latest) = resolve_latest(&dir).filter(|r| r.join(MANIFEST_FILE).is_file()) {
             if let Some(warning) = crate::store::runs::newer_than_latest(&dir) {
-                eprintln!("gpubench: warning: {warning}");
+                console::warning(format_args!("{warning}"));
             }
             return Ok(latest);
         }

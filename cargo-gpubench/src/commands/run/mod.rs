@@ -198,6 +198,9 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         _ => baseline_store.clone(),
     };
     let baseline = baselines::load_for_run(&args.baselines, &compare_store)?;
+    if let Some(b) = &baseline {
+        crate::commands::present::announce_baseline(b);
+    }
     if let Some(name) = args.baselines.save_baseline.as_deref() {
         baselines::check_save(&baseline_store, name)?;
     }
