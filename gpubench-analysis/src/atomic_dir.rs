@@ -23,7 +23,6 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use fs2::FileExt;
 use thiserror::Error;
 
 /// A point of [`replace_files`] where a test may stop the process.
@@ -114,7 +113,7 @@ fn rebuild_with<T, E: From<io::Error>>(
     let (parent, name) = split(dir)?;
     fs::create_dir_all(&parent)?;
     let lock = File::open(&parent)?;
-    lock.lock_exclusive()?;
+    lock.lock()?;
     recover_locked(&parent, &name)?;
 
     let pid = std::process::id();

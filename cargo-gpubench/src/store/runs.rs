@@ -8,7 +8,6 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
-use fs2::FileExt;
 use gpubench_analysis::{file_stem_for_id, RawRecord};
 use thiserror::Error;
 
@@ -76,7 +75,7 @@ impl RunStore {
             .truncate(false)
             .open(&lock_path)
             .map_err(io("open", &lock_path))?;
-        if lock.try_lock_exclusive().is_err() {
+        if lock.try_lock().is_err() {
             let mut pid = String::new();
             let _ = lock.read_to_string(&mut pid);
             let pid = pid.trim();

@@ -1,0 +1,653 @@
+//! The CI templates of `.github/workflows/`, held to what they promise a user who
+//! copies them: every cargo gpubench command in them parses with the real command
+//! line, their GPUBENCH_* variables are options with values that parse, they install
+//! cargo-gpubench from the repository the packages name and set up libtorch with
+//! the CUDA headers before building, the matrix comes from `PARTS` alone, and every
+//! `run:` script passes shellcheck. `fresh_install` runs their install steps in a
+//! fresh directory (ignored by default: it takes many minutes).
+
+mod fresh_install;
+mod shell;
+mod workflow;
+
+use std::process::{Command, Stdio};
+
+use cargo_gpubench::cli::{Cli, Command as Subcommand};
+use clap::{CommandFactory, FromArgMatches};
+
+use workflow::{Job, Step, Workflow};
+
+/// GitHub's own variables a `run:` script reads, with representative values.
+const RUNNER_ENV: &[(&str, &str)] = &[
+    ("HOME", "/home/runner"),
+    ("GITHUB_EVENT_NAME", "pull_request"),
+    ("GITHUB_WORKSPACE", "/home/runner/work/repo/repo"),
+    ("RUNNER_TEMP", "/home/runner/work/_temp"),
+    (
+        "GITHUB_ENV",
+        "/home/runner/work/_temp/_runner_file_commands/set_env_1",
+    ),
+    (
+        "GITHUB_OUTPUT",
+        "/home/runner/work/_temp/_runner_file_commands/set_output_1",
+    ),
+    (
+        "GITHUB_STEP_SUMMARY",
+        "/home/runner/work/_temp/_runner_file_commands/step_summary_1",
+    ),
+];
+
+/// GPUBENCH_* variables of the templates that are theirs, not cargo gpubench options.
+const TEMPLATE_VARIABLES: &[&str] = &["GPUBENCH_GIT", "GPUBENCH_REV"];
+
+/// A gpubench command line of a template.
+#[derive(Debug)]
+struct Found {
+    /// `file: job / step`, for messages.
+    at: String,
+    /// The job's id.
+    job: String,
+    /// The step's place in the job.
+    step: usize,
+    /// The command line as written (continuations joined).
+    written: String,
+    /// Its argument vectors as cargo would pass them (`cargo-gpubench gpubench ...`
+    /// for `cargo gpubench ...`), one for each combination of its variables' values.
+    argvs: Vec<Vec<String>>,
+}
+
+/// The environment a step's script runs in: the runner's variables, then the
+/// workflow's scopes.
+fn script_env(wf: &Workflow, job: &Job, step: &Step) -> Result<Vec<(String, String)>, String> {
+    let mut env: Vec<(String, String)> = RUNNER_ENV
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    env.extend(workflow::step_env(wf, job, step)?);
+    Ok(env)
+}
+
+/// The words that start a gpubench command: `cargo gpubench`, or a path to the
+/// `cargo-gpubench` binary. `None` for other commands.
+fn gpubench_program(words: &[String]) -> Option<usize> {
+    match words {
+        [cargo, sub, ..] if cargo == "cargo" && sub == "gpubench" => Some(1),
+        [exe, ..] if exe.rsplit('/').next() == Some("cargo-gpubench") => Some(0),
+        _ => None,
+    }
+}
+
+/// Every gpubench command of `wf`, or what could not be read.
+fn gpubench_commands(wf: &Workflow) -> Result<Vec<Found>, Vec<String>> {
+    let mut found = Vec::new();
+    let mut errors = Vec::new();
+    for job in &wf.jobs {
+        for (i, step) in job.steps.iter().enumerate() {
+            let Some(run) = &step.run else { continue };
+            let at = format!("{}: {} / {}", wf.file, job.id, step.label());
+            let script = script_env(wf, job, step).and_then(|env| {
+                let text = workflow::expand_expressions(run, &env)?;
+                Ok((shell::parse(&text)?, env))
+            });
+            let (script, env) = match script {
+                Ok(s) => s,
+                Err(e) => {
+                    errors.push(format!("{at}: {e}"));
+                    continue;
+                }
+            };
+            for cmd in &script.commands {
+                let Some(program_end) = gpubench_program(cmd) else {
+                    continue;
+                };
+                let written = cmd.join(" ");
+                match shell::expand(cmd, &script, &env) {
+                    Ok(argvs) => found.push(Found {
+                        at: at.clone(),
+                        job: job.id.clone(),
+                        step: i,
+                        written,
+                        // As cargo runs `cargo gpubench ARGS`: `cargo-gpubench gpubench
+                        // ARGS`; a path to the binary passes ARGS alone.
+                        argvs: argvs
+                            .into_iter()
+                            .map(|argv| {
+                                let mut out = vec!["cargo-gpubench".to_string()];
+                                if program_end == 1 {
+                                    out.push("gpubench".into());
+                                }
+                                out.extend(argv.into_iter().skip(program_end + 1));
+                                out
+                            })
+                            .collect(),
+                    }),
+                    Err(e) => errors.push(format!("{at}: `{written}`: {e}")),
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(found)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The command line's definition without its environment variables, so this test
+/// process's own GPUBENCH_* variables cannot fill in what a template leaves out.
+fn without_env(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|a| a.env(None)).mut_subcommands(without_env)
+}
+
+/// Parses a command line as `Cli::parse_from_cargo` does, with the definition of
+/// [`without_env`].
+fn parse_cli(argv: &[String]) -> Result<Cli, clap::Error> {
+    let mut args = argv.to_vec();
+    if args.get(1).is_some_and(|a| a == "gpubench") {
+        args.remove(1);
+    }
+    let matches = without_env(Cli::command()).try_get_matches_from(args)?;
+    Cli::from_arg_matches(&matches)
+}
+
+/// Parses every command of `wf`: the parsed commands, or every failure.
+fn check(wf: &Workflow) -> Result<Vec<(Found, Vec<Cli>)>, Vec<String>> {
+    let mut errors = Vec::new();
+    let mut parsed = Vec::new();
+    for found in gpubench_commands(wf)? {
+        let mut clis = Vec::new();
+        for argv in &found.argvs {
+            match parse_cli(argv) {
+                Ok(cli) => clis.push(cli),
+                Err(e) => errors.push(format!(
+                    "{}: `{}` (as {argv:?}) does not parse:\n{}",
+                    found.at,
+                    found.written,
+                    e.render()
+                )),
+            }
+        }
+        parsed.push((found, clis));
+    }
+    errors.extend(check_variables(wf));
+    if errors.is_empty() {
+        Ok(parsed)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Every GPUBENCH_* variable set in `wf`'s scopes: an option's, with a value its
+/// parser takes, or one of [`TEMPLATE_VARIABLES`].
+fn check_variables(wf: &Workflow) -> Vec<String> {
+    let scopes =
+        std::iter::once(("workflow".to_string(), &wf.env)).chain(wf.jobs.iter().flat_map(|j| {
+            std::iter::once((format!("job {}", j.id), &j.env)).chain(
+                j.steps
+                    .iter()
+                    .map(move |s| (format!("{} / {}", j.id, s.label()), &s.env)),
+            )
+        }));
+    let mut options = Vec::new();
+    collect_env_options(&Cli::command(), &[], &mut options);
+    let mut errors = Vec::new();
+    for (scope, env) in scopes {
+        for (name, value) in env.iter() {
+            if !name.starts_with("GPUBENCH_") || TEMPLATE_VARIABLES.contains(&name.as_str()) {
+                continue;
+            }
+            let reading: Vec<&EnvOption> = options.iter().filter(|o| &o.env == name).collect();
+            if reading.is_empty() {
+                errors.push(format!(
+                    "{}: {scope}: {name} is no cargo gpubench option's variable",
+                    wf.file
+                ));
+            }
+            // Several subcommands share an option: one error is enough.
+            if let Some(e) = reading.iter().find_map(|o| o.rejects(value)) {
+                errors.push(format!(
+                    "{}: {scope}: {name}={value} is not taken: {e}",
+                    wf.file
+                ));
+            }
+        }
+    }
+    errors
+}
+
+/// An option that reads an environment variable.
+#[derive(Debug)]
+struct EnvOption {
+    /// The subcommands down to the one that has it.
+    path: Vec<String>,
+    id: String,
+    long: String,
+    env: String,
+}
+
+impl EnvOption {
+    /// Why the command line does not take `value` from the variable, if it does not:
+    /// the option given `value` on the command line, parsed by the command line
+    /// itself (a flag reads its variable as a boolean: here it takes the value).
+    fn rejects(&self, value: &str) -> Option<String> {
+        fn at(cmd: clap::Command, path: &[String], o: &EnvOption) -> clap::Command {
+            match path {
+                [] => cmd.mut_arg(&o.id, |a| match a.get_action() {
+                    clap::ArgAction::SetTrue | clap::ArgAction::SetFalse => {
+                        a.action(clap::ArgAction::Set)
+                    }
+                    _ => a,
+                }),
+                [first, rest @ ..] => cmd.mut_subcommand(first, |sub| at(sub, rest, o)),
+            }
+        }
+        let cmd = at(without_env(Cli::command()), &self.path, self);
+        let argv = std::iter::once("cargo-gpubench".to_string())
+            .chain(self.path.iter().cloned())
+            .chain([format!("--{}={value}", self.long)]);
+        match cmd.try_get_matches_from(argv) {
+            Ok(_) => None,
+            // What else the subcommand needs is not the variable's business.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    clap::error::ErrorKind::MissingRequiredArgument
+                        | clap::error::ErrorKind::ArgumentConflict
+                ) =>
+            {
+                None
+            }
+            Err(e) => Some(format!(
+                "`{} --{}`: {}",
+                self.path.join(" "),
+                self.long,
+                e.render()
+            )),
+        }
+    }
+}
+
+fn collect_env_options(cmd: &clap::Command, path: &[String], out: &mut Vec<EnvOption>) {
+    for arg in cmd.get_arguments() {
+        if let (Some(env), Some(long)) = (arg.get_env(), arg.get_long()) {
+            out.push(EnvOption {
+                path: path.to_vec(),
+                id: arg.get_id().to_string(),
+                long: long.to_string(),
+                env: env.to_string_lossy().into_owned(),
+            });
+        }
+    }
+    for sub in cmd.get_subcommands() {
+        let mut path = path.to_vec();
+        path.push(sub.get_name().to_string());
+        collect_env_options(sub, &path, out);
+    }
+}
+
+/// What a parsed command does, for the checks of each job.
+fn subcommand(cli: &Cli) -> &'static str {
+    match &cli.command {
+        None => "run",
+        Some(Subcommand::Run(_)) => "run",
+        Some(Subcommand::Archive(_)) => "archive",
+        Some(Subcommand::Compare(_)) => "compare",
+        Some(Subcommand::Report(_)) => "report",
+        Some(Subcommand::Merge(_)) => "merge",
+        Some(Subcommand::Setup(_)) => "setup",
+        Some(Subcommand::Doctor(_)) => "doctor",
+    }
+}
+
+/// Whether `cli` builds bench targets (so gpubench-core's build script compiles the
+/// kernel-timing shim there).
+fn builds(cli: &Cli) -> bool {
+    match &cli.command {
+        Some(Subcommand::Archive(_)) => true,
+        None | Some(Subcommand::Run(_)) => {
+            let args = cli.run_args();
+            args.archive.is_none() && args.exes.is_empty()
+        }
+        _ => false,
+    }
+}
+
+fn parsed(file: &str) -> Vec<(Found, Vec<Cli>)> {
+    check(&workflow::template(file)).unwrap_or_else(|errors| panic!("{}", errors.join("\n\n")))
+}
+
+#[test]
+fn every_gpubench_command_of_the_templates_parses_with_the_real_command_line() {
+    let expected: &[(&str, &[&str])] = &[
+        (
+            "gpubench-matrix.yml",
+            &["setup", "archive", "setup", "run", "merge"],
+        ),
+        ("gpubench.yml", &["setup", "run", "run"]),
+    ];
+    let templates = workflow::templates();
+    let files: Vec<&str> = templates.iter().map(|w| w.file.as_str()).collect();
+    assert_eq!(
+        files,
+        expected.iter().map(|(f, _)| *f).collect::<Vec<_>>(),
+        "a template without a line here is not checked"
+    );
+    for (file, subcommands) in expected {
+        let found = parsed(file);
+        for (f, _) in &found {
+            eprintln!("{}: {:?}", f.at, f.argvs);
+        }
+        let names: Vec<&str> = found
+            .iter()
+            .map(|(_, clis)| {
+                let names: Vec<&str> = clis.iter().map(subcommand).collect();
+                assert!(!names.is_empty());
+                names[0]
+            })
+            .collect();
+        assert_eq!(&names, subcommands, "{file}: the gpubench commands found");
+    }
+}
+
+#[test]
+fn the_merge_is_checked_as_a_push_and_as_a_pull_request_would_run_it() {
+    let found = parsed("gpubench-matrix.yml");
+    let (merge, clis) = found
+        .iter()
+        .find(|(_, clis)| subcommand(&clis[0]) == "merge")
+        .unwrap();
+    assert_eq!(clis.len(), 2, "{merge:?}");
+    let saves: Vec<Option<&str>> = clis
+        .iter()
+        .map(|c| c.merge_args().unwrap().baselines.save_baseline.as_deref())
+        .collect();
+    assert_eq!(saves, [Some("main"), None]);
+}
+
+#[test]
+fn the_templates_gpubench_variables_are_options_whose_values_parse() {
+    for wf in workflow::templates() {
+        let errors = check_variables(&wf);
+        assert!(errors.is_empty(), "{}", errors.join("\n"));
+    }
+    // Each is seen: the job env of gpubench.yml sets two.
+    let wf = workflow::template("gpubench.yml");
+    let set: Vec<&str> = wf.jobs[0].env.iter().map(|(k, _)| k.as_str()).collect();
+    assert!(
+        set.contains(&"GPUBENCH_DEVICE") && set.contains(&"GPUBENCH_FAIL_ON"),
+        "{set:?}"
+    );
+}
+
+#[test]
+fn the_templates_install_cargo_gpubench_from_the_packages_repository_at_a_pinned_commit() {
+    let mut installs = Vec::new();
+    for wf in workflow::templates() {
+        let get = |k: &str| {
+            wf.env
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| panic!("{}: no workflow env {k}", wf.file))
+        };
+        assert_eq!(
+            get("GPUBENCH_GIT"),
+            env!("CARGO_PKG_REPOSITORY"),
+            "{}: GPUBENCH_GIT is not the packages' `repository`",
+            wf.file
+        );
+        let rev = get("GPUBENCH_REV");
+        assert!(
+            rev.len() == 40 && rev.chars().all(|c| c.is_ascii_hexdigit()),
+            "{}: GPUBENCH_REV {rev:?} is not a full commit id",
+            wf.file
+        );
+        installs.push((wf.file.clone(), get("GPUBENCH_GIT"), rev));
+
+        // Every job calling `cargo gpubench` installs it first, from there.
+        let found = gpubench_commands(&wf).unwrap();
+        for job in &wf.jobs {
+            let Some(first) = found
+                .iter()
+                .filter(|f| f.job == job.id && f.argvs[0].get(1).is_some_and(|a| a == "gpubench"))
+                .map(|f| f.step)
+                .min()
+            else {
+                continue;
+            };
+            let install = job.steps[..first]
+                .iter()
+                .filter_map(|s| s.run.as_deref())
+                .find(|r| r.contains("cargo install"))
+                .unwrap_or_else(|| {
+                    panic!("{}: job {} never installs cargo-gpubench", wf.file, job.id)
+                });
+            assert_eq!(
+                install.trim(),
+                r#"cargo install --locked --git "$GPUBENCH_GIT" --rev "$GPUBENCH_REV" cargo-gpubench"#,
+                "{}: job {}",
+                wf.file,
+                job.id
+            );
+        }
+    }
+    assert!(
+        installs
+            .windows(2)
+            .all(|w| w[0].1 == w[1].1 && w[0].2 == w[1].2),
+        "the templates install different cargo-gpubench: {installs:?}"
+    );
+}
+
+#[test]
+fn every_job_sets_up_libtorch_before_it_builds_or_runs_benchmarks() {
+    let mut builds_seen = 0;
+    for wf in workflow::templates() {
+        let found = check(&wf).unwrap_or_else(|e| panic!("{}", e.join("\n")));
+        for job in &wf.jobs {
+            let mut setup: Option<bool> = None;
+            for (f, clis) in found.iter().filter(|(f, _)| f.job == job.id) {
+                let cli = &clis[0];
+                if let Some(args) = cli.setup_args() {
+                    // Without the CUDA headers the kernel-timing shim is not built.
+                    setup = Some(!args.no_cuda_headers);
+                } else if builds(cli) {
+                    builds_seen += 1;
+                    assert_eq!(
+                        setup,
+                        Some(true),
+                        "{}: `{}` builds benchmarks before `setup` installed libtorch with \
+                         the CUDA headers",
+                        f.at,
+                        f.written
+                    );
+                } else if subcommand(cli) == "run" {
+                    assert!(
+                        setup.is_some(),
+                        "{}: `{}` runs before `setup`",
+                        f.at,
+                        f.written
+                    );
+                }
+            }
+        }
+    }
+    assert!(builds_seen >= 3, "{builds_seen} building commands found");
+}
+
+#[test]
+fn the_matrix_is_made_from_parts_alone() {
+    let wf = workflow::template("gpubench-matrix.yml");
+    let parts: u32 = wf
+        .env
+        .iter()
+        .find(|(k, _)| k == "PARTS")
+        .map(|(_, v)| v.parse().expect("PARTS is a number"))
+        .expect("a workflow env PARTS");
+    assert_eq!(
+        workflow::scalar(&wf.doc["jobs"]["measure"]["strategy"]["matrix"]["part"]).as_deref(),
+        Some("${{ fromJSON(needs.parts.outputs.list) }}")
+    );
+    // The measure job's partition follows PARTS.
+    let found = parsed("gpubench-matrix.yml");
+    let measure = found
+        .iter()
+        .find(|(f, clis)| f.job == "measure" && subcommand(&clis[0]) == "run")
+        .unwrap();
+    let argv = &measure.0.argvs[0];
+    let at = argv.iter().position(|a| a == "--partition").unwrap();
+    assert_eq!(argv[at + 1], format!("hash:2/{parts}"));
+
+    // The parts job's script, run: 1..=PARTS as JSON, and a refusal of a bad count.
+    let job = wf.jobs.iter().find(|j| j.id == "parts").unwrap();
+    let script = job.steps[0].run.clone().unwrap();
+    let run = |value: &str| {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("output");
+        let ok = Command::new("bash")
+            .args(["-e", "-c", &script])
+            .env("PARTS", value)
+            .env("GITHUB_OUTPUT", &out)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap()
+            .success();
+        (ok, std::fs::read_to_string(&out).unwrap_or_default())
+    };
+    let (ok, output) = run("3");
+    assert!(ok);
+    let list = output.trim().strip_prefix("list=").expect(&output);
+    let list: Vec<u32> = serde_json::from_str(list).unwrap();
+    assert_eq!(list, [1, 2, 3]);
+    for bad in ["0", "", "two"] {
+        assert!(!run(bad).0, "PARTS={bad:?} was taken");
+    }
+}
+
+/// What shellcheck finds in a step's script, run as GitHub runs it (`bash -e`).
+fn shellcheck(script: &str) -> Option<String> {
+    use std::io::Write;
+    let mut child = Command::new("shellcheck")
+        .args(["--shell=bash", "--format=gcc", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "failed to run shellcheck ({e}): install it (Debian: apt-get install \
+                 shellcheck; scripts/test does)"
+            )
+        });
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (!out.status.success()).then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn every_run_script_passes_shellcheck() {
+    let mut scripts = 0;
+    let mut findings = Vec::new();
+    for wf in workflow::templates() {
+        for job in &wf.jobs {
+            for step in &job.steps {
+                let Some(run) = &step.run else { continue };
+                let env = script_env(&wf, job, step).unwrap();
+                let text = workflow::expand_expressions(run, &env).unwrap();
+                scripts += 1;
+                if let Some(found) = shellcheck(&text) {
+                    findings.push(format!(
+                        "{}: {} / {}:\n{found}",
+                        wf.file,
+                        job.id,
+                        step.label()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(scripts >= 10, "{scripts} scripts checked");
+    assert!(findings.is_empty(), "{}", findings.join("\n"));
+    // And it does find what it should.
+    let found = shellcheck("cp $SRC .\n").expect("an unquoted variable is a finding");
+    assert!(found.contains("SC2086"), "{found}");
+}
+
+/// The checker itself: a template that drifted from the command line fails it.
+#[test]
+fn a_drifted_template_fails_the_checks() {
+    let wf = workflow::parse(
+        "drifted.yml",
+        r#"
+env:
+  PARTS: 4
+  GPUBENCH_DEVCE: cuda
+  GPUBENCH_FAIL_ON: sometimes
+jobs:
+  j:
+    steps:
+      - name: unknown flag
+        run: cargo gpubench --no-such-flag
+      - name: bad value
+        env:
+          PART: ${{ matrix.part }}
+        run: |
+          ./cargo-gpubench run --archive a.tar.gz \
+            --partition "hash:$PART/x$PARTS"
+      - name: merge without runs
+        run: |
+          if [ "$GITHUB_EVENT_NAME" = push ]; then save=(--save-baseline main); else save=(--fail-on nothing); fi
+          ./cargo-gpubench merge --out-dir m "${save[@]}"
+      - name: not a command
+        run: echo "cargo gpubench --bogus" && command -v cargo-gpubench
+"#,
+    )
+    .unwrap();
+    let errors = check(&wf).unwrap_err();
+    let has = |needle: &str| errors.iter().any(|e| e.contains(needle));
+    assert!(has("j / unknown flag"), "{errors:#?}");
+    assert!(has("--no-such-flag"), "{errors:#?}");
+    assert!(has("hash:2/x4"), "{errors:#?}");
+    // Both branches of the merge are wrong: no runs, and a --fail-on value that is none.
+    assert_eq!(
+        errors
+            .iter()
+            .filter(|e| e.contains("j / merge without runs"))
+            .count(),
+        2
+    );
+    assert!(
+        has("GPUBENCH_DEVCE is no cargo gpubench option"),
+        "{errors:#?}"
+    );
+    assert!(has("GPUBENCH_FAIL_ON=sometimes"), "{errors:#?}");
+    assert!(
+        !has("--bogus"),
+        "an echo was read as a command: {errors:#?}"
+    );
+    assert_eq!(errors.len(), 6, "{errors:#?}");
+
+    // A variable the checks cannot know is an error, not an empty word.
+    let wf = workflow::parse(
+        "unknown.yml",
+        "jobs:\n  j:\n    steps:\n      - run: cargo gpubench --baseline \"$WHO\"\n",
+    )
+    .unwrap();
+    let errors = check(&wf).unwrap_err();
+    assert!(errors[0].contains("$WHO"), "{errors:?}");
+
+    // And the same workflow with the commands fixed passes.
+    let wf = workflow::parse(
+        "fixed.yml",
+        "env:\n  GPUBENCH_FAIL_ON: never\njobs:\n  j:\n    steps:\n      - run: |\n          \
+         cargo gpubench setup\n          cargo gpubench --baseline main \\\n            \
+         --summary-file \"$GITHUB_STEP_SUMMARY\"\n",
+    )
+    .unwrap();
+    let found = check(&wf).unwrap();
+    assert_eq!(found.len(), 2);
+}
