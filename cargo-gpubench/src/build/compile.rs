@@ -197,7 +197,7 @@ pub fn parse_messages(
 }
 
 /// `native=/x` → `/x`: rustc's `-L KIND=PATH`, as cargo reports it.
-fn strip_search_kind(path: &str) -> PathBuf {
+pub(crate) fn strip_search_kind(path: &str) -> PathBuf {
     for kind in ["native=", "dependency=", "crate=", "framework=", "all="] {
         if let Some(rest) = path.strip_prefix(kind) {
             return PathBuf::from(rest);

@@ -108,6 +108,23 @@ pub fn locate(
     ))
 }
 
+/// `cargo metadata --no-deps` of the workspace of `manifest_path`, run in `dir` so
+/// the cargo configuration (`.cargo/config.toml`) is that workspace's: how `ab`
+/// reads a revision checked out elsewhere.
+pub fn metadata_in(
+    cargo: &Path,
+    manifest_path: &Path,
+    dir: &Path,
+) -> Result<Metadata, DiscoverError> {
+    MetadataCommand::new()
+        .cargo_path(cargo)
+        .no_deps()
+        .manifest_path(manifest_path)
+        .current_dir(dir)
+        .exec()
+        .map_err(DiscoverError::Metadata)
+}
+
 /// `cargo metadata --no-deps` of the workspace (of `manifest_path` when given).
 fn metadata(cargo: &Path, manifest_path: Option<&Path>) -> Result<Metadata, DiscoverError> {
     let mut cmd = MetadataCommand::new();

@@ -1,0 +1,224 @@
+//! The build side of `cargo gpubench ab` on a real two-commit repository: base (the
+//! first commit, as a worktree) and head (the working tree) resolved, each bench
+//! target built as a loadable library and loaded, each answering its own revision's
+//! benchmark ids; and the fallback's bench executables of the base.
+//!
+//! It builds tch against libtorch into a fresh target directory (minutes), to show
+//! that the second revision reuses the first's dependency builds: run it with
+//! `source scripts/env.sh` first (`LIBTORCH`, and libtorch on the loader path).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use cargo_gpubench::build::library::{self, fallback, LibraryBuild};
+use cargo_gpubench::build::revision::{self, Checkout, Revision};
+use cargo_gpubench::execute::paired::library::PairedLibrary;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("cargo-gpubench is inside the workspace")
+        .to_path_buf()
+}
+
+fn cargo() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "-c",
+            "user.name=gpubench test",
+            "-c",
+            "user.email=test@example.com",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The bench file of a revision: `adds` in both, and `scales_<suffix>`. It reads a
+/// file beside its package through `CARGO_MANIFEST_DIR` and a module beside itself,
+/// which a library build must find as the bench target's build does.
+fn bench_source(suffix: &str) -> String {
+    format!(
+        r#"mod common;
+
+use gpubench_core::{{gpu_bench, Bencher}};
+use tch::{{Kind, Tensor}};
+
+const SCALE: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/scale.txt"));
+
+#[gpu_bench]
+fn adds(b: &mut Bencher) {{
+    let x = Tensor::ones([ab_fixture::SIZE], (Kind::Float, b.device()));
+    b.iter(|| &x + 1.0);
+}}
+
+#[gpu_bench]
+fn scales_{suffix}(b: &mut Bencher) {{
+    let x = Tensor::ones([common::size()], (Kind::Float, b.device()));
+    let s: f64 = SCALE.trim().parse().unwrap();
+    b.iter(|| &x * s);
+}}
+
+fn main() {{
+    gpubench_core::main()
+}}
+"#
+    )
+}
+
+/// A workspace of one package with a lib and one `#[gpu_bench]` target, in a git
+/// repository of two commits that differ in one benchmark id; returns the first
+/// commit's sha.
+fn two_commit_workspace(ws: &Path) -> String {
+    let core = repo_root().join("gpubench-core");
+    let manifest = format!(
+        "[package]\nname = \"ab-fixture\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
+         publish = false\n\n[workspace]\n\n[dependencies]\n\
+         gpubench-core = {{ path = {core:?} }}\ntch = \"=0.24.0\"\n\n\
+         [[bench]]\nname = \"pair\"\nharness = false\n",
+        core = core.display().to_string()
+    );
+    let files = [
+        ("Cargo.toml", manifest),
+        ("src/lib.rs", "pub const SIZE: i64 = 64;\n".to_string()),
+        (
+            // Not `benches/common.rs`, which cargo would take for a bench target.
+            "benches/common/mod.rs",
+            "pub fn size() -> i64 {\n    32\n}\n".to_string(),
+        ),
+        ("scale.txt", "2.0\n".to_string()),
+        (".gitignore", "/target\n".to_string()),
+        ("benches/pair.rs", bench_source("v1")),
+    ];
+    for (name, text) in &files {
+        let path = ws.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    // The repository's lock, so the fixture resolves tch and gpubench-core's
+    // dependencies to what this checkout builds with, offline.
+    std::fs::copy(repo_root().join("Cargo.lock"), ws.join("Cargo.lock")).unwrap();
+    git(ws, &["init", "--quiet", "-b", "main"]);
+    git(ws, &["add", "--all"]);
+    git(ws, &["commit", "--quiet", "-m", "scales_v1"]);
+    let first = git(ws, &["rev-parse", "HEAD"]);
+    std::fs::write(ws.join("benches/pair.rs"), bench_source("v2")).unwrap();
+    git(ws, &["commit", "--quiet", "--all", "-m", "scales_v2"]);
+    first
+}
+
+/// Builds `revision`'s libraries as `ab` does, timing it.
+fn build_libraries(revision: &Revision, target_dir: &Path) -> (LibraryBuild, f64) {
+    let start = Instant::now();
+    let plan = library::prepare(&cargo(), revision, &[], &[], target_dir)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let built = plan
+        .build(plan.command(&cargo()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    (built, start.elapsed().as_secs_f64())
+}
+
+fn listed_ids(path: &Path) -> Vec<String> {
+    let library = PairedLibrary::load(path).unwrap_or_else(|e| panic!("{e}"));
+    let mut ids: Vec<String> = library
+        .list()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .map(|b| b.id)
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn base_and_head_build_as_libraries_that_list_their_own_benchmarks() {
+    assert!(
+        std::env::var_os("LIBTORCH").is_some_and(|v| !v.is_empty()),
+        "LIBTORCH is not set: this test builds tch against libtorch and loads it; run \
+         `source scripts/env.sh` in the workspace root first"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    let first = two_commit_workspace(&ws);
+    // Fresh, so the first build pays for tch and the second shows it does not.
+    let target_dir = tmp.path().join("target");
+
+    let (base, head) =
+        revision::resolve(&ws, Some(&first), None, &target_dir).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(base.checkout, Checkout::Worktree);
+    assert_eq!(base.commit.as_deref(), Some(first.as_str()));
+    assert_eq!(head.checkout, Checkout::WorkingTree);
+    assert!(!head.dirty);
+
+    let (base_built, base_s) = build_libraries(&base, &target_dir);
+    let (head_built, head_s) = build_libraries(&head, &target_dir);
+    eprintln!("library builds: base {base_s:.1} s (tch included), head {head_s:.1} s");
+
+    for built in [&base_built, &head_built] {
+        assert_eq!(built.libraries.len(), 1, "{built:?}");
+        assert_eq!(built.libraries[0].package, "ab-fixture");
+        assert_eq!(built.libraries[0].target, "pair");
+    }
+    let (base_lib, head_lib) = (&base_built.libraries[0].path, &head_built.libraries[0].path);
+    assert_ne!(
+        base_lib, head_lib,
+        "each revision has a library file of its own"
+    );
+    assert!(
+        base_lib.starts_with(&target_dir),
+        "built into the shared target directory: {}",
+        base_lib.display()
+    );
+    // Both loaded into this one process, as the paired driver loads them.
+    assert_eq!(listed_ids(base_lib), ["adds", "scales_v1"]);
+    assert_eq!(listed_ids(head_lib), ["adds", "scales_v2"]);
+
+    assert!(
+        head_s * 4.0 < base_s,
+        "the second revision reuses the first's dependency builds: base {base_s:.1} s, \
+         head {head_s:.1} s"
+    );
+
+    // The fallback: the base's bench executable, as a run builds it, answering the
+    // base's benchmarks.
+    let start = Instant::now();
+    let plan =
+        fallback::prepare(&cargo(), &base, &[], &[], &target_dir).unwrap_or_else(|e| panic!("{e}"));
+    let built = plan
+        .build(plan.command(&cargo()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "fallback executable build: {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    assert_eq!(built.executables.len(), 1);
+    let exe = &built.executables[0];
+    assert_eq!(exe.target, "pair");
+    assert!(exe.path.starts_with(&target_dir));
+    let listed = Command::new(&exe.path)
+        .args(["--list", "--format", "terse"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.status.success(), "{stdout}");
+    assert!(stdout.contains("scales_v1: benchmark"), "{stdout}");
+    assert!(!stdout.contains("scales_v2"), "{stdout}");
+}
