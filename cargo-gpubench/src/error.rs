@@ -10,6 +10,7 @@ use crate::archive::ArchiveError;
 use crate::build::compile::CompileError;
 use crate::build::discover::DiscoverError;
 use crate::build::libtorch::LibtorchError;
+use crate::build::revision::RevisionError;
 use crate::compare::ComparisonFileError;
 use crate::execute::listing::ListError;
 use crate::execute::select::SelectError;
@@ -61,6 +62,7 @@ known_errors! {
     Libtorch(LibtorchError),
     Store(StoreError),
     Archive(ArchiveError),
+    Revision(RevisionError),
 }
 
 impl Known<'_> {
@@ -130,6 +132,19 @@ impl Known<'_> {
                 | ArchiveError::TooNew { .. }
                 | ArchiveError::UnsafeEntry { .. } => Exit::Usage,
                 ArchiveError::Io { .. } | ArchiveError::LibtorchMismatch { .. } => Exit::Setup,
+            },
+            // A revision that cannot be found is bad input; git failing is the
+            // machine's problem.
+            Known::Revision(e) => match e {
+                RevisionError::NotARepository { .. }
+                | RevisionError::UnknownRevision { .. }
+                | RevisionError::NoHead
+                | RevisionError::NoDefaultBranch { .. }
+                | RevisionError::NoMergeBase { .. }
+                | RevisionError::NoWorkspace { .. } => Exit::Usage,
+                RevisionError::Spawn { .. }
+                | RevisionError::Git { .. }
+                | RevisionError::Io { .. } => Exit::Setup,
             },
             Known::Libtorch(LibtorchError::BadEnv { .. } | LibtorchError::NotFound { .. })
             | Known::Store(StoreError::Locked { .. } | StoreError::Io { .. }) => Exit::Setup,

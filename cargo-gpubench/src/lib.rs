@@ -44,6 +44,12 @@ use crate::exit_code::Exit;
 /// codes.
 pub fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
+    if args
+        .get(1)
+        .is_some_and(|a| a == cli::paired::PAIRED_SUBCOMMAND)
+    {
+        execute::paired::process::main(&args[2..]);
+    }
     let cli = match Cli::parse_from_cargo(args.clone()) {
         Ok(cli) => cli,
         Err(err) => {

@@ -99,6 +99,20 @@ impl ProcessPolicy {
         }
     }
 
+    /// The default of `cargo gpubench ab`: 5 processes, and more (up to 8) while the
+    /// paired change's interval is wider than ±1%. Each process gives one paired
+    /// ratio, and `benches/calibration.rs` shows why 3 are too few: with the spread
+    /// of those ratios measured on an H200 (1.1% for an add of 1M floats), 3..6 at
+    /// ±3% calls identical code "no change" in only 52% of comparisons and catches a
+    /// 5% host-side cost in 89%; 5..8 at ±1% does 99% and 99.9%, in 5.9 processes.
+    pub fn paired() -> Self {
+        ProcessPolicy {
+            min: 5,
+            max: 8,
+            target_rel_ci: 0.01,
+        }
+    }
+
     /// One process.
     pub fn single() -> Self {
         Self::fixed(1)

@@ -396,7 +396,7 @@ impl Repository {
             path: lock_path.display().to_string(),
             source,
         })?;
-        fs2::FileExt::lock_exclusive(&lock).map_err(|source| RevisionError::Io {
+        lock.lock().map_err(|source| RevisionError::Io {
             what: "lock",
             path: lock_path.display().to_string(),
             source,

@@ -45,6 +45,11 @@ pub struct CompareArgs {
     #[arg(long, value_name = "DIR", env = "GPUBENCH_OUT_DIR")]
     pub out_dir: Option<PathBuf>,
 
+    /// Directory holding the saved baselines, one directory per name [default:
+    /// `<workspace>/gpubench/baselines`, or ./gpubench/baselines outside a workspace].
+    #[arg(long, value_name = "DIR", env = "GPUBENCH_BASELINES_DIR")]
+    pub baselines_dir: Option<PathBuf>,
+
     /// How the comparison decides and gates.
     #[command(flatten)]
     pub verdicts: VerdictArgs,
@@ -80,6 +85,17 @@ pub struct ReportArgs {
 /// Which baseline a run (or a merged run) is compared with and saved as.
 #[derive(Debug, Clone, Args)]
 pub struct BaselineArgs {
+    /// Directory holding the saved baselines, one directory per name [default:
+    /// `<workspace>/gpubench/baselines`, or ./gpubench/baselines with --exe or outside
+    /// a workspace].
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "GPUBENCH_BASELINES_DIR",
+        help_heading = "Baselines"
+    )]
+    pub baselines_dir: Option<PathBuf>,
+
     /// Compare with the saved baseline NAME [default: `main` when it is saved].
     #[arg(
         long,
@@ -118,12 +134,6 @@ pub struct BaselineArgs {
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Baselines")]
 pub struct VerdictArgs {
-    /// Directory holding the saved baselines, one directory per name [default:
-    /// `<workspace>/gpubench/baselines`, or ./gpubench/baselines with --exe or outside
-    /// a workspace].
-    #[arg(long, value_name = "DIR", env = "GPUBENCH_BASELINES_DIR")]
-    pub baselines_dir: Option<PathBuf>,
-
     /// Largest p-value (bootstrap test of "no change") for a change to count as
     /// significant; between 0 and 1.
     #[arg(

@@ -1,19 +1,22 @@
 //! The command line of `cargo gpubench`: every option also reads a `GPUBENCH_*`
 //! environment variable, so CI can set options without editing command lines.
 
+mod ab;
 mod archive;
 mod compare;
 mod console;
 mod merge;
+pub mod paired;
 mod run;
 #[cfg(test)]
 mod tests;
 
+pub use ab::AbArgs;
 pub use archive::ArchiveArgs;
 pub use compare::{BaselineArgs, CompareArgs, Format, ReportArgs, VerdictArgs};
 pub use console::ConsoleArgs;
 pub use merge::MergeArgs;
-pub use run::{MeasureArgs, RunArgs, TargetArgs, MAX_PROCESSES};
+pub use run::{MeasureArgs, ProcessArgs, RunArgs, SelectArgs, TargetArgs, MAX_PROCESSES};
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -100,6 +103,10 @@ pub enum Command {
     /// --archive` on a machine with libtorch but no cargo or sources.
     #[command(long_about = ARCHIVE_ABOUT, after_long_help = ARCHIVE_HELP)]
     Archive(ArchiveArgs),
+    /// Judge the working tree (or --head REV) against its merge-base (or --base
+    /// REV), each benchmark's two revisions measured side by side in one process.
+    #[command(long_about = ab::AB_ABOUT, after_long_help = ab::AB_HELP)]
+    Ab(AbArgs),
     /// Compare two stored baselines or runs, without running anything.
     #[command(
         long_about = "Compare two stored baselines or runs, without running anything: \
@@ -299,7 +306,8 @@ impl Cli {
         match &self.command {
             Some(Command::Run(args)) => args,
             Some(
-                Command::Archive(_)
+                Command::Ab(_)
+                | Command::Archive(_)
                 | Command::Compare(_)
                 | Command::Report(_)
                 | Command::Merge(_)
@@ -316,10 +324,19 @@ impl Cli {
         match &self.command {
             Some(Command::Compare(args)) => Some(args.format),
             Some(Command::Merge(args)) => Some(args.format),
+            Some(Command::Ab(args)) => Some(args.format),
             Some(Command::Run(_)) | None => Some(self.run_args().format),
             Some(
                 Command::Archive(_) | Command::Report(_) | Command::Setup(_) | Command::Doctor(_),
             ) => None,
+        }
+    }
+
+    /// The options of `ab`, when that is the subcommand.
+    pub fn ab_args(&self) -> Option<&AbArgs> {
+        match &self.command {
+            Some(Command::Ab(args)) => Some(args),
+            _ => None,
         }
     }
 

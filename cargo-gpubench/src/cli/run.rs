@@ -37,9 +37,9 @@ pub struct TargetArgs {
     pub manifest_path: Option<PathBuf>,
 }
 
-/// Options of a run.
+/// Which listed benchmarks run: shared by a run and `ab`.
 #[derive(Debug, Clone, Args)]
-pub struct RunArgs {
+pub struct SelectArgs {
     /// Run only benchmarks whose id (or `<target>/<id>`) contains one of these.
     #[arg(value_name = "FILTER", env = "GPUBENCH_FILTER")]
     pub filters: Vec<String>,
@@ -55,32 +55,6 @@ pub struct RunArgs {
     #[arg(long = "skip", value_name = "FILTER", env = "GPUBENCH_SKIP")]
     pub skip: Vec<String>,
 
-    /// Which bench targets of which workspace.
-    #[command(flatten)]
-    pub targets: TargetArgs,
-
-    /// Print the matching benchmarks as `<target>/<id>`, sorted, ignored ones marked,
-    /// without running them.
-    #[arg(long, env = "GPUBENCH_LIST", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
-    pub list: bool,
-
-    /// Device to measure on: cpu, cuda or cuda:N (the harness picks when absent).
-    #[arg(long, value_name = "DEVICE", env = "GPUBENCH_DEVICE", value_parser = crate::execute::devices::parse_label)]
-    pub device: Option<String>,
-
-    /// Measure on several devices at once: `cuda:0,cuda:1,…`, or `all` (every GPU the
-    /// bench executable sees, which must be of one model). Each device runs one
-    /// benchmark process at a time, never two; a benchmark keeps the device of its
-    /// first process, and its record names it.
-    #[arg(
-        long,
-        value_name = "LIST|all",
-        env = "GPUBENCH_DEVICES",
-        conflicts_with = "device",
-        value_parser = parse_devices
-    )]
-    pub devices: Option<crate::execute::devices::DeviceList>,
-
     /// Run only the benchmarks marked ignored.
     #[arg(long, env = "GPUBENCH_IGNORED", conflicts_with = "include_ignored", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub ignored: bool,
@@ -88,6 +62,33 @@ pub struct RunArgs {
     /// Run the benchmarks marked ignored as well as the others.
     #[arg(long, env = "GPUBENCH_INCLUDE_IGNORED", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub include_ignored: bool,
+}
+
+impl SelectArgs {
+    /// The selection these options ask for.
+    pub fn filter(&self) -> crate::execute::select::Filter {
+        use crate::execute::select::{Filter, Ignored};
+        Filter {
+            patterns: self.filters.clone(),
+            skip: self.skip.clone(),
+            exact: self.exact,
+            ignored: if self.ignored {
+                Ignored::Only
+            } else if self.include_ignored {
+                Ignored::Include
+            } else {
+                Ignored::Skip
+            },
+        }
+    }
+}
+
+/// How each benchmark process measures: shared by a run and `ab`.
+#[derive(Debug, Clone, Args)]
+pub struct ProcessArgs {
+    /// Device to measure on: cpu, cuda or cuda:N (the harness picks when absent).
+    #[arg(long, value_name = "DEVICE", env = "GPUBENCH_DEVICE", value_parser = crate::execute::devices::parse_label)]
+    pub device: Option<String>,
 
     /// Time limit of one benchmark process, in seconds; it is killed past it.
     #[arg(
@@ -115,13 +116,6 @@ pub struct RunArgs {
     )]
     pub processes: Option<ProcessPolicy>,
 
-    /// Run only part K of N of the selected benchmarks, e.g. for one job of a CI
-    /// matrix: `count:K/N` deals them round-robin in sorted order, `hash:K/N` by a
-    /// stable hash of their name (a benchmark keeps its part as the suite changes).
-    /// The same on every machine; the run records its part.
-    #[arg(long, value_name = "count:K/N|hash:K/N", env = "GPUBENCH_PARTITION", value_parser = parse_partition)]
-    pub partition: Option<crate::execute::partition::Partition>,
-
     /// Flush the GPU's L2 cache before every timed call: one call per sample, so the
     /// GPU idles and clocks up between calls (a rested GPU's cold-cache time, often
     /// faster than calls back to back).
@@ -131,6 +125,68 @@ pub struct RunArgs {
     /// The harness's measurement options, passed to every benchmark process.
     #[command(flatten)]
     pub measure: MeasureArgs,
+}
+
+impl ProcessArgs {
+    /// How many processes measure each benchmark: `--processes`, else 3 with
+    /// `--quick`, else [`ProcessPolicy::standard`].
+    pub fn process_policy(&self) -> ProcessPolicy {
+        match self.processes {
+            Some(p) => p,
+            None if self.quick => ProcessPolicy::fixed(3),
+            None => ProcessPolicy::standard(),
+        }
+    }
+
+    /// The measurement defaults `--quick` picks, before the options overlay them.
+    pub fn defaults(&self) -> gpubench_analysis::MeasurementConfig {
+        if self.quick {
+            gpubench_analysis::MeasurementConfig::quick()
+        } else {
+            gpubench_analysis::MeasurementConfig::standard()
+        }
+    }
+}
+
+/// Options of a run.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Which listed benchmarks run.
+    #[command(flatten)]
+    pub select: SelectArgs,
+
+    /// Which bench targets of which workspace.
+    #[command(flatten)]
+    pub targets: TargetArgs,
+
+    /// Print the matching benchmarks as `<target>/<id>`, sorted, ignored ones marked,
+    /// without running them.
+    #[arg(long, env = "GPUBENCH_LIST", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub list: bool,
+
+    /// Measure on several devices at once: `cuda:0,cuda:1,…`, or `all` (every GPU the
+    /// bench executable sees, which must be of one model). Each device runs one
+    /// benchmark process at a time, never two; a benchmark keeps the device of its
+    /// first process, and its record names it.
+    #[arg(
+        long,
+        value_name = "LIST|all",
+        env = "GPUBENCH_DEVICES",
+        conflicts_with = "device",
+        value_parser = parse_devices
+    )]
+    pub devices: Option<crate::execute::devices::DeviceList>,
+
+    /// Run only part K of N of the selected benchmarks, e.g. for one job of a CI
+    /// matrix: `count:K/N` deals them round-robin in sorted order, `hash:K/N` by a
+    /// stable hash of their name (a benchmark keeps its part as the suite changes).
+    /// The same on every machine; the run records its part.
+    #[arg(long, value_name = "count:K/N|hash:K/N", env = "GPUBENCH_PARTITION", value_parser = parse_partition)]
+    pub partition: Option<crate::execute::partition::Partition>,
+
+    /// How each benchmark process measures.
+    #[command(flatten)]
+    pub process: ProcessArgs,
 
     /// Output format on stdout.
     #[arg(
@@ -188,18 +244,6 @@ pub struct RunArgs {
 
 /// Most processes a benchmark may be given.
 pub const MAX_PROCESSES: u32 = 100;
-
-impl RunArgs {
-    /// How many processes measure each benchmark: `--processes`, else 3 with
-    /// `--quick`, else [`ProcessPolicy::standard`].
-    pub fn process_policy(&self) -> ProcessPolicy {
-        match self.processes {
-            Some(p) => p,
-            None if self.quick => ProcessPolicy::fixed(3),
-            None => ProcessPolicy::standard(),
-        }
-    }
-}
 
 /// `N` (exactly N processes) or `MIN..MAX` (at least MIN, at most MAX).
 pub(super) fn parse_processes(s: &str) -> Result<ProcessPolicy, String> {

@@ -16,8 +16,8 @@ fn definition_is_consistent() {
 fn cargo_passes_the_subcommand_name_first() {
     let cli = Cli::parse_from_cargo(["cargo-gpubench", "gpubench", "--quick", "matmul"]).unwrap();
     let args = cli.run_args();
-    assert!(args.quick);
-    assert_eq!(args.filters, ["matmul"]);
+    assert!(args.process.quick);
+    assert_eq!(args.select.filters, ["matmul"]);
     let direct = Cli::parse_from_cargo(["cargo-gpubench", "--list"]).unwrap();
     assert!(direct.run_args().list);
 }
@@ -42,7 +42,7 @@ fn console_flags_go_before_or_after_the_subcommand() {
     let (c, compared) = parse(&["-q", "--quick", "compare"]);
     assert!(c.quiet && compared.is_none());
     let cli = Cli::parse_from_cargo(["cargo-gpubench", "-q", "--quick", "compare"]).unwrap();
-    assert_eq!(cli.run_args().filters, ["compare"]);
+    assert_eq!(cli.run_args().select.filters, ["compare"]);
     let err = Cli::parse_from_cargo(["cargo-gpubench", "merge", "a", "-q", "-v"]).unwrap_err();
     assert!(err.to_string().contains("cannot be used with"), "{err}");
 }
@@ -59,8 +59,8 @@ fn skip_is_repeatable() {
     .unwrap();
     let args = cli.run_args();
     // Not split at commas: a FILTER is one name, as libtest's is.
-    assert_eq!(args.skip, ["huge", "conv,3x3"]);
-    assert_eq!(args.filters, ["matmul"]);
+    assert_eq!(args.select.skip, ["huge", "conv,3x3"]);
+    assert_eq!(args.select.filters, ["matmul"]);
 }
 
 #[test]
@@ -79,8 +79,8 @@ fn run_subcommand_takes_executables() {
     .unwrap();
     let args = cli.run_args();
     assert_eq!(args.exes, [PathBuf::from("a"), PathBuf::from("b")]);
-    assert_eq!(args.timeout, Duration::from_millis(2500));
-    assert_eq!(args.filters, ["conv"]);
+    assert_eq!(args.process.timeout, Duration::from_millis(2500));
+    assert_eq!(args.select.filters, ["conv"]);
 }
 
 #[test]
@@ -90,7 +90,7 @@ fn one_exe_takes_several_paths_and_filters_follow_a_double_dash() {
             Cli::parse_from_cargo(["cargo-gpubench", "run"].iter().chain(argv).copied()).unwrap();
         let args = cli.run_args().clone();
         let exes: Vec<String> = args.exes.iter().map(|p| p.display().to_string()).collect();
-        (exes, args.filters)
+        (exes, args.select.filters)
     };
     let (a, b, c) = ("a".to_string(), "b".to_string(), "c".to_string());
     assert_eq!(
@@ -125,7 +125,7 @@ fn one_exe_takes_several_paths_and_filters_follow_a_double_dash() {
 fn processes_take_a_number_or_a_range() {
     let policy = |argv: &[&str]| {
         Cli::parse_from_cargo(std::iter::once("cargo-gpubench").chain(argv.iter().copied()))
-            .map(|c| c.run_args().process_policy())
+            .map(|c| c.run_args().process.process_policy())
     };
     assert_eq!(policy(&[]).unwrap(), ProcessPolicy::standard());
     assert_eq!(policy(&["--quick"]).unwrap(), ProcessPolicy::fixed(3));

@@ -47,7 +47,7 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
     let places = places(
         args.manifest_path.as_deref(),
         args.out_dir.as_deref(),
-        args.verdicts.baselines_dir.as_deref(),
+        args.baselines_dir.as_deref(),
         &cwd,
     )?;
     let load = |what: &str, text: &str| -> Result<Side> {

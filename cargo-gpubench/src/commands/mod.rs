@@ -1,8 +1,9 @@
 //! The subcommands, one module each, and which one an invocation runs: [`run`]
-//! (`cargo gpubench`, the default), [`archive`], [`compare`], [`report`], [`merge`],
+//! (`cargo gpubench`, the default), [`ab`], [`archive`], [`compare`], [`report`], [`merge`],
 //! [`doctor`], and `setup` ([`crate::build::setup`]); [`present`] is what a run and
 //! `merge` show once their run is stored.
 
+pub mod ab;
 pub mod archive;
 pub mod compare;
 pub mod doctor;
@@ -20,6 +21,9 @@ use crate::exit_code::Exit;
 
 /// Runs the subcommand `cli` names; `command_line` is recorded in a run's manifest.
 pub fn dispatch(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
+    if let Some(args) = cli.ab_args() {
+        return ab::run(args, command_line);
+    }
     if let Some(args) = cli.archive_args() {
         return archive::run(args);
     }

@@ -50,7 +50,15 @@ pub fn print_summary(
     format: Format,
     summary_file: Option<&Path>,
 ) -> Result<()> {
-    let subject = format!("run `{}`", summary.run_id);
+    let subject = match &summary.ab {
+        Some(ab) => format!(
+            "{}, {} (run `{}`)",
+            ab.subject(),
+            ab.how_short(),
+            summary.run_id
+        ),
+        None => format!("run `{}`", summary.run_id),
+    };
     let markdown = || {
         MarkdownSummary {
             subject: &subject,

@@ -100,6 +100,17 @@ pub struct VerdictSettings {
 }
 
 impl VerdictSettings {
+    /// How [`compare_with_baseline`] compares under these settings: device
+    /// mismatches are compared there and handled per benchmark by
+    /// [`RunComparison::of_set`], so the rest still compare.
+    pub fn options(&self) -> BaselineCompareOptions {
+        BaselineCompareOptions {
+            config: self.config,
+            allow_device_mismatch: true,
+            allow_settings_mismatch: self.allow_settings_mismatch,
+        }
+    }
+
     /// The statistics and gate `verdicts` (the options) ask for.
     pub fn from_args(verdicts: &crate::cli::VerdictArgs) -> Self {
         VerdictSettings {
@@ -231,7 +242,7 @@ fn delete_hint(id: &str, baseline: &Source) -> String {
             baseline.path.trim_end_matches('/'),
             gpubench_analysis::file_stem_for_id(id)
         ),
-        SourceKind::Run => String::new(),
+        SourceKind::Run | SourceKind::Revision => String::new(),
     }
 }
 
@@ -294,17 +305,27 @@ impl RunComparison {
     pub fn judge_with(
         current: &[RawRecord],
         entries: &[BaselineEntry],
-        mut baseline: Source,
+        baseline: Source,
         settings: VerdictSettings,
         absences: &Absences,
     ) -> Result<Self, BaselineError> {
-        let options = BaselineCompareOptions {
-            config: settings.config,
-            // Mismatches are handled below, per benchmark, so the rest still compare.
-            allow_device_mismatch: true,
-            allow_settings_mismatch: settings.allow_settings_mismatch,
-        };
-        let mut set = compare_with_baseline(current, entries, &options)?;
+        let set = compare_with_baseline(current, entries, &settings.options())?;
+        Ok(Self::of_set(
+            set, current, entries, baseline, settings, absences,
+        ))
+    }
+
+    /// What `set` (the comparison of `current` with `entries`, made however it was:
+    /// [`compare_with_baseline`], or a paired one) means here: device mismatches not
+    /// compared unless allowed, missing evidence found, the gate decided.
+    pub fn of_set(
+        mut set: ComparisonSet,
+        current: &[RawRecord],
+        entries: &[BaselineEntry],
+        mut baseline: Source,
+        settings: VerdictSettings,
+        absences: &Absences,
+    ) -> Self {
         let mut device_mismatch = Vec::new();
         if !settings.allow_device_mismatch {
             for x in std::mem::take(&mut set.cross_device) {
@@ -361,7 +382,7 @@ impl RunComparison {
                     .fail_on
                     .trips_on_missing(m, &settings.allow_missing)
             });
-        Ok(RunComparison {
+        RunComparison {
             format_version: COMPARISON_FORMAT_VERSION,
             baseline,
             current_device,
@@ -372,7 +393,20 @@ impl RunComparison {
             missing,
             not_selected,
             gate_tripped,
-        })
+        }
+    }
+
+    /// This comparison with `extra` missing evidence found outside the set (an `ab`
+    /// benchmark only the base has), the gate decided again.
+    pub fn with_missing(mut self, extra: Vec<Missing>) -> Self {
+        self.missing.extend(extra);
+        self.gate_tripped = self.gate_tripped
+            || self.missing.iter().any(|m| {
+                self.settings
+                    .fail_on
+                    .trips_on_missing(m, &self.settings.allow_missing)
+            });
+        self
     }
 
     /// Judges the records of the run stored in `run_dir` against `baseline`, stores

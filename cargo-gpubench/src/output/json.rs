@@ -110,6 +110,9 @@ pub struct RunSummary {
     /// Whether `gaps` fail the invocation (not allowed).
     #[serde(skip)]
     pub gaps_fail: bool,
+    /// For `cargo gpubench ab`: the two revisions and whether they were paired.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ab: Option<crate::store::manifest::ManifestAb>,
     /// How the run ends: the exit code and its meaning.
     pub exit: ExitVerdict,
 }
@@ -143,6 +146,7 @@ impl RunSummary {
             report_error: None,
             gaps: Vec::new(),
             gaps_fail: false,
+            ab: None,
             exit: Exit::Success.into(),
         };
         summary.exit = summary.exit_code().into();

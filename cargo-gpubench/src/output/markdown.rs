@@ -138,6 +138,7 @@ impl MarkdownSummary<'_> {
                 let what = match c.baseline.kind {
                     SourceKind::Baseline => "",
                     SourceKind::Run => "run ",
+                    SourceKind::Revision => "base ",
                 };
                 let mut notes = Vec::new();
                 if let Some(d) = &c.baseline.device {

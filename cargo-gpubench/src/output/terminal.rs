@@ -61,6 +61,9 @@ impl RunSummary {
         out.push_str(&render_failures(&self.benchmarks, console));
         out.push('\n');
         out.push_str(&closing);
+        if let Some(ab) = &self.ab {
+            let _ = writeln!(out, "{}, {}", ab.subject(), ab.how());
+        }
         if let Some(c) = &self.comparison {
             out.push_str(&render_comparison(c, &self.benchmarks, exit, console));
         }

@@ -175,6 +175,10 @@ pub struct RunManifest {
     /// `hash:2/4`; absent when it ran them all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
+    /// For `cargo gpubench ab`: the two revisions, and whether each benchmark's
+    /// base and head shared their processes; absent for a run of one revision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab: Option<ManifestAb>,
     /// Which listed benchmarks the run left out, so a comparison tells a benchmark
     /// nobody asked for from one that went missing; absent in runs from before it
     /// was kept (their comparisons count every baseline benchmark they lack).
@@ -196,6 +200,70 @@ pub struct RunManifest {
     /// empty for a run that measured its benchmarks itself.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<MergedPart>,
+}
+
+/// The revisions of an `ab` run. Its benchmarks' records are the head's; the base's
+/// are under `base/` with the same file names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestAb {
+    /// The revision judged against.
+    pub base: ManifestRevision,
+    /// The revision judged.
+    pub head: ManifestRevision,
+    /// Whether base and head were measured in the same processes, their samples
+    /// alternated; `false` when that could not work and they ran in processes of
+    /// their own, interleaved.
+    pub paired: bool,
+    /// Why they were not paired, when they were not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unpaired_reason: Option<String>,
+}
+
+impl ManifestAb {
+    /// `head (working tree) against base (1a2b3c4d)`, for titles.
+    pub fn subject(&self) -> String {
+        format!(
+            "head ({}) against base ({})",
+            self.head.label, self.base.label
+        )
+    }
+
+    /// `paired in one process`, or `in separate processes`.
+    pub fn how_short(&self) -> &'static str {
+        if self.paired {
+            "paired in one process"
+        } else {
+            "in separate processes"
+        }
+    }
+
+    /// How the two shared processes, in a sentence.
+    pub fn how(&self) -> String {
+        if self.paired {
+            "paired in one process: each process alternated base and head, and the \
+             verdicts rest on the ratios of head to base per process"
+                .to_string()
+        } else {
+            format!(
+                "not paired: base and head ran in processes of their own, interleaved \
+                 ({})",
+                self.unpaired_reason.as_deref().unwrap_or("asked for")
+            )
+        }
+    }
+}
+
+/// One revision of an `ab` run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestRevision {
+    /// `working tree` or a short commit.
+    pub label: String,
+    /// Its commit (for the working tree, HEAD's), when in a git repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Whether it had changes not committed (the working tree).
+    #[serde(default)]
+    pub dirty: bool,
 }
 
 /// What a run's bench targets listed and the run left out: a baseline benchmark the
@@ -394,6 +462,7 @@ mod tests {
             flush_l2: false,
             processes: gpubench_analysis::ProcessPolicy::standard(),
             partition: None,
+            ab: None,
             selection: None,
             timeout_s: 300.0,
             libtorch_lib: "/venv/torch/lib".into(),

@@ -37,6 +37,9 @@ pub enum SourceKind {
     Baseline,
     /// A stored run, `target/gpubench/runs/<id>/`.
     Run,
+    /// The base revision of `cargo gpubench ab`, measured with the run it is judged
+    /// against (its records under `runs/<id>/base/`).
+    Revision,
 }
 
 /// One side of a comparison: what it is and where it lives.
@@ -62,6 +65,7 @@ impl Source {
         match self.kind {
             SourceKind::Baseline => format!("baseline `{}`", self.name),
             SourceKind::Run => format!("run `{}`", self.name),
+            SourceKind::Revision => format!("base `{}`", self.name),
         }
     }
 }

@@ -290,6 +290,7 @@ fn subcommand(cli: &Cli) -> &'static str {
     match &cli.command {
         None => "run",
         Some(Subcommand::Run(_)) => "run",
+        Some(Subcommand::Ab(_)) => "ab",
         Some(Subcommand::Archive(_)) => "archive",
         Some(Subcommand::Compare(_)) => "compare",
         Some(Subcommand::Report(_)) => "report",
@@ -303,7 +304,7 @@ fn subcommand(cli: &Cli) -> &'static str {
 /// kernel-timing shim there).
 fn builds(cli: &Cli) -> bool {
     match &cli.command {
-        Some(Subcommand::Archive(_)) => true,
+        Some(Subcommand::Archive(_) | Subcommand::Ab(_)) => true,
         None | Some(Subcommand::Run(_)) => {
             let args = cli.run_args();
             args.archive.is_none() && args.exes.is_empty()

@@ -142,15 +142,19 @@ mod tests {
         // Judged as two sets of processes, host-bound work needs a change beyond 50%.
         let entries = [BaselineEntry::from_record(&base).unwrap()];
         let unpaired = compare_with_baseline(
-            &[head.clone()],
+            std::slice::from_ref(&head),
             &entries,
             &BaselineCompareOptions::default(),
         )
         .unwrap();
         assert_ne!(unpaired.comparisons[0].verdict(), Some(Verdict::Regressed));
         // Paired, the 5% in every process is plain.
-        let set =
-            compare_paired_records(&[base.clone()], &[head.clone()], &Default::default()).unwrap();
+        let set = compare_paired_records(
+            std::slice::from_ref(&base),
+            std::slice::from_ref(&head),
+            &Default::default(),
+        )
+        .unwrap();
         assert_eq!(set.comparisons[0].verdict(), Some(Verdict::Regressed));
         let ComparisonOutcome::Compared { comparison, .. } = &set.comparisons[0].outcome else {
             panic!("{set:?}");
@@ -172,8 +176,12 @@ mod tests {
             r.pairing = None;
         }
         assert!(!is_paired(&head));
-        let set =
-            compare_paired_records(&[base.clone()], &[head.clone()], &Default::default()).unwrap();
+        let set = compare_paired_records(
+            std::slice::from_ref(&base),
+            std::slice::from_ref(&head),
+            &Default::default(),
+        )
+        .unwrap();
         let entries = [BaselineEntry::from_record(&base).unwrap()];
         let unpaired =
             compare_with_baseline(&[head], &entries, &BaselineCompareOptions::default()).unwrap();

@@ -43,7 +43,7 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
     let places = places(
         args.manifest_path.as_deref(),
         args.out_dir.as_deref(),
-        args.verdicts.baselines_dir.as_deref(),
+        args.baselines.baselines_dir.as_deref(),
         &cwd,
     )?;
     let mut parts = Vec::new();

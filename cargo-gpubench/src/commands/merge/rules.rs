@@ -436,6 +436,7 @@ pub fn manifest(
             .map(|p| p.manifest.processes)
             .unwrap_or_default(),
         partition: None,
+        ab: None,
         selection: merged_selection(parts, plan),
         timeout_s: parts
             .iter()

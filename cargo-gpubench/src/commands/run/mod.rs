@@ -29,7 +29,7 @@ use gpubench_analysis::protocol::{GIT_COMMIT_VAR, RECORD_DIR_VAR, ROUND_VAR};
 mod prepare;
 mod session;
 
-pub(super) use prepare::{build_targets, discover_targets};
+pub(super) use prepare::{build_targets, cargo, discover_targets, hand_libtorch_to_the_build};
 use prepare::{prepare_archive, prepare_executables, prepare_workspace};
 use session::{Baselines, Session};
 
@@ -38,12 +38,9 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
     let stop = interrupt_flag()?;
     // Checked together before anything is built or started, by the harness's own
     // rules: settings it would refuse fail here once, not in every process.
-    let defaults = if args.quick {
-        gpubench_analysis::MeasurementConfig::quick()
-    } else {
-        gpubench_analysis::MeasurementConfig::standard()
-    };
-    args.measure
+    let defaults = args.process.defaults();
+    args.process
+        .measure
         .settings()
         .apply(defaults.clone())
         .context("failed to check the measurement options")?;
@@ -82,23 +79,13 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         env.set.push((GIT_COMMIT_VAR.into(), commit.into()));
     }
 
-    let Some((all, harnesses)) = list_benchmarks(&prepared.executables, &env, args.timeout, &stop)?
+    let Some((all, harnesses)) =
+        list_benchmarks(&prepared.executables, &env, args.process.timeout, &stop)?
     else {
         return Ok(Exit::Interrupted);
     };
 
-    let filter = Filter {
-        patterns: args.filters.clone(),
-        skip: args.skip.clone(),
-        exact: args.exact,
-        ignored: if args.ignored {
-            Ignored::Only
-        } else if args.include_ignored {
-            Ignored::Include
-        } else {
-            Ignored::Skip
-        },
-    };
+    let filter = args.select.filter();
     if args.list {
         // A filter that matches nothing fails as a run of it would (2), so a script
         // that lists first learns the same as one that runs.
@@ -159,13 +146,21 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
             part
         }
     };
-    if let Some(device) = args.device.as_deref() {
+    if let Some(device) = args.process.device.as_deref() {
         let asked = format!("--device {device}");
-        devices::check(&selected[0].exe, device, &asked, &env, args.timeout, &stop)?;
+        devices::check(
+            &selected[0].exe,
+            device,
+            &asked,
+            &env,
+            args.process.timeout,
+            &stop,
+        )?;
     }
     let devices = match &args.devices {
         Some(list) => {
-            let found = devices::resolve(list, &selected[0].exe, &env, args.timeout, &stop)?;
+            let found =
+                devices::resolve(list, &selected[0].exe, &env, args.process.timeout, &stop)?;
             let named: Vec<String> = found
                 .iter()
                 .map(|d| format!("{} ({})", d.label, d.model))
@@ -185,14 +180,14 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
     // it spends time, and a run that saves over it is compared with it as it was.
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let baseline_store = baselines::store(
-        args.verdicts.baselines_dir.as_deref(),
+        args.baselines.baselines_dir.as_deref(),
         &prepared.workspace_root,
         &cwd,
     );
     // From an archive, the baselines it bundles are compared with (a saved one goes to
     // the usual place: it must outlive the extracted archive).
     let compare_store = match &prepared.archive {
-        Some(from) if args.verdicts.baselines_dir.is_none() => {
+        Some(from) if args.baselines.baselines_dir.is_none() => {
             gpubench_analysis::BaselineStore::new(from.extracted.baselines_root())
         }
         _ => baseline_store.clone(),
@@ -212,20 +207,25 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
     for note in store.mark_incomplete_runs()? {
         crate::output::console::note(format_args!("{note}"));
     }
-    let processes = args.process_policy();
+    let processes = args.process.process_policy();
     let measurement_time = args
+        .process
         .measure
         .measurement_time
         .unwrap_or(defaults.measurement_time_s);
-    let warmup_time = args.measure.warm_up_time.unwrap_or(defaults.warmup_time_s);
+    let warmup_time = args
+        .process
+        .measure
+        .warm_up_time
+        .unwrap_or(defaults.warmup_time_s);
     let opts = RunOptions {
-        device: args.device.clone(),
-        quick: args.quick,
-        flush_l2: args.flush_l2,
-        timeout: args.timeout,
+        device: args.process.device.clone(),
+        quick: args.process.quick,
+        flush_l2: args.process.flush_l2,
+        timeout: args.process.timeout,
         processes,
         measurement_time_s: RunOptions::split_measurement_time(measurement_time, &processes),
-        measure: args.measure.clone(),
+        measure: args.process.measure.clone(),
     };
     // A benchmark gets rounds beyond its floor only while its processes have taken
     // less than twice its warm-up and measurement time.

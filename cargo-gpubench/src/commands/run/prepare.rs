@@ -94,7 +94,7 @@ pub(in crate::commands) fn build_targets(
 }
 
 /// The cargo that runs this subcommand (`CARGO`), else `cargo`.
-fn cargo() -> PathBuf {
+pub(in crate::commands) fn cargo() -> PathBuf {
     PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
@@ -264,7 +264,7 @@ pub(super) fn prepare_archive(file: &Path, args: &RunArgs) -> Result<Prepared> {
 /// building and handed to the build, so a workspace builds with no environment set;
 /// when there is none, the run stops here with the one command that sets it up.
 /// Returns what it handed over, which the benchmarks then load too.
-fn hand_libtorch_to_the_build(
+pub(in crate::commands) fn hand_libtorch_to_the_build(
     cmd: &mut std::process::Command,
     root: &std::path::Path,
 ) -> Result<Option<Libtorch>> {

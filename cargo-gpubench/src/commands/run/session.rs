@@ -117,6 +117,7 @@ impl Session<'_> {
             flush_l2: self.opts.flush_l2,
             processes: self.opts.processes,
             partition: self.partition.map(|p| p.to_string()),
+            ab: None,
             selection: Some(self.selection.clone()),
             timeout_s: self.opts.timeout.as_secs_f64(),
             libtorch_lib: libtorch.lib_dir.display().to_string(),

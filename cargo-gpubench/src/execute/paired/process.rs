@@ -31,8 +31,9 @@ pub const EXIT_UNPAIRABLE: i32 = 75;
 /// What one paired process measures.
 #[derive(Debug, Clone)]
 pub struct ProcessPlan {
-    /// The base revision's library.
-    pub base: PathBuf,
+    /// The base revision's library; `None` for a benchmark only the head has,
+    /// measured alone.
+    pub base: Option<PathBuf>,
     /// The head revision's library.
     pub head: PathBuf,
     /// The benchmark id.
@@ -45,6 +46,54 @@ pub struct ProcessPlan {
     pub config: MeasurementConfig,
     /// Where the two records go.
     pub record_dir: PathBuf,
+}
+
+/// Runs a paired process with `args` (after `__paired`) and exits with its code,
+/// without the libraries' teardown: as a harness does, the records are written and
+/// the output flushed, and libtorch's and CUDA's teardown would cost a fifth of a
+/// second per process.
+pub fn main(args: &[std::ffi::OsString]) -> ! {
+    use clap::Parser;
+    use std::io::Write;
+    let code = match crate::cli::paired::PairedArgs::try_parse_from(args) {
+        Err(e) => {
+            let _ = e.print();
+            EXIT_USAGE
+        }
+        Ok(args) => match (&args.list, ProcessPlan::of(&args)) {
+            (Some(lib), _) => list(lib),
+            (None, Ok(plan)) => run(&plan),
+            (None, Err(why)) => {
+                eprintln!("error: {why}");
+                EXIT_USAGE
+            }
+        },
+    };
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: _exit(2) ends the process at once; nothing of this process runs after.
+    unsafe { libc::_exit(code) }
+}
+
+impl ProcessPlan {
+    /// The plan `args` give.
+    fn of(args: &crate::cli::paired::PairedArgs) -> Result<Self, String> {
+        let need = |what: &str| format!("a paired process needs {what}");
+        let config = args.config.as_deref().ok_or_else(|| need("--config"))?;
+        Ok(ProcessPlan {
+            base: args.base.clone(),
+            head: args.head.clone().ok_or_else(|| need("--head"))?,
+            id: args.id.clone().ok_or_else(|| need("--id"))?,
+            round: args.round.max(1),
+            device: args.device.clone(),
+            config: serde_json::from_str(config)
+                .map_err(|e| format!("failed to read --config: {e}"))?,
+            record_dir: args
+                .record_dir
+                .clone()
+                .ok_or_else(|| need("--record-dir"))?,
+        })
+    }
 }
 
 /// Lists the benchmarks of `library` as JSON on stdout (`__paired --list`); its
@@ -68,7 +117,10 @@ pub fn list(library: &Path) -> i32 {
 /// Runs `plan`; its exit code (module docs).
 pub fn run(plan: &ProcessPlan) -> i32 {
     let load = |p: &Path| PairedLibrary::load(p);
-    let (base, head) = match (load(&plan.base), load(&plan.head)) {
+    let Some(base_path) = &plan.base else {
+        return run_alone(plan);
+    };
+    let (base, head) = match (load(base_path), load(&plan.head)) {
         (Ok(b), Ok(h)) => (b, h),
         (Err(e), _) | (_, Err(e)) => {
             eprintln!("error: {e}");
@@ -160,6 +212,40 @@ pub fn run(plan: &ProcessPlan) -> i32 {
         }
     }
     if base_record.passed() && head_record.passed() {
+        0
+    } else {
+        EXIT_BENCHMARK_FAILED
+    }
+}
+
+/// A benchmark only the head has: measured alone, in a process of its own, with the
+/// driver's loop; only `head/` is written.
+fn run_alone(plan: &ProcessPlan) -> i32 {
+    let head = match PairedLibrary::load(&plan.head) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_UNPAIRABLE;
+        }
+    };
+    let request = PairedRequest {
+        id: plan.id.clone(),
+        role: Role::Head,
+        device: plan.device.clone(),
+        config: plan.config.clone(),
+        round: plan.round,
+    };
+    let opened = head
+        .open(&request, &mut |side| {
+            driver::alone(&mut LibrarySide(side), &plan.config);
+        })
+        .map_err(|e| e.to_string());
+    let record = record_of(opened, &plan.id, plan.round, &plan.config);
+    if let Err(e) = write(&plan.record_dir, Role::Head, &record) {
+        eprintln!("error: failed to write the head record of {}: {e}", plan.id);
+        return EXIT_USAGE;
+    }
+    if record.passed() {
         0
     } else {
         EXIT_BENCHMARK_FAILED

@@ -51,6 +51,8 @@ pub enum AxisFormat {
     Duration,
     /// Whole numbers, e.g. sample indices.
     Index,
+    /// Fractions, labelled as signed percentages (`+2%`).
+    Percent,
     /// No labels (e.g. a density axis, whose scale means nothing to a reader).
     Hidden,
 }
@@ -131,6 +133,16 @@ impl Axis {
                     format!("{v:.0}")
                 } else {
                     String::new()
+                }
+            }
+            AxisFormat::Percent => {
+                let step = ((self.range.end - self.range.start).abs() * 100.0 / 7.0).max(1e-9);
+                let digits = (-step.log10().floor()).clamp(0.0, 3.0) as usize;
+                let x = v * 100.0;
+                if x.abs() < 1e-9 {
+                    "0%".into()
+                } else {
+                    format!("{x:+.digits$}%")
                 }
             }
             AxisFormat::Hidden => String::new(),

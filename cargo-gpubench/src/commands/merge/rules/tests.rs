@@ -40,6 +40,7 @@ fn part(run_id: &str, partition: Option<&str>, ids: &[&str], model: Option<&str>
             flush_l2: false,
             processes: gpubench_analysis::ProcessPolicy::standard(),
             partition: partition.map(str::to_string),
+            ab: None,
             selection: None,
             timeout_s: 300.0,
             libtorch_lib: "/venv/torch/lib".into(),

@@ -125,6 +125,8 @@ pub struct PageCharts {
     pub cold: Option<ChartView>,
     /// Eager and compiled latency over the shape stream.
     pub comparison: Option<ChartView>,
+    /// `ab`: the change of head against base in each process they shared.
+    pub paired: Option<ChartView>,
 }
 
 impl PageCharts {
@@ -139,6 +141,7 @@ impl PageCharts {
             &self.warmup,
             &self.cold,
             &self.comparison,
+            &self.paired,
         ]
         .into_iter()
         .flatten()

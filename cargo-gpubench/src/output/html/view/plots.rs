@@ -66,6 +66,21 @@ pub(crate) fn fill_charts(
         ));
     }
 
+    if let Some(plot) = paired_plot(b) {
+        view.charts.paired = Some(chart(
+            &stem,
+            "paired.svg",
+            plot,
+            "The change of head against base in each process they shared",
+            "Each dot is one process: the ratio of the head's per-call time to the base's, \
+             measured side by side in that process (samples alternated base, head, head, \
+             base), so what the process added to both cancels. The solid line is the change \
+             over processes and the band its interval; the dashed lines are the threshold a \
+             change must clear. Dots on both sides of 0 are noise; all of them above the \
+             threshold is a regression.",
+        ));
+    }
+
     let pooled = fig.pooled();
     if pooled.len() >= 2 {
         let mut plot = Plot::new(
@@ -336,6 +351,74 @@ pub(crate) fn process_plot(
         }
     }
     (plot, hidden)
+}
+
+/// `ab`: one dot per process at its change (head over base, minus 1), the change over
+/// processes with its interval, and the threshold; `None` unless the benchmark was
+/// paired and compared.
+pub(crate) fn paired_plot(b: &ReportBenchmark) -> Option<Plot> {
+    let changes = gpubench_analysis::baseline::paired_changes(&b.record);
+    let c = compared(b)?;
+    if changes.is_empty() || !gpubench_analysis::baseline::is_paired(&b.record) {
+        return None;
+    }
+    let values = changes.iter().copied().chain([
+        c.change.lower,
+        c.change.upper,
+        c.threshold,
+        -c.threshold,
+        0.0,
+    ]);
+    let y = charts::padded_range(values, 0.15, false);
+    let mut plot = Plot::new(
+        Axis::index("process (in the order they ran)", changes.len()),
+        Axis::linear("head / base − 1", y, AxisFormat::Percent),
+    );
+    plot.height = 240;
+    for (at, color, dashed, label) in [
+        (0.0, palette::GRID, false, None),
+        (
+            c.threshold,
+            palette::BASELINE,
+            true,
+            Some("threshold".to_string()),
+        ),
+        (-c.threshold, palette::BASELINE, true, None),
+        (
+            c.change.point,
+            palette::NEW,
+            false,
+            Some("change".to_string()),
+        ),
+        (c.change.lower, palette::NEW, true, None),
+        (c.change.upper, palette::NEW, true, None),
+    ] {
+        plot.rules.push(Rule {
+            horizontal: true,
+            at,
+            color,
+            dashed,
+            label,
+        });
+    }
+    plot.series.push(Series {
+        name: Some(format!(
+            "per process ({} process{})",
+            changes.len(),
+            if changes.len() == 1 { "" } else { "es" }
+        )),
+        color: palette::NEW,
+        points: changes
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i as f64 + 1.0, *v))
+            .collect(),
+        kind: SeriesKind::Markers {
+            size: 5,
+            hollow: false,
+        },
+    });
+    Some(plot)
 }
 
 /// Horizontal bars on a log axis: each cold call and one steady-state call, labelled

@@ -1,0 +1,119 @@
+//! The options of `cargo gpubench ab`: which two revisions, and the selection,
+//! measurement and verdict options a run has.
+
+use std::path::PathBuf;
+
+use clap::builder::BoolishValueParser;
+use clap::{ArgAction, Args};
+
+use super::compare::{Format, VerdictArgs};
+use super::run::{ProcessArgs, SelectArgs, TargetArgs};
+
+/// Options of `cargo gpubench ab`.
+#[derive(Debug, Clone, Args)]
+pub struct AbArgs {
+    /// The revision judged against: a commit, branch or tag [default: the merge-base
+    /// of HEAD with the default branch (origin/HEAD, else origin/main, origin/master,
+    /// main, master)].
+    #[arg(
+        long,
+        value_name = "REV",
+        env = "GPUBENCH_AB_BASE",
+        help_heading = "Revisions"
+    )]
+    pub base: Option<String>,
+
+    /// The revision judged [default: the working tree, uncommitted changes included].
+    #[arg(
+        long,
+        value_name = "REV",
+        env = "GPUBENCH_AB_HEAD",
+        help_heading = "Revisions"
+    )]
+    pub head: Option<String>,
+
+    /// Measure base and head in processes of their own, interleaved (base, head, head,
+    /// base, …), instead of together in one process: what `ab` does by itself when
+    /// pairing cannot work. Their verdicts are then a run's, host-bound work needing
+    /// a change beyond --host-noise-threshold.
+    #[arg(
+        long,
+        env = "GPUBENCH_AB_SEPARATE_PROCESSES",
+        action = ArgAction::SetTrue,
+        value_parser = BoolishValueParser::new(),
+        help_heading = "Revisions"
+    )]
+    pub separate_processes: bool,
+
+    /// Which benchmarks run.
+    #[command(flatten)]
+    pub select: SelectArgs,
+
+    /// Which bench targets of which workspace.
+    #[command(flatten)]
+    pub targets: TargetArgs,
+
+    /// How each process measures (`--processes` defaults to 5..8 here, more while
+    /// the paired change's interval is wider than ±1%; 5 with `--quick`).
+    #[command(flatten)]
+    pub process: ProcessArgs,
+
+    /// Output format on stdout.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        env = "GPUBENCH_FORMAT",
+        default_value_t = Format::Human
+    )]
+    pub format: Format,
+
+    /// Where the run is stored [default: `<target-dir>/gpubench`].
+    #[arg(long, value_name = "DIR", env = "GPUBENCH_OUT_DIR")]
+    pub out_dir: Option<PathBuf>,
+
+    /// Do not write the HTML report (`<out-dir>/report/index.html`).
+    #[arg(long, env = "GPUBENCH_NO_REPORT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub no_report: bool,
+
+    /// How the comparison of head with base decides and gates.
+    #[command(flatten)]
+    pub verdicts: VerdictArgs,
+}
+
+/// What `ab --help` says at length.
+pub const AB_ABOUT: &str = "Judge a change by its base and head revisions measured side \
+    by side: each benchmark's two revisions run in the same process, their samples \
+    alternated in balanced blocks (base, head, head, base), so whatever a process adds \
+    — the host's dispatch speed, which differs from one process to the next by up to \
+    60% on a cloud GPU machine, the clocks it starts at — is shared by both and \
+    cancels in their ratio. Each process gives one ratio of head to base; the change, \
+    its interval and the verdict come from those ratios over several processes (a \
+    paired t-test on their logarithms), with the noise threshold of device-bound work \
+    for every benchmark.\n\n\
+    The head is the working tree (or --head REV), the base the merge-base with the \
+    default branch (or --base REV), checked out as a git worktree under \
+    <target-dir>/gpubench/ab/. Each revision's bench targets are built as loadable \
+    libraries sharing the target directory (the second build reuses the first's \
+    dependencies). When that cannot work (a revision whose gpubench-core predates \
+    pairing, a library that fails to build or load), base and head run in processes \
+    of their own, interleaved, and are judged as a run is judged against a baseline; \
+    the output says why. Benchmarks only one revision has are listed: a benchmark the \
+    head lacks is missing evidence (gone), one the base lacks is new.\n\n\
+    The run is stored like a run (the head's records, the base's under base/), with \
+    its report and summary; --fail-on and --gate-on gate the exit code as for a run.";
+
+/// Exit codes of `ab`, for `--help`.
+pub const AB_HELP: &str = "\
+Exit codes:
+  0    every benchmark passed on both revisions and the --fail-on gate did not trip
+  1    a benchmark failed (on either revision)
+  2    usage error or bad input: a bad option, an unknown revision, no git repository,
+       no benchmark matched
+  3    a revision's bench targets failed to build as executables (a library that
+       fails to build only means they are not paired)
+  4    the head regressed against the base (the --fail-on gate tripped), or
+       evidence is missing that --allow-missing does not let pass
+  5    setup error: libtorch not found, git or cargo could not be run, results or
+       the report could not be written
+  130  interrupted (Ctrl-C or SIGTERM)";

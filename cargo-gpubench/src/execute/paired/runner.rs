@@ -1,0 +1,191 @@
+//! Starting paired processes from `cargo gpubench ab`: this binary again as
+//! `__paired`, with the libtorch environment of a run and a time limit, its two
+//! records classified as a run's one is ([`crate::execute::runner::classify`]), and
+//! listing a library's benchmarks the same way.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+
+use gpubench_analysis::paired::{PairedBenchmark, Role};
+use gpubench_analysis::{file_stem_for_id, RawRecord};
+use thiserror::Error;
+
+use super::process::EXIT_UNPAIRABLE;
+use crate::cli::paired::PAIRED_SUBCOMMAND;
+use crate::execute::process::{self, ChildEnv, Ending, Finished};
+use crate::execute::runner::{classify, now_rfc3339, Outcome, RunOptions};
+
+/// Why a paired process could not be used.
+#[derive(Debug, Error)]
+pub enum PairedRunError {
+    /// This binary could not be found or started.
+    #[error("failed to start a paired process ({exe}): {source}")]
+    Spawn {
+        /// The binary.
+        exe: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A library cannot be paired (the driver said so before measuring anything).
+    #[error("the libraries cannot be paired in one process: {why}")]
+    Unpairable {
+        /// What the driver said.
+        why: String,
+    },
+    /// A library's listing could not be read.
+    #[error("failed to list the benchmarks of {library}: {why}")]
+    List {
+        /// The library.
+        library: String,
+        /// What went wrong.
+        why: String,
+    },
+}
+
+/// The two records one paired process left.
+#[derive(Debug)]
+pub struct PairedOutcome {
+    /// The base side's; `None` for a benchmark the head measured alone.
+    pub base: Option<Outcome>,
+    /// The head side's.
+    pub head: Outcome,
+    /// How the process ended.
+    pub finished: Finished,
+}
+
+/// This binary, to start as `__paired`.
+fn this_binary() -> Result<PathBuf, PairedRunError> {
+    std::env::current_exe().map_err(|source| PairedRunError::Spawn {
+        exe: "cargo-gpubench".into(),
+        source,
+    })
+}
+
+/// The benchmarks `library` offers, listed in a process of its own (loading it runs
+/// its initialisers, which must not run in this one).
+pub fn list(
+    library: &Path,
+    env: &ChildEnv,
+    opts: &RunOptions,
+    stop: &AtomicBool,
+) -> Result<Vec<PairedBenchmark>, PairedRunError> {
+    let exe = this_binary()?;
+    let mut cmd = Command::new(&exe);
+    cmd.arg(PAIRED_SUBCOMMAND).arg("--list").arg(library);
+    env.apply(&mut cmd);
+    let finished =
+        process::run(cmd, opts.timeout, stop, 4 << 20).map_err(|source| PairedRunError::Spawn {
+            exe: exe.display().to_string(),
+            source,
+        })?;
+    let fail = |why: String| PairedRunError::List {
+        library: library.display().to_string(),
+        why,
+    };
+    match finished.ending {
+        Ending::Exited(0) => serde_json::from_str(finished.stdout_tail.trim())
+            .map_err(|e| fail(format!("its answer cannot be read: {e}"))),
+        Ending::Exited(EXIT_UNPAIRABLE) => Err(PairedRunError::Unpairable {
+            why: last_error(&finished.stderr_tail),
+        }),
+        other => Err(fail(format!(
+            "the listing process {}: {}",
+            ending_words(other),
+            last_error(&finished.stderr_tail)
+        ))),
+    }
+}
+
+/// Runs round `round` of benchmark `id` of both libraries in one paired process (of
+/// the head alone without `base`) and classifies each side's record. `record_dir`
+/// must be empty.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    base: Option<&Path>,
+    head: &Path,
+    id: &str,
+    round: u32,
+    opts: &RunOptions,
+    env: &ChildEnv,
+    record_dir: &Path,
+    stop: &AtomicBool,
+) -> Result<PairedOutcome, PairedRunError> {
+    let exe = this_binary()?;
+    let mut cmd = Command::new(&exe);
+    cmd.arg(PAIRED_SUBCOMMAND);
+    if let Some(base) = base {
+        cmd.arg("--base").arg(base);
+    }
+    cmd.arg("--head")
+        .arg(head)
+        .args(["--id", id, "--round", &round.to_string()])
+        .arg("--config")
+        .arg(serde_json::to_string(&opts.config()).expect("plain data serialises"))
+        .arg("--record-dir")
+        .arg(record_dir);
+    if let Some(device) = &opts.device {
+        cmd.args(["--device", device]);
+    }
+    env.apply(&mut cmd);
+    crate::output::console::detail(format_args!(
+        "paired round {round} of {id}: {}",
+        process::shell_line(&cmd)
+    ));
+    let finished =
+        process::run(cmd, opts.timeout, stop, process::TAIL_BYTES).map_err(|source| {
+            PairedRunError::Spawn {
+                exe: exe.display().to_string(),
+                source,
+            }
+        })?;
+    if finished.ending == Ending::Exited(EXIT_UNPAIRABLE) {
+        return Err(PairedRunError::Unpairable {
+            why: last_error(&finished.stderr_tail),
+        });
+    }
+    let side = |role: Role| {
+        let path = record_dir
+            .join(role.as_str())
+            .join(format!("{}.json", file_stem_for_id(id)));
+        let written = path
+            .exists()
+            .then(|| RawRecord::read(&path).map_err(|e| e.to_string()));
+        // Both sides share the process: a side that wrote a passed record keeps
+        // it even when the process then ended badly because of the other.
+        let finished_for_side = match &written {
+            Some(Ok(r)) if r.passed() && !matches!(finished.ending, Ending::TimedOut) => Finished {
+                ending: Ending::Exited(0),
+                ..finished.clone()
+            },
+            _ => finished.clone(),
+        };
+        classify(id, &finished_for_side, written, opts, now_rfc3339())
+    };
+    Ok(PairedOutcome {
+        base: base.map(|_| side(Role::Base)),
+        head: side(Role::Head),
+        finished,
+    })
+}
+
+/// The last `error: …` line of a child's stderr, or its last line.
+fn last_error(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines
+        .iter()
+        .rev()
+        .find_map(|l| l.strip_prefix("error: "))
+        .or_else(|| lines.last().copied())
+        .unwrap_or("no output")
+        .to_string()
+}
+
+fn ending_words(ending: Ending) -> String {
+    match ending {
+        Ending::Exited(code) => format!("exited with code {code}"),
+        Ending::Signaled(sig) => format!("was killed by signal {sig}"),
+        Ending::TimedOut => "timed out".into(),
+        Ending::Interrupted => "was interrupted".into(),
+    }
+}
