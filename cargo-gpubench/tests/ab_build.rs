@@ -1,7 +1,9 @@
-//! The build side of `cargo gpubench ab` on a real two-commit repository: base (the
-//! first commit, as a worktree) and head (the working tree) resolved, each bench
-//! target built as a loadable library and loaded, each answering its own revision's
-//! benchmark ids; and the fallback's bench executables of the base.
+//! `cargo gpubench ab` on a real two-commit repository: base (the first commit, as a
+//! worktree) and head (the working tree) resolved, each bench target built as a
+//! loadable library and loaded, each answering its own revision's benchmark ids; the
+//! fallback's bench executables of the base; and `ab` itself on the CPU, paired and
+//! in separate processes, calling a planted 2× slowdown regressed and the unchanged
+//! benchmark not.
 //!
 //! It builds tch against libtorch into a fresh target directory (minutes), to show
 //! that the second revision reuses the first's dependency builds: run it with
@@ -52,12 +54,16 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-/// The bench file of a revision: `adds` in both, and `scales_<suffix>`. It reads a
-/// file beside its package through `CARGO_MANIFEST_DIR` and a module beside itself,
-/// which a library build must find as the bench target's build does.
-fn bench_source(suffix: &str) -> String {
+/// The bench file of a revision: `adds` alike in both, `planted` making
+/// `planted_adds` additions per call (twice as many in the head: a planted 2×
+/// slowdown), and `scales_<suffix>`. It reads a file beside its package through
+/// `CARGO_MANIFEST_DIR` and a module beside itself, which a library build must find
+/// as the bench target's build does.
+fn bench_source(suffix: &str, planted_adds: u32) -> String {
     format!(
         r#"mod common;
+
+const PLANTED_ADDS: u32 = {planted_adds};
 
 use gpubench_core::{{gpu_bench, Bencher}};
 use tch::{{Kind, Tensor}};
@@ -68,6 +74,12 @@ const SCALE: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/scale.txt
 fn adds(b: &mut Bencher) {{
     let x = Tensor::ones([ab_fixture::SIZE], (Kind::Float, b.device()));
     b.iter(|| &x + 1.0);
+}}
+
+#[gpu_bench]
+fn planted(b: &mut Bencher) {{
+    let x = Tensor::ones([ab_fixture::SIZE], (Kind::Float, b.device()));
+    b.iter(|| (0..PLANTED_ADDS).fold(&x + 0.0, |acc, _| &acc + 1.0));
 }}
 
 #[gpu_bench]
@@ -85,8 +97,8 @@ fn main() {{
 }
 
 /// A workspace of one package with a lib and one `#[gpu_bench]` target, in a git
-/// repository of two commits that differ in one benchmark id; returns the first
-/// commit's sha.
+/// repository of two commits that differ in one benchmark id and in the work of
+/// `planted`; returns the first commit's sha.
 fn two_commit_workspace(ws: &Path) -> String {
     let core = repo_root().join("gpubench-core");
     let manifest = format!(
@@ -106,7 +118,7 @@ fn two_commit_workspace(ws: &Path) -> String {
         ),
         ("scale.txt", "2.0\n".to_string()),
         (".gitignore", "/target\n".to_string()),
-        ("benches/pair.rs", bench_source("v1")),
+        ("benches/pair.rs", bench_source("v1", 8)),
     ];
     for (name, text) in &files {
         let path = ws.join(name);
@@ -120,7 +132,7 @@ fn two_commit_workspace(ws: &Path) -> String {
     git(ws, &["add", "--all"]);
     git(ws, &["commit", "--quiet", "-m", "scales_v1"]);
     let first = git(ws, &["rev-parse", "HEAD"]);
-    std::fs::write(ws.join("benches/pair.rs"), bench_source("v2")).unwrap();
+    std::fs::write(ws.join("benches/pair.rs"), bench_source("v2", 16)).unwrap();
     git(ws, &["commit", "--quiet", "--all", "-m", "scales_v2"]);
     first
 }
@@ -188,8 +200,8 @@ fn base_and_head_build_as_libraries_that_list_their_own_benchmarks() {
         base_lib.display()
     );
     // Both loaded into this one process, as the paired driver loads them.
-    assert_eq!(listed_ids(base_lib), ["adds", "scales_v1"]);
-    assert_eq!(listed_ids(head_lib), ["adds", "scales_v2"]);
+    assert_eq!(listed_ids(base_lib), ["adds", "planted", "scales_v1"]);
+    assert_eq!(listed_ids(head_lib), ["adds", "planted", "scales_v2"]);
 
     assert!(
         head_s * 4.0 < base_s,
@@ -221,4 +233,117 @@ fn base_and_head_build_as_libraries_that_list_their_own_benchmarks() {
     assert!(listed.status.success(), "{stdout}");
     assert!(stdout.contains("scales_v1: benchmark"), "{stdout}");
     assert!(!stdout.contains("scales_v2"), "{stdout}");
+
+    ab_judges_the_planted_slowdown(&ws, &target_dir, &first);
+}
+
+/// `cargo gpubench ab` on the CPU against the fixture's first commit: the planted 2×
+/// slowdown is regressed, the unchanged benchmark is not, the renamed one is missing
+/// evidence (gone) on one side and new on the other; paired in one process, and the
+/// same verdicts in separate processes.
+fn ab_judges_the_planted_slowdown(ws: &Path, target_dir: &Path, base: &str) {
+    let ab = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_cargo-gpubench"))
+            .current_dir(ws)
+            .env("CARGO_TARGET_DIR", target_dir)
+            .args([
+                "gpubench", "ab", "--base", base, "--device", "cpu", "--quick",
+            ])
+            .args(["--format", "json", "--no-report", "--processes", "5"])
+            .args(extra)
+            .output()
+            .expect("cargo-gpubench runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let v: serde_json::Value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("{e}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"));
+        (out.status.code(), v, stderr)
+    };
+    let verdict = |v: &serde_json::Value, id: &str| -> String {
+        let b = v["benchmarks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["id"] == id)
+            .unwrap_or_else(|| panic!("no {id} in {v}"));
+        b["comparison"]["comparison"]["verdict"]
+            .as_str()
+            .unwrap_or("none")
+            .to_string()
+    };
+    for (extra, paired) in [(&[][..], true), (&["--separate-processes"][..], false)] {
+        let start = Instant::now();
+        let (code, v, stderr) = ab(extra);
+        eprintln!(
+            "ab {extra:?}: exit {code:?} in {:.1} s",
+            start.elapsed().as_secs_f64()
+        );
+        assert_eq!(code, Some(4), "the gate fails\n{stderr}\n{v:#}");
+        assert_eq!(v["ab"]["paired"], paired, "{}", v["ab"]);
+        if paired {
+            assert_eq!(verdict(&v, "planted"), "regressed", "{v:#}");
+        } else {
+            // Separate processes on a CPU judge host-bound work as a run does: a
+            // change beyond 50% and the processes' spread, which a busy CI machine
+            // may widen past the 2x; the change itself shows either way.
+            assert!(
+                ["regressed", "ambiguous"].contains(&verdict(&v, "planted").as_str()),
+                "{v:#}"
+            );
+            let planted = v["benchmarks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|b| b["id"] == "planted")
+                .unwrap();
+            let change = planted["comparison"]["comparison"]["change"]["point"]
+                .as_f64()
+                .unwrap();
+            assert!(change > 0.3, "head and base are told apart: {change}");
+        }
+        assert_ne!(verdict(&v, "adds"), "regressed", "{v:#}");
+        assert_ne!(verdict(&v, "adds"), "improved", "{v:#}");
+        let missing = v["comparison"]["missing"].as_array().unwrap();
+        assert!(
+            missing
+                .iter()
+                .any(|m| m["id"] == "scales_v1" && m["kind"] == "gone"),
+            "{missing:?}"
+        );
+        assert!(
+            v["comparison"]["set"]["missing_in_baseline"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|id| id == "scales_v2"),
+            "the head's new benchmark is measured alone and listed as new"
+        );
+        if paired {
+            // Each process gave a paired ratio of the planted benchmark's head over
+            // its base: about 2.
+            let run = std::path::PathBuf::from(v["run_dir"].as_str().unwrap());
+            let record = gpubench_analysis::RawRecord::read(&run.join(format!(
+                "{}.json",
+                gpubench_analysis::file_stem_for_id("planted")
+            )))
+            .unwrap();
+            let ratios: Vec<f64> = record
+                .rounds
+                .iter()
+                .filter_map(|r| r.pairing.as_ref())
+                .map(|p| p.log_ratio.exp())
+                .collect();
+            assert_eq!(ratios.len(), 5, "{ratios:?}");
+            assert!(ratios.iter().all(|r| *r > 1.3), "{ratios:?}");
+            assert!(
+                run.join("base")
+                    .join(format!(
+                        "{}.json",
+                        gpubench_analysis::file_stem_for_id("planted")
+                    ))
+                    .is_file(),
+                "the base's record is kept beside the head's"
+            );
+        }
+    }
 }

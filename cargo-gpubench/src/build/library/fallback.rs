@@ -3,6 +3,14 @@
 //! targets built as the bench executables a run uses, with `cargo bench --no-run`
 //! in the revision's workspace and the shared target directory, so base and head
 //! can be measured in interleaved processes instead.
+//!
+//! The base builds into a target directory of its own,
+//! `<target-dir>/gpubench/ab/base-target/`: cargo names a workspace member's
+//! artefacts by a hash of its package id taken relative to the workspace root, the
+//! same for the working tree and the base's worktree, so in one target directory the
+//! two revisions' executables (and their freshness records) would be one file, and
+//! each build would take the other's for up to date. The base's directory is kept
+//! between runs, so only its first build compiles the dependencies again.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,13 +18,14 @@ use std::process::Command;
 use crate::build::compile::{self, BuildOutput, CompileError};
 use crate::build::discover::{self, BenchTarget, DiscoverError};
 use crate::build::revision::Revision;
+use gpubench_analysis::paired::Role;
 
 /// A revision's bench targets, selected and ready to build as executables.
 #[derive(Debug, Clone)]
 pub struct ExecutablePlan {
     /// The revision's workspace root, where cargo runs.
     pub revision_root: PathBuf,
-    /// The target directory both revisions build into.
+    /// The target directory this revision builds into (the base's own, module docs).
     pub target_dir: PathBuf,
     /// The bench targets, as a run selects them.
     pub targets: Vec<BenchTarget>,
@@ -33,14 +42,17 @@ pub fn prepare(
     let metadata = discover::metadata_in(cargo, &revision.manifest_path(), &revision.root)?;
     Ok(ExecutablePlan {
         revision_root: revision.root.clone(),
-        target_dir: target_dir.to_path_buf(),
+        target_dir: match revision.role {
+            Role::Head => target_dir.to_path_buf(),
+            Role::Base => target_dir.join("gpubench").join("ab").join("base-target"),
+        },
         targets: discover::select_targets(&metadata, packages, benches)?,
     })
 }
 
 impl ExecutablePlan {
     /// A run's `cargo bench --no-run` of the targets, in the revision's root, into
-    /// the shared target directory. Set what tch's build needs on it.
+    /// its target directory. Set what tch's build needs on it.
     pub fn command(&self, cargo: &Path) -> Command {
         let mut cmd = compile::build_command(
             cargo,
