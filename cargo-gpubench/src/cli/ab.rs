@@ -45,6 +45,40 @@ pub struct AbArgs {
     )]
     pub separate_processes: bool,
 
+    /// Build both revisions as loadable libraries into DIR (`base/` and `head/`, each
+    /// with its `libraries.json`) and stop, to run them with --base-libraries and
+    /// --head-libraries on a machine without cargo, git or the sources.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "GPUBENCH_AB_EXPORT_LIBRARIES",
+        conflicts_with_all = ["base_libraries", "separate_processes"],
+        help_heading = "Revisions"
+    )]
+    pub export_libraries: Option<PathBuf>,
+
+    /// Run from the base's libraries that --export-libraries wrote (DIR/base), with
+    /// --head-libraries: no build, no git.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "GPUBENCH_AB_BASE_LIBRARIES",
+        requires = "head_libraries",
+        conflicts_with_all = ["base", "head", "separate_processes", "packages", "benches", "manifest_path"],
+        help_heading = "Revisions"
+    )]
+    pub base_libraries: Option<PathBuf>,
+
+    /// Run from the head's libraries that --export-libraries wrote (DIR/head).
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "GPUBENCH_AB_HEAD_LIBRARIES",
+        requires = "base_libraries",
+        help_heading = "Revisions"
+    )]
+    pub head_libraries: Option<PathBuf>,
+
     /// Which benchmarks run.
     #[command(flatten)]
     pub select: SelectArgs,
@@ -68,7 +102,8 @@ pub struct AbArgs {
     )]
     pub format: Format,
 
-    /// Where the run is stored [default: `<target-dir>/gpubench`].
+    /// Where the run is stored [default: `<target-dir>/gpubench`, or ./target/gpubench
+    /// with --base-libraries].
     #[arg(long, value_name = "DIR", env = "GPUBENCH_OUT_DIR")]
     pub out_dir: Option<PathBuf>,
 

@@ -10,6 +10,7 @@
 //! | read the revision, write the crates: [`prepare`] → [`LibraryPlan`] | here, [`manifest`] |
 //! | build them: [`LibraryPlan::command`], [`LibraryPlan::build`] → [`LibraryBuild`] | here, [`messages`] |
 //! | when pairing in one process cannot work: bench executables | [`fallback`] |
+//! | carry them to a machine without cargo | [`export`] |
 //!
 //! The crates of one revision form a workspace of their own under the target
 //! directory, rewritten by every `ab`:
@@ -44,6 +45,7 @@
 //! * The package's features are the default ones, as in `cargo bench` without
 //!   `--features`.
 
+pub mod export;
 pub mod fallback;
 pub mod manifest;
 pub mod messages;

@@ -10,23 +10,26 @@ pub mod plan;
 mod session;
 
 use std::ffi::OsString;
-use std::sync::atomic::Ordering;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 use gpubench_analysis::ProcessPolicy;
 
-use crate::build::library;
+use crate::build::library::{self, BenchLibrary};
 use crate::build::libtorch;
-use crate::build::revision::{self, Revision};
+use crate::build::revision::{self, Checkout, Revision};
 use crate::cli::AbArgs;
 use crate::error::UsageError;
 use crate::execute::paired::runner::{self as paired_runner, PairedRunError};
+use crate::execute::process::ChildEnv;
 use crate::execute::runner::RunOptions;
 use crate::execute::select::Benchmark;
 use crate::exit_code::Exit;
 use crate::output::console;
 use crate::store::manifest::{ManifestAb, ManifestRevision};
 use crate::store::runs::RunStore;
+use gpubench_analysis::paired::Role;
 use plan::Plan;
 use session::{Mode, Session};
 
@@ -40,75 +43,26 @@ pub fn run(args: &AbArgs, command_line: &[OsString]) -> Result<Exit> {
         .apply(defaults.clone())
         .context("failed to check the measurement options")?;
 
-    let workspace = super::run::discover_targets(&args.targets)?;
-    let (base, head) = revision::resolve(
-        &workspace.root,
-        args.base.as_deref(),
-        args.head.as_deref(),
-        &workspace.target_dir,
-    )
-    .context("failed to find the revisions to compare")?;
-    console::status(format_args!(
-        "comparing {} ({}) with {} ({})",
-        head.describe(),
-        head.chosen_by,
-        base.describe(),
-        base.chosen_by
-    ));
-
-    let libtorch = libtorch::locate(&libtorch::Search::from_env(
-        vec![workspace.root.clone()],
-        Vec::new(),
-    ))
-    .context("failed to find libtorch for the benchmark processes")?;
-    let env = super::run::child_env(&libtorch, &[], &workspace.target_dir);
-    let opts = run_options(args);
-
-    // Paired when both revisions build as libraries that load and speak the ABI;
-    // otherwise separate processes, saying why.
-    let mut reason = args
-        .separate_processes
-        .then(|| "--separate-processes was given".to_string());
-    let mut listed: Option<(Vec<Benchmark>, Vec<Benchmark>)> = None;
-    if reason.is_none() {
-        match paired_listings(
-            args,
-            &base,
-            &head,
-            &workspace.target_dir,
-            &env,
-            &opts,
-            &stop,
-        )? {
-            Paired::Listed(b, h) => listed = Some((b, h)),
-            Paired::Not(why) => reason = Some(why),
-            Paired::Interrupted => return Ok(Exit::Interrupted),
-        }
-    }
-    let (mode, base_list, head_list) = match (listed, reason) {
-        (Some((b, h)), None) => (Mode::Paired, b, h),
-        (_, why) => {
-            let why = why.unwrap_or_default();
-            console::warning(format_args!(
-                "base and head are measured in processes of their own, interleaved, not \
-                 paired in one process: {why}; host-bound verdicts then need a change \
-                 beyond --host-noise-threshold"
-            ));
-            let Some((b, h)) = separate_listings(
-                args,
-                &base,
-                &head,
-                &workspace.target_dir,
-                &env,
-                &opts,
-                &stop,
-            )?
-            else {
-                return Ok(Exit::Interrupted);
-            };
-            (Mode::Separate { reason: why }, b, h)
-        }
+    let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let prepared = match (&args.base_libraries, &args.head_libraries) {
+        (Some(base), Some(head)) => imported(base, head, &cwd, args, &stop)?,
+        _ => built(args, &stop)?,
     };
+    let Prepared {
+        base,
+        head,
+        out_dir,
+        env,
+        libtorch_lib,
+        mode,
+        base_list,
+        head_list,
+    } = match prepared {
+        Ready::Measure(p) => *p,
+        Ready::Exported => return Ok(Exit::Success),
+        Ready::Interrupted => return Ok(Exit::Interrupted),
+    };
+    let opts = run_options(args);
 
     let filter = args.select.filter();
     let plan = Plan::new(&base_list, &head_list, &filter);
@@ -125,11 +79,6 @@ pub fn run(args: &AbArgs, command_line: &[OsString]) -> Result<Exit> {
         ));
     }
 
-    let cwd = std::env::current_dir().context("failed to read the current directory")?;
-    let out_dir = match &args.out_dir {
-        Some(dir) => cwd.join(dir),
-        None => workspace.target_dir.join("gpubench"),
-    };
     let store = RunStore::open(&out_dir)?;
     for note in store.mark_incomplete_runs()? {
         console::note(format_args!("{note}"));
@@ -170,7 +119,7 @@ pub fn run(args: &AbArgs, command_line: &[OsString]) -> Result<Exit> {
         report_dir: (!args.no_report)
             .then(|| crate::output::html::run_report::report_dir(store.dir())),
         summary_file: args.verdicts.summary_file.as_ref().map(|p| cwd.join(p)),
-        libtorch_lib: libtorch.lib_dir.clone(),
+        libtorch_lib,
     };
     console::status(format_args!(
         "measuring {} benchmark{} on both revisions{}",
@@ -187,6 +136,205 @@ pub fn run(args: &AbArgs, command_line: &[OsString]) -> Result<Exit> {
         return Ok(Exit::Interrupted);
     }
     Ok(exit)
+}
+
+/// What preparing both revisions ended with.
+enum Ready {
+    /// Ready to measure.
+    Measure(Box<Prepared>),
+    /// `--export-libraries` wrote them out: nothing to measure here.
+    Exported,
+    /// Ctrl-C.
+    Interrupted,
+}
+
+/// Both revisions, ready to measure.
+struct Prepared {
+    base: Revision,
+    head: Revision,
+    out_dir: PathBuf,
+    env: ChildEnv,
+    libtorch_lib: PathBuf,
+    mode: Mode,
+    base_list: Vec<Benchmark>,
+    head_list: Vec<Benchmark>,
+}
+
+/// Finds and builds both revisions of the workspace: as loadable libraries when
+/// they pair, else as executables; with `--export-libraries`, exports the libraries
+/// and stops.
+fn built(args: &AbArgs, stop: &AtomicBool) -> Result<Ready> {
+    let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let workspace = super::run::discover_targets(&args.targets)?;
+    let (base, head) = revision::resolve(
+        &workspace.root,
+        args.base.as_deref(),
+        args.head.as_deref(),
+        &workspace.target_dir,
+    )
+    .context("failed to find the revisions to compare")?;
+    console::status(format_args!(
+        "comparing {} ({}) with {} ({})",
+        head.describe(),
+        head.chosen_by,
+        base.describe(),
+        base.chosen_by
+    ));
+    let libtorch = libtorch::locate(&libtorch::Search::from_env(
+        vec![workspace.root.clone()],
+        Vec::new(),
+    ))
+    .context("failed to find libtorch for the benchmark processes")?;
+    let env = super::run::child_env(&libtorch, &[], &workspace.target_dir);
+    let opts = run_options(args);
+    let out_dir = match &args.out_dir {
+        Some(dir) => cwd.join(dir),
+        None => workspace.target_dir.join("gpubench"),
+    };
+
+    // Paired when both revisions build as libraries that load and speak the ABI;
+    // otherwise separate processes, saying why.
+    let mut reason = args
+        .separate_processes
+        .then(|| "--separate-processes was given".to_string());
+    let mut listed: Option<(Vec<Benchmark>, Vec<Benchmark>)> = None;
+    if reason.is_none() {
+        let libraries = match build_libraries(args, &base, &head, &workspace.target_dir, stop)? {
+            Libraries::Built(b, h) => Some((b, h)),
+            Libraries::Not(why) => {
+                reason = Some(why);
+                None
+            }
+            Libraries::Interrupted => return Ok(Ready::Interrupted),
+        };
+        if let (Some(dir), Some((b, h))) = (&args.export_libraries, &libraries) {
+            let dir = cwd.join(dir);
+            for (side, revision, libs) in [("base", &base, b), ("head", &head, h)] {
+                library::export::write(&dir.join(side), manifest_revision(revision), libs)
+                    .with_context(|| {
+                        format!("failed to export the libraries of {}", revision.describe())
+                    })?;
+            }
+            console::status(format_args!(
+                "exported the libraries of {} and {} to {}: run `cargo-gpubench ab \
+                 --base-libraries {}/base --head-libraries {}/head` where the GPUs are",
+                base.describe(),
+                head.describe(),
+                dir.display(),
+                dir.display(),
+                dir.display()
+            ));
+            return Ok(Ready::Exported);
+        }
+        if let Some((b, h)) = libraries {
+            match list_libraries(&b, &h, &base, &head, &env, &opts, stop)? {
+                Paired::Listed(bl, hl) => listed = Some((bl, hl)),
+                Paired::Not(why) => reason = Some(why),
+                Paired::Interrupted => return Ok(Ready::Interrupted),
+            }
+        }
+    }
+    if let (Some(_), Some(why)) = (&args.export_libraries, &reason) {
+        return Err(UsageError(format!(
+            "--export-libraries needs both revisions as loadable libraries, and {why}"
+        ))
+        .into());
+    }
+    let (mode, base_list, head_list) = match (listed, reason) {
+        (Some((b, h)), None) => (Mode::Paired, b, h),
+        (_, why) => {
+            let why = why.unwrap_or_default();
+            console::warning(format_args!(
+                "base and head are measured in processes of their own, interleaved, not \
+                 paired in one process: {why}; host-bound verdicts then need a change \
+                 beyond --host-noise-threshold"
+            ));
+            let Some((b, h)) =
+                separate_listings(args, &base, &head, &workspace.target_dir, &env, &opts, stop)?
+            else {
+                return Ok(Ready::Interrupted);
+            };
+            (Mode::Separate { reason: why }, b, h)
+        }
+    };
+    Ok(Ready::Measure(Box::new(Prepared {
+        base,
+        head,
+        out_dir,
+        env,
+        libtorch_lib: libtorch.lib_dir,
+        mode,
+        base_list,
+        head_list,
+    })))
+}
+
+/// Both revisions from libraries `--export-libraries` wrote: no cargo, no git.
+fn imported(
+    base_dir: &Path,
+    head_dir: &Path,
+    cwd: &Path,
+    args: &AbArgs,
+    stop: &AtomicBool,
+) -> Result<Ready> {
+    let side = |dir: &Path, role: Role, flag: &str| -> Result<(Revision, Vec<BenchLibrary>)> {
+        let dir = cwd.join(dir);
+        let (r, libs) = library::export::read(&dir)
+            .with_context(|| format!("failed to read {flag} {}", dir.display()))?;
+        Ok((
+            Revision {
+                role,
+                label: r.label,
+                commit: r.commit,
+                dirty: r.dirty,
+                chosen_by: format!("{flag} {}", dir.display()),
+                checkout: Checkout::Worktree,
+                root: dir,
+            },
+            libs,
+        ))
+    };
+    let (base, base_libs) = side(base_dir, Role::Base, "--base-libraries")?;
+    let (head, head_libs) = side(head_dir, Role::Head, "--head-libraries")?;
+    console::status(format_args!(
+        "comparing {} with {}, from exported libraries",
+        head.describe(),
+        base.describe()
+    ));
+    let libtorch = libtorch::locate(&libtorch::Search::from_env(
+        vec![cwd.to_path_buf()],
+        Vec::new(),
+    ))
+    .context("failed to find libtorch for the benchmark processes")?;
+    let target_dir = cwd.join("target");
+    let env = super::run::child_env(&libtorch, &[], &target_dir);
+    let opts = run_options(args);
+    let (base_list, head_list) =
+        match list_libraries(&base_libs, &head_libs, &base, &head, &env, &opts, stop)? {
+            Paired::Listed(b, h) => (b, h),
+            Paired::Interrupted => return Ok(Ready::Interrupted),
+            // Without the sources there is nothing to fall back to.
+            Paired::Not(why) => {
+                return Err(UsageError(format!(
+                    "the exported libraries cannot be paired: {why}; build them again with \
+                     one gpubench-core, or run `cargo gpubench ab` where the sources are"
+                ))
+                .into())
+            }
+        };
+    Ok(Ready::Measure(Box::new(Prepared {
+        base,
+        head,
+        out_dir: match &args.out_dir {
+            Some(dir) => cwd.join(dir),
+            None => target_dir.join("gpubench"),
+        },
+        env,
+        libtorch_lib: libtorch.lib_dir,
+        mode: Mode::Paired,
+        base_list,
+        head_list,
+    })))
 }
 
 /// The options every process of `ab` gets, as a run's, but for the number of
@@ -232,9 +380,19 @@ fn library_reason(revision: &Revision, e: library::LibraryError) -> String {
     )
 }
 
-/// What trying to pair gave.
+/// What building both revisions as libraries gave.
+enum Libraries {
+    /// Built: `(base, head)`.
+    Built(Vec<BenchLibrary>, Vec<BenchLibrary>),
+    /// A revision does not build as one, and why.
+    Not(String),
+    /// Ctrl-C.
+    Interrupted,
+}
+
+/// What listing both revisions' libraries gave.
 enum Paired {
-    /// Both revisions' libraries load and list: `(base, head)`.
+    /// Both load and list: `(base, head)`.
     Listed(Vec<Benchmark>, Vec<Benchmark>),
     /// Pairing cannot work, and why.
     Not(String),
@@ -242,16 +400,14 @@ enum Paired {
     Interrupted,
 }
 
-/// Builds both revisions as libraries and lists them through a paired process.
-fn paired_listings(
+/// Builds both revisions as loadable libraries.
+fn build_libraries(
     args: &AbArgs,
     base: &Revision,
     head: &Revision,
-    target_dir: &std::path::Path,
-    env: &crate::execute::process::ChildEnv,
-    opts: &RunOptions,
-    stop: &std::sync::atomic::AtomicBool,
-) -> Result<Paired> {
+    target_dir: &Path,
+    stop: &AtomicBool,
+) -> Result<Libraries> {
     let cargo = super::run::cargo();
     let mut sides = Vec::new();
     for revision in [head, base] {
@@ -259,7 +415,7 @@ fn paired_listings(
             "building {} as loadable libraries",
             revision.describe()
         ));
-        let built = library::prepare(
+        let prepared = library::prepare(
             &cargo,
             revision,
             &args.targets.packages,
@@ -273,21 +429,39 @@ fn paired_listings(
             let found = super::run::hand_libtorch_to_the_build(&mut cmd, &revision.root);
             (plan, cmd, found)
         });
-        let (plan, cmd, found) = match built {
+        let (plan, cmd, found) = match prepared {
             Ok(x) => x,
-            Err(e) => return Ok(Paired::Not(library_reason(revision, e))),
+            Err(e) => return Ok(Libraries::Not(library_reason(revision, e))),
         };
         found?;
         let built = plan.build(cmd);
         if stop.load(Ordering::SeqCst) {
-            return Ok(Paired::Interrupted);
+            return Ok(Libraries::Interrupted);
         }
-        let built = match built {
-            Ok(b) => b,
-            Err(e) => return Ok(Paired::Not(library_reason(revision, e))),
-        };
+        match built {
+            Ok(b) => sides.push(b.libraries),
+            Err(e) => return Ok(Libraries::Not(library_reason(revision, e))),
+        }
+    }
+    let base_libs = sides.pop().expect("two sides");
+    let head_libs = sides.pop().expect("two sides");
+    Ok(Libraries::Built(base_libs, head_libs))
+}
+
+/// Lists both revisions' libraries through paired processes.
+fn list_libraries(
+    base_libs: &[BenchLibrary],
+    head_libs: &[BenchLibrary],
+    base: &Revision,
+    head: &Revision,
+    env: &ChildEnv,
+    opts: &RunOptions,
+    stop: &AtomicBool,
+) -> Result<Paired> {
+    let mut sides = Vec::new();
+    for (revision, libs) in [(head, head_libs), (base, base_libs)] {
         let mut listed = Vec::new();
-        for lib in &built.libraries {
+        for lib in libs {
             match paired_runner::list(&lib.path, env, opts, stop) {
                 Ok(benchmarks) => listed.extend(benchmarks.into_iter().map(|b| Benchmark {
                     package: Some(lib.package.clone()),
@@ -318,10 +492,10 @@ fn separate_listings(
     args: &AbArgs,
     base: &Revision,
     head: &Revision,
-    target_dir: &std::path::Path,
-    env: &crate::execute::process::ChildEnv,
+    target_dir: &Path,
+    env: &ChildEnv,
     opts: &RunOptions,
-    stop: &std::sync::atomic::AtomicBool,
+    stop: &AtomicBool,
 ) -> Result<Option<(Vec<Benchmark>, Vec<Benchmark>)>> {
     let cargo = super::run::cargo();
     let mut sides = Vec::new();
