@@ -20,7 +20,7 @@ export LD_LIBRARY_PATH="$TORCH_DIR/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv > "$R/nvidia-smi.csv" 2>&1
 nproc > "$R/nproc.txt"
 read -r -a SUITE <<< "${SUITE:-launch/add_1m launch/sdpa/128 launch/request_stream matmul/matmul_bf16/4096 matmul/matmul_bf16/8192 mlp_training/mlp_training_step}"
-common=(--device cuda:0 --format json --no-report --fail-on never --exact)
+common=(--device "${DEVICE:-cuda:0}" --format json --no-report --fail-on never --exact)
 timed() { # name, then the command
     local name=$1; shift
     local t0=$(date +%s%N)

@@ -324,7 +324,7 @@ fn every_gpubench_command_of_the_templates_parses_with_the_real_command_line() {
             "gpubench-matrix.yml",
             &["setup", "archive", "setup", "run", "merge"],
         ),
-        ("gpubench.yml", &["setup", "run", "run"]),
+        ("gpubench.yml", &["setup", "run", "ab"]),
     ];
     let templates = workflow::templates();
     let files: Vec<&str> = templates.iter().map(|w| w.file.as_str()).collect();
@@ -363,6 +363,43 @@ fn the_merge_is_checked_as_a_push_and_as_a_pull_request_would_run_it() {
         .map(|c| c.merge_args().unwrap().baselines.save_baseline.as_deref())
         .collect();
     assert_eq!(saves, [Some("main"), None]);
+}
+
+#[test]
+fn the_pull_request_is_judged_by_ab_against_its_base_commit_with_the_history_checked_out() {
+    let wf = workflow::template("gpubench.yml");
+    let found = parsed("gpubench.yml");
+    let (ab, _) = found
+        .iter()
+        .find(|(_, clis)| subcommand(&clis[0]) == "ab")
+        .expect("gpubench.yml runs `cargo gpubench ab`");
+    let job = wf.jobs.iter().find(|j| j.id == ab.job).unwrap();
+    let step = &job.steps[ab.step];
+    let base = step.env.iter().find(|(k, _)| k == "GPUBENCH_AB_BASE");
+    assert_eq!(
+        base.map(|(_, v)| v.as_str()),
+        Some("${{ github.event.pull_request.base.sha }}"),
+        "{}: the base is the pull request's base commit",
+        ab.at
+    );
+    // The base commit is only in the checkout with the history.
+    let checkout = job.steps[..ab.step]
+        .iter()
+        .find(|s| {
+            s.uses
+                .as_deref()
+                .is_some_and(|u| u.starts_with("actions/checkout@"))
+        })
+        .expect("the job checks out the repository before ab");
+    assert!(
+        checkout
+            .with
+            .iter()
+            .any(|(k, v)| k == "fetch-depth" && v == "0"),
+        "{}: the checkout has no `fetch-depth: 0`, so the base commit is not there: {:?}",
+        ab.at,
+        checkout.with
+    );
 }
 
 #[test]

@@ -11,6 +11,10 @@ use yaml_rust2::{Yaml, YamlLoader};
 /// grow one the checks silently read as empty.
 const REPRESENTATIVE: &[(&str, &str)] = &[
     ("matrix.part", "2"),
+    (
+        "github.event.pull_request.base.sha",
+        "5f1d2c3b4a5968778695a4b3c2d1e0f9a8b7c6d5",
+    ),
     ("steps.bench.outputs.exit", "4"),
     ("steps.merge.outputs.exit", "4"),
     (
@@ -56,6 +60,8 @@ pub struct Step {
     pub run: Option<String>,
     /// Its `env`, as written.
     pub env: Vec<(String, String)>,
+    /// Its `with:` inputs (of a `uses:` step), as written.
+    pub with: Vec<(String, String)>,
 }
 
 impl Step {
@@ -145,6 +151,7 @@ fn step(y: &Yaml) -> Result<Step, String> {
         uses: text("uses"),
         run: text("run"),
         env: env_of(&y["env"])?,
+        with: env_of(&y["with"]).map_err(|e| e.replace("`env:`", "`with:`"))?,
     })
 }
 
