@@ -17,6 +17,10 @@ use cargo_gpubench::build::library::{self, fallback, LibraryBuild};
 use cargo_gpubench::build::revision::{self, Checkout, Revision};
 use cargo_gpubench::execute::paired::library::PairedLibrary;
 
+mod support;
+
+use support::assert_valid;
+
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -280,6 +284,7 @@ fn ab_judges_the_planted_slowdown(ws: &Path, target_dir: &Path, base: &str) {
         );
         assert_eq!(code, Some(4), "the gate fails\n{stderr}\n{v:#}");
         assert_eq!(v["ab"]["paired"], paired, "{}", v["ab"]);
+        assert_valid("run-summary.schema.json", &v);
         if paired {
             assert_eq!(verdict(&v, "planted"), "regressed", "{v:#}");
         } else {
@@ -322,11 +327,15 @@ fn ab_judges_the_planted_slowdown(ws: &Path, target_dir: &Path, base: &str) {
             // Each process gave a paired ratio of the planted benchmark's head over
             // its base: about 2.
             let run = std::path::PathBuf::from(v["run_dir"].as_str().unwrap());
-            let record = gpubench_analysis::RawRecord::read(&run.join(format!(
+            let path = run.join(format!(
                 "{}.json",
                 gpubench_analysis::file_stem_for_id("planted")
-            )))
-            .unwrap();
+            ));
+            assert_valid(
+                "record.schema.json",
+                &serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap(),
+            );
+            let record = gpubench_analysis::RawRecord::read(&path).unwrap();
             let ratios: Vec<f64> = record
                 .rounds
                 .iter()

@@ -8,32 +8,9 @@
 mod support;
 
 use support::fake_harness::{passed_record, Fake};
-use support::{cargo_gpubench, prepare_record, run, Ran};
+use support::{assert_valid, cargo_gpubench, prepare_record, run, schema, Ran};
 
 const ESC: char = '\u{1b}';
-
-/// A schema of `docs/schema/`.
-fn schema(name: &str) -> jsonschema::Validator {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../docs/schema")
-        .join(name);
-    let text = std::fs::read_to_string(&path).unwrap();
-    jsonschema::validator_for(&serde_json::from_str(&text).unwrap())
-        .unwrap_or_else(|e| panic!("{} is not a schema: {e}", path.display()))
-}
-
-fn assert_valid(schema_name: &str, doc: &serde_json::Value) {
-    let v = schema(schema_name);
-    let errors: Vec<String> = v
-        .iter_errors(doc)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "{doc} does not match {schema_name}:\n{}",
-        errors.join("\n")
-    );
-}
 
 fn json(ran: &Ran) -> serde_json::Value {
     serde_json::from_str(&ran.stdout)

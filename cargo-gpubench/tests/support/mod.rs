@@ -135,3 +135,28 @@ pub fn synthetic_record(id: &str, device: &str, factor: f64, seed: u64) -> RawRe
         .scaled(factor)
         .record(id, device, 30, &mut rng)
 }
+
+/// The schema `name` of `docs/schema/` (`record.schema.json`,
+/// `run-summary.schema.json`, …).
+pub fn schema(name: &str) -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs/schema")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    jsonschema::validator_for(&serde_json::from_str(&text).unwrap())
+        .unwrap_or_else(|e| panic!("{} is not a schema: {e}", path.display()))
+}
+
+/// Checks `doc` against the schema `name` of `docs/schema/`, naming every place it
+/// departs.
+pub fn assert_valid(name: &str, doc: &serde_json::Value) {
+    let errors: Vec<String> = schema(name)
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{doc} does not match {name}:\n{}",
+        errors.join("\n")
+    );
+}
