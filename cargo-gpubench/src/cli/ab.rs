@@ -87,7 +87,7 @@ pub struct AbArgs {
     #[command(flatten)]
     pub targets: TargetArgs,
 
-    /// How each process measures (`--processes` defaults to 5..8 here, more while
+    /// How each process measures (`--processes` defaults to 5..10 here, more while
     /// the paired change's interval is wider than ±1%; 5 with `--quick`).
     #[command(flatten)]
     pub process: ProcessArgs,
