@@ -9,9 +9,23 @@ TORCH_VERSION="2.11.0"
 # include but do not ship: gpubench-core's CUDA shim compiles against them.
 CUDA_CRT="nvidia-cuda-crt==13.0.88"
 VENV="${GPUBENCH_VENV:-$GPUBENCH_ROOT/.venv}"
+# One copy of torch, not two: without a project .venv, the one `cargo gpubench setup`
+# installed (its cache: GPUBENCH_CACHE_DIR, else XDG_CACHE_HOME/gpubench, else
+# ~/.cache/gpubench) serves the scripts too, with what they add to it below.
+SETUP_VENV="${GPUBENCH_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpubench}/torch-$TORCH_VERSION"
+if [[ -z "${GPUBENCH_VENV:-}" && ! -d "$VENV" && -f "$SETUP_VENV/.installed" ]]; then
+    VENV="$SETUP_VENV"
+fi
 MARKER="$VENV/.gpubench-torch-$TORCH_VERSION-crt"
 
-if [[ ! -f "$MARKER" ]]; then
+if [[ ! -f "$MARKER" && "$VENV" == "$SETUP_VENV" ]]; then
+    echo "gpubench: using cargo gpubench setup's libtorch in $VENV; adding numpy and $CUDA_CRT" >&2
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check numpy "$CUDA_CRT" &&
+        touch "$MARKER" || {
+        echo "gpubench: failed to add numpy and $CUDA_CRT to $VENV (needs access to PyPI)" >&2
+        return 1 2>/dev/null || exit 1
+    }
+elif [[ ! -f "$MARKER" ]]; then
     echo "gpubench: installing libtorch $TORCH_VERSION (PyPI torch wheel) into $VENV (about a minute, ~5 GB)" >&2
     python3 -m venv "$VENV" &&
         "$VENV/bin/pip" install --quiet --disable-pip-version-check "torch==$TORCH_VERSION" numpy "$CUDA_CRT" &&

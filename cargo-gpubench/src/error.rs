@@ -146,7 +146,11 @@ impl Known<'_> {
                 | RevisionError::Git { .. }
                 | RevisionError::Io { .. } => Exit::Setup,
             },
-            Known::Libtorch(LibtorchError::BadEnv { .. } | LibtorchError::NotFound { .. })
+            Known::Libtorch(
+                LibtorchError::BadEnv { .. }
+                | LibtorchError::BadConfig { .. }
+                | LibtorchError::NotFound { .. },
+            )
             | Known::Store(StoreError::Locked { .. } | StoreError::Io { .. }) => Exit::Setup,
         }
     }

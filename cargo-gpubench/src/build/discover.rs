@@ -77,6 +77,9 @@ pub struct Workspace {
     pub target_dir: PathBuf,
     /// The selected bench targets, sorted by package then name.
     pub targets: Vec<BenchTarget>,
+    /// What keeps a selected target from being a gpubench harness, with the fix
+    /// ([`harness_problems`]): said before the build, and again if it fails.
+    pub problems: Vec<String>,
 }
 
 /// Runs `cargo metadata` and selects bench targets.
@@ -88,10 +91,12 @@ pub fn discover(
 ) -> Result<Workspace, DiscoverError> {
     let metadata = metadata(cargo, manifest_path)?;
     let targets = select_targets(&metadata, packages, benches)?;
+    let problems = harness_problems(&metadata, &targets);
     Ok(Workspace {
         root: metadata.workspace_root.into_std_path_buf(),
         target_dir: metadata.target_directory.into_std_path_buf(),
         targets,
+        problems,
     })
 }
 
@@ -225,6 +230,86 @@ pub fn select_targets(
     Ok(all)
 }
 
+/// The selected targets whose source uses gpubench but that cannot run as its
+/// harness, each with the line that fixes it: built with libtest's harness (no
+/// `harness = false` in its `[[bench]]`: libtest then ignores the file's `main` and
+/// lists nothing), or without a `main` (rustc's E0601 alone would not say what to
+/// add). Read from the manifest and the source as written.
+pub fn harness_problems(metadata: &Metadata, targets: &[BenchTarget]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for t in targets {
+        let Some(pkg) = metadata.packages.iter().find(|p| p.id.repr == t.package_id) else {
+            continue;
+        };
+        let Some(target) = pkg
+            .targets
+            .iter()
+            .find(|x| x.name == t.name && x.kind.contains(&TargetKind::Bench))
+        else {
+            continue;
+        };
+        let source = std::fs::read_to_string(&target.src_path).unwrap_or_default();
+        let manifest = std::fs::read_to_string(&pkg.manifest_path).unwrap_or_default();
+        problems.extend(harness_problem(
+            &t.name,
+            target.src_path.as_std_path(),
+            &source,
+            pkg.manifest_path.as_std_path(),
+            &manifest,
+        ));
+    }
+    problems
+}
+
+/// [`harness_problems`] for one target, from its source and its package manifest.
+fn harness_problem(
+    name: &str,
+    src: &Path,
+    source: &str,
+    manifest_path: &Path,
+    manifest: &str,
+) -> Option<String> {
+    if !(source.contains("gpubench_core") || source.contains("gpu_bench")) {
+        // A criterion or libtest bench beside gpubench ones: left to `cargo bench`.
+        return None;
+    }
+    let declared = toml::from_str::<toml::Table>(manifest)
+        .ok()
+        .and_then(|doc| {
+            doc.get("bench")?.as_array()?.iter().find_map(|b| {
+                let b = b.as_table()?;
+                (b.get("name")?.as_str()? == name).then(|| {
+                    b.get("harness")
+                        .and_then(toml::Value::as_bool)
+                        .unwrap_or(true)
+                })
+            })
+        });
+    match declared {
+        None => Some(format!(
+            "bench target `{name}` ({}) uses gpubench but is built with libtest's harness, \
+             which ignores its main and runs none of its benchmarks: add to {}:\n\n    \
+             [[bench]]\n    name = \"{name}\"\n    harness = false\n",
+            src.display(),
+            manifest_path.display()
+        )),
+        Some(true) => Some(format!(
+            "bench target `{name}` ({}) uses gpubench but is built with libtest's harness, \
+             which ignores its main and runs none of its benchmarks: add `harness = false` \
+             to its [[bench]] in {}",
+            src.display(),
+            manifest_path.display()
+        )),
+        Some(false) if !(source.contains("main!") || source.contains("fn main")) => Some(format!(
+            "bench target `{name}` ({}) has no main function, so it does not build \
+                 (rustc's E0601): add `gpubench_core::main!();` as its last line, which \
+                 runs the file's #[gpu_bench] functions",
+            src.display()
+        )),
+        Some(false) => None,
+    }
+}
+
 fn join(items: impl Iterator<Item = String>) -> String {
     let v: Vec<String> = items.collect();
     if v.is_empty() {
@@ -237,6 +322,62 @@ fn join(items: impl Iterator<Item = String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gpubench_bench_without_harness_false_or_main_is_told_the_line_to_add() {
+        let src = Path::new("benches/ops.rs");
+        let manifest_path = Path::new("ws/Cargo.toml");
+        let with_main = "use gpubench_core::gpu_bench;\n#[gpu_bench]\nfn add(b: &mut gpubench_core::Bencher) {}\ngpubench_core::main!();\n";
+        let no_main = "use gpubench_core::gpu_bench;\n#[gpu_bench]\nfn add(b: &mut gpubench_core::Bencher) {}\n";
+        let declared = |harness: &str| {
+            format!("[package]\nname = \"a\"\n\n[[bench]]\nname = \"ops\"\n{harness}")
+        };
+        // Auto-discovered: libtest's harness; the whole [[bench]] to add.
+        let p = harness_problem(
+            "ops",
+            src,
+            with_main,
+            manifest_path,
+            "[package]\nname = \"a\"\n",
+        )
+        .unwrap();
+        assert!(
+            p.contains("[[bench]]\n    name = \"ops\"\n    harness = false")
+                && p.contains("ws/Cargo.toml"),
+            "{p}"
+        );
+        // Declared without harness = false.
+        let p = harness_problem("ops", src, with_main, manifest_path, &declared("")).unwrap();
+        assert!(p.contains("add `harness = false` to its [[bench]]"), "{p}");
+        // harness = false without a main.
+        let p = harness_problem(
+            "ops",
+            src,
+            no_main,
+            manifest_path,
+            &declared("harness = false\n"),
+        )
+        .unwrap();
+        assert!(
+            p.contains("gpubench_core::main!();") && p.contains("benches/ops.rs"),
+            "{p}"
+        );
+        // Right as it is, or not a gpubench bench at all: nothing to say.
+        assert_eq!(
+            harness_problem(
+                "ops",
+                src,
+                with_main,
+                manifest_path,
+                &declared("harness = false\n")
+            ),
+            None
+        );
+        assert_eq!(
+            harness_problem("ops", src, "fn main() {}\n", manifest_path, "[package]\n"),
+            None
+        );
+    }
 
     /// Metadata in cargo's format for a workspace of three members: `gpu` depends on
     /// gpubench-core and has two bench targets, `renamed` depends on it under another

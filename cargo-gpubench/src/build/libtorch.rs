@@ -2,7 +2,8 @@
 //! run time, and putting their directory on the dynamic loader's search path.
 //!
 //! The search order is: the `LIBTORCH` environment variable (its `lib/`), the
-//! project's virtual environment (`.venv/lib/python3*/site-packages/torch/lib`), the
+//! `LIBTORCH` of the workspace's cargo configuration (`[env]`, which `cargo gpubench
+//! setup` writes: [`crate::build::cargo_config`]), the project's virtual environment (`.venv/lib/python3*/site-packages/torch/lib`), the
 //! one `cargo gpubench setup` makes in the user's cache ([`crate::build::setup`]), a `torch`
 //! importable by `python3`, the native library directories build scripts reported,
 //! and finally the loader path already set. The first directory that holds
@@ -15,6 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use thiserror::Error;
+
+use crate::build::cargo_config::{configured_libtorch, ConfiguredLibtorch};
 
 /// The version of libtorch the workspace pins (tch 0.24).
 pub const LIBTORCH_VERSION: &str = "2.11.0";
@@ -30,6 +33,14 @@ pub enum LibtorchError {
         /// The directory searched.
         lib: String,
     },
+    /// The cargo configuration's `[env] LIBTORCH` does not point at a libtorch.
+    #[error("{file} sets LIBTORCH to {dir}, which has no lib/ with libtorch_cpu: run `cargo gpubench setup` again, or fix or remove that line")]
+    BadConfig {
+        /// The configuration file.
+        file: String,
+        /// The value.
+        dir: String,
+    },
     /// Nothing found.
     #[error("failed to find libtorch {LIBTORCH_VERSION} (searched: {searched}): tch builds against it and benchmarks load it. Run `cargo gpubench setup` (installs PyTorch's libtorch {LIBTORCH_VERSION} into your cache, once, about 5 GB), or `pip install torch=={LIBTORCH_VERSION}` for python3, or set LIBTORCH to a libtorch {LIBTORCH_VERSION} directory")]
     NotFound {
@@ -43,6 +54,9 @@ pub enum LibtorchError {
 pub enum LibtorchSource {
     /// The `LIBTORCH` environment variable.
     Env,
+    /// `[env] LIBTORCH` of the workspace's cargo configuration, which cargo hands
+    /// to builds itself.
+    CargoConfig,
     /// The project's `.venv`.
     Venv,
     /// The virtual environment of `cargo gpubench setup`.
@@ -59,6 +73,7 @@ impl fmt::Display for LibtorchSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             LibtorchSource::Env => "LIBTORCH",
+            LibtorchSource::CargoConfig => "the workspace's .cargo/config.toml",
             LibtorchSource::Venv => "the project's .venv",
             LibtorchSource::Setup => "cargo gpubench setup",
             LibtorchSource::Python => "python3's torch",
@@ -106,6 +121,8 @@ pub fn venv_torch_lib(venv: &Path) -> Option<PathBuf> {
 pub struct Search {
     /// The value of `LIBTORCH`.
     pub libtorch_env: Option<OsString>,
+    /// `[env] LIBTORCH` of the cargo configuration of the first `venv_roots`.
+    pub configured: Option<ConfiguredLibtorch>,
     /// Directories that may hold a `.venv` (the workspace root, or the current
     /// directory with `--exe`).
     pub venv_roots: Vec<PathBuf>,
@@ -124,6 +141,7 @@ impl Search {
     pub fn from_env(venv_roots: Vec<PathBuf>, native_paths: Vec<PathBuf>) -> Self {
         Search {
             libtorch_env: std::env::var_os("LIBTORCH").filter(|v| !v.is_empty()),
+            configured: venv_roots.first().and_then(|r| configured_libtorch(r)),
             venv_roots,
             setup_venv: setup_venv(),
             python: Some("python3".into()),
@@ -149,6 +167,17 @@ pub fn locate(search: &Search) -> Result<Libtorch, LibtorchError> {
         });
     }
     searched.push("LIBTORCH (unset)".to_string());
+
+    if let Some(c) = &search.configured {
+        let lib = c.dir.join("lib");
+        if has_libtorch(&lib) {
+            return Ok(found(lib, LibtorchSource::CargoConfig));
+        }
+        return Err(LibtorchError::BadConfig {
+            file: c.file.display().to_string(),
+            dir: c.dir.display().to_string(),
+        });
+    }
 
     for root in &search.venv_roots {
         let venv = root.join(".venv");
@@ -310,6 +339,48 @@ mod tests {
         };
         assert_eq!(locate(&search).unwrap().lib_dir, venv);
         assert_eq!(locate(&search).unwrap().source, LibtorchSource::Venv);
+    }
+
+    #[test]
+    fn the_cargo_configs_libtorch_comes_after_the_variable_and_before_the_venv() {
+        let tmp = tempfile::tempdir().unwrap();
+        let configured = fake_libtorch(&tmp.path().join("configured/lib"));
+        fake_libtorch(
+            &tmp.path()
+                .join("ws/.venv/lib/python3.12/site-packages/torch/lib"),
+        );
+        let search = Search {
+            configured: Some(ConfiguredLibtorch {
+                dir: tmp.path().join("configured"),
+                file: tmp.path().join("ws/.cargo/config.toml"),
+            }),
+            venv_roots: vec![tmp.path().join("ws")],
+            ..nothing()
+        };
+        let found = locate(&search).unwrap();
+        assert_eq!(
+            (found.lib_dir, found.source),
+            (configured, LibtorchSource::CargoConfig)
+        );
+        let env = fake_libtorch(&tmp.path().join("env/lib"));
+        let with_env = Search {
+            libtorch_env: Some(tmp.path().join("env").into()),
+            ..search.clone()
+        };
+        assert_eq!(locate(&with_env).unwrap().lib_dir, env);
+        // A stale one is an error that names the file.
+        let stale = Search {
+            configured: Some(ConfiguredLibtorch {
+                dir: tmp.path().join("gone"),
+                file: tmp.path().join("ws/.cargo/config.toml"),
+            }),
+            ..search
+        };
+        let err = locate(&stale).unwrap_err().to_string();
+        assert!(
+            err.contains("ws/.cargo/config.toml") && err.contains("gone"),
+            "{err}"
+        );
     }
 
     #[test]

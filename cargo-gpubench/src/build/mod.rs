@@ -1,8 +1,9 @@
 //! Before anything runs: the bench targets of the workspace ([`discover`]), libtorch
-//! found or installed ([`libtorch`], [`setup`]) and the targets built ([`compile`]).
+//! found or installed ([`libtorch`], [`setup`], [`cargo_config`]) and the targets built ([`compile`]).
 //! For `ab`: base and head found and checked out ([`revision`]), and each revision's
 //! bench targets built as libraries to load into one process ([`library`]).
 
+pub mod cargo_config;
 pub mod compile;
 pub mod discover;
 pub mod library;

@@ -9,14 +9,21 @@
 //! ```
 //!
 //! where `<cache>` is `GPUBENCH_CACHE_DIR`, else `XDG_CACHE_HOME`, else `~/.cache`.
+//! A libtorch of the right version already at hand (`LIBTORCH`, the project's
+//! `.venv`, python3's torch) with the CUDA headers is used instead of a second copy.
+//! Run in a workspace, it then writes that libtorch into the workspace's
+//! `.cargo/config.toml` ([`crate::build::cargo_config`]), so plain `cargo bench` and
+//! `cargo test` build and run with it too, in the same environment as `cargo
+//! gpubench`.
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use crate::build::libtorch::{self, LIBTORCH_VERSION};
+use crate::build::cargo_config;
+use crate::build::libtorch::{self, LibtorchSource, LIBTORCH_VERSION};
 use crate::cli::SetupArgs;
 use crate::exit_code::Exit;
 
@@ -34,34 +41,168 @@ pub fn is_installed(venv: &Path) -> bool {
 
 /// Runs `cargo gpubench setup`.
 pub fn run(args: &SetupArgs) -> Result<Exit> {
+    let root = libtorch_root(args)?;
+    if args.no_cargo_config {
+        return Ok(Exit::Success);
+    }
+    let Some(workspace) = workspace_root() else {
+        crate::output::console::note(format_args!(
+            "not in a cargo workspace, so no .cargo/config.toml was written: run `cargo \
+             gpubench setup` again in your workspace for plain `cargo bench` and `cargo test` \
+             to build and run with this libtorch (cargo gpubench finds it by itself)"
+        ));
+        return Ok(Exit::Success);
+    };
+    let written = cargo_config::write_libtorch(&workspace, &root, &root.join("lib"))?;
+    crate::output::console::status(format_args!(
+        "{} {}: LIBTORCH in [env] and its lib/ as the executables' rpath in [build] \
+         rustflags, so plain `cargo bench` and `cargo test` build and run with it, and \
+         switching between them and cargo gpubench rebuilds nothing (--no-cargo-config \
+         leaves the file alone)",
+        if written.changed { "wrote" } else { "kept" },
+        written.file.display()
+    ));
+    if let Some(caveat) = written.caveat {
+        crate::output::console::warning(format_args!("{caveat}"));
+    }
+    Ok(Exit::Success)
+}
+
+/// The libtorch directory (the one holding `lib/` and `include/`) this setup ends
+/// with: `--libtorch`, one already at hand, or the virtual environment installed.
+fn libtorch_root(args: &SetupArgs) -> Result<PathBuf> {
+    if let Some(dir) = &args.libtorch {
+        let dir = std::path::absolute(dir)
+            .with_context(|| format!("failed to resolve {}", dir.display()))?;
+        if !libtorch::has_libtorch(&dir.join("lib")) || !dir.join("include").is_dir() {
+            bail!(
+                "--libtorch {}: not a libtorch directory (it needs lib/ with libtorch_cpu and \
+                 include/; a torch package's directory, e.g. .venv/lib/python3.*/site-packages/torch)",
+                dir.display()
+            );
+        }
+        crate::output::console::status(format_args!(
+            "using the libtorch in {} (--libtorch)",
+            dir.display()
+        ));
+        return Ok(dir);
+    }
     let venv = match &args.venv {
         Some(v) => v.clone(),
         None => libtorch::setup_venv().context(
             "no cache directory: set GPUBENCH_CACHE_DIR, XDG_CACHE_HOME or HOME, or give --venv",
         )?,
     };
+    let installed = || {
+        libtorch::venv_torch_lib(&venv)
+            .and_then(|lib| lib.parent().map(Path::to_path_buf))
+            .with_context(|| {
+                format!(
+                    "{} holds no torch/lib with libtorch_cpu: run `cargo gpubench setup --force`",
+                    venv.display()
+                )
+            })
+    };
     if is_installed(&venv) && !args.force {
         crate::output::console::status(format_args!(
             "libtorch {LIBTORCH_VERSION} is already set up in {} (--force installs it again)",
             venv.display()
         ));
-        return Ok(Exit::Success);
+        return installed();
+    }
+    if args.venv.is_none() && !args.force {
+        let cwd = std::env::current_dir().context("failed to read the current directory")?;
+        let search = libtorch::Search::from_env(vec![workspace_root().unwrap_or(cwd)], vec![]);
+        if let Some((root, source)) = at_hand(&search, !args.no_cuda_headers) {
+            crate::output::console::status(format_args!(
+                "using libtorch {LIBTORCH_VERSION} from {source} ({}): no second copy \
+                 (--force installs one into {} all the same)",
+                root.display(),
+                venv.display()
+            ));
+            return Ok(root);
+        }
     }
     install(&venv, &args.python, !args.no_cuda_headers)?;
-    let lib = libtorch::venv_torch_lib(&venv).with_context(|| {
-        format!(
-            "pip finished but {} holds no torch/lib with libtorch_cpu",
-            venv.display()
-        )
-    })?;
+    let root = installed()?;
     std::fs::write(venv.join(MARKER), format!("torch=={LIBTORCH_VERSION}\n"))
         .with_context(|| format!("failed to write {}", venv.join(MARKER).display()))?;
     crate::output::console::status(format_args!(
         "libtorch {LIBTORCH_VERSION} is set up ({}); cargo gpubench builds and runs \
          with it from now on",
-        lib.display()
+        root.join("lib").display()
     ));
-    Ok(Exit::Success)
+    Ok(root)
+}
+
+/// A libtorch of [`LIBTORCH_VERSION`] already at hand (`LIBTORCH`, the workspace's
+/// cargo configuration, the project's `.venv`, python3's torch) and, when
+/// `cuda_headers`, with the CUDA headers beside it that kernel timing is built
+/// against: its directory and where it was found.
+fn at_hand(search: &libtorch::Search, cuda_headers: bool) -> Option<(PathBuf, LibtorchSource)> {
+    let found = libtorch::locate(search).ok()?;
+    let usable = matches!(
+        found.source,
+        LibtorchSource::Env
+            | LibtorchSource::CargoConfig
+            | LibtorchSource::Venv
+            | LibtorchSource::Python
+    );
+    let root = found.root()?.to_path_buf();
+    (usable
+        && torch_version(&root).as_deref() == Some(LIBTORCH_VERSION)
+        && (!cuda_headers || has_cuda_headers(&root)))
+    .then_some((root, found.source))
+}
+
+/// The version of the libtorch in `root`, without a local part (`2.11.0` of
+/// `2.11.0+cu130`): a torch package's `version.py`, or a libtorch archive's
+/// `build-version`.
+pub fn torch_version(root: &Path) -> Option<String> {
+    let from_py = std::fs::read_to_string(root.join("version.py"))
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("__version__"))
+                .and_then(|rest| rest.split(['\'', '"']).nth(1).map(str::to_string))
+        });
+    let version = from_py.or_else(|| {
+        std::fs::read_to_string(root.join("build-version"))
+            .ok()
+            .map(|t| t.trim().to_string())
+    })?;
+    Some(version.split('+').next().unwrap_or_default().to_string())
+}
+
+/// Whether the pip wheels' CUDA runtime headers with `crt/` (what gpubench-core's
+/// build script compiles the kernel-timing shim against) are beside the torch
+/// package `root`.
+fn has_cuda_headers(root: &Path) -> bool {
+    let Some(site) = root.parent() else {
+        return false;
+    };
+    std::fs::read_dir(site.join("nvidia")).is_ok_and(|entries| {
+        entries.filter_map(Result::ok).any(|e| {
+            let include = e.path().join("include");
+            include.join("cuda_runtime_api.h").is_file()
+                && include.join("crt/host_config.h").is_file()
+        })
+    })
+}
+
+/// The root of the cargo workspace around the current directory, if there is one.
+fn workspace_root() -> Option<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["locate-project", "--workspace", "--message-format", "plain"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let manifest = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+    manifest.parent().map(Path::to_path_buf)
 }
 
 /// Creates the virtual environment and installs the wheels, with pip's own progress
@@ -143,6 +284,9 @@ chmod +x "$3/bin/pip"
             python: python.clone().into(),
             no_cuda_headers: false,
             force: false,
+            libtorch: None,
+            // Never the workspace of these tests.
+            no_cargo_config: true,
         };
         assert_eq!(run(&args).unwrap(), Exit::Success);
         let log = std::fs::read_to_string(venv.join("pip.log")).unwrap();
@@ -167,10 +311,92 @@ chmod +x "$3/bin/pip"
             python: "/bin/false".into(),
             no_cuda_headers: true,
             force: false,
+            libtorch: None,
+            no_cargo_config: true,
         };
         let err = format!("{:#}", run(&bad).unwrap_err());
         assert!(
             err.contains("failed to create the virtual environment"),
+            "{err}"
+        );
+    }
+
+    /// A torch package as pip lays it out: `site/torch/{lib,include,version.py}`,
+    /// with the CUDA headers wheel's `site/nvidia/cu13/include` when `cuda`.
+    fn fake_torch(site: &Path, version: &str, cuda: bool) -> PathBuf {
+        let root = site.join("torch");
+        std::fs::create_dir_all(root.join("lib")).unwrap();
+        std::fs::create_dir_all(root.join("include")).unwrap();
+        std::fs::write(root.join("lib/libtorch_cpu.so"), b"").unwrap();
+        std::fs::write(
+            root.join("version.py"),
+            format!("from typing import Optional\n__version__ = '{version}'\ncuda: Optional[str] = '13.0'\n"),
+        )
+        .unwrap();
+        if cuda {
+            let inc = site.join("nvidia/cu13/include");
+            std::fs::create_dir_all(inc.join("crt")).unwrap();
+            std::fs::write(inc.join("cuda_runtime_api.h"), b"").unwrap();
+            std::fs::write(inc.join("crt/host_config.h"), b"").unwrap();
+        }
+        root
+    }
+
+    #[test]
+    fn a_libtorch_at_hand_of_the_right_version_with_cuda_headers_is_used_instead_of_a_copy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let search = |site: &Path| libtorch::Search {
+            libtorch_env: Some(site.join("torch").into()),
+            ..libtorch::Search::default()
+        };
+        let good = tmp.path().join("good");
+        let root = fake_torch(&good, &format!("{LIBTORCH_VERSION}+cu130"), true);
+        assert_eq!(torch_version(&root).as_deref(), Some(LIBTORCH_VERSION));
+        assert_eq!(
+            at_hand(&search(&good), true),
+            Some((root, LibtorchSource::Env))
+        );
+        // Another version, or no CUDA headers when they are wanted: not used.
+        let old = tmp.path().join("old");
+        fake_torch(&old, "2.9.1", true);
+        assert_eq!(at_hand(&search(&old), true), None);
+        let bare = tmp.path().join("bare");
+        let bare_root = fake_torch(&bare, LIBTORCH_VERSION, false);
+        assert_eq!(at_hand(&search(&bare), true), None);
+        assert_eq!(
+            at_hand(&search(&bare), false),
+            Some((bare_root, LibtorchSource::Env))
+        );
+        // A libtorch archive says its version in build-version.
+        let archive = tmp.path().join("libtorch");
+        std::fs::create_dir_all(&archive).unwrap();
+        std::fs::write(
+            archive.join("build-version"),
+            format!("{LIBTORCH_VERSION}+cpu\n"),
+        )
+        .unwrap();
+        assert_eq!(torch_version(&archive).as_deref(), Some(LIBTORCH_VERSION));
+    }
+
+    #[test]
+    fn libtorch_given_is_checked_and_used_without_installing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = fake_torch(&tmp.path().join("site"), LIBTORCH_VERSION, false);
+        let args = |dir: PathBuf| SetupArgs {
+            venv: None,
+            python: "/bin/false".into(),
+            no_cuda_headers: false,
+            force: false,
+            libtorch: Some(dir),
+            no_cargo_config: true,
+        };
+        assert_eq!(libtorch_root(&args(root.clone())).unwrap(), root);
+        let err = format!(
+            "{:#}",
+            libtorch_root(&args(tmp.path().join("site"))).unwrap_err()
+        );
+        assert!(
+            err.contains("--libtorch") && err.contains("not a libtorch directory"),
             "{err}"
         );
     }

@@ -199,12 +199,19 @@ Exit codes:
   0    nothing found that would make results unreliable
   5    a problem was found (each is listed with why it matters and what to do):
        no usable libtorch or not the version tch needs, no CUDA device or NVIDIA
-       driver/NVML, persistence mode off, another process on a GPU, a GPU slowed
+       driver/NVML (on a machine with a driver, or with --device cuda), persistence mode off, another process on a GPU, a GPU slowed
        by heat or power, a CPU governor other than `performance`, a busy host";
 
 /// Options of `doctor`.
 #[derive(Debug, Clone, Args)]
-pub struct DoctorArgs {}
+pub struct DoctorArgs {
+    /// The device the benchmarks are to run on: cuda or cuda:N makes a missing GPU,
+    /// driver or CUDA build a problem; cpu checks the host alone. By default a
+    /// machine without an NVIDIA driver is taken as a CPU-only machine, and one with
+    /// a driver as a GPU machine.
+    #[arg(long, value_name = "DEVICE", env = "GPUBENCH_DEVICE", value_parser = crate::execute::devices::parse_label)]
+    pub device: Option<String>,
+}
 
 /// Options of `setup`.
 #[derive(Debug, Clone, Args)]
@@ -223,9 +230,20 @@ pub struct SetupArgs {
     /// Leave out the CUDA headers wheel (no kernel timing is built then).
     #[arg(long, env = "GPUBENCH_SETUP_NO_CUDA_HEADERS", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub no_cuda_headers: bool,
-    /// Install again even when it is there.
+    /// Install again even when it is there, or when a libtorch of the right version
+    /// is already at hand (LIBTORCH, the project's .venv, python3's torch).
     #[arg(long, env = "GPUBENCH_SETUP_FORCE", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub force: bool,
+    /// Use this libtorch (a directory with lib/ and include/, such as a torch
+    /// package's) and install nothing.
+    #[arg(long, value_name = "DIR", env = "GPUBENCH_SETUP_LIBTORCH", conflicts_with_all = ["venv", "force"])]
+    pub libtorch: Option<PathBuf>,
+    /// Leave the workspace's .cargo/config.toml alone. By default setup writes the
+    /// libtorch there (LIBTORCH in [env], an rpath in [build] rustflags), so plain
+    /// `cargo bench` and `cargo test` build and run with it in the environment cargo
+    /// gpubench builds with.
+    #[arg(long, env = "GPUBENCH_SETUP_NO_CARGO_CONFIG", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub no_cargo_config: bool,
 }
 
 /// How `report` resolves its argument, and its exit codes.

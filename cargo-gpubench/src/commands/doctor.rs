@@ -203,8 +203,42 @@ fn problem(subject: &str, found: String, advice: &str) -> Finding {
     }
 }
 
-/// The diagnosis of `facts`.
-pub fn findings(facts: &Facts) -> Vec<Finding> {
+/// Which device the diagnosis is for (`--device`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wanted {
+    /// `--device cuda` or `cuda:N`: a GPU is required.
+    Gpu,
+    /// `--device cpu`: the host alone.
+    Cpu,
+    /// No `--device`: a GPU machine when an NVIDIA driver is there (a GPU it cannot
+    /// use is then a problem), else a CPU-only machine.
+    Auto,
+}
+
+impl Wanted {
+    /// From `--device`.
+    pub fn from_device(device: Option<&str>) -> Self {
+        match device {
+            Some("cpu") => Wanted::Cpu,
+            Some(_) => Wanted::Gpu,
+            None => Wanted::Auto,
+        }
+    }
+}
+
+/// The diagnosis of `facts` for the device `wanted`.
+pub fn findings(facts: &Facts, wanted: Wanted) -> Vec<Finding> {
+    // No driver at all (neither CUDA nor NVML loads): a machine without a GPU,
+    // which is no problem unless a GPU was asked for.
+    let no_driver = facts.cuda_devices.is_err() && facts.nvml.is_err();
+    let cpu_only = match wanted {
+        Wanted::Gpu => false,
+        Wanted::Cpu => true,
+        Wanted::Auto => no_driver,
+    };
+    if cpu_only {
+        return cpu_findings(facts, wanted);
+    }
     let mut out = Vec::new();
     match &facts.libtorch {
         Err(why) => out.push(problem(
@@ -370,6 +404,29 @@ fn gpu_findings(g: &GpuFacts) -> Vec<Finding> {
     out
 }
 
+/// The diagnosis of a machine measured on its CPU: libtorch (any build), that
+/// benchmarks run on the CPU, and the host.
+fn cpu_findings(facts: &Facts, wanted: Wanted) -> Vec<Finding> {
+    let mut out: Vec<Finding> = findings(facts, Wanted::Gpu)
+        .into_iter()
+        .filter(|f| {
+            f.subject == "libtorch"
+                && !(f.severity == Severity::Problem && f.found.contains("CPU-only"))
+        })
+        .collect();
+    out.push(ok(
+        "device",
+        match wanted {
+            Wanted::Cpu => "cpu (--device cpu): GPU checks left out".to_string(),
+            _ => "no NVIDIA driver: a CPU-only machine, benchmarks run on the CPU \
+                  (--device cuda makes a missing GPU a problem)"
+                .to_string(),
+        },
+    ));
+    out.extend(host_findings(facts));
+    out
+}
+
 fn host_findings(facts: &Facts) -> Vec<Finding> {
     let mut out = Vec::new();
     match facts.cpu_governor.as_deref() {
@@ -440,9 +497,12 @@ pub fn exit_of(findings: &[Finding]) -> Exit {
 }
 
 /// Runs `cargo gpubench doctor`.
-pub fn run(_args: &DoctorArgs) -> Result<Exit> {
+pub fn run(args: &DoctorArgs) -> Result<Exit> {
     let here = std::env::current_dir()?;
-    let found = findings(&Facts::gather(&here));
+    let found = findings(
+        &Facts::gather(&here),
+        Wanted::from_device(args.device.as_deref()),
+    );
     print!("{}", render(&found));
     Ok(exit_of(&found))
 }
@@ -495,7 +555,7 @@ mod tests {
     }
 
     fn problems(facts: &Facts) -> Vec<String> {
-        findings(facts)
+        findings(facts, Wanted::Gpu)
             .into_iter()
             .filter(|f| f.severity == Severity::Problem)
             .map(|f| f.found)
@@ -504,12 +564,46 @@ mod tests {
 
     #[test]
     fn a_quiet_gpu_machine_has_no_problem_and_exits_0() {
-        let f = findings(&healthy());
+        let f = findings(&healthy(), Wanted::Gpu);
         assert_eq!(exit_of(&f), Exit::Success, "{}", render(&f));
         let text = render(&f);
         assert!(text.contains("2.11.0+cu130"), "{text}");
         assert!(text.contains("NVIDIA 580.95.05"), "{text}");
         assert!(text.contains("nothing found"), "{text}");
+    }
+
+    #[test]
+    fn a_cpu_only_machine_is_no_problem_unless_a_gpu_is_asked_for() {
+        let mut facts = healthy();
+        facts.cuda_devices = Err("no NVIDIA driver (libcuda.so.1 could not be loaded)".into());
+        facts.nvml = Err("NVML could not be loaded".into());
+        if let Ok(lt) = &mut facts.libtorch {
+            lt.has_cuda = false;
+        }
+        for wanted in [Wanted::Auto, Wanted::Cpu] {
+            let f = findings(&facts, wanted);
+            let text = render(&f);
+            assert_eq!(exit_of(&f), Exit::Success, "{wanted:?}: {text}");
+            assert!(
+                text.contains("benchmarks run on the CPU") || text.contains("--device cpu"),
+                "{text}"
+            );
+            assert!(text.contains("2.11.0"), "libtorch is still checked: {text}");
+        }
+        // Its host and its libtorch version are still problems there.
+        facts.load_average = Some(40.0);
+        assert_eq!(exit_of(&findings(&facts, Wanted::Auto)), Exit::Setup);
+        facts.load_average = Some(0.1);
+        // A GPU asked for, and none there: problems.
+        let f = findings(&facts, Wanted::Gpu);
+        assert_eq!(exit_of(&f), Exit::Setup, "{}", render(&f));
+        assert!(render(&f).contains("no NVIDIA driver"));
+        // A driver with no usable device is a GPU machine gone wrong, not a CPU one.
+        facts.cuda_devices = Ok(0);
+        assert_eq!(exit_of(&findings(&facts, Wanted::Auto)), Exit::Setup);
+        assert_eq!(Wanted::from_device(Some("cuda:1")), Wanted::Gpu);
+        assert_eq!(Wanted::from_device(Some("cpu")), Wanted::Cpu);
+        assert_eq!(Wanted::from_device(None), Wanted::Auto);
     }
 
     #[test]
@@ -541,7 +635,7 @@ mod tests {
                 "load average 12.00 on 16 CPU(s)",
             ]
         );
-        let f = findings(&facts);
+        let f = findings(&facts, Wanted::Gpu);
         assert_eq!(exit_of(&f).code(), 5);
         assert!(f
             .iter()

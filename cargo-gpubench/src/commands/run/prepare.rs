@@ -83,12 +83,21 @@ pub(in crate::commands) fn build_targets(
 ) -> Result<Option<(compile::BuildOutput, Option<Libtorch>)>> {
     let mut cmd = compile::build_command(&cargo(), manifest_path, &workspace.targets);
     let libtorch = hand_libtorch_to_the_build(&mut cmd, &workspace.root)?;
+    for problem in &workspace.problems {
+        crate::output::console::warning(format_args!("{problem}"));
+    }
     let built = compile::build(cmd, &workspace.targets);
     if stop.load(Ordering::SeqCst) {
         return Ok(None);
     }
     Ok(Some((
-        built.context("failed to build bench targets")?,
+        built.with_context(|| match workspace.problems.as_slice() {
+            [] => "failed to build bench targets".to_string(),
+            problems => format!(
+                "failed to build bench targets; what to fix first:\n{}",
+                problems.join("\n")
+            ),
+        })?,
         libtorch,
     )))
 }
@@ -261,7 +270,8 @@ pub(super) fn prepare_archive(file: &Path, args: &RunArgs) -> Result<Prepared> {
 
 /// tch's build needs `LIBTORCH` (or the like) to find libtorch. When none of tch's
 /// own variables is set, the libtorch that benchmarks would load is looked up before
-/// building and handed to the build, so a workspace builds with no environment set;
+/// building and handed to the build (unless the workspace's cargo configuration
+/// names it, which cargo hands over itself), so a workspace builds with no environment set;
 /// when there is none, the run stops here with the one command that sets it up.
 /// Returns what it handed over, which the benchmarks then load too.
 pub(in crate::commands) fn hand_libtorch_to_the_build(
@@ -286,6 +296,9 @@ pub(in crate::commands) fn hand_libtorch_to_the_build(
     ))
     .context("failed to find the libtorch to build tch against")?;
     match found.root() {
+        // Cargo hands the configuration's `[env]` to the build itself, as it does
+        // for plain `cargo bench`: the same environment, so nothing rebuilds.
+        _ if found.source == libtorch::LibtorchSource::CargoConfig => {}
         Some(dir) => {
             cmd.env("LIBTORCH", dir);
         }
