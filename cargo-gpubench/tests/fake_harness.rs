@@ -13,7 +13,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use cargo_gpubench::store::manifest::{BenchStatus, RunStatus};
-use gpubench_analysis::{file_stem_for_id, FailureKind};
+use gpubench_analysis::{file_stem_for_id, FailureKind, ProcessPolicy};
 use support::fake_harness::{passed_record, Fake};
 use support::{cargo_gpubench, entry, exe_arg, latest_run, manifest, record, run};
 
@@ -267,10 +267,13 @@ fn every_outcome_becomes_a_record_and_the_run_exits_1() {
         let b = entry(&m, "fake", id);
         assert_eq!(b.status, BenchStatus::Passed, "{id}");
         assert_eq!(b.rounds, 3, "{id}: --quick runs 3 processes");
-        // The three processes' records, one round after the other.
+        // The three processes' records, one round after the other, with the run's
+        // process policy where each harness could only name its own process.
         let mut expected = passed_record(id);
         expected.append_rounds(passed_record(id)).unwrap();
         expected.append_rounds(passed_record(id)).unwrap();
+        assert_eq!(expected.config.processes, ProcessPolicy::single());
+        expected.config.processes = ProcessPolicy::fixed(3);
         assert_eq!(record(&run_dir, b), expected, "{id} is stored as written");
     }
     assert_eq!(
@@ -702,7 +705,9 @@ fn ctrl_c_kills_the_running_benchmark_and_keeps_what_finished() {
     assert_eq!(m.status, RunStatus::Interrupted);
     let passes = entry(&m, "fake", "passes");
     assert_eq!(passes.status, BenchStatus::Passed);
-    assert_eq!(record(&run_dir, passes), passed_record("passes"));
+    let mut expected = passed_record("passes");
+    expected.config.processes = ProcessPolicy::standard();
+    assert_eq!(record(&run_dir, passes), expected);
     let sleeps = entry(&m, "fake", "sleeps");
     assert_eq!(sleeps.status, BenchStatus::Interrupted);
     assert!(sleeps.record.is_none());
