@@ -619,17 +619,23 @@ fn the_json_summary_and_the_records_match_their_schemas() {
 #[test]
 fn partitions_split_the_selection_and_runs_record_their_part() {
     let mut ran_ids = Vec::new();
+    let mut listed_ids = Vec::new();
     for k in 1..=2 {
         let fake = Fake::new();
         let part = format!("hash:{k}/2");
-        let ran = run(fake.command().args([
-            "--partition",
-            &part,
-            "--exact",
-            "passes",
-            "matmul/64",
-            "panics",
-        ]));
+        let selection = ["--exact", "passes", "matmul/64", "panics"];
+        // `--list` with a partition lists that part alone, as nextest does.
+        let listed = run(fake
+            .command()
+            .args(["--list", "--partition", &part])
+            .args(selection))
+        .expect_code(0);
+        let listed: Vec<String> = listed.stdout.lines().map(str::to_string).collect();
+        assert!(
+            listed.len() < 3,
+            "{part} lists the whole selection: {listed:?}"
+        );
+        let ran = run(fake.command().args(["--partition", &part]).args(selection));
         // The part that holds `panics` fails (1), the other passes (0).
         assert!(
             matches!(ran.code, Some(0 | 1)),
@@ -644,7 +650,18 @@ fn partitions_split_the_selection_and_runs_record_their_part() {
         );
         let m = manifest(&latest_run(&fake.out_dir()));
         assert_eq!(m.partition.as_deref(), Some(part.as_str()));
+        let mut measured: Vec<String> = m
+            .benchmarks
+            .iter()
+            .map(|b| format!("fake/{}", b.id))
+            .collect();
+        measured.sort();
+        assert_eq!(
+            listed, measured,
+            "{part}: the list is what the part measures"
+        );
         ran_ids.extend(m.benchmarks.iter().map(|b| b.id.clone()));
+        listed_ids.extend(listed);
     }
     ran_ids.sort();
     assert_eq!(
@@ -652,6 +669,8 @@ fn partitions_split_the_selection_and_runs_record_their_part() {
         ["matmul/64", "panics", "passes"],
         "each ran exactly once"
     );
+    listed_ids.sort();
+    assert_eq!(listed_ids, ["fake/matmul/64", "fake/panics", "fake/passes"]);
 }
 
 #[test]

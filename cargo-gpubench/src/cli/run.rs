@@ -160,7 +160,7 @@ pub struct RunArgs {
     pub targets: TargetArgs,
 
     /// Print the matching benchmarks as `<target>/<id>`, sorted, ignored ones marked,
-    /// without running them.
+    /// without running them; with --partition, only the part a run would measure.
     #[arg(long, env = "GPUBENCH_LIST", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub list: bool,
 

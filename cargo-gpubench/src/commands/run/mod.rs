@@ -92,7 +92,21 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         if !all.iter().any(|b| listed(b, &filter)) {
             return Err(select::explain_empty(&all, &filter).into());
         }
-        print_list(&all, &filter, args.format);
+        let shown: Vec<Benchmark> = match args.partition {
+            // As nextest does: the part a run with this `--partition` measures.
+            Some(p) => {
+                let selected = select::select(&all, &filter);
+                let part = p.split(&selected);
+                crate::output::console::status(format_args!(
+                    "partition {p}: {} of the {} selected benchmarks",
+                    part.len(),
+                    selected.len()
+                ));
+                part
+            }
+            None => all.iter().filter(|b| listed(b, &filter)).cloned().collect(),
+        };
+        print_list(shown, args.format);
         // A run of these would be refused: say so now, not at run time.
         let shown: Vec<Benchmark> = all
             .iter()
@@ -339,8 +353,7 @@ fn listed(b: &Benchmark, filter: &Filter) -> bool {
     filter.matches_name(b) && (filter.ignored != Ignored::Only || b.ignored)
 }
 
-fn print_list(all: &[Benchmark], filter: &Filter, format: Format) {
-    let mut shown: Vec<Benchmark> = all.iter().filter(|b| listed(b, filter)).cloned().collect();
+fn print_list(mut shown: Vec<Benchmark>, format: Format) {
     select::sort(&mut shown);
     match format {
         Format::Human | Format::Markdown | Format::GithubActionBenchmark | Format::Bmf => {
