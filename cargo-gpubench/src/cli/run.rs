@@ -277,7 +277,8 @@ pub(super) fn parse_processes(s: &str) -> Result<ProcessPolicy, String> {
 
 /// The measurement options of the bench executables, under the same names, so a
 /// run sets them like the harness; recorded in every record's config, and the ones
-/// that move figures (sample time, warm-up, --flush-l2) are checked when comparing.
+/// that move figures (sample time, warm-up, --throttle-threshold, --flush-l2) are
+/// checked when comparing.
 /// Each value is checked as it is parsed, and all of them together
 /// ([`MeasureArgs::settings`]) before any process starts, by the rules the harness
 /// checks them with (`gpubench_analysis::MeasurementSettings`).
