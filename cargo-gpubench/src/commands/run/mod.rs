@@ -79,8 +79,19 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         env.set.push((GIT_COMMIT_VAR.into(), commit.into()));
     }
 
-    let Some((all, harnesses)) =
-        list_benchmarks(&prepared.executables, &env, args.process.timeout, &stop)?
+    // Listed for the device they will run on: their arguments may depend on it. The
+    // GPUs of `--devices` are of one model; `all` is the harness's default device.
+    let list_device = match &args.devices {
+        Some(devices::DeviceList::Listed(labels)) => labels.first().map(String::as_str),
+        _ => args.process.device.as_deref(),
+    };
+    let Some((all, harnesses)) = list_benchmarks(
+        &prepared.executables,
+        list_device,
+        &env,
+        args.process.timeout,
+        &stop,
+    )?
     else {
         return Ok(Exit::Interrupted);
     };
@@ -278,11 +289,12 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
     session.run_all(&selected, &harnesses, &libtorch, command_line)
 }
 
-/// Lists the benchmarks of `executables`, skipping (with a note) those that are not
-/// gpubench harnesses. Returns the benchmarks and the harnesses; `None` when
-/// interrupted.
+/// Lists the benchmarks of `executables` for `device` (see [`listing::list`]),
+/// skipping (with a note) those that are not gpubench harnesses. Returns the
+/// benchmarks and the harnesses; `None` when interrupted.
 pub(super) fn list_benchmarks(
     executables: &[BenchExecutable],
+    device: Option<&str>,
     env: &ChildEnv,
     timeout: std::time::Duration,
     stop: &AtomicBool,
@@ -290,7 +302,7 @@ pub(super) fn list_benchmarks(
     let mut all = Vec::new();
     let mut harnesses = Vec::new();
     for exe in executables {
-        let listed = match listing::list(&exe.path, env, timeout, stop)? {
+        let listed = match listing::list(&exe.path, device, env, timeout, stop)? {
             listing::Listing::Gpubench(listed) => listed,
             listing::Listing::NotGpubench => {
                 crate::output::console::note(format_args!(
