@@ -13,7 +13,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use cargo_gpubench::store::manifest::{BenchStatus, RunStatus};
-use gpubench_analysis::{file_stem_for_id, FailureKind};
+use gpubench_analysis::{file_stem_for_id, FailureKind, ProcessPolicy};
 use support::fake_harness::{passed_record, Fake};
 use support::{cargo_gpubench, entry, exe_arg, latest_run, manifest, record, run};
 
@@ -267,10 +267,13 @@ fn every_outcome_becomes_a_record_and_the_run_exits_1() {
         let b = entry(&m, "fake", id);
         assert_eq!(b.status, BenchStatus::Passed, "{id}");
         assert_eq!(b.rounds, 3, "{id}: --quick runs 3 processes");
-        // The three processes' records, one round after the other.
+        // The three processes' records, one round after the other, with the run's
+        // process policy where each harness could only name its own process.
         let mut expected = passed_record(id);
         expected.append_rounds(passed_record(id)).unwrap();
         expected.append_rounds(passed_record(id)).unwrap();
+        assert_eq!(expected.config.processes, ProcessPolicy::single());
+        expected.config.processes = ProcessPolicy::fixed(3);
         assert_eq!(record(&run_dir, b), expected, "{id} is stored as written");
     }
     assert_eq!(
@@ -616,17 +619,23 @@ fn the_json_summary_and_the_records_match_their_schemas() {
 #[test]
 fn partitions_split_the_selection_and_runs_record_their_part() {
     let mut ran_ids = Vec::new();
+    let mut listed_ids = Vec::new();
     for k in 1..=2 {
         let fake = Fake::new();
         let part = format!("hash:{k}/2");
-        let ran = run(fake.command().args([
-            "--partition",
-            &part,
-            "--exact",
-            "passes",
-            "matmul/64",
-            "panics",
-        ]));
+        let selection = ["--exact", "passes", "matmul/64", "panics"];
+        // `--list` with a partition lists that part alone, as nextest does.
+        let listed = run(fake
+            .command()
+            .args(["--list", "--partition", &part])
+            .args(selection))
+        .expect_code(0);
+        let listed: Vec<String> = listed.stdout.lines().map(str::to_string).collect();
+        assert!(
+            listed.len() < 3,
+            "{part} lists the whole selection: {listed:?}"
+        );
+        let ran = run(fake.command().args(["--partition", &part]).args(selection));
         // The part that holds `panics` fails (1), the other passes (0).
         assert!(
             matches!(ran.code, Some(0 | 1)),
@@ -641,7 +650,18 @@ fn partitions_split_the_selection_and_runs_record_their_part() {
         );
         let m = manifest(&latest_run(&fake.out_dir()));
         assert_eq!(m.partition.as_deref(), Some(part.as_str()));
+        let mut measured: Vec<String> = m
+            .benchmarks
+            .iter()
+            .map(|b| format!("fake/{}", b.id))
+            .collect();
+        measured.sort();
+        assert_eq!(
+            listed, measured,
+            "{part}: the list is what the part measures"
+        );
         ran_ids.extend(m.benchmarks.iter().map(|b| b.id.clone()));
+        listed_ids.extend(listed);
     }
     ran_ids.sort();
     assert_eq!(
@@ -649,6 +669,8 @@ fn partitions_split_the_selection_and_runs_record_their_part() {
         ["matmul/64", "panics", "passes"],
         "each ran exactly once"
     );
+    listed_ids.sort();
+    assert_eq!(listed_ids, ["fake/matmul/64", "fake/panics", "fake/passes"]);
 }
 
 #[test]
@@ -702,7 +724,9 @@ fn ctrl_c_kills_the_running_benchmark_and_keeps_what_finished() {
     assert_eq!(m.status, RunStatus::Interrupted);
     let passes = entry(&m, "fake", "passes");
     assert_eq!(passes.status, BenchStatus::Passed);
-    assert_eq!(record(&run_dir, passes), passed_record("passes"));
+    let mut expected = passed_record("passes");
+    expected.config.processes = ProcessPolicy::standard();
+    assert_eq!(record(&run_dir, passes), expected);
     let sleeps = entry(&m, "fake", "sleeps");
     assert_eq!(sleeps.status, BenchStatus::Interrupted);
     assert!(sleeps.record.is_none());

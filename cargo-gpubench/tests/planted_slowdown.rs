@@ -1,5 +1,5 @@
 //! The CI gate end to end on the real examples workspace: save a baseline of
-//! `matmul_f32/4096` (on the CPU, `--quick`, five processes), plant a real 2× slowdown
+//! `matmul_f32/256` (on the CPU, `--quick`, five processes), plant a real 2× slowdown
 //! with `GPUBENCH_EXAMPLE_SLOWDOWN=2` (the example then does twice the matmul work per
 //! iteration), and expect exit code 4 with a Markdown summary that names the benchmark
 //! as regressed; without the slowdown, expect no regression, with the default rule.
@@ -19,7 +19,8 @@ use std::process::Command;
 
 use support::{cargo_gpubench, run};
 
-const BENCHMARK: &str = "matmul_f32/4096";
+/// The sweep's 4096 on a GPU is a sixteenth of it on the CPU, and named so.
+const BENCHMARK: &str = "matmul_f32/256";
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -28,9 +29,8 @@ fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// `cargo gpubench` on the examples' matmul benchmark, storing runs in `tmp/out` and
-/// baselines in `tmp/baselines`.
-fn gpubench(tmp: &Path) -> Command {
+/// `cargo gpubench` on the examples workspace, building into `<repo>/target/nested`.
+fn examples() -> Command {
     assert!(
         std::env::var_os("LIBTORCH").is_some_and(|v| !v.is_empty()),
         "LIBTORCH is not set: this test builds the examples against libtorch; run \
@@ -40,7 +40,16 @@ fn gpubench(tmp: &Path) -> Command {
     cmd.arg("gpubench")
         .arg("--manifest-path")
         .arg(repo_root().join("Cargo.toml"))
-        .args(["-p", "gpubench-examples", "--bench", "matmul"])
+        .args(["-p", "gpubench-examples"])
+        .env("CARGO_TARGET_DIR", repo_root().join("target/nested"));
+    cmd
+}
+
+/// `cargo gpubench` on the examples' matmul benchmark, storing runs in `tmp/out` and
+/// baselines in `tmp/baselines`.
+fn gpubench(tmp: &Path) -> Command {
+    let mut cmd = examples();
+    cmd.args(["--bench", "matmul"])
         .arg("--out-dir")
         .arg(tmp.join("out"))
         .arg("--baselines-dir")
@@ -54,7 +63,6 @@ fn gpubench(tmp: &Path) -> Command {
             "--exact",
             BENCHMARK,
         ])
-        .env("CARGO_TARGET_DIR", repo_root().join("target/nested"))
         // One thread: on a shared CI machine, a multi-threaded matmul's time swings
         // with whatever else runs.
         .env("OMP_NUM_THREADS", "1");
@@ -113,4 +121,29 @@ fn a_planted_slowdown_trips_the_gate_and_an_unchanged_run_does_not() {
         "{}",
         ran.stdout
     );
+}
+
+/// The sweeps shrink on the CPU, and their ids say what runs there: no
+/// `matmul_bf16/1024` that multiplies 64×64 matrices.
+#[test]
+fn the_examples_sweeps_are_named_by_what_they_run_on_the_cpu() {
+    let listed = |device: &str| {
+        let ran = run(examples()
+            .args(["--bench", "matmul", "--bench", "memory"])
+            .args(["--list", "--device", device]))
+        .expect_code(0);
+        ran.stdout.lines().map(str::to_string).collect::<Vec<_>>()
+    };
+    let on_cpu = listed("cpu");
+    let expected: Vec<String> = ["matmul_bf16", "matmul_f32"]
+        .iter()
+        .flat_map(|m| [64, 256, 512].map(|n| format!("matmul/{m}/{n}")))
+        .chain([16, 64, 256, 1024].map(|n| format!("memory/mlp_forward_batch/{n}")))
+        .chain(["memory/out_of_memory (ignored)".to_string()])
+        .collect();
+    let mut sorted = on_cpu.clone();
+    sorted.sort();
+    let mut want = expected.clone();
+    want.sort();
+    assert_eq!(sorted, want, "{on_cpu:?}");
 }

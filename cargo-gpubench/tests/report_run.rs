@@ -108,7 +108,9 @@ fn record(id: &str, factor: f64, seed: u64) -> RawRecord {
     synthetic_record(id, GPU, factor, seed)
 }
 
-/// Each benchmark row of the summary page: its id and its verdict badge's word.
+/// Each benchmark row of the summary page: its id and its verdict badge's word. A
+/// row names its benchmark `<target>/<id>` as the terminal does (the stand-in's
+/// target is `fake`).
 fn rows(index: &Path) -> Vec<(String, String)> {
     let doc = Html::parse_document(&std::fs::read_to_string(index).unwrap());
     let row = Selector::parse("#benchmarks tbody tr").unwrap();
@@ -122,7 +124,11 @@ fn rows(index: &Path) -> Vec<(String, String)> {
                     .map(|e| e.text().collect::<String>())
                     .unwrap_or_default()
             };
-            (text(&id), text(&badge))
+            let name = text(&id);
+            let id = name
+                .strip_prefix("fake/")
+                .unwrap_or_else(|| panic!("{name:?} is not named <target>/<id>"));
+            (id.to_string(), text(&badge))
         })
         .collect()
 }
@@ -226,6 +232,50 @@ fn a_run_compared_with_a_baseline_shows_the_verdict_in_the_report() {
     // A baseline is not a run.
     let ran = b.report(&["baseline:main"], Path::new("")).expect_code(2);
     assert!(ran.stderr.contains("not a stored run"), "{}", ran.stderr);
+}
+
+#[test]
+fn the_report_and_the_baseline_show_the_processes_of_the_run_not_the_harness() {
+    let b = Bench::new();
+    // The stand-in's record says what a harness knows: one process, its own.
+    b.run(&[
+        "--processes",
+        "3",
+        "--save-baseline",
+        "main",
+        "--exact",
+        "mm/64",
+    ])
+    .expect_code(0);
+    let run_dir = latest_run(&b.work().join("target/gpubench"));
+    let m = manifest(&run_dir);
+    let r = support::record(&run_dir, &m.benchmarks[0]);
+    assert_eq!(r.rounds.len(), 3);
+    assert_eq!(
+        r.config.processes,
+        gpubench_analysis::ProcessPolicy::fixed(3)
+    );
+    let saved = gpubench_analysis::BaselineStore::new(b.work().join("gpubench/baselines"))
+        .load("main")
+        .unwrap();
+    let config = saved[0]
+        .config
+        .as_ref()
+        .expect("the baseline keeps the settings");
+    assert_eq!(config.processes, gpubench_analysis::ProcessPolicy::fixed(3));
+
+    let page = b.index().parent().unwrap().join(format!(
+        "bench/{}.html",
+        gpubench_analysis::file_stem_for_id("mm/64")
+    ));
+    let doc = Html::parse_document(&std::fs::read_to_string(page).unwrap());
+    let rows = Selector::parse("table.pairs tr").unwrap();
+    let processes: Vec<String> = doc
+        .select(&rows)
+        .map(|r| r.text().collect::<String>())
+        .filter(|t| t.starts_with("processes"))
+        .collect();
+    assert_eq!(processes, ["processes3"]);
 }
 
 #[test]

@@ -1,4 +1,6 @@
-//! Matrix-multiply sweep over sizes and dtypes, with TFLOP/s.
+//! Matrix-multiply sweep over sizes and dtypes, with TFLOP/s. On a GPU the sizes are
+//! 1024, 4096 and 8192; on the CPU, where those would take seconds a call, a
+//! sixteenth of each (64, 256, 512), and the ids say so (`matmul_f32/256`).
 //!
 //! `GPUBENCH_EXAMPLE_SLOWDOWN=<factor>` (a number ≥ 1; absent means 1) plants a real
 //! regression for trying out baselines and CI gates: see [`slowdown`].
@@ -21,9 +23,17 @@ fn slowdown() -> f64 {
     }
 }
 
+/// `n` on a GPU, a sixteenth of it on the CPU: the size a benchmark of the sweep
+/// runs, and so the argument its id names.
+fn size(n: i64) -> i64 {
+    if gpubench_core::bench_device().is_cuda() {
+        n
+    } else {
+        n / 16
+    }
+}
+
 fn matmul(b: &mut Bencher, n: i64, kind: Kind) {
-    // Large sizes are for GPUs; on the CPU the sweep stays small enough for CI.
-    let n = if b.device().is_cuda() { n } else { n / 16 };
     let x = Tensor::randn([n, n], (kind, b.device()));
     let y = Tensor::randn([n, n], (kind, b.device()));
     // The declared work stays one n×n matmul, so a planted slowdown shows as lower
@@ -49,12 +59,12 @@ fn matmul(b: &mut Bencher, n: i64, kind: Kind) {
     });
 }
 
-#[gpu_bench(args = [1024, 4096, 8192])]
+#[gpu_bench(args = [size(1024), size(4096), size(8192)])]
 fn matmul_f32(b: &mut Bencher, n: i64) {
     matmul(b, n, Kind::Float);
 }
 
-#[gpu_bench(args = [1024, 4096, 8192])]
+#[gpu_bench(args = [size(1024), size(4096), size(8192)])]
 fn matmul_bf16(b: &mut Bencher, n: i64) {
     matmul(b, n, Kind::BFloat16);
 }

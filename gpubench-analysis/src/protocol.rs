@@ -14,6 +14,13 @@ pub const ROUND_VAR: &str = "GPUBENCH_ROUND";
 /// for none. Without it the harness asks `git rev-parse HEAD` in its directory.
 pub const GIT_COMMIT_VAR: &str = "GPUBENCH_GIT_COMMIT";
 
+/// The environment variable the harness reads `--device` from. `cargo gpubench`
+/// lists a bench executable with it set to the device the run measures on, since a
+/// benchmark's arguments may depend on the device (`gpubench_core::bench_device`);
+/// a bench that is not a gpubench harness ignores it, where it would refuse the
+/// argument.
+pub const DEVICE_VAR: &str = "GPUBENCH_DEVICE";
+
 /// The exit code of a harness that measured a failure and wrote its record
 /// (libtest's code for a failed test).
 pub const EXIT_BENCHMARK_FAILED: i32 = 101;

@@ -56,7 +56,7 @@ pub struct HarnessArgs {
     #[arg(long, hide = true)]
     pub test: bool,
     /// Device to measure on: `cpu`, `cuda` or `cuda:N` (default: cuda:0 if available, else cpu).
-    #[arg(long, env = "GPUBENCH_DEVICE", value_name = "DEVICE")]
+    #[arg(long, env = protocol::DEVICE_VAR, value_name = "DEVICE")]
     pub device: Option<String>,
     /// Shorter time bounds (0.2 s warm-up, 1 s measurement).
     #[arg(long, env = "GPUBENCH_QUICK", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]

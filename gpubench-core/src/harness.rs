@@ -7,6 +7,7 @@ use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
 use std::rc::Rc;
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use clap::Parser;
@@ -26,6 +27,44 @@ pub use gpubench_analysis::protocol::{EXIT_BENCHMARK_FAILED as EXIT_FAILED, EXIT
 
 thread_local! {
     static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// What `--device` (or `GPUBENCH_DEVICE`) asked this harness process for, set before
+/// the benchmarks' cases are made.
+static REQUESTED_DEVICE: OnceLock<Option<String>> = OnceLock::new();
+
+/// The device the benchmarks of this process run on: `--device` (or
+/// `GPUBENCH_DEVICE`) when given, else the first CUDA device when one is visible,
+/// else the CPU: in a harness, what [`Bencher::device`] returns. `#[gpu_bench(args = [...])]`
+/// values are made once it is known, so a sweep can size its cases for the device
+/// and name them by what they run (`matmul/4096` on a GPU, `matmul/256` on the CPU):
+///
+/// ```no_run
+/// # use gpubench_core::{gpu_bench, Bencher};
+/// /// `n` on a GPU, a sixteenth of it on the CPU.
+/// fn size(n: i64) -> i64 {
+///     if gpubench_core::bench_device().is_cuda() { n } else { n / 16 }
+/// }
+///
+/// #[gpu_bench(args = [size(1024), size(4096)])]
+/// fn matmul(b: &mut Bencher, n: i64) {
+///     let x = tch::Tensor::randn([n, n], (tch::Kind::Float, b.device()));
+///     b.iter(|| x.matmul(&x));
+/// }
+/// # fn main() {}
+/// ```
+///
+/// `cargo gpubench` lists with the `--device` it runs with, so both see the same ids.
+/// In the library `cargo gpubench ab` loads, it is the default device (the first CUDA
+/// device, else the CPU) whatever the run's `--device`, so that library lists and
+/// opens the same ids. An unknown `--device` gives the CPU here; the harness then
+/// refuses it.
+pub fn bench_device() -> tch::Device {
+    static RESOLVED: OnceLock<tch::Device> = OnceLock::new();
+    *RESOLVED.get_or_init(|| {
+        let requested = REQUESTED_DEVICE.get().and_then(Option::as_deref);
+        select_device(requested).map_or(tch::Device::Cpu, |d| d.tch_device())
+    })
 }
 
 /// Parses the process's arguments, runs, and exits with the harness's exit code.
@@ -74,6 +113,8 @@ pub fn run(args: HarnessArgs) -> i32 {
         // refuses its benchmarks from a bench that is not one.
         println!("{}", gpubench_analysis::protocol::handshake_line());
     }
+    // Before the cases are made: their arguments may depend on it.
+    let _ = REQUESTED_DEVICE.set(args.device.clone());
     let cases = match registry::cases() {
         Ok(c) => c,
         Err(e) => {

@@ -44,7 +44,7 @@ pub use bencher::Bencher;
 pub use eager_compiled::{Compiled, EagerVsCompiled};
 pub use gpubench_analysis::Throughput;
 pub use gpubench_macros::gpu_bench;
-pub use harness::main;
+pub use harness::{bench_device, main};
 pub use shapes::InputShape;
 
 /// Expands to `fn main() { gpubench_core::main() }`.

@@ -134,8 +134,10 @@ pub struct BaselineArgs {
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Baselines")]
 pub struct VerdictArgs {
-    /// Largest p-value (bootstrap test of "no change") for a change to count as
-    /// significant; between 0 and 1.
+    /// Largest p-value for a change to count as significant: the one-sided p of
+    /// Welch's t-test of "no change" on the logarithms of the processes' medians (when
+    /// `ab` pairs base and head in one process, the paired t-test of each process's
+    /// ratio of head to base); strictly between 0 and 1.
     #[arg(
         long,
         value_name = "P",
@@ -181,8 +183,8 @@ pub struct VerdictArgs {
     pub allow_device_mismatch: bool,
 
     /// Compare benchmarks whose two sides were measured with settings that move the
-    /// figures (sample time, warm-up, --flush-l2; otherwise they are listed as not
-    /// compared, naming the difference).
+    /// figures (sample time, warm-up, --throttle-threshold, --flush-l2; otherwise they
+    /// are listed as not compared, naming the difference).
     #[arg(
         long,
         env = "GPUBENCH_ALLOW_SETTINGS_MISMATCH",

@@ -160,7 +160,7 @@ pub struct RunArgs {
     pub targets: TargetArgs,
 
     /// Print the matching benchmarks as `<target>/<id>`, sorted, ignored ones marked,
-    /// without running them.
+    /// without running them; with --partition, only the part a run would measure.
     #[arg(long, env = "GPUBENCH_LIST", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub list: bool,
 
@@ -277,7 +277,8 @@ pub(super) fn parse_processes(s: &str) -> Result<ProcessPolicy, String> {
 
 /// The measurement options of the bench executables, under the same names, so a
 /// run sets them like the harness; recorded in every record's config, and the ones
-/// that move figures (sample time, warm-up, --flush-l2) are checked when comparing.
+/// that move figures (sample time, warm-up, --throttle-threshold, --flush-l2) are
+/// checked when comparing.
 /// Each value is checked as it is parsed, and all of them together
 /// ([`MeasureArgs::settings`]) before any process starts, by the rules the harness
 /// checks them with (`gpubench_analysis::MeasurementSettings`).

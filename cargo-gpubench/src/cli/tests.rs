@@ -317,3 +317,88 @@ fn help_documents_exit_codes() {
     assert!(help.contains("[default: 0.05]") && help.contains("[default: 0.02]"));
     assert!(help.contains("[default: regressed]"), "{help}");
 }
+
+/// The long help of the run's option `--{name}`, as one line.
+fn option_help(name: &str) -> String {
+    let cmd = Cli::command();
+    let arg = cmd
+        .get_arguments()
+        .find(|a| a.get_long() == Some(name))
+        .unwrap_or_else(|| panic!("no option --{name}"));
+    let help = arg.get_long_help().or(arg.get_help()).unwrap().to_string();
+    help.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn significance_help_names_the_test_the_verdict_uses() {
+    let help = option_help("significance");
+    assert!(help.contains("Welch's t-test"), "{help}");
+    assert!(help.contains("paired t-test"), "{help}");
+    // The p-value comes from Welch's t on the processes' medians, not a bootstrap:
+    // two sides three processes each, computed here by hand.
+    let (was, now) = ([100.0, 101.0, 102.0], [103.0, 104.5, 105.0]);
+    let groups = |m: &[f64]| m.iter().map(|&x| vec![x; 5]).collect::<Vec<_>>();
+    let c = gpubench_analysis::compare_processes(
+        &groups(&was),
+        &groups(&now),
+        gpubench_analysis::Bound::Device,
+        &CompareConfig::default(),
+    )
+    .unwrap();
+    let logs = |m: &[f64]| m.iter().map(|x: &f64| x.ln()).collect::<Vec<_>>();
+    let (yb, yc) = (logs(&was), logs(&now));
+    let mean = |y: &[f64]| y.iter().sum::<f64>() / y.len() as f64;
+    let var = |y: &[f64]| {
+        let m = mean(y);
+        y.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (y.len() - 1) as f64
+    };
+    let (vb, vc) = (var(&yb) / 3.0, var(&yc) / 3.0);
+    let df = (vb + vc).powi(2) / (vb * vb / 2.0 + vc * vc / 2.0);
+    let t = (mean(&yc) - mean(&yb)) / (vb + vc).sqrt();
+    let p = 1.0 - gpubench_analysis::processes::t_cdf(t, df);
+    assert!((c.p_value - p).abs() < 1e-9, "{} against {p}", c.p_value);
+    assert!(!help.contains("bootstrap"), "{help}");
+}
+
+#[test]
+fn settings_mismatch_help_names_every_setting_a_comparison_checks() {
+    let help = option_help("allow-settings-mismatch");
+    let base = gpubench_analysis::MeasurementConfig::standard();
+    let changed = [
+        (
+            "sample time",
+            gpubench_analysis::MeasurementConfig {
+                sample_target_s: 0.02,
+                ..base.clone()
+            },
+        ),
+        (
+            "warm-up",
+            gpubench_analysis::MeasurementConfig {
+                warmup_time_s: 2.0,
+                ..base.clone()
+            },
+        ),
+        (
+            "--throttle-threshold",
+            gpubench_analysis::MeasurementConfig {
+                throttle_threshold: 0.5,
+                ..base.clone()
+            },
+        ),
+        (
+            "--flush-l2",
+            gpubench_analysis::MeasurementConfig {
+                flush_l2: true,
+                ..base.clone()
+            },
+        ),
+    ];
+    for (words, config) in changed {
+        assert!(
+            !config.differences_that_move_figures(&base).is_empty(),
+            "{words} is not checked"
+        );
+        assert!(help.contains(words), "{words} missing from: {help}");
+    }
+}

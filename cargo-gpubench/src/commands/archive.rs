@@ -49,7 +49,9 @@ pub fn run(args: &ArchiveArgs) -> Result<Exit> {
     };
     let env = super::run::child_env(&libtorch, &built.native_paths, &workspace.target_dir);
     let Some((benchmarks, harnesses)) =
-        super::run::list_benchmarks(&built.executables, &env, LIST_TIMEOUT, &stop)?
+        // The harness's default device: where the archive is made is seldom where it
+        // runs, and a run lists its benchmarks again for its own device.
+        super::run::list_benchmarks(&built.executables, None, &env, LIST_TIMEOUT, &stop)?
     else {
         return Ok(Exit::Interrupted);
     };

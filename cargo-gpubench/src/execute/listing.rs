@@ -54,18 +54,21 @@ pub struct ListedBenchmark {
     pub ignored: bool,
 }
 
-/// Lists the benchmarks of `exe`, ignored ones marked (two calls: all, then the
-/// ignored ones alone). The list is sorted by id.
+/// Lists the benchmarks of `exe` for `device` (the `--device` its benchmarks will
+/// run with; the harness's default when `None`), ignored ones marked (two calls: all,
+/// then the ignored ones alone). The list is sorted by id. The device is passed
+/// because a benchmark's arguments may depend on it (`gpubench_core::bench_device`).
 pub fn list(
     exe: &Path,
+    device: Option<&str>,
     env: &ChildEnv,
     timeout: Duration,
     stop: &AtomicBool,
 ) -> Result<Listing, ListError> {
-    let Some(all) = list_ids(exe, env, timeout, stop, false)? else {
+    let Some(all) = list_ids(exe, device, env, timeout, stop, false)? else {
         return Ok(Listing::NotGpubench);
     };
-    let ignored = list_ids(exe, env, timeout, stop, true)?.unwrap_or_default();
+    let ignored = list_ids(exe, device, env, timeout, stop, true)?.unwrap_or_default();
     let mut out: Vec<ListedBenchmark> = all
         .into_iter()
         .map(|id| ListedBenchmark {
@@ -90,6 +93,7 @@ pub enum Listing {
 
 fn list_ids(
     exe: &Path,
+    device: Option<&str>,
     env: &ChildEnv,
     timeout: Duration,
     stop: &AtomicBool,
@@ -101,6 +105,11 @@ fn list_ids(
         cmd.arg("--ignored");
     }
     env.apply(&mut cmd);
+    // In the environment, which a bench that is not a gpubench harness (criterion,
+    // libtest) ignores, where it would refuse an argument it does not know.
+    if let Some(device) = device {
+        cmd.env(protocol::DEVICE_VAR, device);
+    }
     cmd.env(protocol::HANDSHAKE_VAR, "1");
     // The whole listing must be kept, not a tail: allow a generous size.
     let finished =
@@ -184,9 +193,14 @@ mod tests {
         .unwrap();
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
         let stop = AtomicBool::new(false);
-        let Listing::Gpubench(listed) =
-            list(&exe, &ChildEnv::default(), Duration::from_secs(10), &stop).unwrap()
-        else {
+        let Listing::Gpubench(listed) = list(
+            &exe,
+            None,
+            &ChildEnv::default(),
+            Duration::from_secs(10),
+            &stop,
+        )
+        .unwrap() else {
             panic!("the handshake was not seen");
         };
         let got: Vec<(&str, bool)> = listed.iter().map(|b| (b.id.as_str(), b.ignored)).collect();
@@ -194,7 +208,14 @@ mod tests {
 
         // Listing without the handshake, as criterion does: not a gpubench harness.
         std::fs::write(&exe, "#!/bin/sh\necho 'criterion_bench: benchmark'\n").unwrap();
-        let listed = list(&exe, &ChildEnv::default(), Duration::from_secs(10), &stop).unwrap();
+        let listed = list(
+            &exe,
+            None,
+            &ChildEnv::default(),
+            Duration::from_secs(10),
+            &stop,
+        )
+        .unwrap();
         assert_eq!(listed, Listing::NotGpubench);
 
         std::fs::write(
@@ -202,9 +223,52 @@ mod tests {
             "#!/bin/sh\necho 'libtorch_cpu.so: cannot open' >&2\nexit 127\n",
         )
         .unwrap();
-        let err = list(&exe, &ChildEnv::default(), Duration::from_secs(10), &stop).unwrap_err();
+        let err = list(
+            &exe,
+            None,
+            &ChildEnv::default(),
+            Duration::from_secs(10),
+            &stop,
+        )
+        .unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("exit code 127"), "{msg}");
         assert!(msg.contains("libtorch_cpu.so: cannot open"), "{msg}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_listing_asks_for_the_device_the_benchmarks_will_run_on() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let exe = tmp.path().join("bench");
+        // A sweep sized for its device, as `gpubench_core::bench_device` allows.
+        std::fs::write(
+            &exe,
+            "#!/bin/sh\n\
+             [ -n \"$GPUBENCH_HANDSHAKE\" ] && echo 'gpubench-harness protocol 1'\n\
+             case \"$*\" in\n\
+             *--ignored*) ;;\n\
+             *) [ \"$GPUBENCH_DEVICE\" = cpu ] && echo 'matmul/256: benchmark' \
+                  || echo 'matmul/4096: benchmark' ;;\n\
+             esac\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let stop = AtomicBool::new(false);
+        let ids = |device| match list(
+            &exe,
+            device,
+            &ChildEnv::default(),
+            Duration::from_secs(10),
+            &stop,
+        )
+        .unwrap()
+        {
+            Listing::Gpubench(l) => l.into_iter().map(|b| b.id).collect::<Vec<_>>(),
+            Listing::NotGpubench => panic!("the handshake was not seen"),
+        };
+        assert_eq!(ids(Some("cpu")), ["matmul/256"]);
+        assert_eq!(ids(None), ["matmul/4096"]);
     }
 }

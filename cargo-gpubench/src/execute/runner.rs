@@ -195,7 +195,12 @@ pub fn classify(
                 format!("{ended} but its record could not be read: {why}"),
             )
         }
-        Some(Ok(record)) => Some(record),
+        // The harness knows only its own process: the policy that decides how many
+        // measure the benchmark is the run's, and the report and the baseline show it.
+        Some(Ok(mut record)) => {
+            record.config.processes = opts.processes;
+            Some(record)
+        }
         None => None,
     };
     match (code, written) {
@@ -420,6 +425,21 @@ mod tests {
             "t".into(),
         ));
         assert!(r.passed());
+    }
+
+    #[test]
+    fn a_harness_record_carries_the_runs_process_policy_not_its_own_single_process() {
+        // What a harness writes: it measures one process and knows of no other.
+        let mut written = passed_record();
+        written.config.processes = ProcessPolicy::single();
+        let r = record_of(classify(
+            "matmul/4096",
+            &finished(Ending::Exited(0), ""),
+            Some(Ok(written)),
+            &opts(),
+            "t".into(),
+        ));
+        assert_eq!(r.config.processes, ProcessPolicy::fixed(3));
     }
 
     #[test]

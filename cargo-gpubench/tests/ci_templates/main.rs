@@ -689,3 +689,36 @@ jobs:
     let found = check(&wf).unwrap();
     assert_eq!(found.len(), 2);
 }
+
+/// `scripts/demo`, which a newcomer runs first: its build is not silenced (the first
+/// one takes minutes, and a build without cargo's progress looks hung), and what it
+/// hands cargo gpubench parses with the real command line.
+#[test]
+fn the_demo_shows_cargos_build_progress_and_runs_a_valid_command() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let demo = std::fs::read_to_string(root.join("scripts/demo")).unwrap();
+    let script = shell::parse(&demo).unwrap();
+    let cargo: Vec<&shell::Command> = script
+        .commands
+        .iter()
+        .filter(|c| c.first().is_some_and(|w| w == "cargo"))
+        .collect();
+    assert_eq!(cargo.len(), 1, "{cargo:?}");
+    let words = cargo[0];
+    let split = words
+        .iter()
+        .position(|w| w == "--")
+        .expect("cargo run -- ...");
+    let (cargo_part, gpubench) = (&words[..split], &words[split + 1..]);
+    assert!(
+        !cargo_part.iter().any(|w| w == "--quiet" || w == "-q"),
+        "cargo's progress is silenced: {words:?}"
+    );
+    assert!(
+        cargo_part.iter().any(|w| w == "cargo-gpubench"),
+        "{words:?}"
+    );
+    let mut argv = vec!["cargo-gpubench".to_string()];
+    argv.extend(gpubench.iter().filter(|w| *w != "\"$@\"").cloned());
+    parse_cli(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+}

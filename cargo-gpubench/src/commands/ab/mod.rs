@@ -524,8 +524,13 @@ fn separate_listings(
             return Ok(None);
         }
         let built = built.with_context(|| format!("failed to build {}", revision.describe()))?;
-        let Some((listed, _)) =
-            super::run::list_benchmarks(&built.executables, env, opts.timeout, stop)?
+        let Some((listed, _)) = super::run::list_benchmarks(
+            &built.executables,
+            opts.device.as_deref(),
+            env,
+            opts.timeout,
+            stop,
+        )?
         else {
             return Ok(None);
         };

@@ -79,8 +79,19 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         env.set.push((GIT_COMMIT_VAR.into(), commit.into()));
     }
 
-    let Some((all, harnesses)) =
-        list_benchmarks(&prepared.executables, &env, args.process.timeout, &stop)?
+    // Listed for the device they will run on: their arguments may depend on it. The
+    // GPUs of `--devices` are of one model; `all` is the harness's default device.
+    let list_device = match &args.devices {
+        Some(devices::DeviceList::Listed(labels)) => labels.first().map(String::as_str),
+        _ => args.process.device.as_deref(),
+    };
+    let Some((all, harnesses)) = list_benchmarks(
+        &prepared.executables,
+        list_device,
+        &env,
+        args.process.timeout,
+        &stop,
+    )?
     else {
         return Ok(Exit::Interrupted);
     };
@@ -92,7 +103,21 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         if !all.iter().any(|b| listed(b, &filter)) {
             return Err(select::explain_empty(&all, &filter).into());
         }
-        print_list(&all, &filter, args.format);
+        let shown: Vec<Benchmark> = match args.partition {
+            // As nextest does: the part a run with this `--partition` measures.
+            Some(p) => {
+                let selected = select::select(&all, &filter);
+                let part = p.split(&selected);
+                crate::output::console::status(format_args!(
+                    "partition {p}: {} of the {} selected benchmarks",
+                    part.len(),
+                    selected.len()
+                ));
+                part
+            }
+            None => all.iter().filter(|b| listed(b, &filter)).cloned().collect(),
+        };
+        print_list(shown, args.format);
         // A run of these would be refused: say so now, not at run time.
         let shown: Vec<Benchmark> = all
             .iter()
@@ -264,11 +289,12 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
     session.run_all(&selected, &harnesses, &libtorch, command_line)
 }
 
-/// Lists the benchmarks of `executables`, skipping (with a note) those that are not
-/// gpubench harnesses. Returns the benchmarks and the harnesses; `None` when
-/// interrupted.
+/// Lists the benchmarks of `executables` for `device` (see [`listing::list`]),
+/// skipping (with a note) those that are not gpubench harnesses. Returns the
+/// benchmarks and the harnesses; `None` when interrupted.
 pub(super) fn list_benchmarks(
     executables: &[BenchExecutable],
+    device: Option<&str>,
     env: &ChildEnv,
     timeout: std::time::Duration,
     stop: &AtomicBool,
@@ -276,7 +302,7 @@ pub(super) fn list_benchmarks(
     let mut all = Vec::new();
     let mut harnesses = Vec::new();
     for exe in executables {
-        let listed = match listing::list(&exe.path, env, timeout, stop)? {
+        let listed = match listing::list(&exe.path, device, env, timeout, stop)? {
             listing::Listing::Gpubench(listed) => listed,
             listing::Listing::NotGpubench => {
                 crate::output::console::note(format_args!(
@@ -339,8 +365,7 @@ fn listed(b: &Benchmark, filter: &Filter) -> bool {
     filter.matches_name(b) && (filter.ignored != Ignored::Only || b.ignored)
 }
 
-fn print_list(all: &[Benchmark], filter: &Filter, format: Format) {
-    let mut shown: Vec<Benchmark> = all.iter().filter(|b| listed(b, filter)).cloned().collect();
+fn print_list(mut shown: Vec<Benchmark>, format: Format) {
     select::sort(&mut shown);
     match format {
         Format::Human | Format::Markdown | Format::GithubActionBenchmark | Format::Bmf => {

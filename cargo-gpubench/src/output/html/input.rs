@@ -110,6 +110,9 @@ pub struct MissingLine {
 pub struct ReportBenchmark {
     /// The record the harness wrote (passed or failed).
     pub record: RawRecord,
+    /// The name the terminal shows, `<target>/<id>`; the record's id when the bench
+    /// target is not known.
+    pub name: Option<String>,
     /// Its figures; computed from `record` while rendering when `None` (pass one to
     /// show exactly the figures the terminal showed).
     pub summary: Option<BenchmarkSummary>,
@@ -127,10 +130,17 @@ impl ReportBenchmark {
     pub fn new(record: RawRecord) -> Self {
         ReportBenchmark {
             record,
+            name: None,
             summary: None,
             baseline: None,
             dtype: None,
         }
+    }
+
+    /// Its name as the report shows it: `<target>/<id>`, or the id alone when the
+    /// bench target is not known.
+    pub fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.record.id)
     }
 }
 

@@ -74,11 +74,9 @@ fn input(run: StoredRun<'_>) -> Result<ReportInput> {
     let mut input = ReportInput::new(format!("gpubench run {}", run.id), run.records.to_vec());
     input.generated_at = Some(chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string());
     for bench in &mut input.benchmarks {
-        bench.summary = run
-            .entries
-            .iter()
-            .find(|e| e.id == bench.record.id)
-            .and_then(|e| e.summary.clone());
+        let entry = run.entries.iter().find(|e| e.id == bench.record.id);
+        bench.summary = entry.and_then(|e| e.summary.clone());
+        bench.name = entry.map(|e| e.name.clone());
     }
     let comparison = RunComparison::read(run.dir)
         .with_context(|| format!("failed to read the comparison of run `{}`", run.id))?;
@@ -94,7 +92,25 @@ fn input(run: StoredRun<'_>) -> Result<ReportInput> {
                 run.id
             )
         })?;
-    Ok(input
+    let mut input = input
         .with_baseline(&comparison.baseline.name, &entries, &comparison.set)
-        .with_missing(&comparison))
+        .with_missing(&comparison);
+    // Named as the terminal names them, where the run knows their bench target.
+    let name_of = |id: &str| {
+        run.entries
+            .iter()
+            .find(|e| e.id == id)
+            .map_or_else(|| id.to_string(), |e| e.name.clone())
+    };
+    for m in &mut input.missing {
+        m.id = name_of(&m.id);
+    }
+    for id in input
+        .not_selected
+        .iter_mut()
+        .chain(input.missing_in_current.iter_mut())
+    {
+        *id = name_of(id);
+    }
+    Ok(input)
 }

@@ -7,7 +7,7 @@ use crate::output::html::facts::{fact, Fact};
 use crate::output::html::input::ReportBenchmark;
 use crate::output::html::kernels::KernelView;
 use crate::output::html::view::common::{
-    baseline_note, benchmark_status, compared, environment_rows, p_value, percent_of_peak,
+    baseline_note, benchmark_status, compared, environment_rows, on_cpu, p_value, percent_of_peak,
     time_label, BenchmarkView, ColdRow, FailureView, Figures, NaiveRow, PageCharts,
 };
 use crate::output::html::view::plots::{chart, fill_charts};
@@ -41,8 +41,12 @@ pub(crate) fn benchmark_view(
         memory: f.memory_at_failure.map(memory_facts).unwrap_or_default(),
     });
     let comparison = r.eager_compiled().map(EagerCompiledView::new);
+    let on_cpu = on_cpu(&r.fingerprint);
     let mut view = BenchmarkView {
         id: r.id.clone(),
+        name: b.name().to_string(),
+        on_cpu,
+        cpu_note: None,
         stem: stem.clone(),
         status,
         failure,
@@ -53,6 +57,7 @@ pub(crate) fn benchmark_view(
         reading: Vec::new(),
         timing_facts: Vec::new(),
         cold_rows: Vec::new(),
+        cold_device: false,
         naive_rows: Vec::new(),
         resource_facts: Vec::new(),
         baseline_note: baseline_note(b),
@@ -79,7 +84,10 @@ pub(crate) fn benchmark_view(
         return view;
     };
     view.primary_label = time_label(fig.primary_kind).into();
-    view.kernels = KernelView::new(s, b.baseline.as_ref());
+    // The CPU has no kernels to time or count; the page says so in its CPU sentence.
+    if !on_cpu {
+        view.kernels = KernelView::new(s, b.baseline.as_ref());
+    }
     fill_facts(&mut view, b, s, m, fig);
     fill_charts(&mut view, b, s, m, fig);
     view
@@ -218,7 +226,7 @@ pub(crate) fn fill_facts(
         "samples",
         iters.len().to_string(),
         if lo == hi {
-            format!("{lo} iterations each")
+            format!("{lo} iteration{} each", format::plural(lo as usize))
         } else {
             format!("{lo}–{hi} iterations each")
         },
@@ -237,11 +245,21 @@ pub(crate) fn fill_facts(
             b.record.config.target_rel_ci * 100.0
         ),
     ));
-    view.key_facts.push(fact(
-        "sync cost",
-        format::duration(s.sync_cost_ns.unwrap_or(m.sync_cost_ns)),
-        "an empty sync; amortised over each sample",
-    ));
+    if view.on_cpu {
+        // One figure stands for host, device and wall time here: say so once, and
+        // show none of the figures and charts that tell them apart on a GPU.
+        view.cpu_note = Some(format!(
+            "Measured on the CPU, where device time is host time: a call returns when its work is done, with no queue to wait on, so host dispatch ({}) and synced wall time ({}) are one figure and every sync is free. The figures are synced wall time per call.",
+            format::duration(fig.host),
+            format::duration(fig.wall)
+        ));
+    } else {
+        view.key_facts.push(fact(
+            "sync cost",
+            format::duration(s.sync_cost_ns.unwrap_or(m.sync_cost_ns)),
+            "an empty sync; amortised over each sample",
+        ));
+    }
 
     view.timing_facts.push(fact(
         "synced wall",
@@ -258,13 +276,16 @@ pub(crate) fn fill_facts(
         "until the k-th call returned to the host",
     ));
     let busy = fig.device.unwrap_or(fig.wall);
-    if fig.host < 0.6 * busy {
+    // On the CPU there is no device to be bound by.
+    let device_bound = !view.on_cpu && fig.host < 0.6 * busy;
+    let launch_bound = !view.on_cpu && fig.device.is_some_and(|d| d < 0.7 * fig.host);
+    if device_bound {
         view.reading.push(format!(
             "The host returns after {} per call while the device needs {}: the device is the bottleneck (device-bound). A timer stopped without a sync would report the host figure.",
             format::duration(fig.host),
             format::duration(busy)
         ));
-    } else if fig.device.is_some_and(|d| d < 0.7 * fig.host) {
+    } else if launch_bound {
         view.reading.push(format!(
             "The device needs {} per call but the host takes {} to dispatch it: the device waits on the host (launch-bound). Fewer, larger kernels or a compiled graph help here.",
             format::duration(busy),
@@ -276,7 +297,10 @@ pub(crate) fn fill_facts(
             view.reading.push("Host-dispatch time tracks device time: something inside the routine synchronises (e.g. `.item()`, printing a tensor, a copy to the CPU).".into());
         }
         if *flag == gpubench_analysis::Flag::Unstable {
-            view.reading.push("The samples of a process never settled within its time bound; treat the figures as rough and look at the time-order chart for drift or throttling.".into());
+            view.reading.push(format!(
+                "The samples of a process never settled within its time bound; treat the figures as rough and look at the time-order chart for drift{}.",
+                if view.on_cpu { " or other work on the machine" } else { " or throttling" }
+            ));
         }
         if *flag == gpubench_analysis::Flag::Throttled {
             view.reading.push(format!(
@@ -329,8 +353,10 @@ pub(crate) fn fill_facts(
             },
         })
         .collect();
-    view.naive_rows = m
-        .naive
+    view.cold_device = view.cold_rows.iter().any(|c| !c.device.is_empty());
+    // Without a queue an unsynchronised loop is as right as a synced one.
+    let naive: &[gpubench_analysis::NaiveLoop] = if view.on_cpu { &[] } else { &m.naive };
+    view.naive_rows = naive
         .iter()
         .map(|n| NaiveRow {
             iters: n.iters,
@@ -350,7 +376,13 @@ pub(crate) fn fill_facts(
     if let (Some(t), Some((rate, _))) = (m.throughput, &fig.throughput) {
         let detail = percent_of_peak(b, t, steady)
             .map(|(p, of)| format!("{p:.0}% of {of}"))
-            .unwrap_or_else(|| "device peak unknown".into());
+            .unwrap_or_else(|| {
+                if view.on_cpu {
+                    "per second of synced wall time".into()
+                } else {
+                    "device peak unknown".into()
+                }
+            });
         view.resource_facts
             .push(fact("throughput", rate.clone(), detail));
     }
@@ -384,6 +416,28 @@ pub(crate) fn memory_facts(mem: gpubench_analysis::MemoryStats) -> Vec<Fact> {
 
 pub(crate) fn config_rows(r: &RawRecord) -> Vec<(String, String)> {
     let c = &r.config;
+    let seconds = |s: f64| format::duration(s * 1e9);
+    // A run splits each benchmark's measurement time over the processes it runs at
+    // least; the record holds one process's share.
+    let measurement = if c.processes.min > 1 {
+        format!(
+            "{} per process ({} over {} processes)",
+            seconds(c.measurement_time_s),
+            seconds(c.measurement_time_s * f64::from(c.processes.min)),
+            c.processes.min
+        )
+    } else {
+        seconds(c.measurement_time_s)
+    };
+    let on_cpu = on_cpu(&r.fingerprint);
+    let flushed = match (c.flush_l2, on_cpu) {
+        (true, false) => FLUSH_L2_REGIME,
+        (true, true) => {
+            "yes: one call per sample, after the cache is overwritten (the cold-cache figure)"
+        }
+        (false, false) => "no: calls run back to back, the GPU busy and at its loaded clock",
+        (false, true) => "no: calls run back to back",
+    };
     vec![
         (
             "mode".into(),
@@ -392,15 +446,9 @@ pub(crate) fn config_rows(r: &RawRecord) -> Vec<(String, String)> {
                 RunMode::Smoke => "smoke (one call)".into(),
             },
         ),
-        ("warm-up bound".into(), format!("{} s", c.warmup_time_s)),
-        (
-            "measurement bound".into(),
-            format!("{} s", c.measurement_time_s),
-        ),
-        (
-            "sample target".into(),
-            format::duration(c.sample_target_s * 1e9),
-        ),
+        ("warm-up bound".into(), seconds(c.warmup_time_s)),
+        ("measurement bound".into(), measurement),
+        ("sample target".into(), seconds(c.sample_target_s)),
         (
             "samples".into(),
             format!("{} to {}", c.min_samples, c.max_samples),
@@ -412,15 +460,18 @@ pub(crate) fn config_rows(r: &RawRecord) -> Vec<(String, String)> {
                 c.target_rel_ci * 100.0
             ),
         ),
-        ("processes".into(), processes_setting(&c.processes)),
         (
-            "L2 flushed".into(),
-            if c.flush_l2 {
-                FLUSH_L2_REGIME
+            "processes".into(),
+            processes_setting(&c.processes, r.rounds.len()),
+        ),
+        (
+            if on_cpu {
+                "cache flushed"
             } else {
-                "no: calls run back to back, the GPU busy and at its loaded clock"
+                "L2 flushed"
             }
             .into(),
+            flushed.into(),
         ),
     ]
 }
@@ -428,17 +479,27 @@ pub(crate) fn config_rows(r: &RawRecord) -> Vec<(String, String)> {
 /// Which regime a `--flush-l2` run measures, in words.
 pub const FLUSH_L2_REGIME: &str = "yes: one call per sample after a flush, so the GPU idles between calls and clocks up; this is the cold-cache, rested-GPU figure, often faster than back to back (an 8192³ bf16 matmul on an H200: 1.39 ms here, 1.60–1.64 ms back to back)";
 
-/// The process policy in words: `3 to 6 (more than 3 only for device-bound ...)`, `5`.
-pub(crate) fn processes_setting(p: &gpubench_analysis::ProcessPolicy) -> String {
-    if p.is_fixed() {
-        p.min.to_string()
-    } else {
-        format!(
-            "{} to {} (more than {} only for device-bound benchmarks whose interval is wider than ±{}%)",
-            p.min,
-            p.max,
-            p.min,
-            p.target_rel_ci * 100.0
-        )
+/// The processes that measured the benchmark (`ran`, its record's rounds) with the
+/// policy they ran under, in words: `3`, `2 of 3`, `4 (3 to 6: more than 3 only for
+/// device-bound ...)`.
+pub(crate) fn processes_setting(p: &gpubench_analysis::ProcessPolicy, ran: usize) -> String {
+    // Records from before the run wrote its policy into them carry the harness's own
+    // view: one process.
+    if *p == gpubench_analysis::ProcessPolicy::single() {
+        return ran.to_string();
     }
+    if p.is_fixed() {
+        return if ran == p.min as usize {
+            ran.to_string()
+        } else {
+            format!("{ran} of {}", p.min)
+        };
+    }
+    format!(
+        "{ran} ({} to {}: more than {} only for device-bound benchmarks whose interval is wider than ±{}%)",
+        p.min,
+        p.max,
+        p.min,
+        p.target_rel_ci * 100.0
+    )
 }

@@ -351,6 +351,14 @@ pub struct FailureView {
 pub struct BenchmarkView {
     /// Benchmark id.
     pub id: String,
+    /// Its name as the terminal shows it, `<target>/<id>` (the id when the target is
+    /// not known).
+    pub name: String,
+    /// Whether it ran on the CPU, where device time is host time: the page says so
+    /// once and shows no host-versus-device figures, charts or GPU words.
+    pub on_cpu: bool,
+    /// The sentence that says so, on the CPU.
+    pub cpu_note: Option<String>,
     /// File stem of its page and chart folder.
     pub stem: String,
     /// Verdict or failure.
@@ -371,6 +379,9 @@ pub struct BenchmarkView {
     pub timing_facts: Vec<Fact>,
     /// Cold calls.
     pub cold_rows: Vec<ColdRow>,
+    /// Whether the cold-call table has a device column (some cold call has a device
+    /// time).
+    pub cold_device: bool,
     /// Naive unsynchronised loops.
     pub naive_rows: Vec<NaiveRow>,
     /// Throughput and memory.
@@ -414,6 +425,11 @@ pub(crate) fn percent_of_peak(
         )),
         Throughput::Elements(_) => None,
     }
+}
+
+/// Whether `f` is of a CPU run: no queue, no device timer, no kernels.
+pub(crate) fn on_cpu(f: &Fingerprint) -> bool {
+    f.device.kind == "cpu"
 }
 
 pub(crate) fn environment_rows(f: &Fingerprint) -> Vec<(String, String)> {

@@ -14,7 +14,7 @@ mod summary;
 use crate::output::html::input::{ReportBenchmark, ReportInput};
 use crate::output::html::peaks::device_peaks;
 use crate::output::html::view::benchmark::benchmark_view;
-use crate::output::html::view::common::{environment_rows, Figures};
+use crate::output::html::view::common::{environment_rows, on_cpu, Figures};
 use crate::output::html::view::summary::{summary_row, CountView, ScorecardRow, SummaryRow};
 use gpubench_analysis::{BenchmarkSummary, Fingerprint, RawRecord};
 use std::collections::BTreeSet;
@@ -38,7 +38,7 @@ pub fn build_all(input: &ReportInput) -> Views {
         .filter_map(|v| {
             let c = v.comparison.as_ref()?;
             Some(ScorecardRow {
-                id: v.id.clone(),
+                name: v.name.clone(),
                 href: format!("bench/{}.html", v.stem),
                 speedup: c.speedup.clone(),
                 agreement: c.agreement_summary.clone(),
@@ -66,6 +66,7 @@ pub fn build_all(input: &ReportInput) -> Views {
         .filter(|f| f.device.name != "unknown")
         .collect();
     let devices: BTreeSet<&str> = known.iter().map(|f| f.device.name.as_str()).collect();
+    let cpu_only = !known.is_empty() && known.iter().all(|f| on_cpu(f));
     let environment = known
         .first()
         .or(records.first().map(|r| &r.fingerprint).as_ref())
@@ -125,6 +126,7 @@ pub fn build_all(input: &ReportInput) -> Views {
         s.push_str(&format!(", measured {}", f.timestamp));
         s
     });
+    let has_kernels = rows.iter().any(|r| !r.kernel.text.is_empty());
     let title = if input.title.trim().is_empty() {
         "cargo gpubench report".to_string()
     } else {
@@ -141,7 +143,11 @@ pub fn build_all(input: &ReportInput) -> Views {
             environment,
             environment_warning,
             peaks,
-            has_kernels: rows.iter().any(|r| !r.kernel.text.is_empty()),
+            has_kernels,
+            cpu_only,
+            // Time, processes, change, cold call, throughput, memory; host and device
+            // off the CPU; kernel time where measured.
+            figure_columns: 6 + 2 * usize::from(!cpu_only) + usize::from(has_kernels),
             rows,
             missing_in_current: input.missing_in_current.clone(),
             missing: input.missing.clone(),

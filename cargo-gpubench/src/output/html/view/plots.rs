@@ -155,7 +155,9 @@ pub(crate) fn fill_charts(
         .device_timed()
         .then(|| r.groups(TimeKind::Device).concat())
         .filter(|d| !d.is_empty());
-    if !walls.is_empty() {
+    // On the CPU host dispatch is wall time and there is no device time: the chart
+    // would draw one line twice (the page says so in words instead).
+    if !walls.is_empty() && !view.on_cpu {
         let all = walls
             .iter()
             .chain(hosts.iter())
@@ -204,15 +206,20 @@ pub(crate) fn fill_charts(
         ));
     }
 
-    if !m.warmup.is_empty() {
+    // The warm-up batches are the first process's, in synced wall time per call: the
+    // line they lead to is that process's own steady state in the same timer, not the
+    // estimate over processes (another process may run at another speed) nor device
+    // time.
+    let steady = stats::median(&m.per_iter(TimeKind::Wall));
+    if !m.warmup.is_empty() && steady.is_finite() {
         let per_iter: Vec<f64> = m
             .warmup
             .iter()
             .map(|w| w.wall_ns / w.iters.max(1) as f64)
             .collect();
-        let values = per_iter.iter().copied().chain([fig.estimate.point]);
+        let values = per_iter.iter().copied().chain([steady]);
         let log = charts::wants_log(values.clone());
-        let wunit = charts::axis_unit(fig.estimate.point);
+        let wunit = charts::axis_unit(steady);
         let mut plot = Plot::new(
             Axis::index("warm-up batch", per_iter.len()),
             Axis::time(
@@ -224,10 +231,10 @@ pub(crate) fn fill_charts(
         );
         plot.rules.push(Rule {
             horizontal: true,
-            at: fig.estimate.point,
+            at: steady,
             color: palette::DEVICE,
             dashed: true,
-            label: Some("steady-state estimate".into()),
+            label: Some(format!("steady state: {}", format::duration(steady))),
         });
         plot.series.push(Series {
             name: None,
@@ -239,8 +246,8 @@ pub(crate) fn fill_charts(
             &stem,
             "warmup.svg",
             plot,
-            "Per-call time of each warm-up batch of the first process against the steady-state estimate",
-            "Warm-up runs until the per-call time stops changing; these batches are not part of the samples.",
+            "Per-call time of each warm-up batch of the first process against that process's steady state",
+            "Warm-up runs until the per-call time stops changing; these batches are not part of the samples. The dashed line is the median synced wall time per call of the samples the same process took after them.",
         ));
     }
 

@@ -16,7 +16,9 @@ use serde::Serialize;
 pub struct SummaryRow {
     /// Benchmark id.
     pub id: String,
-    /// The id cut after each `/`, `_`, `-`, `.` or `:`, where a narrow column may
+    /// Its name as the terminal shows it, `<target>/<id>`.
+    pub name: String,
+    /// The name cut after each `/`, `_`, `-`, `.` or `:`, where a narrow column may
     /// wrap it.
     pub id_parts: Vec<String>,
     /// Link to its page, relative to `index.html`.
@@ -49,8 +51,8 @@ pub struct SummaryRow {
 /// One row of the eager-versus-compiled scorecard.
 #[derive(Debug, Clone, Serialize)]
 pub struct ScorecardRow {
-    /// Benchmark id.
-    pub id: String,
+    /// Benchmark name, `<target>/<id>`.
+    pub name: String,
     /// Link to its page.
     pub href: String,
     /// Speedup of compiled over eager.
@@ -105,6 +107,12 @@ pub struct SummaryView {
     pub scorecard: Vec<ScorecardRow>,
     /// Whether any benchmark has kernel time (the table's kernel column).
     pub has_kernels: bool,
+    /// Whether every benchmark ran on the CPU, where device time is host time: the
+    /// table has no host-dispatch or device column and the guide no GPU sections.
+    pub cpu_only: bool,
+    /// How many columns of figures follow the verdict, which a failed benchmark's
+    /// message spans.
+    pub figure_columns: usize,
 }
 
 pub(crate) fn summary_row(
@@ -185,7 +193,8 @@ pub(crate) fn summary_row(
     };
     SummaryRow {
         id: r.id.clone(),
-        id_parts: wrap_points(&r.id),
+        name: b.name().to_string(),
+        id_parts: wrap_points(b.name()),
         href: format!("bench/{}.html", v.stem),
         status: v.status.clone(),
         time,
