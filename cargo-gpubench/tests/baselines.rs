@@ -968,3 +968,102 @@ fn a_baseline_entry_that_is_no_baseline_file_stops_the_run_naming_it() {
         std::fs::write(&path, saved).unwrap();
     }
 }
+
+/// A record of `id` on the CPU device as the harness writes one: synced wall time
+/// only, `threads` intra-op threads, and at both host readings `others` runnable
+/// threads of other work on a 2-core host; the model slowed by `factor`.
+fn cpu_record(id: &str, factor: f64, others: u32, threads: u32) -> RawRecord {
+    use gpubench_analysis::host::{HostCpus, HostReading, HostTelemetry, ThreadSource};
+    let mut r = record(id, "AMD EPYC", factor, 40);
+    r.fingerprint.device.kind = "cpu".into();
+    r.fingerprint.device.index = None;
+    r.config.cpu_threads = Some(threads);
+    let reading = HostReading {
+        others_runnable: others,
+        load_average: Some(4.2),
+    };
+    for round in &mut r.rounds {
+        let m = round.measurement.as_mut().unwrap();
+        m.flags.clear();
+        m.device_timer = false;
+        for s in &mut m.samples {
+            s.device_ns = None;
+            s.host_ns = s.wall_ns;
+        }
+        round.host = Some(HostTelemetry {
+            cpus: HostCpus {
+                online: 2,
+                available: 2,
+            },
+            intra_op_threads: threads,
+            threads_from: ThreadSource::FreeCores,
+            working_threads: threads,
+            start: reading,
+            end: reading,
+        });
+        round.flag_contended();
+    }
+    r
+}
+
+#[test]
+fn a_cpu_benchmark_on_a_busy_host_is_flagged_contended_and_gated_with_the_defaults() {
+    let b = Bench::new();
+    b.prepare(&cpu_record("mm/64", 1.0, 3, 1), false);
+    // The default three processes a side, on a host that three other threads keep
+    // busy: flagged, with the thread count, and saved.
+    let ran = b
+        .run(&["--save-baseline", "main", "--exact", "mm/64"])
+        .expect_code(0);
+    let row = line(&ran.stdout, "fake/mm/64 ");
+    assert!(row.contains("contended"), "{row}");
+    assert!(
+        ran.stdout.contains(
+            "fake/mm/64: contended in 3 of 3 processes: the host's 2 CPUs were \
+             oversubscribed: 3 runnable threads of other work beside this benchmark's 1"
+        ),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout
+            .contains("on the CPU: 1 intra-op thread (the cores the host had free)"),
+        "{}",
+        ran.stdout
+    );
+    let saved = b.baselines().load("main").unwrap();
+    assert!(saved[0].contended, "{:?}", saved[0]);
+
+    // A planted 2x slowdown trips the default gate ...
+    b.prepare(&cpu_record("mm/64", 2.0, 3, 1), false);
+    let ran = b.run(&["--exact", "mm/64"]).expect_code(4);
+    assert!(
+        line(&ran.stdout, "fake/mm/64 ").contains("regressed"),
+        "{}",
+        ran.stdout
+    );
+    // ... unchanged code, 20% slower as the load grew, does not ...
+    b.prepare(&cpu_record("mm/64", 1.2, 4, 1), false);
+    let ran = b.run(&["--exact", "mm/64"]).expect_code(0);
+    assert!(
+        !line(&ran.stdout, "fake/mm/64 ").contains("regressed"),
+        "{}",
+        ran.stdout
+    );
+    // ... and a run on another number of intra-op threads is not compared, saying
+    // how to measure as the baseline did.
+    b.prepare(&cpu_record("mm/64", 0.5, 0, 2), false);
+    let ran = b.run(&["--exact", "mm/64"]).expect_code(4);
+    assert!(
+        ran.stdout
+            .contains("2 intra-op threads here, 1 intra-op thread in the baseline")
+            && ran.stdout.contains("GPUBENCH_CPU_THREADS=1"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        !line(&ran.stdout, "fake/mm/64 ").contains("contended"),
+        "{}",
+        ran.stdout
+    );
+}

@@ -17,12 +17,12 @@ fn json(ran: &Ran) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", ran.stdout))
 }
 
-/// Five processes a benchmark: the fake's host-bound figures get a verdict only from
-/// five on each side.
+/// Five processes a benchmark (the fake's records are of the CPU device, whose work
+/// gets a verdict from two a side).
 const FIVE: [&str; 3] = ["--quick", "--processes", "5"];
 
 /// A fake whose baseline `main` holds `passes` and `matmul/64`, and whose `passes`
-/// now takes twice as long (beyond the ±50% that is noise on host-bound work).
+/// now takes twice as long.
 fn regressed() -> Fake {
     let fake = Fake::new();
     run(fake

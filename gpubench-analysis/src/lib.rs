@@ -9,6 +9,7 @@ pub mod baseline;
 pub mod compare;
 pub mod eager_compiled;
 pub mod failure;
+pub mod host;
 pub mod kernels;
 pub mod measurement;
 pub mod nvml;

@@ -39,6 +39,10 @@ pub struct MeasurementConfig {
     /// only hardware, thermal and power-brake slowdowns count).
     #[serde(default = "default_throttle_threshold")]
     pub throttle_threshold: f64,
+    /// libtorch's intra-op threads on the CPU device (the routine's work runs on them,
+    /// so their number moves its figures); absent on a GPU and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_threads: Option<u32>,
 }
 
 /// nvbench's throttle threshold, for records from before the setting.
@@ -63,6 +67,7 @@ impl MeasurementConfig {
             flush_l2: false,
             processes: ProcessPolicy::single(),
             throttle_threshold: crate::telemetry::THROTTLE_CLOCK_FRACTION,
+            cpu_threads: None,
         }
     }
 
@@ -85,7 +90,8 @@ impl MeasurementConfig {
     /// The settings in which `self` (this run) and `baseline` differ that move the
     /// figures themselves, in words: the sample time (samples of a few calls pay a
     /// sync, a first call or cache misses that longer ones amortise), the warm-up
-    /// (clocks, caches) and `--flush-l2`. The measurement time, sample counts,
+    /// (clocks, caches), `--flush-l2`, and on the CPU device the intra-op threads
+    /// (the routine's work is split over them). The measurement time, sample counts,
     /// stopping target and processes change only how sure a figure is.
     pub fn differences_that_move_figures(&self, baseline: &Self) -> Vec<String> {
         let differs = |a: f64, b: f64| (a - b).abs() > 1e-9 * a.abs().max(b.abs()).max(1e-12);
@@ -110,6 +116,17 @@ impl MeasurementConfig {
                 "--throttle-threshold {} here, {} in the baseline",
                 self.throttle_threshold, baseline.throttle_threshold
             ));
+        }
+        if let (Some(now), Some(was)) = (self.cpu_threads, baseline.cpu_threads) {
+            if now != was {
+                let threads =
+                    |n: u32| format!("{n} intra-op thread{}", if n == 1 { "" } else { "s" });
+                out.push(format!(
+                    "{} here, {} in the baseline, which GPUBENCH_CPU_THREADS={was} matches",
+                    threads(now),
+                    threads(was)
+                ));
+            }
         }
         if self.flush_l2 != baseline.flush_l2 {
             let on = |f: bool| if f { "on" } else { "off" };
@@ -350,8 +367,9 @@ pub enum Flag {
     /// The GPU throttled during some samples (clock below 75% of its default, or a
     /// hardware, thermal or power-brake slowdown): they are left out of the figures.
     Throttled,
-    /// Another process used the GPU while this benchmark ran: its figures may be
-    /// slow by whatever that process took.
+    /// Another process used the GPU while this benchmark ran, or the host's CPUs
+    /// could not serve its threads beside other work (see [`crate::host`]): its
+    /// figures may be slow by whatever the other work took.
     Contended,
 }
 

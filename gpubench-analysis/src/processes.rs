@@ -60,11 +60,12 @@ pub const MODE_GAP_MULTIPLE: f64 = 3.0;
 ///
 /// After each round [`ProcessPolicy::decide`] says whether a benchmark needs another
 /// process: always until `min`; then, for a device-bound benchmark, while the
-/// interval is wider than `target_rel_ci`, up to `max` and the time budget. A
-/// benchmark whose time rests on the host's dispatch speed stops at `min`: its spread
-/// comes from the host and drifts from run to run, which more processes of one run
-/// cannot pin down, and stopping once its interval looks narrow would pick exactly
-/// the runs whose processes landed in one mode by chance.
+/// interval is wider than `target_rel_ci`, up to `max` and the time budget (work on
+/// the CPU device too: it is judged on its processes' spread, [`Bound::Cpu`]). A
+/// benchmark whose time rests on the host's dispatch speed on a GPU stops at `min`:
+/// its spread comes from the host and drifts from run to run, which more processes of
+/// one run cannot pin down, and stopping once its interval looks narrow would pick
+/// exactly the runs whose processes landed in one mode by chance.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ProcessPolicy {
     /// Fewest processes per benchmark.
@@ -135,8 +136,9 @@ impl ProcessPolicy {
     }
 
     /// Whether a benchmark with `done` processes, whose primary times' process
-    /// statistics are `stats`, needs another: `host_bound` when its processes were not
-    /// device-bound, `over_budget` when its processes have used its share of time.
+    /// statistics are `stats`, needs another: `host_bound` when its time rests on the
+    /// host's dispatch speed ([`Bound::Host`]), `over_budget` when its processes have
+    /// used its share of time.
     pub fn decide(
         &self,
         done: u32,
@@ -168,9 +170,10 @@ impl Default for ProcessPolicy {
     }
 }
 
-/// What a benchmark's time rests on, as its processes found it: the device's work, or
-/// the host's dispatch speed (launch-bound work, routines that sync inside, and
-/// anything on a CPU), which differs between processes and drifts between runs.
+/// What a benchmark's time rests on, as its processes found it: the device's work;
+/// the host's dispatch speed (launch-bound work and routines that sync inside on a
+/// GPU), which differs between processes and drifts between runs; or, on the CPU
+/// device, the routine's own work on the host's cores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Bound {
@@ -178,13 +181,17 @@ pub enum Bound {
     Device,
     /// Most processes did not.
     Host,
+    /// It ran on the CPU device: there is no dispatch to a device, the host's time is
+    /// the work itself, and what moves it between runs (the host's load, its clock)
+    /// moves it between the processes of a run too, where the spread shows it.
+    Cpu,
 }
 
 impl Bound {
     /// The least relative half-width of an interval over processes for this bound.
     pub fn run_floor(self) -> f64 {
         match self {
-            Bound::Device => RUN_FLOOR_DEVICE,
+            Bound::Device | Bound::Cpu => RUN_FLOOR_DEVICE,
             Bound::Host => RUN_FLOOR_HOST,
         }
     }
@@ -194,11 +201,13 @@ impl Bound {
         match self {
             Bound::Device => "device-bound",
             Bound::Host => "host-bound",
+            Bound::Cpu => "CPU",
         }
     }
 }
 
-/// The least half-width, relative, of the interval of a device-bound benchmark: one
+/// The least half-width, relative, of the interval of a device-bound benchmark (and
+/// of work on the CPU device, whose processes see what moves it between runs): one
 /// run's processes cannot show how the machine moves between runs (clocks, heat,
 /// driver state), and on an H200 a device-bound figure moved by up to ±1.8% between
 /// runs whose processes agreed within 0.1% (`docs/gpu-validation.md`). Half the

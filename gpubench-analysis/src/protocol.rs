@@ -21,6 +21,17 @@ pub const GIT_COMMIT_VAR: &str = "GPUBENCH_GIT_COMMIT";
 /// argument.
 pub const DEVICE_VAR: &str = "GPUBENCH_DEVICE";
 
+/// The environment variable holding the cores the host had free when `cargo gpubench`
+/// started the run ([`crate::host::free_cores`]): the intra-op threads a benchmark on
+/// the CPU device gets when neither `GPUBENCH_CPU_THREADS` nor `OMP_NUM_THREADS` sets
+/// them, so every process of a run measures with the same number. Without it a
+/// harness reads the host when it starts.
+pub const FREE_CORES_VAR: &str = "GPUBENCH_FREE_CORES";
+
+/// The environment variable (and `--cpu-threads`) that sets libtorch's intra-op
+/// threads on the CPU device.
+pub const CPU_THREADS_VAR: &str = "GPUBENCH_CPU_THREADS";
+
 /// The exit code of a harness that measured a failure and wrote its record
 /// (libtest's code for a failed test).
 pub const EXIT_BENCHMARK_FAILED: i32 = 101;

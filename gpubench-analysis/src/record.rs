@@ -15,6 +15,7 @@ use thiserror::Error;
 
 use crate::eager_compiled::EagerCompiled;
 use crate::failure::Failure;
+use crate::host::HostTelemetry;
 use crate::kernels::{merge_tables, Counters, KernelStat};
 use crate::measurement::*;
 pub use crate::processes::{Bound, ProcessPolicy};
@@ -87,6 +88,14 @@ pub struct Round {
     /// Why there is no telemetry, when there is none (`no NVIDIA driver/NVML`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry_unavailable: Option<String>,
+    /// What the host's CPUs did at the start and end of the process (other work's
+    /// runnable threads, the load) and the intra-op threads it ran; absent where
+    /// they cannot be read and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostTelemetry>,
+    /// Why there are no host readings, when there are none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_unavailable: Option<String>,
     /// How this process paired the benchmark with the other revision's, when it was
     /// one side of a paired process (`cargo gpubench ab`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -104,15 +113,32 @@ impl Round {
             eager_compiled: None,
             telemetry: None,
             telemetry_unavailable: None,
+            host: None,
+            host_unavailable: None,
             pairing: None,
         }
     }
 
-    /// Whether another process used the GPU while this one measured.
+    /// Whether another process used the GPU while this one measured, or the host's
+    /// CPUs could not serve its threads ([`HostTelemetry::contended`]).
     pub fn contended(&self) -> bool {
-        self.telemetry
+        let gpu = self
+            .telemetry
             .as_ref()
-            .is_some_and(ProcessTelemetry::contended)
+            .is_some_and(ProcessTelemetry::contended);
+        gpu || self.host.as_ref().is_some_and(HostTelemetry::contended)
+    }
+
+    /// Flags the measurement [`Flag::Contended`] when the round was.
+    pub fn flag_contended(&mut self) {
+        if !self.contended() {
+            return;
+        }
+        if let Some(m) = self.measurement.as_mut() {
+            if !m.flags.contains(&Flag::Contended) {
+                m.flags.push(Flag::Contended);
+            }
+        }
     }
 }
 
@@ -221,8 +247,12 @@ impl RawRecord {
     }
 
     /// Whether the benchmark's time rests on the device or on the host's dispatch
-    /// speed: device-bound when most measured rounds were flagged so.
+    /// speed: device-bound when most measured rounds were flagged so; on the CPU
+    /// device, the routine's own work ([`Bound::Cpu`]).
     pub fn bound(&self) -> Bound {
+        if self.fingerprint.device.on_cpu() {
+            return Bound::Cpu;
+        }
         let n = self.measurements().count();
         let device = self
             .measurements()
@@ -232,6 +262,17 @@ impl RawRecord {
             Bound::Device
         } else {
             Bound::Host
+        }
+    }
+
+    /// The least relative half-width of its interval over processes: its bound's
+    /// ([`Bound::run_floor`]), and on the CPU device, when a process was contended,
+    /// the host's ([`crate::processes::RUN_FLOOR_HOST`]): its time then holds a wait
+    /// for a core that moves with the other work from run to run.
+    pub fn run_floor(&self) -> f64 {
+        match self.bound() {
+            Bound::Cpu if self.contended() => crate::processes::RUN_FLOOR_HOST,
+            bound => bound.run_floor(),
         }
     }
 
@@ -267,7 +308,8 @@ impl RawRecord {
             .sum()
     }
 
-    /// Whether another process used the GPU while any round measured.
+    /// Whether another process used the GPU, or the host's CPUs could not serve the
+    /// benchmark's threads, while any round measured.
     pub fn contended(&self) -> bool {
         self.rounds.iter().any(Round::contended)
     }
@@ -369,6 +411,8 @@ impl From<RawRecordV1> for RawRecord {
             eager_compiled: v1.comparison,
             telemetry: None,
             telemetry_unavailable: None,
+            host: None,
+            host_unavailable: None,
             pairing: None,
         };
         RawRecord::new(&v1.id, &v1.name, v1.arg, v1.fingerprint, v1.config, round)
@@ -413,6 +457,12 @@ pub struct DeviceIdentity {
 }
 
 impl DeviceIdentity {
+    /// Whether this is libtorch's CPU device, where the routine's work runs on the
+    /// host itself.
+    pub fn on_cpu(&self) -> bool {
+        self.kind == "cpu"
+    }
+
     /// `cuda:0`, `cpu`.
     pub fn label(&self) -> String {
         match self.index {

@@ -49,10 +49,11 @@ pub struct TimeSummary {
 }
 
 impl TimeSummary {
-    /// Statistics of `groups`, one group of times per process, ns, of a benchmark
-    /// bound as `bound` (which sets the interval's run-to-run floor); `None` when no
-    /// finite sample is left.
-    pub fn from_groups(groups: &[Vec<f64>], bound: Bound, cfg: BootstrapConfig) -> Option<Self> {
+    /// Statistics of `groups`, one group of times per process, ns, whose interval is
+    /// at least `floor` (relative) either side, what moves between runs beyond what
+    /// one run's processes show ([`RawRecord::run_floor`]); `None` when no finite
+    /// sample is left.
+    pub fn from_groups(groups: &[Vec<f64>], floor: f64, cfg: BootstrapConfig) -> Option<Self> {
         let groups: Vec<Vec<f64>> = groups
             .iter()
             .map(|g| {
@@ -68,7 +69,7 @@ impl TimeSummary {
             return None;
         }
         let processes = ProcessStats::from_groups(&groups);
-        let (estimate, basis) = match processes.estimate(&groups[0], cfg, bound.run_floor()) {
+        let (estimate, basis) = match processes.estimate(&groups[0], cfg, floor) {
             Some(e) => e,
             // Every time is zero or negative: no process median to average.
             None => (
@@ -239,6 +240,11 @@ pub struct BenchmarkSummary {
     /// Why the GPU was not read, when it was not (`no NVIDIA driver/NVML`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry_unavailable: Option<String>,
+    /// What the host's CPUs did (other work's runnable threads, whether the host
+    /// could serve the benchmark's threads) and libtorch's intra-op threads, when the
+    /// host was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpus: Option<crate::host::HostSummary>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -295,6 +301,9 @@ impl BenchmarkSummary {
             max_temperature_c: None,
             other_processes: Vec::new(),
             telemetry_unavailable: record.telemetry_unavailable().map(str::to_string),
+            host_cpus: crate::host::HostSummary::of(
+                record.rounds.iter().filter_map(|r| r.host.as_ref()),
+            ),
         };
         for t in record.rounds.iter().filter_map(|r| r.telemetry.as_ref()) {
             s.max_temperature_c = s.max_temperature_c.max(t.max_temperature_c);
@@ -310,10 +319,11 @@ impl BenchmarkSummary {
         };
         let bound = record.bound();
         s.bound = Some(bound);
-        s.wall = TimeSummary::from_groups(&record.groups(TimeKind::Wall), bound, cfg);
-        s.host = TimeSummary::from_groups(&record.groups(TimeKind::Host), bound, cfg);
+        let floor = record.run_floor();
+        s.wall = TimeSummary::from_groups(&record.groups(TimeKind::Wall), floor, cfg);
+        s.host = TimeSummary::from_groups(&record.groups(TimeKind::Host), floor, cfg);
         if record.device_timed() {
-            s.device = TimeSummary::from_groups(&record.groups(TimeKind::Device), bound, cfg);
+            s.device = TimeSummary::from_groups(&record.groups(TimeKind::Device), floor, cfg);
         }
         let kind = record.primary_kind();
         s.primary_kind = s.time(kind).map(|_| kind);
@@ -322,8 +332,11 @@ impl BenchmarkSummary {
             .filter_map(|m| m.kernel.as_ref())
             .collect();
         if kernel_runs.len() == measurements.len() {
-            s.kernel =
-                TimeSummary::from_groups(&record.groups(TimeKind::Kernel), Bound::Device, cfg);
+            s.kernel = TimeSummary::from_groups(
+                &record.groups(TimeKind::Kernel),
+                Bound::Device.run_floor(),
+                cfg,
+            );
         }
         if let Some(k) = kernel_runs.first() {
             s.kernel_method = Some(k.method);

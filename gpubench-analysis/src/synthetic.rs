@@ -185,6 +185,8 @@ impl GpuLikeSamples {
                     eager_compiled: None,
                     telemetry: None,
                     telemetry_unavailable: None,
+                    host: None,
+                    host_unavailable: None,
                     pairing: None,
                 }
             })

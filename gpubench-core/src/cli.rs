@@ -107,6 +107,15 @@ pub struct HarnessArgs {
     /// power-brake slowdowns].
     #[arg(long, env = "GPUBENCH_THROTTLE_THRESHOLD", value_name = "FRACTION")]
     pub throttle_threshold: Option<f64>,
+    /// libtorch's intra-op threads on the CPU device [default: the cores the host has
+    /// free when the run starts, at least 1; the user's OMP_NUM_THREADS when set].
+    #[arg(
+        long,
+        env = protocol::CPU_THREADS_VAR,
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub cpu_threads: Option<u32>,
     /// Overwrite a buffer larger than the last-level cache before each timed call:
     /// one call per sample, so the GPU idles and clocks up between calls (a rested
     /// GPU's cold-cache time, often faster than calls back to back).

@@ -19,6 +19,7 @@ use gpubench_analysis::{
 use crate::cli::HarnessArgs;
 use crate::cuda_loader::{self, CudaLoad};
 use crate::device::{DeviceBackend, TorchDevice};
+use crate::host::{HostWatch, ThreadRequest};
 use crate::registry::{self, Case};
 use crate::telemetry::Telemetry;
 use crate::{fingerprint, output, Bencher};
@@ -161,6 +162,10 @@ pub fn run(args: HarnessArgs) -> i32 {
     // Opened once per process; without a GPU or NVML each round only says why.
     let telemetry = Telemetry::for_device(backend.as_ref());
     fingerprint.gpu = telemetry.as_ref().ok().map(|t| t.state.clone());
+    let host = HostWatch::new(ThreadRequest::from_env(
+        fingerprint.device.on_cpu(),
+        args.cpu_threads,
+    ));
     let started = Instant::now();
     let filtered_out = total - selected.len();
     let (mut passed, mut failed, mut ignored) = (0, 0, 0);
@@ -178,7 +183,10 @@ pub fn run(args: HarnessArgs) -> i32 {
             &backend,
             &config,
             &fingerprint,
-            &telemetry,
+            Watches {
+                gpu: &telemetry,
+                host: &host,
+            },
             round,
             None,
         );
@@ -381,27 +389,45 @@ pub(crate) fn run_paired(
     let mut fingerprint = fingerprint::collect(backend.as_ref());
     let telemetry = Telemetry::for_device(backend.as_ref());
     fingerprint.gpu = telemetry.as_ref().ok().map(|t| t.state.clone());
+    let host = HostWatch::new(ThreadRequest::from_env(fingerprint.device.on_cpu(), None));
     Ok(run_case(
         case,
         &backend,
         &request.config,
         &fingerprint,
-        &telemetry,
+        Watches {
+            gpu: &telemetry,
+            host: &host,
+        },
         request.round.max(1),
         Some(hook),
     ))
 }
 
+/// What a process reads around each benchmark: the GPU's telemetry (or why there is
+/// none) and the host.
+#[derive(Clone, Copy)]
+struct Watches<'a> {
+    gpu: &'a Result<Telemetry, String>,
+    host: &'a HostWatch,
+}
+
+/// Runs one benchmark, read as `watches` say, and makes its record of one round.
 fn run_case(
     case: &Case,
     backend: &Rc<dyn DeviceBackend>,
     config: &MeasurementConfig,
     fingerprint: &Fingerprint,
-    telemetry: &Result<Telemetry, String>,
+    watches: Watches<'_>,
     round: u32,
     paired: Option<crate::paired::Hook>,
 ) -> RawRecord {
+    let Watches {
+        gpu: telemetry,
+        host,
+    } = watches;
     backend.reset_memory();
+    let watching = host.start();
     let log = telemetry.as_ref().map(Telemetry::start);
     let fingerprint = Fingerprint {
         timestamp: fingerprint::now_rfc3339(),
@@ -450,18 +476,26 @@ fn run_case(
         eager_compiled: bencher.eager_compiled.take(),
         telemetry: None,
         telemetry_unavailable: None,
+        host: None,
+        host_unavailable: None,
         pairing: None,
     };
     match (telemetry, log) {
         (Ok(t), Ok(log)) => t.finish(log, &mut round),
         (Err(why), _) | (_, Err(why)) => round.telemetry_unavailable = Some(why.clone()),
     }
+    let threads = host.finish(watching, &mut round);
+    round.flag_contended();
+    let mut config = config.clone();
+    // On the CPU device the routine's work is split over these threads: a setting
+    // that moves the figures, which a comparison checks.
+    config.cpu_threads = fingerprint.device.on_cpu().then_some(threads);
     let record = RawRecord::new(
         &case.id,
         &case.name,
         case.arg.clone(),
         fingerprint,
-        config.clone(),
+        config,
         round,
     );
     drop(bencher);

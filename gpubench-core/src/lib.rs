@@ -32,6 +32,7 @@ pub mod eager_compiled;
 pub mod engine;
 pub mod fingerprint;
 pub mod harness;
+pub mod host;
 pub mod output;
 mod paired;
 mod quiet_panic;

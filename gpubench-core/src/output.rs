@@ -100,6 +100,7 @@ pub fn summary(record: &RawRecord) -> String {
         out.push_str(&format!("    flags: {}\n", flags.join(", ")));
     }
     out.push_str(&gpu_line(record, m));
+    out.push_str(&host_line(record));
     if let Some(c) = record.eager_compiled() {
         out.push_str(&crate::eager_compiled::summary(c));
     }
@@ -136,6 +137,22 @@ fn gpu_line(record: &RawRecord, m: &Measurement) -> String {
         parts.push(format!("other processes on the GPU: {}", pids.join(", ")));
     }
     format!("    gpu: {}\n", parts.join(" · "))
+}
+
+/// `    host: 1 intra-op thread (the cores the host had free); contended: the host's 2
+/// CPUs were oversubscribed: ...`: on the CPU device always (its threads do the work),
+/// on a GPU only when the host was oversubscribed.
+fn host_line(record: &RawRecord) -> String {
+    let Some(h) = record.rounds.first().and_then(|r| r.host.as_ref()) else {
+        return String::new();
+    };
+    let contention = h.contention_text();
+    if !record.fingerprint.device.on_cpu() && contention.is_none() {
+        return String::new();
+    }
+    let mut parts = vec![h.threads_text()];
+    parts.extend(contention.map(|c| format!("contended: {c}")));
+    format!("    host: {}\n", parts.join("; "))
 }
 
 /// `    kernel 2.29 µs per call (CUDA-graph replay) · 1 kernel, 0 memcpys, 0 syncs per

@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 pub use gpubench_analysis::telemetry::TelemetrySource;
 use gpubench_analysis::telemetry::{is_throttled, GpuState, TelemetryLog};
-use gpubench_analysis::{Flag, Round, SampleClock};
+use gpubench_analysis::{Round, SampleClock};
 
 use crate::device::DeviceBackend;
 
@@ -61,7 +61,8 @@ impl Telemetry {
 
     /// Ends `log` with a full reading and puts what the process saw into `round`:
     /// the telemetry (with the hottest sample), or why there is none; a round that
-    /// shared the GPU with another process is flagged [`Flag::Contended`].
+    /// shared the GPU with another process is flagged contended
+    /// ([`Round::flag_contended`]).
     pub fn finish(&self, log: Result<TelemetryLog, String>, round: &mut Round) {
         let end = self.source.read();
         let (mut log, end) = match (log, end) {
@@ -77,12 +78,6 @@ impl Telemetry {
             }
         }
         round.telemetry = log.finish(end, std::process::id());
-        if round.contended() {
-            if let Some(m) = round.measurement.as_mut() {
-                if !m.flags.contains(&Flag::Contended) {
-                    m.flags.push(Flag::Contended);
-                }
-            }
-        }
+        round.flag_contended();
     }
 }

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use gpubench_analysis::{file_stem_for_id, FailureKind, RawRecord};
+use gpubench_analysis::host::ThreadSource;
+use gpubench_analysis::{file_stem_for_id, FailureKind, Flag, RawRecord};
 
 fn fixture() -> PathBuf {
     // target/<profile>/deps/harness_cli-<hash> → target/<profile>/examples/fixture_benches
@@ -23,6 +24,10 @@ fn run(args: &[&str], envs: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(fixture());
     cmd.args(args)
         .env_remove("GPUBENCH_RECORD_DIR")
+        // What chooses the CPU's intra-op threads: only what a test sets.
+        .env_remove("GPUBENCH_CPU_THREADS")
+        .env_remove("GPUBENCH_FREE_CORES")
+        .env_remove("OMP_NUM_THREADS")
         .env("GPUBENCH_DEVICE", "cpu");
     for (k, v) in envs {
         cmd.env(k, v);
@@ -170,19 +175,80 @@ fn bench_mode_measures_and_writes_a_record() {
     assert!(record.rounds[0].telemetry.is_none() && record.fingerprint.gpu.is_none());
     assert!(m.samples.iter().all(|s| s.clock.is_none()));
     let printed = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
-    for quiet in [
-        "telemetry",
-        "NVML",
-        "nvml",
-        "gpu:",
-        "throttled",
-        "contended",
-    ] {
+    for quiet in ["telemetry", "NVML", "nvml", "gpu:", "throttled"] {
         assert!(
             !printed.contains(quiet),
             "a CPU run mentions {quiet}: {printed}"
         );
     }
+    // The host is read: the cores it had free are the intra-op threads, in the
+    // record and its settings, and printed; contended exactly when the readings say
+    // the host could not serve them (this test cannot choose the host's load).
+    let host = record.rounds[0].host.as_ref().expect("the host was read");
+    assert_eq!(host.threads_from, ThreadSource::FreeCores);
+    assert!(host.intra_op_threads >= 1 && host.intra_op_threads <= host.cpus.available);
+    assert_eq!(host.working_threads, host.intra_op_threads);
+    assert_eq!(record.config.cpu_threads, Some(host.intra_op_threads));
+    assert!(
+        printed.contains(&format!("    host: {}", host.threads_text())),
+        "{printed}"
+    );
+    assert_eq!(
+        printed.contains("contended"),
+        host.contended(),
+        "{host:?}: {printed}"
+    );
+    assert_eq!(m.flags.contains(&Flag::Contended), host.contended());
+}
+
+#[test]
+fn the_cpu_threads_are_the_option_omp_num_threads_or_the_runs_free_cores() {
+    let dir = tempfile::tempdir().unwrap();
+    let host_of = |envs: &[(&str, &str)]| {
+        let mut envs = envs.to_vec();
+        envs.extend([
+            ("GPUBENCH_RECORD_DIR", dir.path().to_str().unwrap()),
+            ("GPUBENCH_QUICK", "1"),
+            ("GPUBENCH_MEASUREMENT_TIME", "0.1"),
+        ]);
+        let out = run(&["--bench", "--exact", "sized/8"], &envs);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let record = RawRecord::read(
+            &dir.path()
+                .join(format!("{}.json", file_stem_for_id("sized/8"))),
+        )
+        .unwrap();
+        let host = record.rounds[0].host.clone().expect("the host was read");
+        assert_eq!(record.config.cpu_threads, Some(host.intra_op_threads));
+        (host.intra_op_threads, host.threads_from)
+    };
+    assert_eq!(
+        host_of(&[("GPUBENCH_CPU_THREADS", "3"), ("OMP_NUM_THREADS", "2")]),
+        (3, ThreadSource::Option)
+    );
+    assert_eq!(
+        host_of(&[("OMP_NUM_THREADS", "2"), ("GPUBENCH_FREE_CORES", "1")]),
+        (2, ThreadSource::OmpNumThreads)
+    );
+    assert_eq!(
+        host_of(&[("GPUBENCH_FREE_CORES", "3")]),
+        (3, ThreadSource::FreeCores)
+    );
+    // A count that is no count is refused, naming the option.
+    let out = run(
+        &["--bench", "--exact", "sized/8"],
+        &[("GPUBENCH_CPU_THREADS", "0")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--cpu-threads"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

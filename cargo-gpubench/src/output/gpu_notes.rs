@@ -1,7 +1,7 @@
-//! What the GPU did to a run, in words for the terminal and Markdown: benchmarks
-//! whose samples ran throttled (left out of the figures) or that shared the GPU
-//! with another process, and comparisons whose two sides ran at clearly different
-//! clocks.
+//! What the GPU and the host did to a run, in words for the terminal and Markdown:
+//! benchmarks whose samples ran throttled (left out of the figures), that shared the
+//! GPU with another process or ran on a host too busy to serve their threads, and
+//! comparisons whose two sides ran at clearly different clocks.
 
 use std::fmt::Write as _;
 
@@ -9,7 +9,9 @@ use gpubench_analysis::baseline::OtherClocks;
 use gpubench_analysis::BenchmarkSummary;
 
 /// `3 of 120 samples throttled, left out; shared the GPU with process 4242`, when
-/// the GPU throttled or was shared; `None` otherwise (and without telemetry).
+/// the GPU throttled or was shared, and `contended in 3 of 3 processes: the host's 2
+/// CPUs were oversubscribed: ...` when the host could not serve the benchmark's
+/// threads; `None` otherwise (and without readings).
 pub fn gpu_note(s: &BenchmarkSummary) -> Option<String> {
     let mut parts = Vec::new();
     if s.throttled_samples > 0 {
@@ -31,12 +33,38 @@ pub fn gpu_note(s: &BenchmarkSummary) -> Option<String> {
             pids.join(", ")
         ));
     }
+    parts.extend(s.host_cpus.as_ref().and_then(|h| h.contention_text()));
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// The heading both outputs put above the notes.
-pub const HEADING: &str = "the GPU throttled or was shared (throttled samples are left out of \
-    the figures; a contended benchmark may be slow by what the other process took)";
+pub const HEADING: &str = "the GPU throttled or was shared, or the host was oversubscribed \
+    (throttled samples are left out of the figures; a contended benchmark may be slow by \
+    what the other work took)";
+
+/// `on the CPU: 1 intra-op thread (the cores the host had free)`: the threads the
+/// routines of the CPU device ran on, once when every benchmark ran on as many, else
+/// per benchmark; empty when none ran on the CPU.
+pub fn cpu_threads_line<'a>(
+    benchmarks: impl IntoIterator<Item = (&'a str, &'a BenchmarkSummary)>,
+) -> String {
+    let threads: Vec<(&str, String)> = benchmarks
+        .into_iter()
+        .filter(|(_, s)| s.bound == Some(gpubench_analysis::Bound::Cpu))
+        .filter_map(|(name, s)| Some((name, s.host_cpus.as_ref()?.threads_text())))
+        .collect();
+    let Some((_, first)) = threads.first() else {
+        return String::new();
+    };
+    if threads.iter().all(|(_, t)| t == first) {
+        return format!("\non the CPU: {first}\n");
+    }
+    let each: Vec<String> = threads
+        .iter()
+        .map(|(name, t)| format!("{name} {t}"))
+        .collect();
+    format!("\non the CPU: {}\n", each.join("; "))
+}
 
 /// Lines under the terminal table naming throttled or contended benchmarks (empty
 /// when none was); `benchmarks` are each benchmark's name and figures.
@@ -98,6 +126,7 @@ pub fn clock_lines(other: &[OtherClocks]) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gpubench_analysis::host::{HostCpus, HostReading, HostTelemetry, ThreadSource};
     use gpubench_analysis::synthetic::GpuLikeSamples;
     use rand::SeedableRng;
     use rand_pcg::Pcg64Mcg;
@@ -114,6 +143,38 @@ mod tests {
             gpu_note(&s).unwrap(),
             "4 of 24 samples throttled, left out; contended: shared the GPU with process 4242"
         );
+        // A host that could not serve its threads is named the same way.
+        let mut rng = Pcg64Mcg::seed_from_u64(4);
+        let mut cpu = GpuLikeSamples::default().record_processes("mv", "AMD EPYC", 2, 10, &mut rng);
+        cpu.fingerprint.device.kind = "cpu".into();
+        let reading = |others| HostReading {
+            others_runnable: others,
+            load_average: Some(6.0),
+        };
+        for (round, others) in cpu.rounds.iter_mut().zip([0, 5]) {
+            round.host = Some(HostTelemetry {
+                cpus: HostCpus {
+                    online: 2,
+                    available: 2,
+                },
+                intra_op_threads: 1,
+                threads_from: ThreadSource::FreeCores,
+                working_threads: 1,
+                start: reading(others),
+                end: reading(0),
+            });
+        }
+        let c = BenchmarkSummary::from_record(&cpu);
+        assert_eq!(
+            gpu_note(&c).unwrap(),
+            "contended in 1 of 2 processes: the host's 2 CPUs were oversubscribed: 5 runnable \
+             threads of other work beside this benchmark's 1"
+        );
+        assert_eq!(
+            cpu_threads_line([("mv", &c), ("mm", &s)]),
+            "\non the CPU: 1 intra-op thread (the cores the host had free)\n"
+        );
+        assert_eq!(cpu_threads_line([("mm", &s)]), "");
         let terminal = render_terminal([("mm", &s)]);
         assert!(
             terminal.contains("the GPU throttled or was shared"),

@@ -484,6 +484,11 @@ pub fn render_table(
             .filter_map(|e| Some((e.name.as_str(), e.summary.as_ref()?))),
     ));
     out.push_str(&render_kernel_notes(entries, comparison));
+    out.push_str(&crate::output::gpu_notes::cpu_threads_line(
+        entries
+            .iter()
+            .filter_map(|e| Some((e.name.as_str(), e.summary.as_ref()?))),
+    ));
     out
 }
 

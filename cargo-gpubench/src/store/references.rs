@@ -535,6 +535,8 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                 eager_compiled: None,
                 telemetry: None,
                 telemetry_unavailable: None,
+                host: None,
+                host_unavailable: None,
                 pairing: None,
             }
         })

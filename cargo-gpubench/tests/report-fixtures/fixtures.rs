@@ -220,6 +220,8 @@ fn one_process(spec: &Spec, seed: u64, shift: f64) -> RawRecord {
             eager_compiled: None,
             telemetry: None,
             telemetry_unavailable: None,
+            host: None,
+            host_unavailable: None,
             pairing: None,
         }],
     }

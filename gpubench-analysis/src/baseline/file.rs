@@ -239,6 +239,11 @@ pub struct BaselineEntry {
     /// What its time rested on (absent in files from before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bound: Option<Bound>,
+    /// Whether a process of it was contended (another process used the GPU, or the
+    /// host's CPUs could not serve its threads): work on the CPU device compared with
+    /// it is judged as contended work (`compare::compare_cpu_processes`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub contended: bool,
     /// The per-iteration times of each process, in the order the processes ran.
     pub processes: Vec<ProcessSamples>,
     /// The kernels, copies and memsets of one call, averaged over processes.
@@ -323,18 +328,30 @@ impl BaselineEntry {
             return Err(NotSaved::InvalidSamples);
         }
         let bound = record.bound();
-        let estimates = estimates_of(&processes, bound);
+        let estimates = estimates_of(&processes, record.run_floor());
         Ok(BaselineEntry {
             format_version: BASELINE_FORMAT_VERSION,
             id: record.id.clone(),
             fingerprint: record.fingerprint.clone(),
             config: Some(record.config.clone()),
             bound: Some(bound),
+            contended: record.contended(),
             processes,
             kernels,
             counters,
             estimates,
         })
+    }
+
+    /// What its time rested on: [`Bound::Cpu`] for a file saved on the CPU device
+    /// (files saved before the CPU device was its own case say `host`), else as
+    /// saved.
+    pub fn effective_bound(&self) -> Option<Bound> {
+        if self.fingerprint.device.on_cpu() {
+            Some(Bound::Cpu)
+        } else {
+            self.bound
+        }
     }
 
     /// Device time when every process recorded it, else wall time: as
@@ -458,7 +475,8 @@ impl From<BaselineEntryV1> for BaselineEntry {
             fingerprint: v1.fingerprint,
             config: None,
             bound: None,
-            estimates: estimates_of(&processes, Bound::Device),
+            contended: false,
+            estimates: estimates_of(&processes, Bound::Device.run_floor()),
             processes,
             kernels: Vec::new(),
             counters: None,
@@ -466,7 +484,9 @@ impl From<BaselineEntryV1> for BaselineEntry {
     }
 }
 
-fn estimates_of(processes: &[ProcessSamples], bound: Bound) -> BaselineEstimates {
+/// The estimates of `processes`, whose interval is at least `floor` (relative) either
+/// side ([`RawRecord::run_floor`]).
+fn estimates_of(processes: &[ProcessSamples], floor: f64) -> BaselineEstimates {
     let entry_kind = {
         let all_device = processes
             .iter()
@@ -489,7 +509,7 @@ fn estimates_of(processes: &[ProcessSamples], bound: Bound) -> BaselineEstimates
         confidence: e.confidence,
     };
     let (estimate, basis) = stats
-        .estimate(&groups[0], BootstrapConfig::default(), bound.run_floor())
+        .estimate(&groups[0], BootstrapConfig::default(), floor)
         .unwrap_or((
             Estimate {
                 point: f64::NAN,

@@ -6,7 +6,9 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::*;
-use crate::compare::{compare_processes, CompareConfig, Comparison, Verdict};
+use crate::compare::{
+    compare_cpu_processes, compare_processes, CompareConfig, Comparison, Verdict,
+};
 use crate::failure::Failure;
 use crate::kernels::{counter_changes, kernel_changes, CounterChange, KernelChange};
 use crate::measurement::RunMode;
@@ -332,9 +334,13 @@ pub fn compare_with_baseline(
                 };
                 let now_times = record.groups(kind);
                 let was_times = entry.groups(kind);
-                let bound = match (record.bound(), entry.bound) {
-                    (Bound::Host, _) | (_, Some(Bound::Host)) => Bound::Host,
-                    _ => Bound::Device,
+                // The stricter rule when the sides disagree: host-bound on either
+                // side makes it host-bound; the CPU device's own rule needs both
+                // sides on the CPU (see `compare`, "The CPU device").
+                let bound = match (record.bound(), entry.effective_bound()) {
+                    (Bound::Cpu, Some(Bound::Cpu)) => Bound::Cpu,
+                    (Bound::Device, Some(Bound::Device) | None) => Bound::Device,
+                    _ => Bound::Host,
                 };
                 if let (Some(was), Some(now)) =
                     (entry.mean_sm_clock_mhz(), record.mean_sm_clock_mhz())
@@ -347,7 +353,16 @@ pub fn compare_with_baseline(
                         });
                     }
                 }
-                match compare_processes(&was_times, &now_times, bound, &options.config) {
+                let compared = match bound {
+                    Bound::Cpu => compare_cpu_processes(
+                        &was_times,
+                        &now_times,
+                        record.contended() || entry.contended,
+                        &options.config,
+                    ),
+                    _ => compare_processes(&was_times, &now_times, bound, &options.config),
+                };
+                match compared {
                     Ok(comparison) => {
                         let gpu = compare_kernels(record, entry, &options.config);
                         ComparisonOutcome::Compared {

@@ -812,3 +812,147 @@ fn two_sides_at_clearly_different_clocks_are_noted() {
     );
     assert!(set.comparisons[0].verdict().is_some());
 }
+
+/// Records of the CPU device as the harness writes them: synced wall time only (the
+/// host returns when the work is done), no flags, one intra-op thread; the
+/// processes' medians spread by `sigma`.
+fn cpu_records(ids: &[&str], slowdown: f64, sigma: f64, seed: u64) -> Vec<RawRecord> {
+    let mut rng = Pcg64Mcg::seed_from_u64(seed);
+    let model = GpuLikeSamples::default()
+        .with_shift(ProcessShift::LogNormal { sigma })
+        .scaled(slowdown);
+    ids.iter()
+        .map(|id| {
+            let mut r = model.record_processes(id, "AMD EPYC", 3, 30, &mut rng);
+            r.fingerprint.device.kind = "cpu".into();
+            r.fingerprint.device.index = None;
+            r.config.cpu_threads = Some(1);
+            for round in &mut r.rounds {
+                let m = round.measurement.as_mut().unwrap();
+                m.flags.clear();
+                m.device_timer = false;
+                for s in &mut m.samples {
+                    s.device_ns = None;
+                    s.host_ns = s.wall_ns;
+                }
+            }
+            r
+        })
+        .collect()
+}
+
+#[test]
+fn cpu_work_gets_a_verdict_from_three_processes_a_side() {
+    let base = cpu_records(&["mm"], 1.0, 0.03, 40);
+    assert_eq!(base[0].bound(), Bound::Cpu);
+    let entries = [BaselineEntry::from_record(&base[0]).unwrap()];
+    assert_eq!(entries[0].bound, Some(Bound::Cpu));
+    let judge = |now: &[RawRecord], entries: &[BaselineEntry]| {
+        compare_with_baseline(now, entries, &BaselineCompareOptions::default()).unwrap()
+    };
+    // A planted 2x slowdown trips the default gate ...
+    let slower = judge(&cpu_records(&["mm"], 2.0, 0.03, 41), &entries);
+    assert_eq!(slower.comparisons[0].verdict(), Some(Verdict::Regressed));
+    assert_eq!(slower.counts().regressed, 1);
+    // ... and the same code in new processes does not.
+    for seed in 42..52 {
+        let same = judge(&cpu_records(&["mm"], 1.0, 0.03, seed), &entries);
+        let v = same.comparisons[0].verdict().unwrap();
+        assert!(
+            !matches!(v, Verdict::Regressed | Verdict::Improved),
+            "seed {seed}: {same:?}"
+        );
+    }
+    // A baseline saved on the CPU before the CPU device was its own case said
+    // `host`: it is judged by the CPU's rule all the same.
+    let mut old = entries.clone();
+    old[0].bound = Some(Bound::Host);
+    assert_eq!(old[0].effective_bound(), Some(Bound::Cpu));
+    let slower = judge(&cpu_records(&["mm"], 2.0, 0.03, 41), &old);
+    assert_eq!(slower.comparisons[0].verdict(), Some(Verdict::Regressed));
+}
+
+#[test]
+fn cpu_work_measured_with_other_intra_op_threads_is_not_compared() {
+    let base = cpu_records(&["mm"], 1.0, 0.01, 60);
+    let entries = [BaselineEntry::from_record(&base[0]).unwrap()];
+    let mut now = cpu_records(&["mm"], 0.5, 0.01, 61);
+    now[0].config.cpu_threads = Some(2);
+    let set = compare_with_baseline(&now, &entries, &BaselineCompareOptions::default()).unwrap();
+    let ComparisonOutcome::NotCompared { reason } = &set.comparisons[0].outcome else {
+        panic!("{:?}", set.comparisons[0]);
+    };
+    assert!(
+        reason.contains(
+            "2 intra-op threads here, 1 intra-op thread in the baseline, which \
+             GPUBENCH_CPU_THREADS=1 matches"
+        ),
+        "{reason}"
+    );
+    assert_eq!(set.missing(&Gate::default()).len(), 1);
+    // A baseline from before the count was kept is compared.
+    let mut older = entries.clone();
+    older[0].config.as_mut().unwrap().cpu_threads = None;
+    let set = compare_with_baseline(&now, &older, &BaselineCompareOptions::default()).unwrap();
+    assert_eq!(set.comparisons[0].verdict(), Some(Verdict::Improved));
+}
+
+/// Marks every process of `r` as run beside `others` runnable threads of other work
+/// on a 2-core host, with one intra-op thread.
+fn beside(r: &mut RawRecord, others: u32) {
+    use crate::host::{HostCpus, HostReading, HostTelemetry, ThreadSource};
+    let reading = HostReading {
+        others_runnable: others,
+        load_average: Some(3.0),
+    };
+    for round in &mut r.rounds {
+        round.host = Some(HostTelemetry {
+            cpus: HostCpus {
+                online: 2,
+                available: 2,
+            },
+            intra_op_threads: 1,
+            threads_from: ThreadSource::FreeCores,
+            working_threads: 1,
+            start: reading,
+            end: reading,
+        });
+    }
+}
+
+#[test]
+fn cpu_work_on_a_contended_host_is_judged_beyond_what_the_load_moves() {
+    let mut base = cpu_records(&["mm"], 1.0, 0.03, 70);
+    beside(&mut base[0], 3);
+    assert!(base[0].contended());
+    // Its interval allows for the load's drift between runs.
+    assert_eq!(base[0].run_floor(), crate::processes::RUN_FLOOR_HOST);
+    let entries = [BaselineEntry::from_record(&base[0]).unwrap()];
+    assert!(entries[0].contended);
+    let text = entries[0].to_json_pretty();
+    assert!(text.contains("\"contended\": true"), "{text}");
+    let judge = |now: &[RawRecord], entries: &[BaselineEntry]| {
+        let set = compare_with_baseline(now, entries, &BaselineCompareOptions::default()).unwrap();
+        let ComparisonOutcome::Compared { comparison, .. } = &set.comparisons[0].outcome else {
+            panic!("{set:?}");
+        };
+        comparison.clone()
+    };
+    // A quiet run of the same code 25% faster (the load went away) against the
+    // contended baseline: not an improvement worth a verdict.
+    let quiet = cpu_records(&["mm"], 0.75, 0.03, 71);
+    assert!(!quiet[0].contended());
+    let c = judge(&quiet, &entries);
+    assert!(c.contended, "{c:?}");
+    assert_ne!(c.verdict, Verdict::Improved, "{c:?}");
+    // A planted 2x slowdown in a contended run is regressed.
+    let mut slower = cpu_records(&["mm"], 2.0, 0.03, 72);
+    beside(&mut slower[0], 2);
+    assert_eq!(judge(&slower, &entries).verdict, Verdict::Regressed);
+    // Two quiet sides are judged on their spread: 25% is a change there.
+    let quiet_base = [BaselineEntry::from_record(&cpu_records(&["mm"], 1.0, 0.03, 73)[0]).unwrap()];
+    assert!(!quiet_base[0].contended);
+    let c = judge(&quiet, &quiet_base);
+    assert!(!c.contended);
+    assert_eq!(c.verdict, Verdict::Improved, "{c:?}");
+}

@@ -96,6 +96,88 @@ fn host_bound_work_needs_a_change_beyond_the_hosts_drift_between_runs() {
 }
 
 #[test]
+fn cpu_work_is_judged_on_its_own_spread() {
+    // Three processes a side, as `cargo gpubench` runs by default, their medians 4%
+    // apart as a CPU matmul's were beside a parallel build.
+    let group = |m: f64| -> Vec<Vec<f64>> {
+        [1.0, 1.04, 0.98]
+            .iter()
+            .map(|f| (0..10).map(|i| m * f * (1.0 + 0.001 * i as f64)).collect())
+            .collect()
+    };
+    let cfg = CompareConfig::default();
+    // A planted 2x slowdown is regressed on the CPU device ...
+    let c = compare_processes(&group(166e3), &group(332e3), Bound::Cpu, &cfg).unwrap();
+    assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+    assert!(c.note.is_none(), "{c:?}");
+    // ... where the GPU's host-dispatch rule never got a verdict from three processes.
+    let c = compare_processes(&group(166e3), &group(332e3), Bound::Host, &cfg).unwrap();
+    assert_eq!(c.verdict, Verdict::Ambiguous, "{c:?}");
+    // The threshold is its processes' own spread, not the host's ±50% ...
+    let c = compare_processes(&group(166e3), &group(166e3), Bound::Cpu, &cfg).unwrap();
+    let spread = c.spread.unwrap();
+    assert!(
+        (c.threshold - (1.5 * spread).exp_m1()).abs() < 1e-12,
+        "{c:?}"
+    );
+    assert!(c.threshold < 0.1, "{c:?}");
+    // ... and unchanged code, or code measured a little slower, within the spread, is
+    // called neither way (three processes a side leave its interval a little wider
+    // than the threshold: ambiguous, which the default gate lets pass).
+    for now in [166e3, 170e3] {
+        let c = compare_processes(&group(166e3), &group(now), Bound::Cpu, &cfg).unwrap();
+        assert!(
+            !matches!(c.verdict, Verdict::Regressed | Verdict::Improved),
+            "{c:?}"
+        );
+    }
+    // A planted 1.3x slowdown, well beyond the spread, is called.
+    let c = compare_processes(&group(166e3), &group(216e3), Bound::Cpu, &cfg).unwrap();
+    assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+    // One process a side says nothing of the next, on the CPU as anywhere.
+    let one: Vec<Vec<f64>> = group(166e3).into_iter().take(1).collect();
+    let c = compare_processes(&one, &group(332e3), Bound::Cpu, &cfg).unwrap();
+    assert_eq!(c.verdict, Verdict::Ambiguous, "{c:?}");
+    assert!(c.note.unwrap().contains("a verdict on CPU work needs 2"));
+}
+
+#[test]
+fn contended_cpu_work_needs_a_change_beyond_what_the_load_moves() {
+    // Every process of this run 20% slower, as one thread's matmul moved between runs
+    // beside other engineers' builds on a 2-core machine, while a run's processes
+    // agreed within a few percent.
+    let group = |m: f64| -> Vec<Vec<f64>> {
+        [1.0, 1.03, 0.97]
+            .iter()
+            .map(|f| (0..10).map(|i| m * f * (1.0 + 0.001 * i as f64)).collect())
+            .collect()
+    };
+    let cfg = CompareConfig::default();
+    // On a host that served its threads that is a regression ...
+    let quiet = compare_cpu_processes(&group(450e3), &group(540e3), false, &cfg).unwrap();
+    assert_eq!(quiet.verdict, Verdict::Regressed, "{quiet:?}");
+    assert!(!quiet.contended);
+    // ... on a contended one it is within what the load moves: no verdict either way.
+    let loaded = compare_cpu_processes(&group(450e3), &group(540e3), true, &cfg).unwrap();
+    assert!(
+        !matches!(loaded.verdict, Verdict::Regressed | Verdict::Improved),
+        "{loaded:?}"
+    );
+    assert!(
+        loaded.contended && (loaded.threshold - 0.5).abs() < 1e-9,
+        "{loaded:?}"
+    );
+    // A planted 2x slowdown is caught all the same, from three processes a side.
+    let slower = compare_cpu_processes(&group(450e3), &group(900e3), true, &cfg).unwrap();
+    assert_eq!(slower.verdict, Verdict::Regressed, "{slower:?}");
+    assert!(slower.note.is_none());
+    // `contended` is a property of the CPU device's work only, and compare_processes
+    // judges CPU work as on a quiet host.
+    let plain = compare_processes(&group(450e3), &group(540e3), Bound::Cpu, &cfg).unwrap();
+    assert_eq!(plain, quiet);
+}
+
+#[test]
 fn one_process_on_a_side_is_ambiguous_and_says_why() {
     let mut rng = Pcg64Mcg::seed_from_u64(4);
     let model = device_bound();

@@ -38,6 +38,7 @@ pub fn fast_config() -> MeasurementConfig {
         flush_l2: false,
         processes: ProcessPolicy::single(),
         throttle_threshold: gpubench_analysis::telemetry::THROTTLE_CLOCK_FRACTION,
+        cpu_threads: None,
     }
 }
 

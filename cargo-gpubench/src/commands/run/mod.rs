@@ -24,7 +24,7 @@ use crate::output::html::run_report::{self};
 use crate::store::baselines::{self};
 use crate::store::manifest::Selection;
 use crate::store::runs::RunStore;
-use gpubench_analysis::protocol::{GIT_COMMIT_VAR, RECORD_DIR_VAR, ROUND_VAR};
+use gpubench_analysis::protocol::{FREE_CORES_VAR, GIT_COMMIT_VAR, RECORD_DIR_VAR, ROUND_VAR};
 
 mod prepare;
 mod session;
@@ -329,7 +329,9 @@ pub(super) fn list_benchmarks(
 
 /// The environment of benchmark processes: libtorch (and build-script libraries in
 /// the target directory) on the loader path; the subcommand's own `GPUBENCH_*`
-/// options removed, since they reach the harness as arguments.
+/// options removed, since they reach the harness as arguments; and the cores the host
+/// has free now, so every process of the run gives libtorch as many intra-op threads
+/// on the CPU device (unless `GPUBENCH_CPU_THREADS` or `OMP_NUM_THREADS` choose).
 pub(super) fn child_env(
     libtorch: &Libtorch,
     native_paths: &[PathBuf],
@@ -351,10 +353,16 @@ pub(super) fn child_env(
     remove.push(RECORD_DIR_VAR.into());
     remove.push(ROUND_VAR.into());
     ChildEnv {
-        set: vec![(
-            var.into(),
-            libtorch::prepend_paths(&dirs, existing.as_deref()),
-        )],
+        set: vec![
+            (
+                var.into(),
+                libtorch::prepend_paths(&dirs, existing.as_deref()),
+            ),
+            (
+                FREE_CORES_VAR.into(),
+                gpubench_analysis::host::free_cores_now().to_string().into(),
+            ),
+        ],
         remove,
     }
 }

@@ -79,6 +79,8 @@ fn one_process(id: &str, base_ns: f64) -> RawRecord {
             eager_compiled: None,
             telemetry: None,
             telemetry_unavailable: None,
+            host: None,
+            host_unavailable: None,
             pairing: None,
         }],
     }

@@ -81,6 +81,8 @@ fn one_process_record() -> RawRecord {
             eager_compiled: None,
             telemetry: None,
             telemetry_unavailable: None,
+            host: None,
+            host_unavailable: None,
             pairing: None,
         }],
     }

@@ -308,11 +308,17 @@ pub(crate) fn fill_facts(
                 s.throttled_samples
             ));
         }
-        if *flag == gpubench_analysis::Flag::Contended {
+        if *flag == gpubench_analysis::Flag::Contended && !s.other_processes.is_empty() {
             let pids: Vec<String> = s.other_processes.iter().map(u32::to_string).collect();
             view.reading.push(format!(
                 "Contended: another process used the GPU while this benchmark ran (process {}). It shared the SMs, memory bandwidth and power, so the figures may be slow by whatever it took; measure again on a quiet GPU (`cargo gpubench doctor` lists what runs on it).",
                 pids.join(", ")
+            ));
+        }
+        let host = s.host_cpus.as_ref().and_then(|h| h.contention_text());
+        if let (gpubench_analysis::Flag::Contended, Some(host)) = (flag, host) {
+            view.reading.push(format!(
+                "Contended: {host}. Some of its threads waited for a core, so the figures may be slow by whatever the other work took; measure again on a quiet host (`cargo gpubench doctor` checks the load)."
             ));
         }
         if *flag == gpubench_analysis::Flag::UnstableAcrossProcesses {
