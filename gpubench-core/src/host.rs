@@ -4,8 +4,8 @@
 //!
 //! On the CPU device the routine's work is split over libtorch's intra-op threads.
 //! When other work keeps the cores busy, some of those threads wait for a core and
-//! every call waits for the last of them: the figure becomes the scheduler's (about
-//! 8 ms per call for any matmul size on a busy 2-core machine). So the harness gives
+//! every call waits for the last of them: the figure becomes the scheduler's (8 or
+//! 16 ms per call for any matmul size on a busy 2-core machine). So the harness gives
 //! libtorch only the cores the host has free ([`gpubench_analysis::host::free_cores`])
 //! unless the user chose: `--cpu-threads` / `GPUBENCH_CPU_THREADS`, their own
 //! `OMP_NUM_THREADS`, or `tch::set_num_threads` in the benchmark. On a GPU libtorch's
