@@ -175,13 +175,32 @@ mod tests {
         );
     }
 
+    /// Writes the shell script `script` to `exe`, executable.
+    #[cfg(unix)]
+    fn fake_bench(exe: &Path, script: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(exe, script).unwrap();
+        std::fs::set_permissions(exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// Lists `exe` for `device` with an empty environment and a 10 s timeout.
+    #[cfg(unix)]
+    fn list_for(exe: &Path, device: Option<&str>) -> Result<Listing, ListError> {
+        list(
+            exe,
+            device,
+            &ChildEnv::default(),
+            Duration::from_secs(10),
+            &AtomicBool::new(false),
+        )
+    }
+
     #[cfg(unix)]
     #[test]
     fn listing_marks_ignored_benchmarks_and_reports_failures() {
-        use std::os::unix::fs::PermissionsExt;
         let tmp = tempfile::tempdir().unwrap();
         let exe = tmp.path().join("bench");
-        std::fs::write(
+        fake_bench(
             &exe,
             "#!/bin/sh\n\
              [ -n \"$GPUBENCH_HANDSHAKE\" ] && echo 'gpubench-harness protocol 1'\n\
@@ -189,18 +208,8 @@ mod tests {
              *--ignored*) echo 'slow: benchmark' ;;\n\
              *) printf 'b: benchmark\\nslow: benchmark\\na: benchmark\\n' ;;\n\
              esac\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let stop = AtomicBool::new(false);
-        let Listing::Gpubench(listed) = list(
-            &exe,
-            None,
-            &ChildEnv::default(),
-            Duration::from_secs(10),
-            &stop,
-        )
-        .unwrap() else {
+        );
+        let Listing::Gpubench(listed) = list_for(&exe, None).unwrap() else {
             panic!("the handshake was not seen");
         };
         let got: Vec<(&str, bool)> = listed.iter().map(|b| (b.id.as_str(), b.ignored)).collect();
@@ -208,29 +217,14 @@ mod tests {
 
         // Listing without the handshake, as criterion does: not a gpubench harness.
         std::fs::write(&exe, "#!/bin/sh\necho 'criterion_bench: benchmark'\n").unwrap();
-        let listed = list(
-            &exe,
-            None,
-            &ChildEnv::default(),
-            Duration::from_secs(10),
-            &stop,
-        )
-        .unwrap();
-        assert_eq!(listed, Listing::NotGpubench);
+        assert_eq!(list_for(&exe, None).unwrap(), Listing::NotGpubench);
 
         std::fs::write(
             &exe,
             "#!/bin/sh\necho 'libtorch_cpu.so: cannot open' >&2\nexit 127\n",
         )
         .unwrap();
-        let err = list(
-            &exe,
-            None,
-            &ChildEnv::default(),
-            Duration::from_secs(10),
-            &stop,
-        )
-        .unwrap_err();
+        let err = list_for(&exe, None).unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("exit code 127"), "{msg}");
         assert!(msg.contains("libtorch_cpu.so: cannot open"), "{msg}");
@@ -239,11 +233,10 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn the_listing_asks_for_the_device_the_benchmarks_will_run_on() {
-        use std::os::unix::fs::PermissionsExt;
         let tmp = tempfile::tempdir().unwrap();
         let exe = tmp.path().join("bench");
         // A sweep sized for its device, as `gpubench_core::bench_device` allows.
-        std::fs::write(
+        fake_bench(
             &exe,
             "#!/bin/sh\n\
              [ -n \"$GPUBENCH_HANDSHAKE\" ] && echo 'gpubench-harness protocol 1'\n\
@@ -252,19 +245,8 @@ mod tests {
              *) [ \"$GPUBENCH_DEVICE\" = cpu ] && echo 'matmul/256: benchmark' \
                   || echo 'matmul/4096: benchmark' ;;\n\
              esac\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let stop = AtomicBool::new(false);
-        let ids = |device| match list(
-            &exe,
-            device,
-            &ChildEnv::default(),
-            Duration::from_secs(10),
-            &stop,
-        )
-        .unwrap()
-        {
+        );
+        let ids = |device| match list_for(&exe, device).unwrap() {
             Listing::Gpubench(l) => l.into_iter().map(|b| b.id).collect::<Vec<_>>(),
             Listing::NotGpubench => panic!("the handshake was not seen"),
         };
