@@ -3,8 +3,9 @@
 //! on stderr. The codes themselves are [`crate::exit_code`].
 
 use gpubench_analysis::compare::CompareError;
-use gpubench_analysis::{BaselineError, InvalidSetting, RecordError};
-use thiserror::Error;
+use gpubench_analysis::BaselineError;
+use gpubench_record::measurement::InvalidSetting;
+use gpubench_record::record::RecordError;
 
 use crate::archive::ArchiveError;
 use crate::build::compile::CompileError;
@@ -14,16 +15,11 @@ use crate::build::revision::RevisionError;
 use crate::compare::ComparisonFileError;
 use crate::execute::listing::ListError;
 use crate::execute::select::SelectError;
-use crate::exit_code::Exit;
+use crate::exit_code::{Exit, UsageError};
+use crate::store::history::HistoryError;
 use crate::store::manifest::ManifestError;
 use crate::store::references::ReferenceError;
 use crate::store::runs::StoreError;
-
-/// A mistake in how `cargo gpubench` was invoked that the option parser cannot see,
-/// e.g. a `--exe` path that does not exist.
-#[derive(Debug, Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
 
 /// Declares [`Known`], the error types with an exit code of their own, and how to
 /// find one in an error's chain, from one list.
@@ -63,6 +59,7 @@ known_errors! {
     Store(StoreError),
     Archive(ArchiveError),
     Revision(RevisionError),
+    History(HistoryError),
 }
 
 impl Known<'_> {
@@ -121,7 +118,7 @@ impl Known<'_> {
             Known::List(e) => match e {
                 ListError::Failed {
                     code: Some(code), ..
-                } if *code == gpubench_analysis::protocol::EXIT_USAGE => Exit::Usage,
+                } if *code == gpubench_record::protocol::EXIT_USAGE => Exit::Usage,
                 ListError::Failed { .. } | ListError::Spawn { .. } => Exit::Setup,
             },
             // A file that is not an archive (or not whole, or newer) is bad input; a
@@ -145,6 +142,16 @@ impl Known<'_> {
                 RevisionError::Spawn { .. }
                 | RevisionError::Git { .. }
                 | RevisionError::Io { .. } => Exit::Setup,
+            },
+            // Not a repository, or a revision git does not know, is bad input; git
+            // failing is the machine's problem.
+            Known::History(e) => match e {
+                HistoryError::NotARepository { .. }
+                | HistoryError::OutsideRepository { .. }
+                | HistoryError::UnknownRevision { .. } => Exit::Usage,
+                HistoryError::Spawn { .. }
+                | HistoryError::Git { .. }
+                | HistoryError::Protocol { .. } => Exit::Setup,
             },
             Known::Libtorch(
                 LibtorchError::BadEnv { .. }

@@ -1,4 +1,5 @@
-//! The exit codes of `cargo gpubench` (which error ends a run with which code is
+//! The exit codes of `cargo gpubench`, and the error of a usage mistake (which error
+//! ends a run with which code is
 //! [`crate::error`]).
 //!
 //! | code | meaning |
@@ -112,6 +113,12 @@ Exit codes:
 When several apply: 130 wins over 1, 1 (a benchmark failed) over 4 (regression
 found), 4 over 0; the summary lists failures and regressions either way. A report
 that could not be written exits 5 only when none of them applies.";
+
+/// A mistake in how `cargo gpubench` was invoked that the option parser cannot see,
+/// e.g. a `--exe` path that does not exist.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
 
 #[cfg(test)]
 mod tests {

@@ -3,8 +3,8 @@
 //! settings), byte sizes, ratios, plurals and shortened text. Imports nothing of this
 //! crate.
 
-use gpubench_analysis::stats::Estimate;
-use gpubench_analysis::units::format_ns;
+use gpubench_record::estimate::Estimate;
+use gpubench_record::units::format_ns;
 
 /// A unit of time and how many nanoseconds it holds.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -170,7 +170,7 @@ pub fn percent_interval(lower: f64, upper: f64) -> String {
 
 /// A byte count with a binary unit, e.g. `1.50 GiB`, as the terminal shows it.
 pub fn bytes(n: u64) -> String {
-    gpubench_analysis::units::format_bytes(n)
+    gpubench_record::units::format_bytes(n)
 }
 
 /// A ratio such as a speedup, e.g. `1.32×`.

@@ -3,23 +3,31 @@
 //! processes of its own, stores one record per benchmark and a manifest per run,
 //! judges the run against a baseline and reports it.
 //!
-//! The binary only calls [`main`]. The folders follow the stages of a run:
+//! The binary only calls [`main`]. The folders follow the stages of a run, in
+//! layers:
 //!
-//! | stage | module |
-//! |---|---|
-//! | parse the command line | [`cli`] |
-//! | pick the subcommand | [`commands`] (`run`, `archive`, `compare`, `report`, `merge`, `doctor`; `setup` is in [`build`]) |
-//! | find, build, find libtorch | [`build`] |
-//! | carry built benchmarks to another machine | [`archive`] |
-//! | list, select, run processes | [`execute`] |
-//! | keep runs, manifests, baselines | [`store`] |
-//! | judge a run against a baseline | [`compare`] |
-//! | terminal, JSON, Markdown, HTML | [`output`] (numbers and words: [`format`]) |
-//! | exit codes; which error gets which | [`exit_code`]; [`error`] |
+//! | layer | module | what it owns |
+//! |---|---|---|
+//! | 7 | [`commands`] | each subcommand (`run`, `ab`, `archive`, `compare`, `report`, `merge`, `setup`, `history`, `doctor`): turns its options into each stage's own and calls the stages in order |
+//! | 6 | [`cli`] | the command line: options, their help and their environment variables |
+//! | 6 | [`output`] | terminal, JSON, Markdown, HTML |
+//! | 5 | [`error`] | which error ends the process with which exit code |
+//! | 4 | [`archive`] | carrying built benchmarks to another machine |
+//! | 3 | [`execute`] | listing, selecting and running benchmark processes |
+//! | 2 | [`build`] | finding and building the bench targets, finding and setting up libtorch, the workspace's places |
+//! | 2 | [`compare`] | judging a run against a baseline |
+//! | 1 | [`store`] | runs, manifests and baselines on disk, and the baselines' git history |
+//! | 0 | [`format`] | numbers and words |
+//! | 0 | [`console`] | how much is printed, and in colour or not |
+//! | 0 | [`exit_code`] | the exit codes |
 //!
-//! Dependencies point down the table and never back: `commands` uses every stage,
-//! `archive` reads `build`, `output` reads `compare` and `store`, `compare` reads
-//! `store`, and `exit_code` imports nothing of this crate.
+//! A module imports only modules of a lower layer, never one of its own or a higher
+//! one: stages never see the command line or the output, so the command layer turns
+//! options into each stage's own (`SetupArgs::options`, `VerdictArgs::settings`,
+//! `BaselineArgs::wanted`, ...). Inside [`commands`], a subcommand never imports
+//! another: a step two of them share lives in the stage it belongs to, and what
+//! they say after storing a run in `commands::present`. A test reads this table and
+//! fails on any `crate::` path that points up or sideways.
 #![warn(missing_docs)]
 
 pub mod archive;
@@ -27,12 +35,16 @@ pub mod build;
 pub mod cli;
 pub mod commands;
 pub mod compare;
+pub mod console;
 pub mod error;
 pub mod execute;
 pub mod exit_code;
 pub mod format;
 pub mod output;
 pub mod store;
+
+#[cfg(test)]
+mod layering;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -46,7 +58,7 @@ pub fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
     if args
         .get(1)
-        .is_some_and(|a| a == cli::paired::PAIRED_SUBCOMMAND)
+        .is_some_and(|a| a == execute::paired::args::PAIRED_SUBCOMMAND)
     {
         execute::paired::process::main(&args[2..]);
     }
@@ -57,7 +69,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(Exit::Usage.code()));
         }
     };
-    output::console::init(cli.console.console());
+    console::init(cli.console.console());
     match commands::dispatch(&cli, &args) {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(err) => {

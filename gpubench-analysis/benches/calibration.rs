@@ -4,8 +4,8 @@
 //! change caught in 95% of comparisons, how often a run's interval holds the next
 //! run's figure, and how long summarising and comparing a large run takes; then the
 //! same for the paired rule of `cargo gpubench ab` (below). Run with
-//! `cargo bench -p gpubench-analysis --bench calibration`; it exits non-zero when a
-//! target is missed.
+//! `cargo bench -p gpubench-analysis --features testing --bench calibration`; it exits
+//! non-zero when a target is missed.
 //!
 //! Coverage is reported rather than a target. When a benchmark's processes land in one
 //! of two modes, a run whose processes all saw one mode has a narrow interval that the
@@ -86,13 +86,12 @@ use gpubench_analysis::baseline::{compare_with_baseline, BaselineCompareOptions,
 use gpubench_analysis::compare::{
     compare_cpu_processes, compare_processes, CompareConfig, Verdict, SPREAD_MULTIPLE,
 };
-use gpubench_analysis::processes::ProcessStats;
-use gpubench_analysis::processes::{
-    Bound, ProcessPolicy as RoundPolicy, RoundDecision, RUN_FLOOR_DEVICE, RUN_FLOOR_HOST,
-};
+use gpubench_analysis::processes::{Bound, RoundDecision, RUN_FLOOR_DEVICE, RUN_FLOOR_HOST};
+use gpubench_analysis::processes::{DecideRounds, ProcessStats};
 use gpubench_analysis::stats::BootstrapConfig;
 use gpubench_analysis::summary::BenchmarkSummary;
 use gpubench_analysis::synthetic::{GpuLikeSamples, ProcessShift};
+use gpubench_record::measurement::ProcessPolicy as RoundPolicy;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
@@ -347,7 +346,8 @@ fn pct(x: f64) -> String {
 /// under the round policy `ab` runs; the module docs of the bench name the sources.
 mod paired {
     use gpubench_analysis::compare::{compare_paired, CompareConfig, Verdict};
-    use gpubench_analysis::processes::{Bound, ProcessPolicy as RoundPolicy};
+    use gpubench_analysis::processes::Bound;
+    use gpubench_record::measurement::ProcessPolicy as RoundPolicy;
     use rand::{Rng, SeedableRng};
     use rand_pcg::Pcg64Mcg;
 
@@ -839,7 +839,7 @@ fn main() -> ExitCode {
     // the calibration is a measurement to run on purpose, not a test.
     if !std::env::args().any(|a| a == "--bench") {
         println!(
-            "calibration: skipped; run `cargo bench -p gpubench-analysis --bench calibration`"
+            "calibration: skipped; run `cargo bench -p gpubench-analysis --features testing --bench calibration`"
         );
         return ExitCode::SUCCESS;
     }

@@ -62,7 +62,7 @@
 //! Calibrated in `benches/calibration.rs` on synthetic samples with the per-process
 //! shifts measured on an H200 (device-bound: 1% between processes; launch-bound: 14%
 //! between processes, or two modes), at the numbers of processes `cargo gpubench` runs
-//! ([`crate::processes::ProcessPolicy::standard`]): identical code is called regressed
+//! ([`gpubench_record::measurement::ProcessPolicy::standard`]): identical code is called regressed
 //! or improved in under 1% of comparisons, and a 5% slowdown of a device-bound
 //! benchmark is called regressed in over 95%.
 
@@ -89,9 +89,11 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::processes::{sample_sd, t_cdf, t_quantile, Bound};
-use crate::stats::{
-    median, quantile_sorted, sorted, Estimate, MedianResampler, DEFAULT_RESAMPLES, DEFAULT_SEED,
+use crate::{
+    stats::median, stats::quantile_sorted, stats::sorted, stats::MedianResampler,
+    stats::DEFAULT_RESAMPLES, stats::DEFAULT_SEED,
 };
+use gpubench_record::estimate::Estimate;
 
 /// Default significance level: a change must have a one-sided p < 0.05.
 pub const DEFAULT_SIGNIFICANCE: f64 = 0.05;

@@ -1,19 +1,6 @@
-//! The host's CPUs around a benchmark process: how many threads other work kept
-//! runnable, the load average, the CPUs there are, the rule that calls a process
-//! *contended* when the host could not serve its threads, and how many intra-op
-//! threads libtorch gets on the CPU device.
-//!
-//! # Why
-//!
-//! On a busy host a benchmark's figure can be the scheduler's, not the routine's: with
-//! other work runnable on every core, libtorch's intra-op pool splits a CPU matmul
-//! over threads of which some the scheduler has paused, and each call waits for the
-//! last one to run again. On a 2-core machine beside a parallel build CPU matmuls took
-//! about 8 or 16 ms per call whatever their size: a 256³ f32 matmul 15.9 ms on
-//! libtorch's 2 threads, 481 µs on one. So the harness reads the host at the start and
-//! the end of every benchmark process, as it reads the GPU ([`crate::telemetry`]),
-//! flags a process whose threads and the others' did not fit on the CPUs, and on the
-//! CPU device gives libtorch only the cores the host has free ([`free_cores`]).
+//! Reading the host's CPUs from `/proc` around a benchmark process (the types and the
+//! contention rule are the record's, [`gpubench_record::host`]), and their summary over
+//! a benchmark's processes.
 //!
 //! # What is read
 //!
@@ -28,150 +15,47 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use gpubench_record::host::*;
+
 /// Reads of the runnable threads per [`HostReading`]; their median is the reading.
 pub const BURST_READS: usize = 7;
 /// The pause between two reads of a burst.
 pub const BURST_PAUSE: Duration = Duration::from_millis(1);
 
-/// The CPUs of the host and of this process: what does not change while it runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostCpus {
-    /// CPUs online on the host (the `cpuN` lines of `/proc/stat`): what the runnable
-    /// threads are counted over.
-    pub online: u32,
-    /// CPUs this process may use (its affinity and CPU quota:
-    /// `std::thread::available_parallelism`).
-    pub available: u32,
+/// This host's and this process's CPUs; `Err` says why they could not be read.
+pub fn read_cpus() -> Result<HostCpus, String> {
+    let stat = std::fs::read_to_string("/proc/stat")
+        .map_err(|e| format!("no host readings: failed to read /proc/stat: {e}"))?;
+    let available = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let online = match online_cpus(&stat) {
+        0 => available,
+        n => n,
+    };
+    Ok(HostCpus { online, available })
 }
 
-impl HostCpus {
-    /// This host's and this process's CPUs; `Err` says why they could not be read.
-    pub fn read() -> Result<Self, String> {
+/// Reads the host now (a burst of [`BURST_READS`] reads, [`BURST_PAUSE`] apart);
+/// `Err` says why it could not.
+pub fn read_now() -> Result<HostReading, String> {
+    let mut others = Vec::with_capacity(BURST_READS);
+    for i in 0..BURST_READS {
+        if i > 0 {
+            std::thread::sleep(BURST_PAUSE);
+        }
         let stat = std::fs::read_to_string("/proc/stat")
             .map_err(|e| format!("no host readings: failed to read /proc/stat: {e}"))?;
-        let available = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-        let online = match online_cpus(&stat) {
-            0 => available,
-            n => n,
-        };
-        Ok(HostCpus { online, available })
+        let running =
+            procs_running(&stat).ok_or("no host readings: /proc/stat has no procs_running line")?;
+        others.push(running.saturating_sub(own_running_threads()));
     }
-}
-
-/// The host at one moment.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct HostReading {
-    /// Threads runnable on the host other than this process's: `procs_running` of
-    /// `/proc/stat` less this process's own running threads, the median of a burst of
-    /// [`BURST_READS`].
-    pub others_runnable: u32,
-    /// The one-minute load average (`/proc/loadavg`); recorded, not judged (see the
-    /// module docs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load_average: Option<f64>,
-}
-
-impl HostReading {
-    /// Reads the host now (a burst of [`BURST_READS`] reads, [`BURST_PAUSE`] apart);
-    /// `Err` says why it could not.
-    pub fn read() -> Result<Self, String> {
-        let mut others = Vec::with_capacity(BURST_READS);
-        for i in 0..BURST_READS {
-            if i > 0 {
-                std::thread::sleep(BURST_PAUSE);
-            }
-            let stat = std::fs::read_to_string("/proc/stat")
-                .map_err(|e| format!("no host readings: failed to read /proc/stat: {e}"))?;
-            let running = procs_running(&stat)
-                .ok_or("no host readings: /proc/stat has no procs_running line")?;
-            others.push(running.saturating_sub(own_running_threads()));
-        }
-        others.sort_unstable();
-        let load_average = std::fs::read_to_string("/proc/loadavg")
-            .ok()
-            .and_then(|s| load_average(&s));
-        Ok(HostReading {
-            others_runnable: others[others.len() / 2],
-            load_average,
-        })
-    }
-}
-
-/// Where libtorch's intra-op thread count came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ThreadSource {
-    /// The cores the host had free when the run started ([`free_cores`]): the default
-    /// on the CPU device.
-    FreeCores,
-    /// `--cpu-threads` / `GPUBENCH_CPU_THREADS`.
-    Option,
-    /// The user's `OMP_NUM_THREADS`, which libtorch reads itself.
-    OmpNumThreads,
-    /// The benchmark set its own (`tch::set_num_threads`).
-    Benchmark,
-    /// libtorch's own default, which gpubench leaves alone on a GPU.
-    Libtorch,
-}
-
-impl ThreadSource {
-    /// Words for notes: `the cores the host had free`.
-    pub fn label(self) -> &'static str {
-        match self {
-            ThreadSource::FreeCores => "the cores the host had free",
-            ThreadSource::Option => "GPUBENCH_CPU_THREADS",
-            ThreadSource::OmpNumThreads => "OMP_NUM_THREADS",
-            ThreadSource::Benchmark => "set by the benchmark",
-            ThreadSource::Libtorch => "libtorch's default",
-        }
-    }
-}
-
-/// What the host's CPUs did during one benchmark process, and the threads it ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HostTelemetry {
-    /// The host's and this process's CPUs.
-    pub cpus: HostCpus,
-    /// libtorch's intra-op threads when the benchmark finished
-    /// (`tch::get_num_threads`).
-    pub intra_op_threads: u32,
-    /// Where that count came from.
-    pub threads_from: ThreadSource,
-    /// Threads of this process that the routine keeps busy on the host: the intra-op
-    /// threads on the CPU device, the one thread that dispatches on a GPU.
-    pub working_threads: u32,
-    /// The reading when the process started on the benchmark.
-    pub start: HostReading,
-    /// The reading when it finished.
-    pub end: HostReading,
-}
-
-impl HostTelemetry {
-    /// The most threads of other work runnable at either reading.
-    pub fn most_others_runnable(&self) -> u32 {
-        self.start.others_runnable.max(self.end.others_runnable)
-    }
-
-    /// `1 intra-op thread (the cores the host had free)`.
-    pub fn threads_text(&self) -> String {
-        threads_text(self.intra_op_threads, self.threads_from)
-    }
-
-    /// `the host's 2 CPUs were oversubscribed: 4 runnable threads of other work beside
-    /// this benchmark's 1`, when [`HostTelemetry::contended`].
-    pub fn contention_text(&self) -> Option<String> {
-        self.contended()
-            .then(|| contention_text(self.cpus, self.most_others_runnable(), self.working_threads))
-    }
-
-    /// Whether the host could not serve this process's threads: at the start or the
-    /// end, other work's runnable threads and this process's working threads were
-    /// more than the host's CPUs, or its working threads more than the CPUs it may
-    /// use. Some of its threads then waited for a core, and the figures include the
-    /// wait.
-    pub fn contended(&self) -> bool {
-        oversubscribed(self.cpus, self.most_others_runnable(), self.working_threads)
-    }
+    others.sort_unstable();
+    let load_average = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| load_average(&s));
+    Ok(HostReading {
+        others_runnable: others[others.len() / 2],
+        load_average,
+    })
 }
 
 /// What the host did while a benchmark ran, over its processes.
@@ -240,63 +124,10 @@ impl HostSummary {
     }
 }
 
-/// `the host's 2 CPUs were oversubscribed: 4 runnable threads of other work beside
-/// this benchmark's 1`.
-fn contention_text(cpus: HostCpus, others: u32, working: u32) -> String {
-    let online = cpus.online;
-    let mut text = format!(
-        "the host's {online} CPU{} {} oversubscribed: {others} runnable thread{} of other \
-         work beside this benchmark's {working}",
-        plural(online),
-        if online == 1 { "was" } else { "were" },
-        plural(others),
-    );
-    if working > cpus.available {
-        text.push_str(&format!(
-            ", more than the {} CPU{} it may use",
-            cpus.available,
-            plural(cpus.available)
-        ));
-    }
-    text
-}
-
-/// `1 intra-op thread (the cores the host had free)`.
-pub fn threads_text(count: u32, from: ThreadSource) -> String {
-    format!(
-        "{count} intra-op thread{} ({})",
-        plural(count),
-        from.label()
-    )
-}
-
-fn plural(n: u32) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
-}
-
-/// Whether `working` threads of this process and `others` runnable threads of other
-/// work are more than `cpus` can run at once (see [`HostTelemetry::contended`]).
-pub fn oversubscribed(cpus: HostCpus, others: u32, working: u32) -> bool {
-    others.saturating_add(working) > cpus.online || working > cpus.available
-}
-
-/// The intra-op threads the host can serve: the CPUs this process may use that other
-/// work's `others` runnable threads leave free on the host, at least 1.
-pub fn free_cores(cpus: HostCpus, others: u32) -> u32 {
-    cpus.online
-        .saturating_sub(others)
-        .min(cpus.available)
-        .max(1)
-}
-
 /// The cores the host has free now for this process ([`free_cores`] of a reading
 /// now); 1 when the host cannot be read.
 pub fn free_cores_now() -> u32 {
-    match (HostCpus::read(), HostReading::read()) {
+    match (read_cpus(), read_now()) {
         (Ok(cpus), Ok(now)) => free_cores(cpus, now.others_runnable),
         _ => 1,
     }
@@ -451,9 +282,9 @@ mod tests {
         if !std::path::Path::new("/proc/stat").exists() {
             return;
         }
-        let c = HostCpus::read().expect("/proc/stat reads");
+        let c = read_cpus().expect("/proc/stat reads");
         assert!(c.online >= 1 && c.available >= 1, "{c:?}");
-        let r = HostReading::read().expect("/proc/stat reads");
+        let r = read_now().expect("/proc/stat reads");
         assert!(r.load_average.is_some_and(|l| l >= 0.0), "{r:?}");
     }
 }

@@ -1,27 +1,33 @@
-//! Record formats, statistics and regression verdicts of cargo gpubench.
+//! What cargo gpubench's records add up to: statistics over processes, regression
+//! verdicts, summaries, history and the baseline store; and the probes the harness
+//! reads the machine through (NVML, `/proc`).
 //!
-//! This crate has no libtorch dependency: the harness (`gpubench-core`) writes the
-//! records defined here, and the cargo subcommand reads, analyses and compares them.
+//! The records themselves are `gpubench-record`'s (see `docs/design/crates.md`). This
+//! crate has no libtorch dependency: the harness (`gpubench-core`) uses its stopping
+//! rule and probes, and the cargo subcommand analyses and compares records with it.
+//! Statistics and verdicts: [`stats`], [`processes`], [`record_analysis`],
+//! [`compare`], [`summary`], [`kernels`], [`memory`], [`capacity`], [`history`],
+//! [`baseline`]. I/O and hardware: [`atomic_dir`], the store's files
+//! ([`baseline::BaselineStore`]), [`nvml`], [`host`], [`telemetry`].
 #![warn(missing_docs)]
 
 pub mod atomic_dir;
 pub mod baseline;
+pub mod capacity;
 pub mod compare;
-pub mod eager_compiled;
-pub mod failure;
+pub mod history;
 pub mod host;
 pub mod kernels;
-pub mod measurement;
+pub mod memory;
+pub mod memory_trace;
 pub mod nvml;
-pub mod paired;
 pub mod processes;
-pub mod protocol;
-pub mod record;
+pub mod record_analysis;
 pub mod stats;
 pub mod summary;
+#[cfg(any(test, feature = "testing"))]
 pub mod synthetic;
 pub mod telemetry;
-pub mod units;
 
 pub use baseline::{
     compare_with_baseline, BaselineCompareOptions, BaselineEntry, BaselineError, BaselineStore,
@@ -29,7 +35,5 @@ pub use baseline::{
 };
 pub use compare::{compare_processes, CompareConfig, Comparison, Verdict};
 
-pub use failure::{cap_message, Failure, FailureKind, MESSAGE_CAP_BYTES};
-pub use measurement::*;
-pub use record::*;
-pub use summary::{BenchmarkSummary, TimeKind};
+pub use record_analysis::RecordAnalysis;
+pub use summary::BenchmarkSummary;

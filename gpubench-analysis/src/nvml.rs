@@ -8,8 +8,9 @@ use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::{Device, Nvml};
 
-use crate::telemetry::{
-    ClockReading, GpuProcess, GpuState, SlowdownReason, TelemetryReading, TelemetrySource,
+use crate::telemetry::TelemetrySource;
+use gpubench_record::telemetry::{
+    ClockReading, GpuProcess, GpuState, SlowdownReason, TelemetryReading,
 };
 
 /// How the GPU is found again for each reading (a `Device` borrows the library).

@@ -39,7 +39,10 @@
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use crate::stats::{median, median_estimate_with, rel_noise, BootstrapConfig, Estimate};
+use gpubench_record::measurement::ProcessPolicy;
+
+use crate::stats::{median, median_estimate_with, rel_noise, BootstrapConfig};
+use gpubench_record::estimate::Estimate;
 
 /// Fewest processes for an interval (and a verdict) at the process level.
 pub const MIN_PROCESSES: usize = 2;
@@ -54,30 +57,7 @@ pub const MODE_MIN_GAP: f64 = 0.05;
 /// A gap makes modes only when it is this many times the widest group's own range.
 pub const MODE_GAP_MULTIPLE: f64 = 3.0;
 
-/// How many processes measure each benchmark. `cargo gpubench` sets it and records it
-/// in the [`crate::MeasurementConfig`]; a bench executable run on its own is one
-/// process.
-///
-/// After each round [`ProcessPolicy::decide`] says whether a benchmark needs another
-/// process: always until `min`; then, for a device-bound benchmark, while the
-/// interval is wider than `target_rel_ci`, up to `max` and the time budget (work on
-/// the CPU device too: it is judged on its processes' spread, [`Bound::Cpu`]). A
-/// benchmark whose time rests on the host's dispatch speed on a GPU stops at `min`:
-/// its spread comes from the host and drifts from run to run, which more processes of
-/// one run cannot pin down, and stopping once its interval looks narrow would pick
-/// exactly the runs whose processes landed in one mode by chance.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ProcessPolicy {
-    /// Fewest processes per benchmark.
-    pub min: u32,
-    /// Most processes per benchmark; equal to `min` when the number is fixed.
-    pub max: u32,
-    /// Between `min` and `max`, another process runs while the interval's relative
-    /// half-width is wider than this.
-    pub target_rel_ci: f64,
-}
-
-/// What [`ProcessPolicy::decide`] says after a round.
+/// What [`DecideRounds::decide`] says after a round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RoundDecision {
     /// Run another process.
@@ -86,60 +66,24 @@ pub enum RoundDecision {
     Done,
 }
 
-impl ProcessPolicy {
-    /// The default: 3 processes, and for device-bound benchmarks more (up to 6) while
-    /// the interval is wider than ±3% and the time budget allows.
-    /// `benches/calibration.rs` shows why: with the spread measured on an H200 this
-    /// catches a 5% slowdown of device-bound work in over 95% of comparisons, in
-    /// about 3.7 processes.
-    pub fn standard() -> Self {
-        ProcessPolicy {
-            min: 3,
-            max: 6,
-            target_rel_ci: 0.03,
-        }
-    }
-
-    /// The default of `cargo gpubench ab`: 5 processes, and more (up to 10) while the
-    /// paired change's interval is wider than ±1%. Each process gives one paired
-    /// ratio, and `benches/calibration.rs` shows why 3 are too few and 8 not enough:
-    /// with the spread of those ratios that `ab` measured on an H200 (1.5% for an add
-    /// of 1M floats), 3..6 at ±3% calls identical code "no change" in 41% of
-    /// comparisons and catches a 5% host-side cost in 70%; 5..8 at ±1% catches it in
-    /// 94.7%, 5..10 at ±1% in 97.8% (no change 95.4%), in 7.6 processes. Device-bound
-    /// work (a spread of 0.3%) stops at 5.
-    pub fn paired() -> Self {
-        ProcessPolicy {
-            min: 5,
-            max: 10,
-            target_rel_ci: 0.01,
-        }
-    }
-
-    /// One process.
-    pub fn single() -> Self {
-        Self::fixed(1)
-    }
-
-    /// Exactly `n` processes.
-    pub fn fixed(n: u32) -> Self {
-        ProcessPolicy {
-            min: n,
-            max: n,
-            target_rel_ci: 0.0,
-        }
-    }
-
-    /// Whether the number of processes is fixed.
-    pub fn is_fixed(&self) -> bool {
-        self.min == self.max
-    }
-
+/// When a benchmark has had enough processes: the statistics' side of its
+/// [`ProcessPolicy`].
+pub trait DecideRounds {
     /// Whether a benchmark with `done` processes, whose primary times' process
     /// statistics are `stats`, needs another: `host_bound` when its time rests on the
     /// host's dispatch speed ([`Bound::Host`]), `over_budget` when its processes have
     /// used its share of time.
-    pub fn decide(
+    fn decide(
+        &self,
+        done: u32,
+        stats: &ProcessStats,
+        host_bound: bool,
+        over_budget: bool,
+    ) -> RoundDecision;
+}
+
+impl DecideRounds for ProcessPolicy {
+    fn decide(
         &self,
         done: u32,
         stats: &ProcessStats,
@@ -161,12 +105,6 @@ impl ProcessPolicy {
         } else {
             RoundDecision::Done
         }
-    }
-}
-
-impl Default for ProcessPolicy {
-    fn default() -> Self {
-        Self::single()
     }
 }
 

@@ -9,6 +9,8 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use serde::{Deserialize, Serialize};
 
+use gpubench_record::estimate::Estimate;
+
 /// Default confidence level of intervals.
 pub const DEFAULT_CONFIDENCE: f64 = 0.95;
 /// Default number of bootstrap resamples.
@@ -18,34 +20,6 @@ pub const DEFAULT_SEED: u64 = 0x6770_7562_656e_6368;
 /// Factor that makes the median absolute deviation estimate the standard deviation of
 /// normally distributed data (1 / Φ⁻¹(3/4)).
 pub const MAD_NORMAL_SCALE: f64 = 1.482_602_218_505_602;
-
-/// A point estimate with its confidence interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Estimate {
-    /// The point estimate.
-    pub point: f64,
-    /// Lower bound of the interval.
-    pub lower: f64,
-    /// Upper bound of the interval.
-    pub upper: f64,
-    /// Confidence level of the interval, e.g. 0.95.
-    pub confidence: f64,
-}
-
-impl Estimate {
-    /// Half the interval's width relative to the point estimate.
-    pub fn rel_half_width(&self) -> f64 {
-        if self.point == 0.0 {
-            return f64::INFINITY;
-        }
-        (self.upper - self.lower) / 2.0 / self.point.abs()
-    }
-
-    /// Whether `x` lies in the closed interval.
-    pub fn contains(&self, x: f64) -> bool {
-        self.lower <= x && x <= self.upper
-    }
-}
 
 /// How a bootstrap resamples: confidence level, number of resamples and seed.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

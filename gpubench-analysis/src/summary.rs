@@ -5,15 +5,20 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::failure::Failure;
-use crate::kernels::{Counters, KernelMeasurement, KernelMethod, KernelStat};
-pub use crate::measurement::TimeKind;
-use crate::measurement::{Flag, MemoryStats, NaiveLoop, RunMode, StopReason, Throughput};
 use crate::processes::{Bound, EstimateBasis, ProcessStats};
-use crate::record::RawRecord;
-use crate::stats::{
-    classify_outliers, mad, mean, median, std_dev, BootstrapConfig, Estimate, OutlierCounts,
+use crate::record_analysis::RecordAnalysis;
+use crate::{
+    stats::classify_outliers, stats::mad, stats::mean, stats::median, stats::std_dev,
+    stats::BootstrapConfig, stats::OutlierCounts,
 };
+use gpubench_record::estimate::Estimate;
+use gpubench_record::failure::Failure;
+use gpubench_record::kernels::{Counters, KernelMethod, KernelStat};
+use gpubench_record::measurement::TimeKind;
+use gpubench_record::measurement::{
+    Flag, Measurement, MemoryStats, NaiveLoop, RunMode, StopReason, Throughput,
+};
+use gpubench_record::record::RawRecord;
 
 /// Statistics of one timer's per-iteration times, ns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,7 +113,7 @@ impl TimeSummary {
 pub enum BenchmarkStatus {
     /// It ran to completion.
     Passed,
-    /// It failed; see [`BenchmarkSummary::failure`].
+    /// It failed; see [`BenchmarkOutcome::failure`].
     Failed,
 }
 
@@ -142,15 +147,64 @@ pub struct ThroughputSummary {
     pub rate: String,
 }
 
-/// Everything a report shows about one benchmark.
+/// Everything a report shows about one benchmark, in named parts. Its JSON is one flat
+/// object (each part is flattened into it), the shape `--format json` and
+/// `docs/schema/run-summary.schema.json` describe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchmarkSummary {
+    /// Which benchmark it is.
+    #[serde(flatten)]
+    pub identity: BenchmarkIdentity,
+    /// Whether it ran to completion, over how many processes.
+    #[serde(flatten)]
+    pub outcome: BenchmarkOutcome,
+    /// The device it ran on.
+    #[serde(flatten)]
+    pub device: BenchmarkDevice,
+    /// Its time per iteration by each timer.
+    #[serde(flatten)]
+    pub timing: Timing,
+    /// How its kernel time was taken, and the kernels of one call.
+    #[serde(flatten)]
+    pub kernels: KernelDetail,
+    /// Exact counts per call.
+    #[serde(flatten)]
+    pub counters: CounterSummary,
+    /// The eager-versus-compiled result, when the benchmark is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eager_compiled: Option<gpubench_record::eager_compiled::EagerCompiledSummary>,
+    /// Cold calls, in the order a process makes them.
+    pub cold: Vec<ColdCallSummary>,
+    /// Rate at the primary estimate, when the benchmark declares its work.
+    pub throughput: Option<ThroughputSummary>,
+    /// Device memory at the peak and from call to call.
+    #[serde(flatten)]
+    pub memory: MemorySummary,
+    /// How the samples were taken.
+    #[serde(flatten)]
+    pub sampling: Sampling,
+    /// What the engine noticed (how a benchmark is bound: in most processes; the
+    /// rest: in any), and whether it is unstable across processes.
+    pub flags: Vec<Flag>,
+    /// What the GPU and the host did while it ran.
+    #[serde(flatten)]
+    pub conditions: Conditions,
+}
+
+/// Which benchmark a summary is of.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchmarkIdentity {
     /// The benchmark id, e.g. `matmul/4096`.
     pub id: String,
     /// Its name without the argument.
     pub name: String,
     /// The argument of a parameterised benchmark.
     pub arg: Option<String>,
+}
+
+/// Whether a benchmark ran to completion, and over how many processes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchmarkOutcome {
     /// Passed or failed.
     pub status: BenchmarkStatus,
     /// Why it failed.
@@ -162,10 +216,22 @@ pub struct BenchmarkSummary {
     pub rounds: usize,
     /// Measured or smoke-tested.
     pub mode: RunMode,
+}
+
+/// The device a benchmark ran on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchmarkDevice {
     /// Device label, e.g. `cuda:0`.
-    pub device_label: String,
+    #[serde(rename = "device_label")]
+    pub label: String,
     /// Device model, e.g. `NVIDIA H200`.
-    pub device_name: String,
+    #[serde(rename = "device_name")]
+    pub name: String,
+}
+
+/// A benchmark's time per iteration by each timer, and the one comparisons use.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
     /// The timer comparisons use: device when measured, else wall.
     pub primary_kind: Option<TimeKind>,
     /// What its time rests on, as its processes found it.
@@ -181,50 +247,99 @@ pub struct BenchmarkSummary {
     /// every process; judged like device-bound work.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<TimeSummary>,
+}
+
+/// How a benchmark's kernel time was taken (or why it was not), and what one call
+/// ran on the GPU.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelDetail {
     /// How kernel time was taken in the first process.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kernel_method: Option<KernelMethod>,
+    #[serde(
+        rename = "kernel_method",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub method: Option<KernelMethod>,
     /// Why the routine could not be captured in a CUDA graph, when it could not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_capturable: Option<String>,
     /// Why there is no kernel time, when there is none (`no kernel timing on cpu`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kernel_unavailable: Option<String>,
+    #[serde(
+        rename = "kernel_unavailable",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub unavailable: Option<String>,
     /// The kernels, copies and memsets of one call, averaged over processes, most time
     /// first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub kernels: Vec<KernelStat>,
-    /// Exact counts per call, from the first process that counted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub counters: Option<Counters>,
-    /// Whether the processes counted differently (the routine does not do the same
-    /// work every call).
-    #[serde(default)]
-    pub counters_vary: bool,
-    /// The eager-versus-compiled result, when the benchmark is one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub eager_compiled: Option<crate::eager_compiled::EagerCompiledSummary>,
+    #[serde(rename = "kernels", default, skip_serializing_if = "Vec::is_empty")]
+    pub table: Vec<KernelStat>,
     /// `1 − kernel / device`: the share of device time not spent in the routine's own
     /// kernels (launch gaps, the GPU waiting on the host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch_overhead: Option<f64>,
+}
+
+/// A benchmark's exact counts per call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CounterSummary {
+    /// Exact counts per call, from the first process that counted.
+    #[serde(rename = "counters", default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<Counters>,
+    /// Whether the processes counted differently (the routine does not do the same
+    /// work every call).
+    #[serde(rename = "counters_vary", default)]
+    pub vary: bool,
+}
+
+/// A benchmark's device memory (CUDA only).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemorySummary {
+    /// Peak device memory: the process that peaked highest.
+    #[serde(rename = "memory")]
+    pub peak: Option<MemoryStats>,
+    /// Memory the routine holds from call to call: `holds` flags one that keeps
+    /// memory per call ([`crate::memory`]).
+    #[serde(
+        rename = "memory_growth",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub growth: Option<crate::memory::GrowthSummary>,
+    /// The allocator's state at the peak of a traced stretch of calls
+    /// (`--memory-peak-snapshot`): the process whose peak held most.
+    #[serde(
+        rename = "memory_peak",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub at_peak: Option<gpubench_record::memory_snapshot::PeakMemory>,
+    /// Why no process has a snapshot at the peak ([`MemorySummary::at_peak`]) though
+    /// it was asked for.
+    #[serde(
+        rename = "memory_peak_unavailable",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub at_peak_unavailable: Option<String>,
+}
+
+/// How a benchmark's samples were taken.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
     /// Iterations across all samples of all processes.
     pub total_iters: u64,
-    /// Cold calls, in the order a process makes them.
-    pub cold: Vec<ColdCallSummary>,
-    /// Rate at the primary estimate, when the benchmark declares its work.
-    pub throughput: Option<ThroughputSummary>,
-    /// Peak device memory (CUDA only): the process that peaked highest.
-    pub memory: Option<MemoryStats>,
     /// Median cost of an empty sync, ns (median over processes).
     pub sync_cost_ns: Option<f64>,
     /// What unsynchronised loops would have reported (the first process's).
     pub naive: Vec<NaiveLoop>,
     /// Why sampling stopped in the first process.
     pub stop_reason: Option<StopReason>,
-    /// What the engine noticed (how a benchmark is bound: in most processes; the
-    /// rest: in any), and whether it is unstable across processes.
-    pub flags: Vec<Flag>,
+}
+
+/// What the GPU and the host did while a benchmark ran.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Conditions {
     /// Samples left out of the figures because the GPU throttled, over every process.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub throttled_samples: usize,
@@ -251,6 +366,9 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
+/// The measurements of a record's processes that made one, in round order.
+type Measurements<'a> = [&'a Measurement];
+
 impl BenchmarkSummary {
     /// The summary with the default bootstrap (reproducible: fixed seed).
     pub fn from_record(record: &RawRecord) -> Self {
@@ -259,10 +377,57 @@ impl BenchmarkSummary {
 
     /// The summary with intervals from `cfg`.
     pub fn from_record_with(record: &RawRecord, cfg: BootstrapConfig) -> Self {
-        let mut s = BenchmarkSummary {
-            id: record.id.clone(),
-            name: record.name.clone(),
-            arg: record.arg.clone(),
+        let measurements: Vec<&Measurement> = record.measurements().collect();
+        let timing = Timing::of(record, &measurements, cfg);
+        let kernels = KernelDetail::of(record, &measurements, &timing);
+        let first = measurements.first();
+        let primary = timing.primary().map(|p| p.estimate.point);
+        let steady_wall = timing.wall.as_ref().map(|w| w.estimate.point);
+        let conditions = Conditions::of(record);
+        let flags = summary_flags(record, &measurements, &timing, &conditions);
+        BenchmarkSummary {
+            identity: BenchmarkIdentity {
+                id: record.id.clone(),
+                name: record.name.clone(),
+                arg: record.arg.clone(),
+            },
+            outcome: BenchmarkOutcome::of(record),
+            device: BenchmarkDevice {
+                label: record.fingerprint.device.label(),
+                name: record.fingerprint.device.name.clone(),
+            },
+            kernels,
+            counters: CounterSummary::of(&measurements),
+            eager_compiled: record.eager_compiled().map(|c| c.summary()),
+            cold: first.map_or_else(Vec::new, |f| cold_calls(f, &measurements, steady_wall)),
+            throughput: first.and_then(|f| ThroughputSummary::of(f.throughput?, primary?)),
+            memory: MemorySummary::of(&measurements),
+            sampling: Sampling::of(&measurements),
+            flags,
+            conditions,
+            timing,
+        }
+    }
+
+    /// The statistics of timer `kind`.
+    pub fn time(&self, kind: TimeKind) -> Option<&TimeSummary> {
+        self.timing.time(kind)
+    }
+
+    /// The statistics of the primary timer (device when measured, else wall).
+    pub fn primary(&self) -> Option<&TimeSummary> {
+        self.timing.primary()
+    }
+
+    /// Processes with a measurement.
+    pub fn processes(&self) -> usize {
+        self.primary().map_or(0, |p| p.processes.count)
+    }
+}
+
+impl BenchmarkOutcome {
+    fn of(record: &RawRecord) -> Self {
+        BenchmarkOutcome {
             status: if record.passed() {
                 BenchmarkStatus::Passed
             } else {
@@ -272,158 +437,37 @@ impl BenchmarkSummary {
             failed_round: record.failed_round().map(|r| r.round),
             rounds: record.rounds.len(),
             mode: record.config.mode,
-            device_label: record.fingerprint.device.label(),
-            device_name: record.fingerprint.device.name.clone(),
-            primary_kind: None,
-            bound: None,
-            wall: None,
-            host: None,
-            device: None,
-            kernel: None,
-            kernel_method: None,
-            not_capturable: None,
-            kernel_unavailable: None,
-            kernels: Vec::new(),
-            counters: None,
-            counters_vary: false,
-            launch_overhead: None,
-            eager_compiled: record.eager_compiled().map(|c| c.summary()),
-            total_iters: 0,
-            cold: Vec::new(),
-            throughput: None,
-            memory: None,
-            sync_cost_ns: None,
-            naive: Vec::new(),
-            stop_reason: None,
-            flags: Vec::new(),
-            throttled_samples: 0,
-            sm_clock_mhz: None,
-            max_temperature_c: None,
-            other_processes: Vec::new(),
-            telemetry_unavailable: record.telemetry_unavailable().map(str::to_string),
-            host_cpus: crate::host::HostSummary::of(
-                record.rounds.iter().filter_map(|r| r.host.as_ref()),
-            ),
-        };
-        for t in record.rounds.iter().filter_map(|r| r.telemetry.as_ref()) {
-            s.max_temperature_c = s.max_temperature_c.max(t.max_temperature_c);
-            for p in &t.other_processes {
-                if !s.other_processes.contains(&p.pid) {
-                    s.other_processes.push(p.pid);
-                }
-            }
         }
-        let measurements: Vec<_> = record.measurements().collect();
-        let Some(first) = measurements.first() else {
-            return s;
-        };
-        let bound = record.bound();
-        s.bound = Some(bound);
+    }
+}
+
+impl Timing {
+    /// The timers of `record`'s processes; all absent when none measured.
+    fn of(record: &RawRecord, measurements: &Measurements, cfg: BootstrapConfig) -> Self {
+        if measurements.is_empty() {
+            return Timing::default();
+        }
         let floor = record.run_floor();
-        s.wall = TimeSummary::from_groups(&record.groups(TimeKind::Wall), floor, cfg);
-        s.host = TimeSummary::from_groups(&record.groups(TimeKind::Host), floor, cfg);
-        if record.device_timed() {
-            s.device = TimeSummary::from_groups(&record.groups(TimeKind::Device), floor, cfg);
-        }
-        let kind = record.primary_kind();
-        s.primary_kind = s.time(kind).map(|_| kind);
-        let kernel_runs: Vec<&KernelMeasurement> = measurements
-            .iter()
-            .filter_map(|m| m.kernel.as_ref())
-            .collect();
-        if kernel_runs.len() == measurements.len() {
-            s.kernel = TimeSummary::from_groups(
-                &record.groups(TimeKind::Kernel),
-                Bound::Device.run_floor(),
-                cfg,
-            );
-        }
-        if let Some(k) = kernel_runs.first() {
-            s.kernel_method = Some(k.method);
-            s.not_capturable = k.not_capturable.clone();
-        }
-        let counted: Vec<Counters> = kernel_runs.iter().filter_map(|k| k.counters).collect();
-        if let Some(first_counts) = counted.first() {
-            s.counters = Some(*first_counts);
-            s.counters_vary = counted.iter().any(|o| {
-                crate::kernels::Counter::ALL
-                    .iter()
-                    .any(|&c| o.per_call(c) != first_counts.per_call(c))
-            });
-        }
-        s.kernels = record.kernel_table();
-        s.kernel_unavailable = first.kernel_unavailable.clone();
-        s.launch_overhead = match (&s.kernel, &s.device) {
-            (Some(k), Some(d)) if d.estimate.point > 0.0 => {
-                Some((1.0 - k.estimate.point / d.estimate.point).max(0.0))
-            }
-            _ => None,
-        };
-        s.total_iters = measurements
-            .iter()
-            .flat_map(|m| &m.samples)
-            .map(|x| x.iters)
-            .sum();
-        let steady_wall = s.wall.as_ref().map(|w| w.estimate.point);
-        s.cold = first
-            .cold
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let same: Vec<_> = measurements
-                    .iter()
-                    .filter_map(|m| m.cold.get(i).filter(|x| x.label == c.label))
-                    .collect();
-                let walls: Vec<f64> = same.iter().map(|x| x.wall_ns).collect();
-                let wall = median(&walls);
-                let devices: Vec<f64> = same.iter().filter_map(|x| x.device_ns).collect();
-                ColdCallSummary {
-                    label: c.label.clone(),
-                    wall_ns: wall,
-                    host_ns: median(&same.iter().map(|x| x.host_ns).collect::<Vec<_>>()),
-                    device_ns: (devices.len() == same.len()).then(|| median(&devices)),
-                    per_process_wall_ns: if walls.len() > 1 { walls } else { Vec::new() },
-                    times_steady: steady_wall
-                        .filter(|w| *w > 0.0)
-                        .map(|w| wall / w)
-                        .filter(|r| r.is_finite()),
-                }
-            })
-            .collect();
-        let primary = s.primary().map(|p| p.estimate.point);
-        s.throughput = match (first.throughput, primary) {
-            (Some(t), Some(ns)) if ns > 0.0 && t.rate(ns).is_finite() => Some(ThroughputSummary {
-                per_iter: t,
-                rate_per_s: t.rate(ns),
-                rate: t.format_rate(ns),
-            }),
-            _ => None,
-        };
-        s.memory = measurements
-            .iter()
-            .filter_map(|m| m.memory)
-            .max_by_key(|m| m.peak_allocated_bytes);
-        s.sync_cost_ns = Some(median(
-            &measurements
+        let time =
+            |kind: TimeKind, floor: f64| TimeSummary::from_groups(&record.groups(kind), floor, cfg);
+        let mut t = Timing {
+            primary_kind: None,
+            bound: Some(record.bound()),
+            wall: time(TimeKind::Wall, floor),
+            host: time(TimeKind::Host, floor),
+            device: record
+                .device_timed()
+                .then(|| time(TimeKind::Device, floor))
+                .flatten(),
+            kernel: measurements
                 .iter()
-                .map(|m| m.sync_cost_ns)
-                .collect::<Vec<_>>(),
-        ));
-        s.naive = first.naive.clone();
-        s.stop_reason = Some(first.stop_reason);
-        s.flags = merged_flags(&measurements);
-        if s.primary().is_some_and(|p| p.processes.unstable) {
-            s.flags.push(Flag::UnstableAcrossProcesses);
-        }
-        s.throttled_samples = record.throttled_samples();
-        s.sm_clock_mhz = record.mean_sm_clock_mhz();
-        if s.throttled_samples > 0 && !s.flags.contains(&Flag::Throttled) {
-            s.flags.push(Flag::Throttled);
-        }
-        if record.contended() && !s.flags.contains(&Flag::Contended) {
-            s.flags.push(Flag::Contended);
-        }
-        s
+                .all(|m| m.kernel.is_some())
+                .then(|| time(TimeKind::Kernel, Bound::Device.run_floor()))
+                .flatten(),
+        };
+        let kind = record.primary_kind();
+        t.primary_kind = t.time(kind).map(|_| kind);
+        t
     }
 
     /// The statistics of timer `kind`.
@@ -440,16 +484,193 @@ impl BenchmarkSummary {
     pub fn primary(&self) -> Option<&TimeSummary> {
         self.primary_kind.and_then(|k| self.time(k))
     }
+}
 
-    /// Processes with a measurement.
-    pub fn processes(&self) -> usize {
-        self.primary().map_or(0, |p| p.processes.count)
+impl KernelDetail {
+    fn of(record: &RawRecord, measurements: &Measurements, timing: &Timing) -> Self {
+        let Some(first) = measurements.first() else {
+            return KernelDetail::default();
+        };
+        let first_kernel = measurements.iter().find_map(|m| m.kernel.as_ref());
+        KernelDetail {
+            method: first_kernel.map(|k| k.method),
+            not_capturable: first_kernel.and_then(|k| k.not_capturable.clone()),
+            unavailable: first.kernel_unavailable.clone(),
+            table: record.kernel_table(),
+            launch_overhead: match (&timing.kernel, &timing.device) {
+                (Some(k), Some(d)) if d.estimate.point > 0.0 => {
+                    Some((1.0 - k.estimate.point / d.estimate.point).max(0.0))
+                }
+                _ => None,
+            },
+        }
     }
+}
+
+impl CounterSummary {
+    fn of(measurements: &Measurements) -> Self {
+        let counted: Vec<Counters> = measurements
+            .iter()
+            .filter_map(|m| m.kernel.as_ref()?.counters)
+            .collect();
+        let Some(first) = counted.first() else {
+            return CounterSummary::default();
+        };
+        CounterSummary {
+            counts: Some(*first),
+            vary: counted.iter().any(|o| {
+                gpubench_record::kernels::Counter::ALL
+                    .iter()
+                    .any(|&c| o.per_call(c) != first.per_call(c))
+            }),
+        }
+    }
+}
+
+/// The cold calls of `first`, each over the processes that made the same call.
+fn cold_calls(
+    first: &Measurement,
+    measurements: &Measurements,
+    steady_wall: Option<f64>,
+) -> Vec<ColdCallSummary> {
+    first
+        .cold
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let same: Vec<_> = measurements
+                .iter()
+                .filter_map(|m| m.cold.get(i).filter(|x| x.label == c.label))
+                .collect();
+            let walls: Vec<f64> = same.iter().map(|x| x.wall_ns).collect();
+            let wall = median(&walls);
+            let devices: Vec<f64> = same.iter().filter_map(|x| x.device_ns).collect();
+            ColdCallSummary {
+                label: c.label.clone(),
+                wall_ns: wall,
+                host_ns: median(&same.iter().map(|x| x.host_ns).collect::<Vec<_>>()),
+                device_ns: (devices.len() == same.len()).then(|| median(&devices)),
+                per_process_wall_ns: if walls.len() > 1 { walls } else { Vec::new() },
+                times_steady: steady_wall
+                    .filter(|w| *w > 0.0)
+                    .map(|w| wall / w)
+                    .filter(|r| r.is_finite()),
+            }
+        })
+        .collect()
+}
+
+impl ThroughputSummary {
+    /// The rate of `per_iter` at `ns` per iteration, when it is a finite one.
+    fn of(per_iter: Throughput, ns: f64) -> Option<Self> {
+        (ns > 0.0 && per_iter.rate(ns).is_finite()).then(|| ThroughputSummary {
+            per_iter,
+            rate_per_s: per_iter.rate(ns),
+            rate: per_iter.format_rate(ns),
+        })
+    }
+}
+
+impl MemorySummary {
+    fn of(measurements: &Measurements) -> Self {
+        let at_peak = measurements
+            .iter()
+            .filter_map(|m| m.memory_peak.as_ref())
+            .max_by_key(|p| p.snapshot.allocated_bytes)
+            .cloned();
+        let at_peak_unavailable = if at_peak.is_none() {
+            measurements
+                .iter()
+                .find_map(|m| m.memory_peak_unavailable.clone())
+        } else {
+            None
+        };
+        MemorySummary {
+            peak: measurements
+                .iter()
+                .filter_map(|m| m.memory)
+                .max_by_key(|m| m.peak_allocated_bytes),
+            growth: crate::memory::GrowthSummary::of(measurements),
+            at_peak,
+            at_peak_unavailable,
+        }
+    }
+}
+
+impl Sampling {
+    fn of(measurements: &Measurements) -> Self {
+        let Some(first) = measurements.first() else {
+            return Sampling::default();
+        };
+        Sampling {
+            total_iters: measurements
+                .iter()
+                .flat_map(|m| &m.samples)
+                .map(|x| x.iters)
+                .sum(),
+            sync_cost_ns: Some(median(
+                &measurements
+                    .iter()
+                    .map(|m| m.sync_cost_ns)
+                    .collect::<Vec<_>>(),
+            )),
+            naive: first.naive.clone(),
+            stop_reason: Some(first.stop_reason),
+        }
+    }
+}
+
+impl Conditions {
+    fn of(record: &RawRecord) -> Self {
+        let mut c = Conditions {
+            throttled_samples: record.throttled_samples(),
+            sm_clock_mhz: record.mean_sm_clock_mhz(),
+            max_temperature_c: None,
+            other_processes: Vec::new(),
+            telemetry_unavailable: record.telemetry_unavailable().map(str::to_string),
+            host_cpus: crate::host::HostSummary::of(
+                record.rounds.iter().filter_map(|r| r.host.as_ref()),
+            ),
+        };
+        for t in record.rounds.iter().filter_map(|r| r.telemetry.as_ref()) {
+            c.max_temperature_c = c.max_temperature_c.max(t.max_temperature_c);
+            for p in &t.other_processes {
+                if !c.other_processes.contains(&p.pid) {
+                    c.other_processes.push(p.pid);
+                }
+            }
+        }
+        c
+    }
+}
+
+/// The flags of the processes ([`merged_flags`]), with those of the whole: unstable
+/// across processes, throttled, contended.
+fn summary_flags(
+    record: &RawRecord,
+    measurements: &Measurements,
+    timing: &Timing,
+    conditions: &Conditions,
+) -> Vec<Flag> {
+    if measurements.is_empty() {
+        return Vec::new();
+    }
+    let mut flags = merged_flags(measurements);
+    if timing.primary().is_some_and(|p| p.processes.unstable) {
+        flags.push(Flag::UnstableAcrossProcesses);
+    }
+    if conditions.throttled_samples > 0 && !flags.contains(&Flag::Throttled) {
+        flags.push(Flag::Throttled);
+    }
+    if record.contended() && !flags.contains(&Flag::Contended) {
+        flags.push(Flag::Contended);
+    }
+    flags
 }
 
 /// The flags of several processes: how the benchmark is bound when most processes
 /// agree, the others when any process raised them; in the engine's order.
-fn merged_flags(measurements: &[&crate::measurement::Measurement]) -> Vec<Flag> {
+fn merged_flags(measurements: &Measurements) -> Vec<Flag> {
     let n = measurements.len();
     let count = |f: Flag| measurements.iter().filter(|m| m.flags.contains(&f)).count();
     let mut out = Vec::new();

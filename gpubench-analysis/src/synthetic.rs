@@ -11,9 +11,13 @@
 
 use rand::Rng;
 
-use crate::kernels::{table, ActivityKind, Counters, KernelMeasurement, KernelMethod};
-use crate::measurement::{Flag, Measurement, MeasurementConfig, Sample, StopReason, Throughput};
-use crate::record::{Fingerprint, ProcessPolicy, RawRecord, Round, RECORD_FORMAT_VERSION};
+use gpubench_record::id::split_id;
+use gpubench_record::kernels::{table, ActivityKind, Counters, KernelMeasurement, KernelMethod};
+use gpubench_record::measurement::ProcessPolicy;
+use gpubench_record::measurement::{
+    Flag, Measurement, MeasurementConfig, Sample, StopReason, Throughput,
+};
+use gpubench_record::record::{Fingerprint, RawRecord, Round, RECORD_FORMAT_VERSION};
 
 /// How a whole process's times move against the model's centre.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -166,7 +170,6 @@ impl GpuLikeSamples {
                     .collect();
                 Round {
                     round: p as u32 + 1,
-                    started_at: format!("2026-01-01T00:00:{:02}Z", p % 60),
                     measurement: Some(Measurement {
                         sync_cost_ns: 10_000.0,
                         cold: Vec::new(),
@@ -180,28 +183,22 @@ impl GpuLikeSamples {
                         device_timer: true,
                         kernel: None,
                         kernel_unavailable: None,
+                        memory_peak: None,
+                        memory_peak_unavailable: None,
+                        memory_growth: None,
                     }),
-                    failure: None,
-                    eager_compiled: None,
-                    telemetry: None,
-                    telemetry_unavailable: None,
-                    host: None,
-                    host_unavailable: None,
-                    pairing: None,
+                    ..Round::first(format!("2026-01-01T00:00:{:02}Z", p % 60))
                 }
             })
             .collect();
         let mut fingerprint = Fingerprint::unknown("cuda:0", "2026-01-01T00:00:00Z".into());
         fingerprint.device.name = device_name.to_string();
-        let (name, arg) = match id.split_once('/') {
-            Some((n, a)) => (n.to_string(), Some(a.to_string())),
-            None => (id.to_string(), None),
-        };
+        let (name, arg) = split_id(id);
         RawRecord {
             format_version: RECORD_FORMAT_VERSION,
             id: id.to_string(),
-            name,
-            arg,
+            name: name.to_string(),
+            arg: arg.map(str::to_string),
             fingerprint,
             config: MeasurementConfig {
                 processes: ProcessPolicy::fixed(processes as u32),

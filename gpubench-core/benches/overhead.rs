@@ -8,9 +8,9 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use gpubench_analysis::stats::median_estimate;
-use gpubench_analysis::MeasurementConfig;
-use gpubench_core::device::{simulated::spin_until, DeviceBackend, TorchDevice};
+use gpubench_core::__private::device::{spin_until, DeviceBackend, TorchDevice};
 use gpubench_core::Bencher;
+use gpubench_record::measurement::MeasurementConfig;
 
 fn main() -> ExitCode {
     if !std::env::args().any(|a| a == "--bench") {

@@ -10,8 +10,8 @@
 //! ./graph_variation                                                  # on a GPU machine
 //! ```
 
+use gpubench_core::__private::device::{DeviceBackend, TorchDevice};
 use gpubench_core::cuda_loader;
-use gpubench_core::device::{DeviceBackend, TorchDevice};
 use tch::{Device, Kind, Tensor};
 
 /// Calls per graph.

@@ -2,6 +2,7 @@
 // allocator statistics, and where libtorch was loaded from. Only c10 and ATen
 // interfaces are used, so no CUDA headers are needed; on a machine without CUDA
 // every call reports an error instead of throwing across the FFI boundary.
+#include "frames.h"
 #include "guard.h"
 
 #include <c10/core/CPUAllocator.h>
@@ -14,6 +15,7 @@
 #include <dlfcn.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -183,6 +185,27 @@ int gpubench_libtorch_lib_dir(char* out, size_t out_len) {
   write_error(out, out_len, path.substr(0, slash).c_str());
   return 0;
 }
+
+// The C++ stack of this call, gathered and named as the allocator's history gathers
+// and names the stack of an allocation (frames.h): one line per frame of the
+// caller's own, at most `max_frames`, innermost first. Null on failure; free with
+// gpubench_text_free.
+char* gpubench_traceback_frames(int max_frames, char* err, size_t err_len) {
+  char* out = nullptr;
+  guarded(err, err_len, [&] {
+    auto context = gpubench::gather_cpp_frames();
+    const auto* frames = gpubench::cpp_frames_of(context);
+    std::string text;
+    const auto lines = gpubench::frame_lines({&frames->ips}, max_frames);
+    for (const auto& line : lines[0]) {
+      text += line + '\n';
+    }
+    out = gpubench::malloc_copy(text);
+  });
+  return out;
+}
+
+void gpubench_text_free(char* p) { std::free(p); }
 
 }  // extern "C"
 

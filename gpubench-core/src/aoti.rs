@@ -119,7 +119,7 @@ pub struct AotiPackage {
 fn c_error(buf: &[c_char]) -> String {
     // SAFETY: the shim always NUL-terminates within the buffer it was given.
     let msg = unsafe { CStr::from_ptr(buf.as_ptr()) };
-    gpubench_analysis::cap_message(&msg.to_string_lossy())
+    gpubench_record::failure::cap_message(&msg.to_string_lossy())
 }
 
 fn device_label(device: Device) -> String {

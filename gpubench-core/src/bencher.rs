@@ -5,7 +5,7 @@ use std::hint::black_box;
 use std::rc::Rc;
 use std::time::Instant;
 
-use gpubench_analysis::{Measurement, MeasurementConfig, Throughput};
+use gpubench_record::measurement::{Measurement, MeasurementConfig, Throughput};
 
 use crate::device::DeviceBackend;
 use crate::engine::{Engine, EngineOptions, Workload};
@@ -13,6 +13,42 @@ use crate::shapes::InputShape;
 use crate::telemetry::Telemetry;
 
 /// Passed to every `#[gpu_bench]` function; call one of the `iter*` methods once.
+///
+/// ```no_run
+/// use gpubench_core::{gpu_bench, Bencher, Throughput};
+/// use tch::{Kind, Tensor};
+///
+/// // One routine, timed back to back.
+/// #[gpu_bench]
+/// fn softmax(b: &mut Bencher) {
+///     let x = Tensor::randn([64, 4096], (Kind::Float, b.device()));
+///     b.throughput(Throughput::Elements(64.0 * 4096.0));
+///     b.iter(|| x.softmax(-1, Kind::Float));
+/// }
+///
+/// // Fresh inputs per call, made outside the timing.
+/// #[gpu_bench]
+/// fn sort_fresh(b: &mut Bencher) {
+///     let device = b.device();
+///     b.iter_with_setup(
+///         || Tensor::randn([1 << 20], (Kind::Float, device)),
+///         |x| x.sort(0, false),
+///     );
+/// }
+///
+/// // A stream of shapes: the first call at each new shape is a cold call.
+/// #[gpu_bench]
+/// fn layer_norm_stream(b: &mut Bencher) {
+///     let inputs: Vec<Tensor> = [17, 64, 17, 256]
+///         .iter()
+///         .map(|&n| Tensor::randn([n, 512], (Kind::Float, b.device())))
+///         .collect();
+///     b.naive_loops(&[20, 100]);
+///     b.iter_inputs(inputs, |x| x.layer_norm([512], None::<Tensor>, None::<Tensor>, 1e-5, false));
+/// }
+///
+/// gpubench_core::main!();
+/// ```
 pub struct Bencher {
     backend: Rc<dyn DeviceBackend>,
     config: MeasurementConfig,
@@ -20,7 +56,7 @@ pub struct Bencher {
     id: String,
     telemetry: Option<Telemetry>,
     pub(crate) measurement: Option<Measurement>,
-    pub(crate) eager_compiled: Option<gpubench_analysis::eager_compiled::EagerCompiled>,
+    pub(crate) eager_compiled: Option<gpubench_record::eager_compiled::EagerCompiled>,
     /// In a paired process, where `b.iter…` hands the routine to the driver.
     pub(crate) paired: Option<crate::paired::Hook>,
     /// Why a routine handed to the driver of a paired process has no measurement.
@@ -29,6 +65,7 @@ pub struct Bencher {
 
 impl Bencher {
     /// A bencher for benchmark `id` measuring on `backend`.
+    #[doc(hidden)]
     pub fn new(id: &str, backend: Rc<dyn DeviceBackend>, config: MeasurementConfig) -> Self {
         Bencher {
             backend,
@@ -55,7 +92,7 @@ impl Bencher {
 
     /// Whether this run measures (`--bench`) or only smoke-tests one call.
     pub fn is_measuring(&self) -> bool {
-        self.config.mode == gpubench_analysis::RunMode::Bench
+        self.config.mode == gpubench_record::measurement::RunMode::Bench
     }
 
     /// Declares the work one iteration does, so rates (TFLOP/s, GB/s) are reported.
@@ -68,6 +105,13 @@ impl Bencher {
     /// naive loops and the hidden-sync probe); on by default.
     pub(crate) fn diagnostics(&mut self, on: bool) -> &mut Self {
         self.options.diagnostics = on;
+        self
+    }
+
+    /// Whether to take the allocator's state at the peak of a traced stretch of calls
+    /// after the samples (`--memory-peak-snapshot`).
+    pub(crate) fn memory_peak(&mut self, on: bool) -> &mut Self {
+        self.options.memory_peak = on;
         self
     }
 
@@ -142,7 +186,7 @@ impl Bencher {
     pub fn eager_compiled(
         &mut self,
         variants: crate::eager_compiled::EagerVsCompiled<'_>,
-    ) -> &gpubench_analysis::eager_compiled::EagerCompiled {
+    ) -> &gpubench_record::eager_compiled::EagerCompiled {
         assert!(
             self.measurement.is_none(),
             "benchmark {} called b.iter or b.eager_compiled twice: a benchmark measures one routine",

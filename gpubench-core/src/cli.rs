@@ -1,7 +1,7 @@
 //! The bench executable's command line: libtest-compatible, every option also read
 //! from a `GPUBENCH_*` environment variable.
 
-use gpubench_analysis::protocol;
+use gpubench_record::protocol;
 use std::path::PathBuf;
 
 use clap::builder::BoolishValueParser;
@@ -121,6 +121,29 @@ pub struct HarnessArgs {
     /// GPU's cold-cache time, often faster than calls back to back).
     #[arg(long, env = "GPUBENCH_FLUSH_L2", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub flush_l2: bool,
+    /// Records where each device memory block is allocated (C++ stacks), so the
+    /// snapshot taken at an out-of-memory failure says where its largest blocks came
+    /// from. Slows allocation.
+    #[arg(long, env = protocol::MEMORY_HISTORY_VAR, action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub memory_history: bool,
+    /// After the samples, traces a sample's worth of calls (every allocation and free,
+    /// with where each block was allocated) and records the caching allocator's state
+    /// at their peak of allocated bytes: the largest live blocks, what was reserved but
+    /// free. The samples are timed without the trace.
+    #[arg(long, env = protocol::MEMORY_PEAK_SNAPSHOT_VAR, action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub memory_peak_snapshot: bool,
+    /// Caps the device's caching allocator at this fraction (0 to 1] of its memory,
+    /// as `torch.cuda.set_per_process_memory_fraction` does.
+    #[arg(long, env = protocol::MEMORY_FRACTION_VAR, value_name = "FRACTION")]
+    pub memory_fraction: Option<f64>,
+    /// Lists the capacity benchmarks (`#[gpu_bench(capacity = "...")]`): one line
+    /// `<name> <unit> <first size>` each.
+    #[arg(long, hide = true)]
+    pub list_capacity: bool,
+    /// Runs the capacity benchmark named by the exact filter once at this size (one
+    /// probe of `cargo gpubench capacity`); its record's id is `<name>/<size>`.
+    #[arg(long, env = protocol::CAPACITY_PROBE_VAR, hide = true, value_name = "SIZE")]
+    pub capacity_probe: Option<u64>,
     /// Which round (process) of this benchmark `cargo gpubench` runs: from 2 on, the
     /// diagnostics the first round recorded are left out.
     #[arg(long, env = protocol::ROUND_VAR, hide = true, value_name = "N")]

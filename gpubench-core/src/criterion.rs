@@ -42,7 +42,28 @@ fn leak(device: tch::Device) -> &'static dyn DeviceBackend {
 }
 
 /// Synced wall time of the calls on a device, in nanoseconds: `sync; t0; calls;
-/// sync; t1`.
+/// sync; t1`. Works on any device, the CPU too.
+///
+/// ```no_run
+/// use criterion::{criterion_group, criterion_main, Criterion};
+/// use gpubench_core::criterion::SyncedWallTime;
+///
+/// fn bench(c: &mut Criterion<SyncedWallTime>) {
+///     let x = tch::Tensor::randn([1024, 1024], (tch::Kind::Float, tch::Device::Cpu));
+///     c.bench_function("matmul", |b| b.iter(|| x.matmul(&x)));
+///     // Or time a region of your own, e.g. in `iter_custom`:
+///     let wall = SyncedWallTime::new(tch::Device::Cpu);
+///     let ns = wall.time(|| drop(x.matmul(&x)));
+///     assert!(ns > 0.0);
+/// }
+///
+/// criterion_group! {
+///     name = benches;
+///     config = Criterion::default().with_measurement(SyncedWallTime::new(tch::Device::Cpu));
+///     targets = bench
+/// }
+/// criterion_main!(benches);
+/// ```
 pub struct SyncedWallTime {
     device: &'static dyn DeviceBackend,
     wall: WallTime,
@@ -55,6 +76,7 @@ impl SyncedWallTime {
     }
 
     /// Synced wall time on `device`, e.g. the simulated device of a test.
+    #[doc(hidden)]
     pub fn on(device: &'static dyn DeviceBackend) -> Self {
         SyncedWallTime {
             device,
@@ -98,7 +120,19 @@ impl Measurement for SyncedWallTime {
 }
 
 /// The device's own time for the calls, in nanoseconds, from two device events
-/// recorded around them (CUDA events on a GPU).
+/// recorded around them (CUDA events on a GPU). The CPU has no such events:
+/// [`DeviceTime::new`] says so.
+///
+/// ```no_run
+/// use gpubench_core::criterion::DeviceTime;
+///
+/// let device = tch::Device::Cuda(0);
+/// let timer = DeviceTime::new(device).expect("a CUDA device");
+/// let x = tch::Tensor::randn([4096, 4096], (tch::Kind::Float, device));
+/// let ns = timer.time(|| drop(x.matmul(&x)));
+/// println!("{ns} ns on the device");
+/// assert!(DeviceTime::new(tch::Device::Cpu).is_err());
+/// ```
 pub struct DeviceTime {
     device: &'static dyn DeviceBackend,
     /// The pair of events: criterion times one region at a time.
@@ -114,6 +148,7 @@ impl DeviceTime {
     }
 
     /// Device time on `device`, e.g. the simulated device of a test.
+    #[doc(hidden)]
     pub fn on(device: &'static dyn DeviceBackend) -> Result<Self, String> {
         let timer = device.timer().ok_or_else(|| {
             format!(

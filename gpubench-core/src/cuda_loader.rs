@@ -10,6 +10,15 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// What happened when loading `libtorch_cuda.so`.
+///
+/// ```no_run
+/// use gpubench_core::cuda_loader::{ensure_loaded, CudaLoad};
+///
+/// match ensure_loaded() {
+///     CudaLoad::Loaded(path) => println!("CUDA from {}", path.display()),
+///     CudaLoad::Unavailable(why) => println!("no CUDA: {why}"),
+/// }
+/// ```
 #[derive(Debug, Clone)]
 pub enum CudaLoad {
     /// Loaded from this path.
@@ -21,7 +30,14 @@ pub enum CudaLoad {
 static LOAD: OnceLock<CudaLoad> = OnceLock::new();
 
 /// Loads `libtorch_cuda.so` once, from the libtorch the process already uses.
-/// Must run before the first torch call to take effect.
+/// Must run before the first torch call to take effect. [`crate::main()`] calls it; a
+/// bench with a `main` of its own (criterion's) calls it first:
+///
+/// ```no_run
+/// // The first line of a `main` of its own, before any torch call:
+/// gpubench_core::cuda_loader::ensure_loaded();
+/// assert!(tch::Cuda::is_available(), "no CUDA device");
+/// ```
 pub fn ensure_loaded() -> &'static CudaLoad {
     LOAD.get_or_init(load)
 }

@@ -1,5 +1,6 @@
 //! The CUDA side of the C++ shim: CUDA-graph capture and replay of a routine, and the
-//! Kineto (CUPTI) profiler's record of its kernels, copies and syncs. It is a shared
+//! Kineto (CUPTI) profiler's record of its kernels, copies and syncs; the caching
+//! allocator's snapshot, history and memory cap. It is a shared
 //! library of its own, embedded in the executable and opened from memory once
 //! `libtorch_cuda.so` is loaded, so an executable built here starts on machines
 //! without CUDA and the GPU machine needs nothing but its libtorch.
@@ -7,14 +8,14 @@
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::OnceLock;
 
-use gpubench_analysis::kernels::ActivityKind;
+use gpubench_record::kernels::ActivityKind;
 
 use crate::cuda_loader::{self, CudaLoad};
 use crate::device::DeviceProfile;
 use crate::shim::call;
 
 /// The ABI version of `shim/cuda_shim.cpp` this build expects.
-const ABI_VERSION: c_int = 1;
+const ABI_VERSION: c_int = 3;
 
 #[cfg(gpubench_cuda_shim)]
 static LIBRARY: &[u8] = include_bytes!(env!("GPUBENCH_CUDA_SHIM"));
@@ -26,6 +27,9 @@ type ReplayFn = unsafe extern "C" fn(*mut c_void, c_int, *mut c_char, usize) -> 
 type FreeStateFn = unsafe extern "C" fn(*mut c_void);
 type StopFn = unsafe extern "C" fn(*mut c_char, usize) -> *mut c_char;
 type FreeTextFn = unsafe extern "C" fn(*mut c_char);
+type SnapshotFn = unsafe extern "C" fn(c_int, c_int, c_int, *mut c_char, usize) -> *mut c_char;
+type FractionFn = unsafe extern "C" fn(c_int, f64, *mut c_char, usize) -> c_int;
+type TraceStopFn = unsafe extern "C" fn(c_int, c_int, c_int, *mut c_char, usize) -> *mut c_char;
 
 /// The library's entry points.
 pub struct CudaShim {
@@ -37,6 +41,11 @@ pub struct CudaShim {
     profile_start: ErrFn,
     profile_stop: StopFn,
     free_text: FreeTextFn,
+    memory_snapshot: SnapshotFn,
+    memory_record_history: ErrFn,
+    memory_set_fraction: FractionFn,
+    memory_trace_start: ErrFn,
+    memory_trace_stop: TraceStopFn,
 }
 
 static SHIM: OnceLock<Result<CudaShim, String>> = OnceLock::new();
@@ -100,6 +109,21 @@ fn load() -> Result<CudaShim, String> {
             profile_stop: std::mem::transmute::<*mut c_void, StopFn>(sym("gpubench_profile_stop")?),
             free_text: std::mem::transmute::<*mut c_void, FreeTextFn>(sym(
                 "gpubench_cuda_shim_free",
+            )?),
+            memory_snapshot: std::mem::transmute::<*mut c_void, SnapshotFn>(sym(
+                "gpubench_memory_snapshot",
+            )?),
+            memory_record_history: std::mem::transmute::<*mut c_void, ErrFn>(sym(
+                "gpubench_memory_record_history",
+            )?),
+            memory_set_fraction: std::mem::transmute::<*mut c_void, FractionFn>(sym(
+                "gpubench_memory_set_fraction",
+            )?),
+            memory_trace_start: std::mem::transmute::<*mut c_void, ErrFn>(sym(
+                "gpubench_memory_trace_start",
+            )?),
+            memory_trace_stop: std::mem::transmute::<*mut c_void, TraceStopFn>(sym(
+                "gpubench_memory_trace_stop",
             )?),
         })
     }
@@ -205,6 +229,65 @@ impl CudaShim {
         // SAFETY: allocated by the shim's malloc, freed once.
         unsafe { (self.free_text)(text) };
         Ok(parsed)
+    }
+}
+
+impl CudaShim {
+    /// The caching allocator's segments and blocks on `device` as the shim lists them
+    /// (see `gpubench_record::memory_snapshot::parse_shim_snapshot`), with frames
+    /// for the largest live blocks when history is recorded.
+    pub fn memory_snapshot(&self, device: usize) -> Result<String, String> {
+        let mut text = std::ptr::null_mut();
+        let blocks = gpubench_record::memory_snapshot::LARGEST_BLOCKS_KEPT as c_int;
+        let frames = gpubench_record::memory_snapshot::FRAMES_KEPT as c_int;
+        // SAFETY: the shim returns null on error and fills the buffer.
+        call(|e, l| unsafe {
+            text = (self.memory_snapshot)(device as c_int, blocks, frames, e, l);
+            c_int::from(text.is_null())
+        })?;
+        Ok(self.take_text(text))
+    }
+
+    /// A text the shim allocated, with its frames readable; frees it.
+    fn take_text(&self, text: *mut c_char) -> String {
+        // SAFETY: a NUL-terminated buffer from the shim, freed by it below.
+        let out = crate::shim::readable_frames(&unsafe { CStr::from_ptr(text) }.to_string_lossy());
+        // SAFETY: allocated by the shim's malloc, freed once.
+        unsafe { (self.free_text)(text) };
+        out
+    }
+
+    /// Starts tracing every allocation and free, with where each block is allocated.
+    pub fn memory_trace_start(&self) -> Result<(), String> {
+        // SAFETY: sized buffer only.
+        call(|e, l| unsafe { (self.memory_trace_start)(e, l) })
+    }
+
+    /// The state of `device` with the trace since [`Self::memory_trace_start`] (see
+    /// `gpubench_analysis::memory_trace::parse_shim_trace`); stops the trace, keeping
+    /// the history of live blocks when `keep_history`.
+    pub fn memory_trace_stop(&self, device: usize, keep_history: bool) -> Result<String, String> {
+        let mut text = std::ptr::null_mut();
+        let frames = gpubench_record::memory_snapshot::FRAMES_KEPT as c_int;
+        // SAFETY: the shim returns null on error and fills the buffer.
+        call(|e, l| unsafe {
+            text =
+                (self.memory_trace_stop)(device as c_int, frames, c_int::from(keep_history), e, l);
+            c_int::from(text.is_null())
+        })?;
+        Ok(self.take_text(text))
+    }
+
+    /// Records the C++ stack of every allocation from now on.
+    pub fn memory_record_history(&self) -> Result<(), String> {
+        // SAFETY: sized buffer only.
+        call(|e, l| unsafe { (self.memory_record_history)(e, l) })
+    }
+
+    /// Caps the caching allocator of `device` at `fraction` of its memory.
+    pub fn memory_set_fraction(&self, device: usize, fraction: f64) -> Result<(), String> {
+        // SAFETY: plain values and a sized buffer.
+        call(|e, l| unsafe { (self.memory_set_fraction)(device as c_int, fraction, e, l) })
     }
 }
 

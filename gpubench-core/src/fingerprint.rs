@@ -2,7 +2,7 @@
 
 use std::ffi::{c_char, c_int, CString};
 
-use gpubench_analysis::Fingerprint;
+use gpubench_record::record::Fingerprint;
 
 use crate::device::DeviceBackend;
 use crate::shim;
@@ -49,7 +49,7 @@ pub fn cpu_model() -> Option<String> {
 
 /// `GPUBENCH_GIT_COMMIT` (set by cargo-gpubench), else `git rev-parse HEAD`.
 fn git_commit() -> Option<String> {
-    if let Ok(c) = std::env::var(gpubench_analysis::protocol::GIT_COMMIT_VAR) {
+    if let Ok(c) = std::env::var(gpubench_record::protocol::GIT_COMMIT_VAR) {
         return (!c.is_empty()).then_some(c);
     }
     let out = std::process::Command::new("git")

@@ -11,10 +11,12 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use clap::Parser;
-use gpubench_analysis::{
-    cap_message, file_stem_for_id, Failure, FailureKind, Fingerprint, MeasurementConfig,
-    MeasurementSettings, RawRecord, Round, RunMode,
-};
+use gpubench_record::failure::{cap_message, Failure, FailureKind};
+use gpubench_record::id::file_stem_for_id;
+use gpubench_record::measurement::{MeasurementConfig, MeasurementSettings, RunMode};
+use gpubench_record::record::{Fingerprint, RawRecord, Round};
+
+use gpubench_record::memory_snapshot::{self, MemorySnapshot};
 
 use crate::cli::HarnessArgs;
 use crate::cuda_loader::{self, CudaLoad};
@@ -24,10 +26,21 @@ use crate::registry::{self, Case};
 use crate::telemetry::Telemetry;
 use crate::{fingerprint, output, Bencher};
 
-pub use gpubench_analysis::protocol::{EXIT_BENCHMARK_FAILED as EXIT_FAILED, EXIT_USAGE};
+pub use gpubench_record::protocol::{EXIT_BENCHMARK_FAILED as EXIT_FAILED, EXIT_USAGE};
 
 thread_local! {
     static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// The device of the benchmark running now, whose allocator the panic hook
+    /// reads at an out-of-memory error, before unwinding frees what held the memory.
+    static OOM_DEVICE: RefCell<Option<Rc<dyn DeviceBackend>>> = const { RefCell::new(None) };
+    /// What the panic hook read at the last out-of-memory error.
+    static LAST_OOM: RefCell<Option<OomState>> = const { RefCell::new(None) };
+}
+
+/// The allocator at an out-of-memory error, read while the memory is still held.
+struct OomState {
+    stats: Option<gpubench_record::measurement::MemoryStats>,
+    snapshot: Result<MemorySnapshot, String>,
 }
 
 /// What `--device` (or `GPUBENCH_DEVICE`) asked this harness process for, set before
@@ -68,7 +81,23 @@ pub fn bench_device() -> tch::Device {
     })
 }
 
-/// Parses the process's arguments, runs, and exits with the harness's exit code.
+/// Parses the process's arguments, runs, and exits with the harness's exit code:
+/// the `main` of a bench target with `harness = false` (or write [`main!`](crate::main!)).
+/// It lists (`--list`), smoke-tests (`cargo test --benches`) or measures
+/// (`cargo bench`, `cargo gpubench`) the `#[gpu_bench]` functions of the target.
+///
+/// ```no_run
+/// use gpubench_core::{gpu_bench, Bencher};
+///
+/// #[gpu_bench]
+/// fn empty_cache(b: &mut Bencher) {
+///     b.iter(|| tch::Cuda::synchronize(0));
+/// }
+///
+/// fn main() {
+///     gpubench_core::main()
+/// }
+/// ```
 pub fn main() {
     take_down_group_on_sigterm();
     let args = HarnessArgs::parse();
@@ -109,10 +138,10 @@ fn take_down_group_on_sigterm() {
 
 /// Runs the harness with parsed arguments; returns the exit code.
 pub fn run(args: HarnessArgs) -> i32 {
-    if std::env::var_os(gpubench_analysis::protocol::HANDSHAKE_VAR).is_some() {
+    if std::env::var_os(gpubench_record::protocol::HANDSHAKE_VAR).is_some() {
         // Before anything can fail: `cargo gpubench` tells a gpubench harness that
         // refuses its benchmarks from a bench that is not one.
-        println!("{}", gpubench_analysis::protocol::handshake_line());
+        println!("{}", gpubench_record::protocol::handshake_line());
     }
     // Before the cases are made: their arguments may depend on it.
     let _ = REQUESTED_DEVICE.set(args.device.clone());
@@ -124,10 +153,33 @@ pub fn run(args: HarnessArgs) -> i32 {
         }
     };
     let total = cases.len();
-    let selected = select(cases, &args);
+    let selected = match args.capacity_probe {
+        Some(size) => match probe_cases(size, &args) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_USAGE;
+            }
+        },
+        None => select(cases, &args),
+    };
     if args.list {
         print_list(&selected, &args);
         return 0;
+    }
+    if args.list_capacity {
+        return match registry::capacity_benches() {
+            Ok(benches) => {
+                for c in benches {
+                    println!("{} {} {}", c.name, c.unit, c.start);
+                }
+                0
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                EXIT_USAGE
+            }
+        };
     }
     if args.list_devices {
         for id in visible_devices() {
@@ -135,14 +187,28 @@ pub fn run(args: HarnessArgs) -> i32 {
         }
         return 0;
     }
-    let round = args.round.unwrap_or(1).max(1);
-    let config = match measurement_config(&args) {
+    let mut round = args.round.unwrap_or(1).max(1);
+    let mut config = match measurement_config(&args) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
             return EXIT_USAGE;
         }
     };
+    if args.capacity_probe.is_some() {
+        // A probe needs the steady state's peak memory (a training step's second
+        // call holds the first one's gradients), not a figure to trust: a few calls,
+        // and none of the first round's diagnostics (naive loops of hundreds of calls).
+        config = MeasurementConfig {
+            warmup_time_s: 0.05,
+            measurement_time_s: 0.1,
+            min_samples: 2,
+            max_samples: 5,
+            mode: RunMode::Bench,
+            ..MeasurementConfig::quick()
+        };
+        round = round.max(2);
+    }
     let backend: Rc<dyn DeviceBackend> = match select_device(args.device.as_deref()) {
         Ok(d) => Rc::new(d),
         Err(e) => {
@@ -154,6 +220,10 @@ pub fn run(args: HarnessArgs) -> i32 {
         let id = backend.identity();
         println!("{} {}", id.label(), id.name);
         return 0;
+    }
+    if let Err(e) = prepare_allocator(backend.as_ref(), &args) {
+        eprintln!("error: {e}");
+        return EXIT_USAGE;
     }
     install_panic_hook();
     // The device, libraries, host and commit do not change between benchmarks: ask
@@ -187,8 +257,11 @@ pub fn run(args: HarnessArgs) -> i32 {
                 gpu: &telemetry,
                 host: &host,
             },
-            round,
-            None,
+            CaseRun {
+                round,
+                memory_peak: args.memory_peak_snapshot,
+                paired: None,
+            },
         );
         if let Some(dir) = &args.record_dir {
             if let Err(e) = write_record(dir, &record) {
@@ -229,6 +302,48 @@ pub fn run(args: HarnessArgs) -> i32 {
     }
 }
 
+/// The case of one capacity probe: the capacity benchmark named by the one exact
+/// filter, at `size`.
+fn probe_cases(size: u64, args: &HarnessArgs) -> Result<Vec<Case>, String> {
+    let [name] = args.filters.as_slice() else {
+        return Err(format!(
+            "--capacity-probe {size} needs one benchmark name, e.g. `--exact NAME`"
+        ));
+    };
+    let name = name.split('/').next().unwrap_or(name);
+    let benches = registry::capacity_benches()?;
+    let bench = benches.iter().find(|c| c.name == name).ok_or_else(|| {
+        let known: Vec<&str> = benches.iter().map(|c| c.name).collect();
+        format!(
+            "`{name}` is not a capacity benchmark (declare it with #[gpu_bench(capacity = \"batch\", args = [..])]); \
+             this executable has: {}",
+            if known.is_empty() { "none".to_string() } else { known.join(", ") }
+        )
+    })?;
+    Ok(vec![bench.probe_case(size)])
+}
+
+/// `--memory-fraction` and `--memory-history` on the device's allocator.
+fn prepare_allocator(backend: &dyn DeviceBackend, args: &HarnessArgs) -> Result<(), String> {
+    if let Some(f) = args.memory_fraction {
+        if !(f > 0.0 && f <= 1.0) {
+            return Err(format!(
+                "--memory-fraction / {} must be in (0, 1], got {f}",
+                gpubench_record::protocol::MEMORY_FRACTION_VAR
+            ));
+        }
+        backend
+            .cap_memory(f)
+            .map_err(|e| format!("failed to cap device memory at {f} (--memory-fraction): {e}"))?;
+    }
+    if args.memory_history {
+        backend
+            .record_memory_history()
+            .map_err(|e| format!("failed to record allocation history (--memory-history): {e}"))?;
+    }
+    Ok(())
+}
+
 /// libtest's selection: any of the filters (substring, or exact), `--skip`, and
 /// `--ignored` keeping only ignored benchmarks.
 pub(crate) fn select(cases: Vec<Case>, args: &HarnessArgs) -> Vec<Case> {
@@ -260,7 +375,7 @@ fn print_list(cases: &[Case], args: &HarnessArgs) {
 
 /// The measurement settings of `args` on the defaults of a run (or of `--quick`),
 /// checked by the rules `cargo gpubench` checks them with before it starts this
-/// process (`gpubench_analysis::MeasurementSettings`).
+/// process (`gpubench_record::measurement::MeasurementSettings`).
 fn measurement_config(args: &HarnessArgs) -> Result<MeasurementConfig, String> {
     let defaults = if args.quick {
         MeasurementConfig::quick()
@@ -287,7 +402,7 @@ fn measurement_config(args: &HarnessArgs) -> Result<MeasurementConfig, String> {
 }
 
 /// Every CUDA device this process sees, or the CPU when it sees none.
-fn visible_devices() -> Vec<gpubench_analysis::DeviceIdentity> {
+fn visible_devices() -> Vec<gpubench_record::record::DeviceIdentity> {
     let _ = cuda_loader::ensure_loaded();
     let count = if tch::Cuda::is_available() {
         tch::Cuda::device_count().max(0) as usize
@@ -368,15 +483,38 @@ fn install_panic_hook() {
             .unwrap_or_default();
         let full = cap_message(&format!("panicked{location}: {msg}"));
         eprintln!("{full}");
+        if gpubench_record::failure::is_out_of_memory(&msg) {
+            read_allocator_at_oom(&msg);
+        }
         LAST_PANIC.with(|p| *p.borrow_mut() = Some(full));
     }));
+}
+
+/// Reads the running benchmark's allocator while what held its memory is still
+/// alive (the panic has not unwound yet), for the failure record.
+fn read_allocator_at_oom(message: &str) {
+    let Some(device) = OOM_DEVICE.with(|d| d.borrow().clone()) else {
+        return;
+    };
+    let snapshot = device.memory_snapshot().map(|mut s| {
+        s.failed_request_bytes = memory_snapshot::parse_failed_request(message);
+        if let Some(cap) = memory_snapshot::parse_allowed_limit(message) {
+            s.limit_bytes = Some(cap);
+        }
+        s
+    });
+    let state = OomState {
+        stats: device.memory(),
+        snapshot,
+    };
+    LAST_OOM.with(|o| *o.borrow_mut() = Some(state));
 }
 
 /// Runs one benchmark as a side of a paired process (`cargo gpubench ab`): its
 /// `b.iter…` hands the routine to the driver through `hook`. `Err` when there is no
 /// record to give (an unknown id, an unusable device).
 pub(crate) fn run_paired(
-    request: &gpubench_analysis::paired::PairedRequest,
+    request: &gpubench_record::paired::PairedRequest,
     hook: crate::paired::Hook,
 ) -> Result<RawRecord, String> {
     let cases = registry::cases().map_err(|e| e.to_string())?;
@@ -399,8 +537,11 @@ pub(crate) fn run_paired(
             gpu: &telemetry,
             host: &host,
         },
-        request.round.max(1),
-        Some(hook),
+        CaseRun {
+            round: request.round.max(1),
+            memory_peak: false,
+            paired: Some(hook),
+        },
     ))
 }
 
@@ -412,6 +553,17 @@ struct Watches<'a> {
     host: &'a HostWatch,
 }
 
+/// How one benchmark runs in this process.
+struct CaseRun {
+    /// The round of `cargo gpubench` it is (the first runs the diagnostics).
+    round: u32,
+    /// `--memory-peak-snapshot`: the measurement ends with a traced stretch of calls
+    /// and the allocator's state at its peak.
+    memory_peak: bool,
+    /// The `ab` driver's hook, when base and head are paired in this process.
+    paired: Option<crate::paired::Hook>,
+}
+
 /// Runs one benchmark, read as `watches` say, and makes its record of one round.
 fn run_case(
     case: &Case,
@@ -419,9 +571,13 @@ fn run_case(
     config: &MeasurementConfig,
     fingerprint: &Fingerprint,
     watches: Watches<'_>,
-    round: u32,
-    paired: Option<crate::paired::Hook>,
+    how: CaseRun,
 ) -> RawRecord {
+    let CaseRun {
+        round,
+        memory_peak,
+        paired,
+    } = how;
     let Watches {
         gpu: telemetry,
         host,
@@ -436,10 +592,14 @@ fn run_case(
     let mut bencher = Bencher::new(&case.id, Rc::clone(backend), config.clone());
     // A later round of `cargo gpubench` leaves out what the first one recorded.
     bencher.diagnostics(round == 1);
+    bencher.memory_peak(memory_peak);
     bencher.telemetry(telemetry.as_ref().ok().cloned());
     bencher.paired = paired;
     LAST_PANIC.with(|p| p.borrow_mut().take());
+    LAST_OOM.with(|o| o.borrow_mut().take());
+    OOM_DEVICE.with(|d| *d.borrow_mut() = Some(Rc::clone(backend)));
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| (case.run)(&mut bencher)));
+    OOM_DEVICE.with(|d| d.borrow_mut().take());
     let failure = match outcome {
         Ok(()) if bencher.measurement.is_some() => None,
         Ok(()) if bencher.not_measured.is_some() => Some(Failure::new(
@@ -459,7 +619,23 @@ fn run_case(
                 .unwrap_or_else(|| "panicked".to_string());
             let mut f = Failure::from_panic_message(&msg);
             if f.kind == FailureKind::OutOfMemory {
-                f.memory_at_failure = backend.memory();
+                match LAST_OOM.with(|o| o.borrow_mut().take()) {
+                    Some(at_oom) => {
+                        f.memory_at_failure = at_oom.stats.or_else(|| backend.memory());
+                        match at_oom.snapshot {
+                            Ok(s) => f.memory_snapshot = Some(s),
+                            Err(why) => f.memory_snapshot_unavailable = Some(why),
+                        }
+                    }
+                    None => {
+                        f.memory_at_failure = backend.memory();
+                        f.memory_snapshot_unavailable = Some(
+                            "the out-of-memory error was not seen as it was raised, so the \
+                             allocator was read only after the benchmark's memory was freed"
+                                .into(),
+                        );
+                    }
+                }
             }
             Some(f)
         }
@@ -511,4 +687,294 @@ fn write_record(dir: &Path, record: &RawRecord) -> std::io::Result<()> {
     let tmp = dir.join(format!(".{stem}.json.tmp"));
     std::fs::write(&tmp, record.to_json_pretty())?;
     std::fs::rename(&tmp, dir.join(format!("{stem}.json")))
+}
+
+#[cfg(test)]
+mod oom_tests {
+    //! An out-of-memory failure on the simulated device: the record says what held
+    //! the memory, read before unwinding freed it; and capacity probes as a search
+    //! runs them, each on a fresh device.
+    use std::rc::Rc;
+
+    use gpubench_analysis::capacity::{self, CapacityProbe, Next, SearchOptions};
+    use gpubench_record::failure::FailureKind;
+    use gpubench_record::measurement::{MeasurementConfig, RunMode};
+    use gpubench_record::memory_snapshot::OomCause;
+    use gpubench_record::record::RawRecord;
+
+    use super::*;
+    use crate::device::SimulatedDevice;
+    use crate::registry::{CapacityBench, CaseFn};
+
+    fn run_on(device: &Rc<SimulatedDevice>, case: &Case, config: &MeasurementConfig) -> RawRecord {
+        run_traced(device, case, config, false)
+    }
+
+    /// [`run_on`], with `--memory-peak-snapshot` when `memory_peak`.
+    fn run_traced(
+        device: &Rc<SimulatedDevice>,
+        case: &Case,
+        config: &MeasurementConfig,
+        memory_peak: bool,
+    ) -> RawRecord {
+        install_panic_hook();
+        let backend: Rc<dyn DeviceBackend> = device.clone();
+        let fingerprint = fingerprint::collect(backend.as_ref());
+        let telemetry = Err("no telemetry in tests".to_string());
+        let host = HostWatch::new(ThreadRequest::from_env(false, None));
+        run_case(
+            case,
+            &backend,
+            config,
+            &fingerprint,
+            Watches {
+                gpu: &telemetry,
+                host: &host,
+            },
+            CaseRun {
+                round: 2,
+                memory_peak,
+                paired: None,
+            },
+        )
+    }
+
+    fn case(id: &str, run: impl Fn(&mut Bencher) + 'static) -> Case {
+        Case {
+            id: id.into(),
+            name: id.into(),
+            arg: None,
+            ignore: false,
+            location: "test.rs:1".into(),
+            run: Box::new(run),
+        }
+    }
+
+    fn smoke() -> MeasurementConfig {
+        MeasurementConfig {
+            mode: RunMode::Smoke,
+            ..MeasurementConfig::quick()
+        }
+    }
+
+    /// A 256 MiB weight made before the timed calls; each call allocates a 64 MiB
+    /// activation and a 32 MiB temporary and frees both before it returns, so at the
+    /// end of the benchmark only the weight is live.
+    #[test]
+    fn the_peak_snapshot_names_what_each_call_held_at_its_peak() {
+        let device = Rc::new(SimulatedDevice::new());
+        device.set_capacity(1 << 30);
+        let d = Rc::clone(&device);
+        let step = case("step", move |b| {
+            let _weight = d.try_allocate(256 << 20, "model::new").unwrap();
+            let d = Rc::clone(&d);
+            b.iter(move || {
+                let act = d.try_allocate(64 << 20, "model::forward").unwrap();
+                let tmp = d.try_allocate(32 << 20, "model::scratch").unwrap();
+                d.release(tmp);
+                d.release(act);
+            });
+        });
+        let record = run_traced(&device, &step, &MeasurementConfig::quick(), true);
+        let m = record.first_measurement().expect("the benchmark passed");
+        let peak = m.memory_peak.as_ref().expect("a snapshot at the peak");
+        let s = &peak.snapshot;
+        assert_eq!(s.allocated_bytes, (256 + 64 + 32) << 20);
+        assert_eq!(s.live_blocks, 3);
+        let sizes: Vec<u64> = s.largest_blocks.iter().map(|b| b.bytes >> 20).collect();
+        assert_eq!(sizes, [256, 64, 32]);
+        // Made before the trace started and without history: no frames; the calls'
+        // blocks, freed by the end, come back with where they were allocated.
+        assert!(s.largest_blocks[0].allocated_at.is_empty());
+        assert_eq!(s.largest_blocks[1].allocated_at, ["model::forward"]);
+        assert_eq!(s.largest_blocks[2].allocated_at, ["model::scratch"]);
+        assert!(peak.calls >= 1 && peak.trace_complete);
+        assert!(peak.events_after_peak >= 2, "{peak:?}");
+        // At the end only the weight was live: the snapshot is not the end state.
+        assert_eq!(device.snapshot().allocated_bytes, 256 << 20);
+        assert_eq!(m.memory.unwrap().peak_allocated_bytes, s.allocated_bytes);
+        let text = output::summary(&record);
+        assert!(text.contains("what held memory at the peak:"), "{text}");
+        assert!(text.contains("at model::forward"), "{text}");
+        // Without the option no trace is taken.
+        let plain = run_on(&device, &step, &MeasurementConfig::quick());
+        let m = plain.first_measurement().unwrap();
+        assert!(m.memory_peak.is_none() && m.memory_peak_unavailable.is_none());
+    }
+
+    #[test]
+    fn a_device_without_an_allocator_trace_says_why_there_is_no_peak_snapshot() {
+        install_panic_hook();
+        let backend: Rc<dyn DeviceBackend> =
+            Rc::new(crate::device::TorchDevice::new(tch::Device::Cpu));
+        let fingerprint = fingerprint::collect(backend.as_ref());
+        let telemetry = Err("no telemetry in tests".to_string());
+        let host = HostWatch::new(ThreadRequest::from_env(false, None));
+        let add = case("add", |b| {
+            let x = tch::Tensor::ones([16], (tch::Kind::Float, tch::Device::Cpu));
+            b.iter(|| &x + 1.0);
+        });
+        let record = run_case(
+            &add,
+            &backend,
+            &MeasurementConfig::quick(),
+            &fingerprint,
+            Watches {
+                gpu: &telemetry,
+                host: &host,
+            },
+            CaseRun {
+                round: 2,
+                memory_peak: true,
+                paired: None,
+            },
+        );
+        let m = record.first_measurement().expect("the benchmark passed");
+        assert!(m.memory_peak.is_none());
+        let why = m
+            .memory_peak_unavailable
+            .as_deref()
+            .expect("why there is none");
+        assert!(why.contains("allocator"), "{why}");
+        assert!(output::summary(&record).contains("no allocator snapshot at the peak"));
+    }
+
+    #[test]
+    fn accumulated_live_tensors_are_named_at_the_oom() {
+        let device = Rc::new(SimulatedDevice::new());
+        device.set_capacity(1 << 30);
+        device.record_history(true);
+        let d = Rc::clone(&device);
+        let leak = case("leak", move |b| {
+            let d = Rc::clone(&d);
+            b.iter(move || {
+                // A cache that never evicts: 100 MiB more per call until it fails.
+                d.try_allocate(100 << 20, "cache::insert")
+                    .unwrap_or_else(|oom| panic!("{oom}"));
+            });
+        });
+        let record = run_on(&device, &leak, &MeasurementConfig::quick());
+        let f = record.failure().expect("the benchmark ran out of memory");
+        assert_eq!(f.kind, FailureKind::OutOfMemory);
+        let s = f.memory_snapshot.as_ref().expect("a snapshot at the OOM");
+        assert_eq!(s.live_blocks, 10);
+        assert_eq!(s.failed_request_bytes, Some(100 << 20));
+        assert_eq!(s.cause(), OomCause::LiveMemory);
+        assert!(
+            s.largest_blocks_share() >= 0.9,
+            "{}",
+            s.largest_blocks_share()
+        );
+        assert_eq!(s.largest_blocks[0].allocated_at, ["cache::insert"]);
+        assert!(s.suggestion().is_none());
+        let m = f.memory_at_failure.expect("stats at the OOM");
+        assert_eq!(m.allocated_bytes, 1000 << 20);
+        assert!(output::summary(&record).contains("cause: live memory"));
+    }
+
+    #[test]
+    fn a_fragmented_cache_is_told_apart_and_gets_the_suggestion() {
+        let device = Rc::new(SimulatedDevice::new());
+        device.set_capacity(1 << 30);
+        let d = Rc::clone(&device);
+        let fragments = case("fragments", move |b| {
+            let mut held = Vec::new();
+            while let Ok(id) = d.try_allocate(8 << 20, "") {
+                held.push(id);
+            }
+            for id in held.iter().step_by(2) {
+                d.release(*id);
+            }
+            let d = Rc::clone(&d);
+            b.iter(move || d.allocate(200 << 20));
+        });
+        let record = run_on(&device, &fragments, &smoke());
+        let f = record.failure().expect("failed");
+        assert_eq!(f.kind, FailureKind::OutOfMemory);
+        let s = f.memory_snapshot.as_ref().expect("snapshot");
+        assert_eq!(s.cause(), OomCause::Fragmentation);
+        assert!(output::summary(&record).contains("expandable_segments:True"));
+    }
+
+    #[test]
+    fn a_failure_that_is_not_an_oom_takes_no_snapshot() {
+        let device = Rc::new(SimulatedDevice::new());
+        let record = run_on(
+            &device,
+            &case("boom", |_| panic!("index out of range")),
+            &smoke(),
+        );
+        let f = record.failure().unwrap();
+        assert_eq!(f.kind, FailureKind::Panic);
+        assert!(f.memory_snapshot.is_none() && f.memory_snapshot_unavailable.is_none());
+    }
+
+    #[test]
+    fn probes_on_fresh_devices_find_the_largest_batch() {
+        // A training step: 64 MiB of weights, 1 MiB of activations per item.
+        fn probe(size: u64) -> CaseFn {
+            CaseFn::with_arg(size.to_string(), move |b| {
+                let d = DEVICE.with(|d| d.borrow().clone()).expect("device set");
+                d.allocate(64 << 20);
+                let d2 = Rc::clone(&d);
+                b.iter(move || {
+                    d2.allocate(size << 20);
+                    d2.free(size << 20);
+                });
+            })
+        }
+        thread_local! {
+            static DEVICE: std::cell::RefCell<Option<Rc<SimulatedDevice>>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        let bench = CapacityBench {
+            name: "train",
+            unit: "batch",
+            start: 8,
+            location: "t.rs:1".into(),
+            ignore: false,
+            probe,
+        };
+        let limit = 2u64 << 30;
+        let options = SearchOptions {
+            start: bench.start,
+            max_probes: 10,
+            resolution: 0.01,
+            limit_bytes: Some(limit),
+        };
+        let mut probes = Vec::new();
+        let end = loop {
+            match capacity::next_probe(&probes, &options) {
+                Next::Probe(size) => {
+                    let device = Rc::new(SimulatedDevice::new());
+                    device.set_capacity(limit);
+                    DEVICE.with(|d| *d.borrow_mut() = Some(Rc::clone(&device)));
+                    let config = MeasurementConfig {
+                        min_samples: 2,
+                        max_samples: 3,
+                        warmup_time_s: 0.0,
+                        measurement_time_s: 0.001,
+                        ..MeasurementConfig::quick()
+                    };
+                    let record = run_on(&device, &bench.probe_case(size), &config);
+                    assert_eq!(record.id, format!("train/{size}"));
+                    probes.push(CapacityProbe::from_record(size, &record, 0.0).unwrap());
+                }
+                Next::Done(end) => break end,
+            }
+        };
+        let r = capacity::CapacityResult::new("train", "batch", "sim", &options, None, probes, end);
+        // 64 MiB + n MiB in 2 GiB, each in a segment of its own size: n = 1984.
+        assert!(
+            r.max_size <= 1984 && r.first_failing.unwrap() > 1984,
+            "{:?}",
+            r.probes
+        );
+        assert!(r.probes.len() <= 10);
+        let per_item = r.fit.unwrap().per_item_bytes;
+        assert!(
+            (per_item / f64::from(1 << 20) - 1.0).abs() < 0.05,
+            "{per_item}"
+        );
+    }
 }

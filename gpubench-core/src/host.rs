@@ -6,14 +6,15 @@
 //! When other work keeps the cores busy, some of those threads wait for a core and
 //! every call waits for the last of them: the figure becomes the scheduler's (8 or
 //! 16 ms per call for any matmul size on a busy 2-core machine). So the harness gives
-//! libtorch only the cores the host has free ([`gpubench_analysis::host::free_cores`])
+//! libtorch only the cores the host has free ([`gpubench_record::host::free_cores`])
 //! unless the user chose: `--cpu-threads` / `GPUBENCH_CPU_THREADS`, their own
 //! `OMP_NUM_THREADS`, or `tch::set_num_threads` in the benchmark. On a GPU libtorch's
 //! default stays; the host is read all the same.
 
-use gpubench_analysis::host::{free_cores_now, HostCpus, HostReading, HostTelemetry, ThreadSource};
-use gpubench_analysis::protocol::{CPU_THREADS_VAR, FREE_CORES_VAR};
-use gpubench_analysis::Round;
+use gpubench_analysis::host::{free_cores_now, read_cpus, read_now};
+use gpubench_record::host::{HostCpus, HostReading, HostTelemetry, ThreadSource};
+use gpubench_record::protocol::{CPU_THREADS_VAR, FREE_CORES_VAR};
+use gpubench_record::record::Round;
 
 /// The intra-op threads this process gives libtorch, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +36,7 @@ pub struct ThreadRequest {
     /// Whether the user set `OMP_NUM_THREADS` (libtorch reads it itself).
     pub omp_num_threads: bool,
     /// The run's free cores, from `cargo gpubench`
-    /// ([`gpubench_analysis::protocol::FREE_CORES_VAR`]).
+    /// ([`gpubench_record::protocol::FREE_CORES_VAR`]).
     pub run_free_cores: Option<u32>,
 }
 
@@ -98,15 +99,10 @@ impl HostWatch {
     /// The watch of a process whose benchmarks run as `request` says.
     pub fn new(request: ThreadRequest) -> Self {
         HostWatch {
-            cpus: HostCpus::read(),
+            cpus: read_cpus(),
             choice: request.choose(free_cores_now),
             on_cpu: request.on_cpu,
         }
-    }
-
-    /// The thread choice.
-    pub fn choice(&self) -> ThreadChoice {
-        self.choice
     }
 
     /// Before a benchmark: sets libtorch's intra-op threads (again: a benchmark before
@@ -117,7 +113,7 @@ impl HostWatch {
         }
         Watching {
             threads_before: intra_op_threads(),
-            start: HostReading::read(),
+            start: read_now(),
         }
     }
 
@@ -130,7 +126,7 @@ impl HostWatch {
         } else {
             self.choice.from
         };
-        let end = HostReading::read();
+        let end = read_now();
         match (&self.cpus, &watching.start, &end) {
             (Ok(cpus), Ok(start), Ok(end)) => {
                 round.host = Some(HostTelemetry {

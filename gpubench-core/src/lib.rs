@@ -18,37 +18,113 @@
 //!     gpubench_core::main()
 //! }
 //! ```
+//!
+//! What a bench uses:
+//!
+//! * [`gpu_bench`] marks a benchmark; [`Bencher`] times it (`iter`, `iter_with_setup`,
+//!   `iter_inputs`, `eager_compiled`), with a [`Throughput`] and the device
+//!   [`bench_device`] picks (also for sizing `args` before a benchmark runs);
+//!   [`InputShape`] says when an input of a stream has a new shape.
+//! * [`main()`] or [`main!`] is the bench target's `main`.
+//! * [`eager_compiled`]: an eager closure against a TorchScript trace, a TorchScript
+//!   file, an AOTInductor package or another closure ([`EagerVsCompiled`],
+//!   [`Compiled`]).
+//! * `criterion` (the `criterion` feature): measurements that make a criterion bench
+//!   of GPU work time the work, not the queue.
+//! * [`cuda_loader`]: CUDA for a bench whose `main` is not [`main()`].
+//!
+//! The user guide is in the repository's `docs/guide/`.
 #![warn(missing_docs)]
 
-pub mod aoti;
+// The bench author's API is what is `pub` here: the items re-exported below, and the
+// `criterion`, `eager_compiled` and `cuda_loader` modules. Everything else is private;
+// what cargo-gpubench's generated code, the macro and this crate's own benches,
+// examples and integration tests need from inside is re-exported by `__private`,
+// which is no part of the API. What `cargo doc` lists is held to
+// `public-api.txt` (at most 30 items, each with an example) by `scripts/public-api`,
+// which `.ci/run` runs.
+mod aoti;
 mod bencher;
-pub mod cli;
+mod cli;
 #[cfg(feature = "criterion")]
 pub mod criterion;
 pub mod cuda_loader;
-pub mod cuda_shim;
-pub mod device;
+mod cuda_shim;
+mod device;
 pub mod eager_compiled;
-pub mod engine;
-pub mod fingerprint;
-pub mod harness;
-pub mod host;
-pub mod output;
+mod engine;
+mod fingerprint;
+mod harness;
+mod host;
+mod output;
 mod paired;
 mod quiet_panic;
-pub mod registry;
-pub mod shapes;
-pub mod shim;
-pub mod telemetry;
+mod registry;
+mod shapes;
+mod shim;
+mod telemetry;
 
 pub use bencher::Bencher;
 pub use eager_compiled::{Compiled, EagerVsCompiled};
-pub use gpubench_analysis::Throughput;
+/// ```no_run
+/// use gpubench_core::{gpu_bench, Bencher};
+/// use tch::{Kind, Tensor};
+///
+/// /// One benchmark, `relu`.
+/// #[gpu_bench]
+/// fn relu(b: &mut Bencher) {
+///     let x = Tensor::randn([1 << 20], (Kind::Float, b.device()));
+///     b.iter(|| x.relu());
+/// }
+///
+/// /// One benchmark per argument, named by it: `sum/1024`, `sum/4096`.
+/// #[gpu_bench(args = [1024, 4096])]
+/// fn sum(b: &mut Bencher, n: i64) {
+///     let x = Tensor::randn([n, n], (Kind::Float, b.device()));
+///     b.iter(|| x.sum(Kind::Float));
+/// }
+///
+/// /// Another name, and left out unless a run asks for `--ignored`.
+/// #[gpu_bench(name = "huge_alloc", ignore)]
+/// fn allocates_most_of_the_gpu(b: &mut Bencher) {
+///     let device = b.device();
+///     b.iter(|| Tensor::empty([1 << 33], (Kind::Uint8, device)));
+/// }
+///
+/// gpubench_core::main!();
+/// ```
 pub use gpubench_macros::gpu_bench;
+/// ```no_run
+/// use gpubench_core::{gpu_bench, Bencher, Throughput};
+/// use tch::{Kind, Tensor};
+///
+/// #[gpu_bench(args = [1 << 20, 1 << 24])]
+/// fn copy(b: &mut Bencher, n: i64) {
+///     let x = Tensor::randn([n], (Kind::Float, b.device()));
+///     // Bytes read and written per call: the report shows GB/s.
+///     b.throughput(Throughput::Bytes(2.0 * 4.0 * n as f64));
+///     b.iter(|| x.copy());
+/// }
+///
+/// gpubench_core::main!();
+/// ```
+pub use gpubench_record::measurement::Throughput;
 pub use harness::{bench_device, main};
 pub use shapes::InputShape;
 
-/// Expands to `fn main() { gpubench_core::main() }`.
+/// Expands to `fn main() { gpubench_core::main() }`: the last line of a bench target.
+///
+/// ```no_run
+/// use gpubench_core::{gpu_bench, Bencher};
+///
+/// #[gpu_bench]
+/// fn arange(b: &mut Bencher) {
+///     let device = b.device();
+///     b.iter(|| tch::Tensor::arange(1 << 20, (tch::Kind::Float, device)));
+/// }
+///
+/// gpubench_core::main!();
+/// ```
 #[macro_export]
 macro_rules! main {
     () => {
@@ -58,15 +134,39 @@ macro_rules! main {
     };
 }
 
+/// What the code `#[gpu_bench]` and `export_paired!` expand to calls, and what this
+/// crate's own benches, examples and integration tests reach inside for. No part of
+/// the API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::registry::{arg_label, BenchDef, CaseFn};
+    pub use crate::registry::{arg_label, BenchDef, CapacityDef, CaseFn};
     pub use crate::Bencher;
     pub use inventory;
 
     /// What [`crate::export_paired`] expands to calls.
     pub mod paired {
         pub use crate::paired::{free, list, open, ReadyFn, ABI_VERSION};
+    }
+
+    /// The devices a [`crate::Bencher`] measures on.
+    pub mod device {
+        pub use crate::device::simulated::spin_until;
+        pub use crate::device::{DeviceBackend, SimulatedDevice, TorchDevice};
+    }
+
+    /// The measurement engine's options.
+    pub mod engine {
+        pub use crate::engine::EngineOptions;
+    }
+
+    /// AOTInductor packages.
+    pub mod aoti {
+        pub use crate::aoti::{AotiError, AotiPackage};
+    }
+
+    /// A comparison run outside a benchmark.
+    pub mod eager_compiled {
+        pub use crate::eager_compiled::{EagerCompiledError, EagerCompiledOutcome};
     }
 }
 

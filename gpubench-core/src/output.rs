@@ -1,9 +1,11 @@
 //! The readable per-benchmark summary the harness prints.
 
-use gpubench_analysis::kernels::{count_text, Counter};
+use gpubench_analysis::kernels::count_text;
 use gpubench_analysis::stats::{median, median_estimate};
-use gpubench_analysis::units::{format_bytes, format_ns};
-use gpubench_analysis::{Measurement, RawRecord, StopReason};
+use gpubench_record::kernels::Counter;
+use gpubench_record::measurement::{Measurement, StopReason};
+use gpubench_record::record::RawRecord;
+use gpubench_record::units::{format_bytes, format_ns};
 
 /// A few lines describing one record.
 pub fn summary(record: &RawRecord) -> String {
@@ -22,6 +24,15 @@ pub fn summary(record: &RawRecord) -> String {
                 format_bytes(m.reserved_bytes),
                 m.num_ooms
             ));
+        }
+        if let Some(s) = &f.memory_snapshot {
+            out.push_str("    what held memory at the failure:\n");
+            for line in s.report_lines() {
+                out.push_str(&format!("      {line}\n"));
+            }
+        }
+        if let Some(why) = &f.memory_snapshot_unavailable {
+            out.push_str(&format!("    no allocator snapshot: {why}\n"));
         }
         return out;
     }
@@ -95,6 +106,15 @@ pub fn summary(record: &RawRecord) -> String {
         ));
     }
     out.push_str(&kernel_line(m));
+    if let Some(p) = &m.memory_peak {
+        out.push_str("    what held memory at the peak:\n");
+        for line in p.report_lines(m.memory.map(|s| s.peak_allocated_bytes)) {
+            out.push_str(&format!("      {line}\n"));
+        }
+    }
+    if let Some(why) = &m.memory_peak_unavailable {
+        out.push_str(&format!("    no allocator snapshot at the peak: {why}\n"));
+    }
     if !m.flags.is_empty() {
         let flags: Vec<&str> = m.flags.iter().map(|f| f.label()).collect();
         out.push_str(&format!("    flags: {}\n", flags.join(", ")));

@@ -1,18 +1,18 @@
 //! One side of a paired process (`cargo gpubench ab`): the C entry points a
 //! revision's bench code exports when built as a loadable library
 //! ([`crate::export_paired`]), and what a benchmark's `b.iter…` hands the driver
-//! there. The contract, and how the driver uses it, is [`gpubench_analysis::paired`].
+//! there. The contract, and how the driver uses it, is [`gpubench_record::paired`].
 
 use std::any::Any;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::{self, AssertUnwindSafe};
 
-use gpubench_analysis::paired::{AbiSample, AbiSide, PairedBenchmark, PairedError, PairedRequest};
-use gpubench_analysis::{Measurement, Sample, StopReason, WarmupPoint};
+use gpubench_record::measurement::{Measurement, Sample, StopReason, WarmupPoint};
+use gpubench_record::paired::{AbiSample, AbiSide, PairedBenchmark, PairedError, PairedRequest};
 
 use crate::engine::{Begun, Engine, EngineOptions, Workload};
 
-pub use gpubench_analysis::paired::{ReadyFn, ABI_VERSION};
+pub use gpubench_record::paired::{ReadyFn, ABI_VERSION};
 
 /// Where a paired process's driver waits for a side.
 #[derive(Clone, Copy)]
@@ -265,7 +265,7 @@ macro_rules! export_paired {
 mod tests {
     use std::rc::Rc;
 
-    use gpubench_analysis::{MeasurementConfig, ProcessPolicy, RunMode};
+    use gpubench_record::measurement::{MeasurementConfig, ProcessPolicy, RunMode};
 
     use super::*;
     use crate::device::{DeviceBackend, TorchDevice};

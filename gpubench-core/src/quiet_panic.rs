@@ -29,5 +29,5 @@ pub fn message(payload: &(dyn Any + Send)) -> String {
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic with a non-string payload".to_string());
-    gpubench_analysis::cap_message(&text)
+    gpubench_record::failure::cap_message(&text)
 }

@@ -22,6 +22,89 @@ pub struct BenchDef {
 
 inventory::collect!(BenchDef);
 
+/// The capacity search of a `#[gpu_bench(capacity = "unit", args = [..])]` function,
+/// submitted beside its [`BenchDef`]: `cargo gpubench capacity` runs `probe(size)`
+/// for the sizes it tries, each in a fresh process.
+pub struct CapacityDef {
+    /// The benchmark name, as in its [`BenchDef`].
+    pub name: &'static str,
+    /// What the size counts (`batch`, `tokens`).
+    pub unit: &'static str,
+    /// The case for one size.
+    pub probe: fn(u64) -> CaseFn,
+}
+
+inventory::collect!(CapacityDef);
+
+/// A capacity benchmark, with the size its search starts from: its first `args`
+/// value.
+pub struct CapacityBench {
+    /// The benchmark name.
+    pub name: &'static str,
+    /// What the size counts.
+    pub unit: &'static str,
+    /// The first size the search probes.
+    pub start: u64,
+    /// `file:line` of the function.
+    pub location: String,
+    /// Whether it only runs with `--ignored`.
+    pub ignore: bool,
+    pub(crate) probe: fn(u64) -> CaseFn,
+}
+
+impl CapacityBench {
+    /// The case of one probe: id `<name>/<size>`.
+    pub fn probe_case(&self, size: u64) -> Case {
+        let case = (self.probe)(size);
+        Case {
+            id: format!("{}/{size}", self.name),
+            name: self.name.to_string(),
+            arg: case.arg,
+            ignore: self.ignore,
+            location: self.location.clone(),
+            run: case.run,
+        }
+    }
+}
+
+/// The registered capacity benchmarks, sorted by name; `Err` names one whose first
+/// argument is not a positive whole number.
+pub fn capacity_benches() -> Result<Vec<CapacityBench>, String> {
+    let mut out = Vec::new();
+    for cap in inventory::iter::<CapacityDef>() {
+        let def = inventory::iter::<BenchDef>()
+            .find(|d| d.name == cap.name)
+            .ok_or_else(|| {
+                format!(
+                    "capacity benchmark `{}` has no #[gpu_bench] entry",
+                    cap.name
+                )
+            })?;
+        let first = (def.cases)().into_iter().next().and_then(|c| c.arg);
+        let start = first
+            .as_deref()
+            .and_then(|a| a.parse::<u64>().ok())
+            .filter(|&n| n > 0)
+            .ok_or_else(|| {
+                format!(
+                    "capacity benchmark `{}` at {}:{}: its first `args` value {:?} is not a \
+                     positive whole number; the search starts from it",
+                    cap.name, def.file, def.line, first
+                )
+            })?;
+        out.push(CapacityBench {
+            name: cap.name,
+            unit: cap.unit,
+            start,
+            location: format!("{}:{}", def.file, def.line),
+            ignore: def.ignore,
+            probe: cap.probe,
+        });
+    }
+    out.sort_by_key(|c| c.name);
+    Ok(out)
+}
+
 /// One runnable case of a [`BenchDef`].
 pub struct CaseFn {
     /// The argument as shown in the id, for parameterised benchmarks.
@@ -108,21 +191,7 @@ pub enum RegistryError {
     BadId(#[from] BadId),
 }
 
-/// What is wrong with `part` as the name or argument part of an id, if anything:
-/// ids are typed on command lines, matched by filters and name files, so a part is
-/// non-empty, holds no `/` (which separates name and argument) and no control
-/// character (a newline would make a listing show a benchmark that does not exist).
-pub fn id_part_problem(part: &str) -> Option<&'static str> {
-    if part.is_empty() {
-        Some("is empty: give it a value that says what it is")
-    } else if part.contains('/') {
-        Some("contains `/`, which separates a benchmark's name from its argument: use another character")
-    } else if part.chars().any(char::is_control) {
-        Some("contains a control character (a newline, a tab): ids are one line of printable text")
-    } else {
-        None
-    }
-}
+pub use gpubench_record::id::id_part_problem;
 
 /// All registered benchmarks, sorted by id.
 pub fn cases() -> Result<Vec<Case>, RegistryError> {

@@ -2,7 +2,28 @@
 
 use tch::Tensor;
 
-/// An input whose shape decides whether a call is the first at that shape.
+/// An input whose shape decides whether a call is the first at that shape, for
+/// [`Bencher::iter_inputs`](crate::Bencher::iter_inputs). Tensors, integers, vectors,
+/// pairs and references of them have it; a type of your own says what its shape is:
+///
+/// ```
+/// use gpubench_core::InputShape;
+///
+/// /// A batch of token ids, padded to its longest sequence.
+/// struct Batch {
+///     rows: usize,
+///     longest: usize,
+/// }
+///
+/// impl InputShape for Batch {
+///     fn shape_key(&self) -> String {
+///         format!("{}x{}", self.rows, self.longest)
+///     }
+/// }
+///
+/// assert_eq!(Batch { rows: 8, longest: 128 }.shape_key(), "8x128");
+/// assert_eq!(vec![4_usize, 2].shape_key(), "(4, 2)");
+/// ```
 pub trait InputShape {
     /// A key equal for inputs of the same shape (and dtype), e.g. `[4, 16, 64] f32`.
     fn shape_key(&self) -> String;

@@ -17,7 +17,6 @@ struct RawMemoryStats {
 }
 
 extern "C" {
-    fn gpubench_cuda_device_count(out: *mut c_int, err: *mut c_char, err_len: usize) -> c_int;
     fn gpubench_cuda_set_device(device: c_int, err: *mut c_char, err_len: usize) -> c_int;
     fn gpubench_cuda_synchronize(device: c_int, err: *mut c_char, err_len: usize) -> c_int;
     fn gpubench_event_create(err: *mut c_char, err_len: usize) -> *mut c_void;
@@ -72,6 +71,65 @@ pub fn torch_version() -> String {
         .into_owned()
 }
 
+/// A frame line of the shim's as a person reads it: a Rust symbol the C++ demangler
+/// left mangled (the `v0` scheme of Rust's standard library) demangled, without its
+/// hash.
+pub(crate) fn readable_frame(line: &str) -> String {
+    let (name, rest) = line.split_once(' ').unwrap_or((line, ""));
+    if !(name.starts_with("_R") || name.starts_with("_ZN")) {
+        return unescape_legacy(line);
+    }
+    match rustc_demangle::try_demangle(name) {
+        Ok(d) if rest.is_empty() => format!("{d:#}"),
+        Ok(d) => format!("{d:#} {rest}"),
+        Err(_) => line.to_string(),
+    }
+}
+
+/// A legacy-mangled Rust name the C++ demangler split into paths but left its
+/// escapes in (`{{closure}}` as `_$u7b$$u7b$closure$u7d$$u7d$`).
+fn unescape_legacy(line: &str) -> String {
+    if !line.contains('$') {
+        return line.to_string();
+    }
+    const ESCAPES: [(&str, &str); 13] = [
+        ("::_$", "::$"),
+        ("$u7b$", "{"),
+        ("$u7d$", "}"),
+        ("$LT$", "<"),
+        ("$GT$", ">"),
+        ("$u20$", " "),
+        ("$RF$", "&"),
+        ("$BP$", "*"),
+        ("$C$", ","),
+        ("$u27$", "'"),
+        ("$u5b$", "["),
+        ("$u5d$", "]"),
+        ("$u7e$", "~"),
+    ];
+    let mut out = line.to_string();
+    for (from, to) in ESCAPES {
+        out = out.replace(from, to);
+    }
+    out
+}
+
+/// The shim's snapshot or trace text with every frame line (`F\t...`) readable.
+pub(crate) fn readable_frames(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        match line.strip_prefix("F\t") {
+            Some(frame) => {
+                out.push_str("F\t");
+                out.push_str(&readable_frame(frame));
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// Calls a shim function that reports errors through a buffer.
 pub(crate) fn call(f: impl FnOnce(*mut c_char, usize) -> c_int) -> Result<(), String> {
     let mut buf = vec![0 as c_char; ERR_LEN];
@@ -80,16 +138,10 @@ pub(crate) fn call(f: impl FnOnce(*mut c_char, usize) -> c_int) -> Result<(), St
     } else {
         // SAFETY: the shim always NUL-terminates within ERR_LEN.
         let msg = unsafe { CStr::from_ptr(buf.as_ptr()) };
-        Err(gpubench_analysis::cap_message(&msg.to_string_lossy()))
+        Err(gpubench_record::failure::cap_message(
+            &msg.to_string_lossy(),
+        ))
     }
-}
-
-/// Number of CUDA devices, or why CUDA is unavailable.
-pub fn cuda_device_count() -> Result<usize, String> {
-    let mut n: c_int = 0;
-    // SAFETY: `n` outlives the call; the buffer is sized as passed.
-    call(|e, l| unsafe { gpubench_cuda_device_count(&mut n, e, l) })?;
-    Ok(n.max(0) as usize)
 }
 
 /// Makes `device` this thread's current CUDA device, so calls that take no device
@@ -145,12 +197,12 @@ impl Drop for CudaEvent {
 }
 
 /// The caching allocator's statistics for a device.
-pub fn memory_stats(device: usize) -> Result<gpubench_analysis::MemoryStats, String> {
+pub fn memory_stats(device: usize) -> Result<gpubench_record::measurement::MemoryStats, String> {
     let mut raw = RawMemoryStats::default();
     // SAFETY: `raw` is repr(C) and matches the shim's struct.
     call(|e, l| unsafe { gpubench_memory_stats(device as c_int, &mut raw, e, l) })?;
     let u = |x: i64| x.max(0) as u64;
-    Ok(gpubench_analysis::MemoryStats {
+    Ok(gpubench_record::measurement::MemoryStats {
         peak_allocated_bytes: u(raw.allocated_peak),
         peak_reserved_bytes: u(raw.reserved_peak),
         allocated_bytes: u(raw.allocated_current),
@@ -222,4 +274,86 @@ pub fn libtorch_lib_dir() -> Option<std::path::PathBuf> {
     // SAFETY: NUL-terminated by the shim.
     let s = unsafe { CStr::from_ptr(buf.as_ptr()) };
     Some(std::path::PathBuf::from(s.to_string_lossy().into_owned()))
+}
+
+#[cfg(test)]
+mod traceback_tests {
+    use std::ffi::{c_char, c_int, CStr};
+
+    extern "C" {
+        fn gpubench_traceback_frames(
+            max_frames: c_int,
+            err: *mut c_char,
+            err_len: usize,
+        ) -> *mut c_char;
+        fn gpubench_text_free(p: *mut c_char);
+    }
+
+    /// The frames of a C++ traceback gathered from here, named as the allocator's
+    /// history names an allocation's.
+    #[inline(never)]
+    fn frames_from_a_named_caller() -> Vec<String> {
+        let mut text = std::ptr::null_mut();
+        // SAFETY: the shim returns null on error and fills the buffer.
+        super::call(|e, l| unsafe {
+            text = gpubench_traceback_frames(8, e, l);
+            c_int::from(text.is_null())
+        })
+        .expect("the shim gathers and names a traceback");
+        // SAFETY: a NUL-terminated buffer from the shim, freed by it below.
+        let lines = unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .lines()
+            .map(super::readable_frame)
+            .collect();
+        // SAFETY: allocated by the shim's malloc, freed once.
+        unsafe { gpubench_text_free(text) };
+        std::hint::black_box(lines)
+    }
+
+    #[test]
+    fn a_cpp_traceback_comes_back_with_named_frames() {
+        let frames = frames_from_a_named_caller();
+        assert!(
+            frames
+                .iter()
+                .any(|f| f.contains("traceback_tests::frames_from_a_named_caller")),
+            "{frames:?}"
+        );
+        // Every frame has a name or a library and offset; libtorch's and the shim's
+        // own are left out.
+        for f in &frames {
+            assert!(!f.is_empty() && !f.contains("??"), "{frames:?}");
+            assert!(
+                !f.starts_with("torch::")
+                    && !f.starts_with("gpubench_traceback")
+                    && !f.contains("gpubench::"),
+                "{frames:?}"
+            );
+        }
+        // Rust's hashes are gone, and the standard library's `v0` names demangled.
+        assert!(
+            frames
+                .iter()
+                .all(|f| !f.contains("::h") && !f.starts_with("_R")),
+            "{frames:?}"
+        );
+    }
+
+    #[test]
+    fn rust_symbols_the_cpp_demangler_leaves_are_demangled() {
+        assert_eq!(
+            super::readable_frame("_ZN4core3ops8function6FnOnce9call_once17h0123456789abcdefE"),
+            "core::ops::function::FnOnce::call_once"
+        );
+        assert_eq!(super::readable_frame("main (x.rs:3)"), "main (x.rs:3)");
+        assert_eq!(
+            super::readable_frame("bench::step::_$u7b$$u7b$closure$u7d$$u7d$"),
+            "bench::step::{{closure}}"
+        );
+        assert_eq!(
+            super::readable_frames("S\t1\t0x0\nF\t_ZN3foo3bar17h0123456789abcdefE (a.rs:1)\n"),
+            "S\t1\t0x0\nF\tfoo::bar (a.rs:1)\n"
+        );
+    }
 }

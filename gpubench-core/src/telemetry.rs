@@ -7,9 +7,11 @@
 
 use std::rc::Rc;
 
+use gpubench_analysis::telemetry::TelemetryLog;
 pub use gpubench_analysis::telemetry::TelemetrySource;
-use gpubench_analysis::telemetry::{is_throttled, GpuState, TelemetryLog};
-use gpubench_analysis::{Round, SampleClock};
+use gpubench_record::measurement::SampleClock;
+use gpubench_record::record::Round;
+use gpubench_record::telemetry::{is_throttled, GpuState};
 
 use crate::device::DeviceBackend;
 

@@ -7,10 +7,12 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use gpubench_analysis::stats::median;
-use gpubench_analysis::telemetry::{
-    ClockReading, GpuProcess, GpuState, SlowdownReason, TelemetryReading, TelemetrySource,
+use gpubench_analysis::telemetry::TelemetrySource;
+use gpubench_record::measurement::{Flag, MeasurementConfig, ProcessPolicy, RunMode};
+use gpubench_record::record::Round;
+use gpubench_record::telemetry::{
+    ClockReading, GpuProcess, GpuState, SlowdownReason, TelemetryReading,
 };
-use gpubench_analysis::{Flag, MeasurementConfig, ProcessPolicy, Round, RunMode};
 
 use crate::device::simulated::spin_until;
 use crate::device::{DeviceBackend, TorchDevice};
@@ -104,7 +106,7 @@ fn config() -> MeasurementConfig {
         target_rel_ci: 0.0001,
         flush_l2: false,
         processes: ProcessPolicy::single(),
-        throttle_threshold: gpubench_analysis::telemetry::THROTTLE_CLOCK_FRACTION,
+        throttle_threshold: gpubench_record::telemetry::THROTTLE_CLOCK_FRACTION,
         cpu_threads: None,
     }
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use criterion::measurement::Measurement;
 use criterion::Criterion;
+use gpubench_core::__private::device::SimulatedDevice;
 use gpubench_core::criterion::{DeviceTime, SyncedWallTime};
-use gpubench_core::device::SimulatedDevice;
 
 /// Device work of one call.
 const WORK: Duration = Duration::from_micros(300);

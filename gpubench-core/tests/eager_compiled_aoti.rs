@@ -12,9 +12,9 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use eager_compiled_common::{run_on_cpu, serial, smoke_config};
-use gpubench_analysis::eager_compiled::{FlagKind, VariantKind};
-use gpubench_core::aoti::{AotiError, AotiPackage};
+use gpubench_core::__private::aoti::{AotiError, AotiPackage};
 use gpubench_core::eager_compiled::{Compiled, EagerVsCompiled};
+use gpubench_record::eager_compiled::{FlagKind, VariantKind};
 use tch::nn::{self, Module};
 use tch::{Device, Kind, Tensor};
 
@@ -233,7 +233,7 @@ fn the_static_package_disagrees_at_every_other_length_with_the_mismatch_named() 
     assert_eq!(
         c.flag(FlagKind::OutputsDisagree),
         Some(
-            &gpubench_analysis::eager_compiled::EagerCompiledFlag::OutputsDisagree {
+            &gpubench_record::eager_compiled::EagerCompiledFlag::OutputsDisagree {
                 shapes: 4,
                 of: 5
             }

@@ -11,10 +11,10 @@ use std::time::Duration;
 use eager_compiled_common::{
     fast_config, in_one_of_three, input, run_on_cpu, serial, smoke_config, spin, Mlp,
 };
-use gpubench_analysis::eager_compiled::{EagerCompiledFlag, FlagKind};
-use gpubench_core::device::TorchDevice;
+use gpubench_core::__private::device::TorchDevice;
 use gpubench_core::eager_compiled::{Compiled, EagerVsCompiled};
 use gpubench_core::Bencher;
+use gpubench_record::eager_compiled::{EagerCompiledFlag, FlagKind};
 use tch::{Device, Tensor};
 
 #[test]

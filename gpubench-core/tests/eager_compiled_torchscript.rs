@@ -4,10 +4,11 @@
 mod eager_compiled_common;
 
 use eager_compiled_common::{fast_config, input, run_on_cpu, serial, smoke_config, Mlp};
-use gpubench_analysis::eager_compiled::{FlagKind, VariantKind};
-use gpubench_core::device::TorchDevice;
-use gpubench_core::eager_compiled::{Compiled, EagerCompiledError, EagerVsCompiled};
-use gpubench_core::engine::EngineOptions;
+use gpubench_core::__private::device::TorchDevice;
+use gpubench_core::__private::eager_compiled::EagerCompiledError;
+use gpubench_core::__private::engine::EngineOptions;
+use gpubench_core::eager_compiled::{Compiled, EagerVsCompiled};
+use gpubench_record::eager_compiled::{FlagKind, VariantKind};
 use tch::nn::{self, Module};
 use tch::{Device, Tensor};
 

@@ -4,8 +4,11 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use gpubench_analysis::host::ThreadSource;
-use gpubench_analysis::{file_stem_for_id, FailureKind, Flag, RawRecord};
+use gpubench_record::failure::FailureKind;
+use gpubench_record::host::ThreadSource;
+use gpubench_record::id::file_stem_for_id;
+use gpubench_record::measurement::Flag;
+use gpubench_record::record::RawRecord;
 
 fn fixture() -> PathBuf {
     // target/<profile>/deps/harness_cli-<hash> → target/<profile>/examples/fixture_benches

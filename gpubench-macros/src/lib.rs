@@ -12,12 +12,17 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Expr, FnArg, ItemFn, LitStr, Token, Type};
 
+use gpubench_record::id::id_part_problem;
+
 /// Marks `fn name(b: &mut Bencher)` as a benchmark, or, with `args = [..]`,
 /// `fn name(b: &mut Bencher, arg: T)` as one benchmark per argument (`name/arg`).
 ///
 /// Options: `args = [a, b, ...]` (each must implement `Display + Clone`),
 /// `name = "..."` (the id; default: the function name), `ignore` (runs only with
-/// `--ignored`).
+/// `--ignored`), `capacity = "unit"` (with `args`: the argument is a size, say a
+/// batch, and `cargo gpubench capacity` finds the largest that fits in device
+/// memory, starting from the first `args` value; the argument's type takes a
+/// `u64` through `TryFrom`).
 #[proc_macro_attribute]
 pub fn gpu_bench(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item2: TokenStream2 = item.clone().into();
@@ -52,6 +57,7 @@ struct Options {
     args: Option<Vec<Expr>>,
     name: Option<LitStr>,
     ignore: bool,
+    capacity: Option<LitStr>,
 }
 
 impl Parse for Options {
@@ -61,6 +67,17 @@ impl Parse for Options {
             let key: syn::Ident = input.parse()?;
             match key.to_string().as_str() {
                 "ignore" => opts.ignore = true,
+                "capacity" => {
+                    input.parse::<Token![=]>()?;
+                    let unit: LitStr = input.parse()?;
+                    if unit.value().trim().is_empty() {
+                        return Err(syn::Error::new(
+                            unit.span(),
+                            "#[gpu_bench(capacity = \"...\")] names what the size counts, e.g. \"batch\"",
+                        ));
+                    }
+                    opts.capacity = Some(unit);
+                }
                 "name" => {
                     input.parse::<Token![=]>()?;
                     let name: LitStr = input.parse()?;
@@ -106,7 +123,7 @@ impl Parse for Options {
                     return Err(syn::Error::new(
                         key.span(),
                         format!(
-                            "unknown #[gpu_bench] option `{other}`: expected `args = [...]`, `name = \"...\"` or `ignore`"
+                            "unknown #[gpu_bench] option `{other}`: expected `args = [...]`, `name = \"...\"`, `capacity = \"...\"` or `ignore`"
                         ),
                     ))
                 }
@@ -116,21 +133,6 @@ impl Parse for Options {
             }
         }
         Ok(opts)
-    }
-}
-
-/// What is wrong with `part` as the name or argument part of a benchmark id: the
-/// rule of `gpubench_core`'s registry (`id_part_problem`), applied at compile time to
-/// what the attribute spells out.
-fn id_part_problem(part: &str) -> Option<&'static str> {
-    if part.is_empty() {
-        Some("is empty: give it a value that says what it is")
-    } else if part.contains('/') {
-        Some("contains `/`, which separates a benchmark's name from its argument: use another character")
-    } else if part.chars().any(char::is_control) {
-        Some("contains a control character (a newline, a tab): ids are one line of printable text")
-    } else {
-        None
     }
 }
 
@@ -175,6 +177,12 @@ fn expand(options: &Options, func: &ItemFn) -> syn::Result<TokenStream2> {
         return Err(syn::Error::new(
             span,
             "#[gpu_bench] functions take `b: &mut Bencher` as their first argument",
+        ));
+    }
+    if let (Some(unit), None) = (&options.capacity, &options.args) {
+        return Err(syn::Error::new(
+            unit.span(),
+            "#[gpu_bench(capacity = \"...\")] needs `args = [...]`: the sizes a run measures, the first of which the capacity search starts from",
         ));
     }
     let expected = if options.args.is_some() { 2 } else { 1 };
@@ -224,8 +232,35 @@ fn expand(options: &Options, func: &ItemFn) -> syn::Result<TokenStream2> {
             }
         }
     };
+    let capacity = options.capacity.as_ref().map(|unit| {
+        let probe_fn = format_ident!("__gpubench_capacity_{}", ident);
+        quote! {
+            #[doc(hidden)]
+            #[allow(non_snake_case)]
+            fn #probe_fn(__size: u64) -> #private::CaseFn {
+                #private::CaseFn::with_arg(
+                    ::std::string::ToString::to_string(&__size),
+                    move |b: &mut #private::Bencher| {
+                        let __arg = ::std::convert::TryFrom::try_from(__size)
+                            .expect("the capacity size does not fit the benchmark's argument type");
+                        #ident(b, __arg)
+                    },
+                )
+            }
+
+            #private::inventory::submit! {
+                #private::CapacityDef {
+                    name: #name,
+                    unit: #unit,
+                    probe: #probe_fn,
+                }
+            }
+        }
+    });
     Ok(quote! {
         #func
+
+        #capacity
 
         #[doc(hidden)]
         #[allow(non_snake_case)]

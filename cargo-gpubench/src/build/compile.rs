@@ -8,11 +8,13 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use cargo_metadata::{Message, TargetKind};
 use thiserror::Error;
 
-use crate::build::discover::BenchTarget;
+use crate::build::discover::{self, BenchTarget};
+use crate::build::libtorch::Libtorch;
 
 /// Errors building bench targets.
 #[derive(Debug, Error)]
@@ -101,7 +103,7 @@ pub fn build_command(
         "--message-format=json-render-diagnostics",
     ]);
     // `-q` keeps cargo's "Compiling" lines out too; its errors still show.
-    if crate::output::console::get().quiet() {
+    if crate::console::get().quiet() {
         cmd.arg("--quiet");
     }
     if let Some(path) = manifest_path {
@@ -204,6 +206,36 @@ pub(crate) fn strip_search_kind(path: &str) -> PathBuf {
         }
     }
     PathBuf::from(path)
+}
+
+/// Builds `workspace`'s bench targets, handing tch's build the libtorch the
+/// benchmarks will load; returns the build and the libtorch handed over, or `None`
+/// when interrupted.
+pub fn build_workspace(
+    manifest_path: Option<&Path>,
+    workspace: &discover::Workspace,
+    stop: &AtomicBool,
+) -> anyhow::Result<Option<(BuildOutput, Option<Libtorch>)>> {
+    use anyhow::Context;
+    let mut cmd = build_command(&crate::build::cargo(), manifest_path, &workspace.targets);
+    let libtorch = crate::build::libtorch::hand_to_the_build(&mut cmd, &workspace.root)?;
+    for problem in &workspace.problems {
+        crate::console::warning(format_args!("{problem}"));
+    }
+    let built = build(cmd, &workspace.targets);
+    if stop.load(Ordering::SeqCst) {
+        return Ok(None);
+    }
+    Ok(Some((
+        built.with_context(|| match workspace.problems.as_slice() {
+            [] => "failed to build bench targets".to_string(),
+            problems => format!(
+                "failed to build bench targets; what to fix first:\n{}",
+                problems.join("\n")
+            ),
+        })?,
+        libtorch,
+    )))
 }
 
 #[cfg(test)]

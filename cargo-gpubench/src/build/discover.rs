@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use cargo_metadata::{Metadata, MetadataCommand, TargetKind};
 use thiserror::Error;
 
+use crate::store::references::Places;
+
 /// The crate a package must depend on for its bench targets to be gpubench ones.
 pub const CORE_CRATE: &str = "gpubench-core";
 
@@ -317,6 +319,51 @@ fn join(items: impl Iterator<Item = String>) -> String {
     } else {
         v.join(", ")
     }
+}
+
+/// The bench targets of the workspace at `manifest_path` (or the current one) that
+/// `packages` and `benches` select, found with the cargo that runs this (`CARGO`).
+pub fn find_targets(
+    manifest_path: Option<&Path>,
+    packages: &[String],
+    benches: &[String],
+) -> anyhow::Result<Workspace> {
+    use anyhow::Context;
+    discover(&crate::build::cargo(), manifest_path, packages, benches)
+        .context("failed to discover bench targets")
+}
+
+/// Where baselines and runs are: `--out-dir` and `--baselines-dir` (relative to
+/// `cwd`), else the workspace's (from `cargo metadata`, of `--manifest-path` when
+/// given), else the current directory's when it is not in a workspace.
+pub fn places(
+    manifest_path: Option<&Path>,
+    out_dir: Option<&Path>,
+    baselines_dir: Option<&Path>,
+    cwd: &Path,
+) -> anyhow::Result<Places> {
+    use anyhow::Context;
+    let needs_workspace = baselines_dir.is_none() || out_dir.is_none();
+    let (root, target_dir) = if needs_workspace {
+        match locate(&crate::build::cargo(), manifest_path) {
+            Ok(found) => found,
+            Err(e) if manifest_path.is_some() => {
+                return Err(e).context("failed to find the workspace's baselines and runs")
+            }
+            // Outside a workspace (e.g. a CI machine with only results), as --exe does.
+            Err(_) => (cwd.to_path_buf(), cwd.join("target")),
+        }
+    } else {
+        (cwd.to_path_buf(), cwd.join("target"))
+    };
+    Ok(Places {
+        baselines: crate::store::baselines::store(baselines_dir, &root, cwd),
+        out_dir: match out_dir {
+            Some(dir) => cwd.join(dir),
+            None => target_dir.join("gpubench"),
+        },
+        cwd: cwd.to_path_buf(),
+    })
 }
 
 #[cfg(test)]

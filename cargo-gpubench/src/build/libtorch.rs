@@ -289,6 +289,63 @@ pub fn setup_venv() -> Option<PathBuf> {
     cache_dir().map(|c| c.join(format!("torch-{LIBTORCH_VERSION}")))
 }
 
+/// libtorch's version from the files beside its `lib/`: the pip wheel's
+/// `version.py` (`__version__ = '2.11.0+cu130'`) or a libtorch archive's
+/// `build-version`.
+pub fn libtorch_version(lib_dir: &Path) -> Option<String> {
+    let root = lib_dir.parent()?;
+    if let Ok(text) = std::fs::read_to_string(root.join("version.py")) {
+        let line = text.lines().find(|l| l.starts_with("__version__"))?;
+        let value = line.split_once('=')?.1.trim();
+        return Some(value.trim_matches(|c| c == '\'' || c == '"').to_string());
+    }
+    std::fs::read_to_string(root.join("build-version"))
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// tch's build needs `LIBTORCH` (or the like) to find libtorch. When none of tch's
+/// own variables is set, the libtorch that benchmarks would load is looked up before
+/// building and handed to the build (unless the workspace's cargo configuration
+/// names it, which cargo hands over itself), so a workspace builds with no environment set;
+/// when there is none, the run stops here with the one command that sets it up.
+/// Returns what it handed over, which the benchmarks then load too.
+pub fn hand_to_the_build(
+    cmd: &mut std::process::Command,
+    root: &std::path::Path,
+) -> anyhow::Result<Option<Libtorch>> {
+    use anyhow::Context;
+    let own = [
+        "LIBTORCH",
+        "LIBTORCH_USE_PYTORCH",
+        "LIBTORCH_LIB",
+        "LIBTORCH_INCLUDE",
+    ];
+    if own
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
+    {
+        return Ok(None);
+    }
+    let found = locate(&Search::from_env(vec![root.to_path_buf()], vec![]))
+        .context("failed to find the libtorch to build tch against")?;
+    match found.root() {
+        // Cargo hands the configuration's `[env]` to the build itself, as it does
+        // for plain `cargo bench`: the same environment, so nothing rebuilds.
+        _ if found.source == LibtorchSource::CargoConfig => {}
+        Some(dir) => {
+            cmd.env("LIBTORCH", dir);
+        }
+        None => crate::console::note(format_args!(
+            "{} (from {}) has no include/ beside it; tch's build must find libtorch by itself",
+            found.lib_dir.display(),
+            found.source
+        )),
+    }
+    Ok(Some(found))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

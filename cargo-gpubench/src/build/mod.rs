@@ -10,3 +10,10 @@ pub mod library;
 pub mod libtorch;
 pub mod revision;
 pub mod setup;
+
+use std::path::PathBuf;
+
+/// The cargo that runs this subcommand (`CARGO`), else `cargo`.
+pub fn cargo() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}

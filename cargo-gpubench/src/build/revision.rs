@@ -20,7 +20,7 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use gpubench_analysis::paired::Role;
+use gpubench_record::paired::Role;
 use thiserror::Error;
 
 /// Where worktrees go, under the target directory.

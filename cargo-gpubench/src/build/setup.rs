@@ -24,8 +24,6 @@ use anyhow::{bail, Context, Result};
 
 use crate::build::cargo_config;
 use crate::build::libtorch::{self, LibtorchSource, LIBTORCH_VERSION};
-use crate::cli::SetupArgs;
-use crate::exit_code::Exit;
 
 /// The wheel whose `crt/` headers the torch wheel's CUDA headers include but do not
 /// ship: with them the kernel-timing shim is built.
@@ -39,22 +37,39 @@ pub fn is_installed(venv: &Path) -> bool {
     venv.join(MARKER).is_file()
 }
 
+/// What `cargo gpubench setup` is asked to do.
+#[derive(Debug, Clone)]
+pub struct SetupOptions {
+    /// The virtual environment to make, or the default one in the cache.
+    pub venv: Option<PathBuf>,
+    /// The Python that makes it.
+    pub python: OsString,
+    /// Leave out the CUDA headers wheel.
+    pub no_cuda_headers: bool,
+    /// Install again even when it is there or a libtorch is at hand.
+    pub force: bool,
+    /// Use this libtorch and install nothing.
+    pub libtorch: Option<PathBuf>,
+    /// Leave the workspace's `.cargo/config.toml` alone.
+    pub no_cargo_config: bool,
+}
+
 /// Runs `cargo gpubench setup`.
-pub fn run(args: &SetupArgs) -> Result<Exit> {
+pub fn run(args: &SetupOptions) -> Result<()> {
     let root = libtorch_root(args)?;
     if args.no_cargo_config {
-        return Ok(Exit::Success);
+        return Ok(());
     }
     let Some(workspace) = workspace_root() else {
-        crate::output::console::note(format_args!(
+        crate::console::note(format_args!(
             "not in a cargo workspace, so no .cargo/config.toml was written: run `cargo \
              gpubench setup` again in your workspace for plain `cargo bench` and `cargo test` \
              to build and run with this libtorch (cargo gpubench finds it by itself)"
         ));
-        return Ok(Exit::Success);
+        return Ok(());
     };
     let written = cargo_config::write_libtorch(&workspace, &root, &root.join("lib"))?;
-    crate::output::console::status(format_args!(
+    crate::console::status(format_args!(
         "{} {}: LIBTORCH in [env] and its lib/ as the executables' rpath in [build] \
          rustflags, so plain `cargo bench` and `cargo test` build and run with it, and \
          switching between them and cargo gpubench rebuilds nothing (--no-cargo-config \
@@ -63,14 +78,14 @@ pub fn run(args: &SetupArgs) -> Result<Exit> {
         written.file.display()
     ));
     if let Some(caveat) = written.caveat {
-        crate::output::console::warning(format_args!("{caveat}"));
+        crate::console::warning(format_args!("{caveat}"));
     }
-    Ok(Exit::Success)
+    Ok(())
 }
 
 /// The libtorch directory (the one holding `lib/` and `include/`) this setup ends
 /// with: `--libtorch`, one already at hand, or the virtual environment installed.
-fn libtorch_root(args: &SetupArgs) -> Result<PathBuf> {
+fn libtorch_root(args: &SetupOptions) -> Result<PathBuf> {
     if let Some(dir) = &args.libtorch {
         let dir = std::path::absolute(dir)
             .with_context(|| format!("failed to resolve {}", dir.display()))?;
@@ -81,7 +96,7 @@ fn libtorch_root(args: &SetupArgs) -> Result<PathBuf> {
                 dir.display()
             );
         }
-        crate::output::console::status(format_args!(
+        crate::console::status(format_args!(
             "using the libtorch in {} (--libtorch)",
             dir.display()
         ));
@@ -104,7 +119,7 @@ fn libtorch_root(args: &SetupArgs) -> Result<PathBuf> {
             })
     };
     if is_installed(&venv) && !args.force {
-        crate::output::console::status(format_args!(
+        crate::console::status(format_args!(
             "libtorch {LIBTORCH_VERSION} is already set up in {} (--force installs it again)",
             venv.display()
         ));
@@ -114,7 +129,7 @@ fn libtorch_root(args: &SetupArgs) -> Result<PathBuf> {
         let cwd = std::env::current_dir().context("failed to read the current directory")?;
         let search = libtorch::Search::from_env(vec![workspace_root().unwrap_or(cwd)], vec![]);
         if let Some((root, source)) = at_hand(&search, !args.no_cuda_headers) {
-            crate::output::console::status(format_args!(
+            crate::console::status(format_args!(
                 "using libtorch {LIBTORCH_VERSION} from {source} ({}): no second copy \
                  (--force installs one into {} all the same)",
                 root.display(),
@@ -127,7 +142,7 @@ fn libtorch_root(args: &SetupArgs) -> Result<PathBuf> {
     let root = installed()?;
     std::fs::write(venv.join(MARKER), format!("torch=={LIBTORCH_VERSION}\n"))
         .with_context(|| format!("failed to write {}", venv.join(MARKER).display()))?;
-    crate::output::console::status(format_args!(
+    crate::console::status(format_args!(
         "libtorch {LIBTORCH_VERSION} is set up ({}); cargo gpubench builds and runs \
          with it from now on",
         root.join("lib").display()
@@ -212,7 +227,7 @@ fn install(venv: &Path, python: &OsString, cuda_headers: bool) -> Result<()> {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("failed to create {}", parent.display()))?;
     }
-    crate::output::console::status(format_args!(
+    crate::console::status(format_args!(
         "creating a virtual environment in {} with {}",
         venv.display(),
         Path::new(python).display()
@@ -228,7 +243,7 @@ fn install(venv: &Path, python: &OsString, cuda_headers: bool) -> Result<()> {
     if cuda_headers {
         wheels.push(CUDA_CRT_WHEEL.to_string());
     }
-    crate::output::console::status(format_args!(
+    crate::console::status(format_args!(
         "installing {} with pip (about 5 GB, a few minutes)",
         wheels.join(" ")
     ));
@@ -279,7 +294,7 @@ chmod +x "$3/bin/pip"
         std::fs::write(&python, FAKE_PYTHON).unwrap();
         std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
         let venv = tmp.path().join("cache/torch");
-        let args = SetupArgs {
+        let args = SetupOptions {
             venv: Some(venv.clone()),
             python: python.clone().into(),
             no_cuda_headers: false,
@@ -288,7 +303,7 @@ chmod +x "$3/bin/pip"
             // Never the workspace of these tests.
             no_cargo_config: true,
         };
-        assert_eq!(run(&args).unwrap(), Exit::Success);
+        run(&args).unwrap();
         let log = std::fs::read_to_string(venv.join("pip.log")).unwrap();
         assert_eq!(
             log,
@@ -302,11 +317,11 @@ chmod +x "$3/bin/pip"
             Some(venv.join("lib/python3.12/site-packages/torch/lib"))
         );
         // A second setup does nothing.
-        assert_eq!(run(&args).unwrap(), Exit::Success);
+        run(&args).unwrap();
         assert_eq!(std::fs::read_to_string(venv.join("pip.log")).unwrap(), log);
 
         // A python that cannot make a venv is an error that says what failed.
-        let bad = SetupArgs {
+        let bad = SetupOptions {
             venv: Some(tmp.path().join("other")),
             python: "/bin/false".into(),
             no_cuda_headers: true,
@@ -382,7 +397,7 @@ chmod +x "$3/bin/pip"
     fn libtorch_given_is_checked_and_used_without_installing() {
         let tmp = tempfile::tempdir().unwrap();
         let root = fake_torch(&tmp.path().join("site"), LIBTORCH_VERSION, false);
-        let args = |dir: PathBuf| SetupArgs {
+        let args = |dir: PathBuf| SetupOptions {
             venv: None,
             python: "/bin/false".into(),
             no_cuda_headers: false,

@@ -129,6 +129,18 @@ pub struct BaselineArgs {
     pub save_baseline: Option<String>,
 }
 
+impl BaselineArgs {
+    /// The baseline a run compares with, as the store names it.
+    pub fn wanted(&self) -> crate::store::baselines::Wanted {
+        use crate::store::baselines::Wanted;
+        match (&self.baseline, self.no_baseline) {
+            (_, true) => Wanted::None,
+            (Some(name), false) => Wanted::Named(name.clone()),
+            (None, false) => Wanted::Default,
+        }
+    }
+}
+
 /// How a comparison with a baseline decides, what fails the run, and where its
 /// summary and baselines go; shared by a run and `compare`.
 #[derive(Debug, Clone, Args)]
@@ -208,7 +220,8 @@ pub struct VerdictArgs {
 
     /// The metrics whose verdicts --fail-on looks at, comma-separated: `time` (device
     /// time, else synced wall time), `kernel` (kernel time), `counters` (kernels,
-    /// copies, syncs and allocations per call) [default: time,kernel,counters, each
+    /// copies, syncs and allocations per call), `memory` (peak allocated and reserved
+    /// bytes, and bytes held per call) [default: time,kernel,counters,memory, each
     /// where either side measured it]. Launch-bound work is best gated on
     /// `kernel,counters`: its time rests on the host. A metric named here that a side
     /// did not measure is missing evidence.
@@ -252,6 +265,18 @@ pub struct VerdictArgs {
 }
 
 impl VerdictArgs {
+    /// The statistics and gate these options ask for.
+    pub fn settings(&self) -> crate::compare::VerdictSettings {
+        crate::compare::VerdictSettings {
+            config: self.compare_config(),
+            fail_on: self.fail_on,
+            allow_device_mismatch: self.allow_device_mismatch,
+            gate: self.gate(),
+            allow_settings_mismatch: self.allow_settings_mismatch,
+            allow_missing: self.allow_missing(),
+        }
+    }
+
     /// The metrics the gate looks at: those `--gate-on` names, else every one.
     pub fn gate(&self) -> Gate {
         match &self.gate_on {

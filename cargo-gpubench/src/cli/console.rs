@@ -4,7 +4,7 @@
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args};
 
-use crate::output::console::{self, ColorWhen, Console, Verbosity};
+use crate::console::{self, ColorWhen, Console, Verbosity};
 
 /// `-q`, `-v` and `--color`; global, so they go before or after the subcommand.
 #[derive(Debug, Clone, Default, Args)]

@@ -3,20 +3,27 @@
 
 mod ab;
 mod archive;
+mod capacity;
 mod compare;
 mod console;
+mod history;
 mod merge;
-pub mod paired;
+pub mod reference;
 mod run;
 #[cfg(test)]
 mod tests;
 
 pub use ab::AbArgs;
 pub use archive::ArchiveArgs;
+pub use capacity::CapacityArgs;
 pub use compare::{BaselineArgs, CompareArgs, Format, ReportArgs, VerdictArgs};
 pub use console::ConsoleArgs;
+pub use history::{HistoryArgs, HISTORY_ABOUT, HISTORY_HELP};
 pub use merge::MergeArgs;
-pub use run::{MeasureArgs, ProcessArgs, RunArgs, SelectArgs, TargetArgs, MAX_PROCESSES};
+pub use run::{
+    MeasureArgs, OutputArgs, PrebuiltArgs, ProcessArgs, RunArgs, SelectArgs, SpreadArgs,
+    TargetArgs, MAX_PROCESSES,
+};
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -148,6 +155,10 @@ pub enum Command {
         after_long_help = MERGE_HELP
     )]
     Merge(MergeArgs),
+    /// Show each benchmark's figures over the committed versions of a baseline, with
+    /// change points and drift, read from git.
+    #[command(long_about = HISTORY_ABOUT, after_long_help = HISTORY_HELP)]
+    History(HistoryArgs),
     /// Install the libtorch this build needs into the user's cache, once.
     #[command(
         long_about = "Install libtorch (PyPI's torch wheel, CPU and CUDA 13, with the \
@@ -170,6 +181,10 @@ pub enum Command {
         after_long_help = DOCTOR_HELP
     )]
     Doctor(DoctorArgs),
+    /// Find the largest size of each capacity benchmark that fits in device memory,
+    /// by doubling then bisection, each probe in a fresh process.
+    #[command(long_about = capacity::CAPACITY_ABOUT, after_long_help = crate::exit_code::HELP)]
+    Capacity(CapacityArgs),
 }
 
 /// What `archive --help` says.
@@ -244,6 +259,20 @@ pub struct SetupArgs {
     /// gpubench builds with.
     #[arg(long, env = "GPUBENCH_SETUP_NO_CARGO_CONFIG", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub no_cargo_config: bool,
+}
+
+impl SetupArgs {
+    /// What the setup stage is asked to do.
+    pub fn options(&self) -> crate::build::setup::SetupOptions {
+        crate::build::setup::SetupOptions {
+            venv: self.venv.clone(),
+            python: self.python.clone(),
+            no_cuda_headers: self.no_cuda_headers,
+            force: self.force,
+            libtorch: self.libtorch.clone(),
+            no_cargo_config: self.no_cargo_config,
+        }
+    }
 }
 
 /// How `report` resolves its argument, and its exit codes.
@@ -329,10 +358,12 @@ impl Cli {
                 | Command::Compare(_)
                 | Command::Report(_)
                 | Command::Merge(_)
+                | Command::History(_)
                 | Command::Setup(_)
                 | Command::Doctor(_),
             )
             | None => &self.run,
+            Some(Command::Capacity(args)) => &args.run,
         }
     }
 
@@ -343,7 +374,10 @@ impl Cli {
             Some(Command::Compare(args)) => Some(args.format),
             Some(Command::Merge(args)) => Some(args.format),
             Some(Command::Ab(args)) => Some(args.format),
-            Some(Command::Run(_)) | None => Some(self.run_args().format),
+            Some(Command::History(args)) => Some(args.format),
+            Some(Command::Run(_) | Command::Capacity(_)) | None => {
+                Some(self.run_args().output.format)
+            }
             Some(
                 Command::Archive(_) | Command::Report(_) | Command::Setup(_) | Command::Doctor(_),
             ) => None,
@@ -382,6 +416,14 @@ impl Cli {
         }
     }
 
+    /// The options of `history`, when that is the subcommand.
+    pub fn history_args(&self) -> Option<&HistoryArgs> {
+        match &self.command {
+            Some(Command::History(args)) => Some(args),
+            _ => None,
+        }
+    }
+
     /// The options of `setup`, when that is the subcommand.
     pub fn setup_args(&self) -> Option<&SetupArgs> {
         match &self.command {
@@ -394,6 +436,14 @@ impl Cli {
     pub fn doctor_args(&self) -> Option<&DoctorArgs> {
         match &self.command {
             Some(Command::Doctor(args)) => Some(args),
+            _ => None,
+        }
+    }
+
+    /// The options of `capacity`, when that is the subcommand.
+    pub fn capacity_args(&self) -> Option<&CapacityArgs> {
+        match &self.command {
+            Some(Command::Capacity(args)) => Some(args),
             _ => None,
         }
     }

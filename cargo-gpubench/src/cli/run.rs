@@ -8,7 +8,7 @@ use super::compare::{BaselineArgs, Format, VerdictArgs};
 
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args};
-use gpubench_analysis::{MeasurementOption, MeasurementSettings, ProcessPolicy};
+use gpubench_record::measurement::{MeasurementOption, MeasurementSettings, ProcessPolicy};
 
 /// Which bench targets of which workspace a run or an archive builds.
 #[derive(Debug, Clone, Args)]
@@ -139,31 +139,18 @@ impl ProcessArgs {
     }
 
     /// The measurement defaults `--quick` picks, before the options overlay them.
-    pub fn defaults(&self) -> gpubench_analysis::MeasurementConfig {
+    pub fn defaults(&self) -> gpubench_record::measurement::MeasurementConfig {
         if self.quick {
-            gpubench_analysis::MeasurementConfig::quick()
+            gpubench_record::measurement::MeasurementConfig::quick()
         } else {
-            gpubench_analysis::MeasurementConfig::standard()
+            gpubench_record::measurement::MeasurementConfig::standard()
         }
     }
 }
 
-/// Options of a run.
+/// How a run spreads its benchmarks over devices and machines.
 #[derive(Debug, Clone, Args)]
-pub struct RunArgs {
-    /// Which listed benchmarks run.
-    #[command(flatten)]
-    pub select: SelectArgs,
-
-    /// Which bench targets of which workspace.
-    #[command(flatten)]
-    pub targets: TargetArgs,
-
-    /// Print the matching benchmarks as `<target>/<id>`, sorted, ignored ones marked,
-    /// without running them; with --partition, only the part a run would measure.
-    #[arg(long, env = "GPUBENCH_LIST", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
-    pub list: bool,
-
+pub struct SpreadArgs {
     /// Measure on several devices at once: `cuda:0,cuda:1,…`, or `all` (every GPU the
     /// bench executable sees, which must be of one model). Each device runs one
     /// benchmark process at a time, never two; a benchmark keeps the device of its
@@ -183,21 +170,11 @@ pub struct RunArgs {
     /// The same on every machine; the run records its part.
     #[arg(long, value_name = "count:K/N|hash:K/N", env = "GPUBENCH_PARTITION", value_parser = parse_partition)]
     pub partition: Option<crate::execute::partition::Partition>,
+}
 
-    /// How each benchmark process measures.
-    #[command(flatten)]
-    pub process: ProcessArgs,
-
-    /// Output format on stdout.
-    #[arg(
-        long,
-        value_enum,
-        value_name = "FORMAT",
-        env = "GPUBENCH_FORMAT",
-        default_value_t = Format::Human
-    )]
-    pub format: Format,
-
+/// Bench executables built elsewhere, run instead of building with cargo.
+#[derive(Debug, Clone, Args)]
+pub struct PrebuiltArgs {
     /// Run these already-built bench executables instead of building with cargo
     /// (for a machine without a Rust toolchain). One --exe takes several paths
     /// (--exe=PATH takes one), so FILTERs go before it or after `--`: `--exe a b --
@@ -223,6 +200,20 @@ pub struct RunArgs {
         conflicts_with_all = ["exes", "packages", "manifest_path"]
     )]
     pub archive: Option<PathBuf>,
+}
+
+/// What a run prints and where it keeps its results.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Output format on stdout.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        env = "GPUBENCH_FORMAT",
+        default_value_t = Format::Human
+    )]
+    pub format: Format,
 
     /// Where runs are stored [default: `<target-dir>/gpubench`, or ./target/gpubench
     /// with --exe or --archive].
@@ -232,6 +223,39 @@ pub struct RunArgs {
     /// Do not write the HTML report (`<out-dir>/report/index.html`) after the run.
     #[arg(long, env = "GPUBENCH_NO_REPORT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub no_report: bool,
+}
+
+/// Options of a run.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Which listed benchmarks run.
+    #[command(flatten)]
+    pub select: SelectArgs,
+
+    /// Which bench targets of which workspace.
+    #[command(flatten)]
+    pub targets: TargetArgs,
+
+    /// Print the matching benchmarks as `<target>/<id>`, sorted, ignored ones marked,
+    /// without running them; with --partition, only the part a run would measure.
+    #[arg(long, env = "GPUBENCH_LIST", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub list: bool,
+
+    /// How the benchmarks are spread over devices and machines.
+    #[command(flatten)]
+    pub spread: SpreadArgs,
+
+    /// How each benchmark process measures.
+    #[command(flatten)]
+    pub process: ProcessArgs,
+
+    /// Bench executables built elsewhere, instead of the targets.
+    #[command(flatten)]
+    pub prebuilt: PrebuiltArgs,
+
+    /// What the run prints and where it keeps results.
+    #[command(flatten)]
+    pub output: OutputArgs,
 
     /// Which baseline to compare with and save as.
     #[command(flatten)]
@@ -281,7 +305,7 @@ pub(super) fn parse_processes(s: &str) -> Result<ProcessPolicy, String> {
 /// checked when comparing.
 /// Each value is checked as it is parsed, and all of them together
 /// ([`MeasureArgs::settings`]) before any process starts, by the rules the harness
-/// checks them with (`gpubench_analysis::MeasurementSettings`).
+/// checks them with (`gpubench_record::measurement::MeasurementSettings`).
 #[derive(Debug, Clone, Default, Args)]
 pub struct MeasureArgs {
     /// Warm-up time bound of a process, seconds [default: 1; --quick: 0.2].

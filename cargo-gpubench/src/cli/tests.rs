@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use gpubench_analysis::baseline::{Gate, Metric};
-use gpubench_analysis::{CompareConfig, FailOn, ProcessPolicy};
+use gpubench_analysis::{CompareConfig, FailOn};
+use gpubench_record::measurement::ProcessPolicy;
 
 use super::*;
 
@@ -24,7 +25,7 @@ fn cargo_passes_the_subcommand_name_first() {
 
 #[test]
 fn console_flags_go_before_or_after_the_subcommand() {
-    use crate::output::console::{ColorWhen, Verbosity};
+    use crate::console::{ColorWhen, Verbosity};
     let parse = |argv: &[&str]| {
         let cli = Cli::parse_from_cargo(["cargo-gpubench", "gpubench"].iter().chain(argv).copied())
             .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
@@ -78,7 +79,7 @@ fn run_subcommand_takes_executables() {
     ])
     .unwrap();
     let args = cli.run_args();
-    assert_eq!(args.exes, [PathBuf::from("a"), PathBuf::from("b")]);
+    assert_eq!(args.prebuilt.exes, [PathBuf::from("a"), PathBuf::from("b")]);
     assert_eq!(args.process.timeout, Duration::from_millis(2500));
     assert_eq!(args.select.filters, ["conv"]);
 }
@@ -89,7 +90,12 @@ fn one_exe_takes_several_paths_and_filters_follow_a_double_dash() {
         let cli =
             Cli::parse_from_cargo(["cargo-gpubench", "run"].iter().chain(argv).copied()).unwrap();
         let args = cli.run_args().clone();
-        let exes: Vec<String> = args.exes.iter().map(|p| p.display().to_string()).collect();
+        let exes: Vec<String> = args
+            .prebuilt
+            .exes
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
         (exes, args.select.filters)
     };
     let (a, b, c) = ("a".to_string(), "b".to_string(), "c".to_string());
@@ -160,6 +166,7 @@ fn report_takes_a_run_reference_defaulting_to_latest() {
         Cli::parse_from_cargo(["cargo-gpubench", "--no-report"])
             .unwrap()
             .run_args()
+            .output
             .no_report
     );
 }
@@ -233,7 +240,7 @@ fn baseline_options_map_to_the_comparison_settings() {
     assert_eq!(args.verdicts.gate().to_string(), "kernel,counters");
     assert_eq!(args.baselines.baseline.as_deref(), Some("pr-1"));
     assert_eq!(args.baselines.save_baseline.as_deref(), Some("main"));
-    assert_eq!(args.format, Format::Markdown);
+    assert_eq!(args.output.format, Format::Markdown);
     let config = args.verdicts.compare_config();
     assert_eq!((config.significance, config.noise_threshold), (0.01, 0.05));
     assert_eq!(args.verdicts.fail_on, FailOn::Ambiguous);
@@ -277,7 +284,7 @@ fn bad_baseline_options_are_usage_errors_with_the_reason() {
         ),
         (
             &["--gate-on", "time,speed"],
-            "[possible values: time, kernel, counters]",
+            "[possible values: time, kernel, counters, memory]",
         ),
     ] {
         let args = std::iter::once("cargo-gpubench").chain(bad.iter().copied());
@@ -341,7 +348,7 @@ fn significance_help_names_the_test_the_verdict_uses() {
     let c = gpubench_analysis::compare_processes(
         &groups(&was),
         &groups(&now),
-        gpubench_analysis::Bound::Device,
+        gpubench_analysis::processes::Bound::Device,
         &CompareConfig::default(),
     )
     .unwrap();
@@ -363,32 +370,32 @@ fn significance_help_names_the_test_the_verdict_uses() {
 #[test]
 fn settings_mismatch_help_names_every_setting_a_comparison_checks() {
     let help = option_help("allow-settings-mismatch");
-    let base = gpubench_analysis::MeasurementConfig::standard();
+    let base = gpubench_record::measurement::MeasurementConfig::standard();
     let changed = [
         (
             "sample time",
-            gpubench_analysis::MeasurementConfig {
+            gpubench_record::measurement::MeasurementConfig {
                 sample_target_s: 0.02,
                 ..base.clone()
             },
         ),
         (
             "warm-up",
-            gpubench_analysis::MeasurementConfig {
+            gpubench_record::measurement::MeasurementConfig {
                 warmup_time_s: 2.0,
                 ..base.clone()
             },
         ),
         (
             "--throttle-threshold",
-            gpubench_analysis::MeasurementConfig {
+            gpubench_record::measurement::MeasurementConfig {
                 throttle_threshold: 0.5,
                 ..base.clone()
             },
         ),
         (
             "--flush-l2",
-            gpubench_analysis::MeasurementConfig {
+            gpubench_record::measurement::MeasurementConfig {
                 flush_l2: true,
                 ..base.clone()
             },

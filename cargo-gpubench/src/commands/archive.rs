@@ -12,8 +12,8 @@ use crate::archive::pack::{self, Bundle, BundledExecutable};
 use crate::archive::ArchivedBenchmark;
 use crate::build::libtorch;
 use crate::cli::ArchiveArgs;
-use crate::error::UsageError;
 use crate::exit_code::Exit;
+use crate::exit_code::UsageError;
 use crate::format::{bytes, plural};
 
 /// How long an executable may take to list its benchmarks (a run's default
@@ -22,7 +22,7 @@ const LIST_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Builds, lists and writes the archive `args` asks for.
 pub fn run(args: &ArchiveArgs) -> Result<Exit> {
-    let stop = super::run::interrupt_flag()?;
+    let stop = crate::execute::process::interrupt_flag()?;
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let output = cwd.join(&args.output);
     if output.is_dir() {
@@ -33,9 +33,16 @@ pub fn run(args: &ArchiveArgs) -> Result<Exit> {
         .into());
     }
 
-    let workspace = super::run::discover_targets(&args.targets)?;
-    let Some((built, handed)) =
-        super::run::build_targets(args.targets.manifest_path.as_deref(), &workspace, &stop)?
+    let workspace = crate::build::discover::find_targets(
+        args.targets.manifest_path.as_deref(),
+        &args.targets.packages,
+        &args.targets.benches,
+    )?;
+    let Some((built, handed)) = crate::build::compile::build_workspace(
+        args.targets.manifest_path.as_deref(),
+        &workspace,
+        &stop,
+    )?
     else {
         return Ok(Exit::Interrupted);
     };
@@ -47,11 +54,16 @@ pub fn run(args: &ArchiveArgs) -> Result<Exit> {
         ))
         .context("failed to find the libtorch to list the benchmarks with")?,
     };
-    let env = super::run::child_env(&libtorch, &built.native_paths, &workspace.target_dir);
+    let env = crate::execute::process::for_benchmarks(
+        &libtorch,
+        &built.native_paths,
+        &workspace.target_dir,
+        &crate::cli::option_env_vars(),
+    );
     let Some((benchmarks, harnesses)) =
         // The harness's default device: where the archive is made is seldom where it
         // runs, and a run lists its benchmarks again for its own device.
-        super::run::list_benchmarks(&built.executables, None, &env, LIST_TIMEOUT, &stop)?
+        crate::execute::listing::list_all(&built.executables, None, &env, LIST_TIMEOUT, &stop)?
     else {
         return Ok(Exit::Interrupted);
     };
@@ -94,10 +106,10 @@ pub fn run(args: &ArchiveArgs) -> Result<Exit> {
             .collect(),
         baselines,
         git_commit: git_commit(&workspace.root),
-        libtorch_version: super::doctor::libtorch_version(&libtorch.lib_dir),
+        libtorch_version: crate::build::libtorch::libtorch_version(&libtorch.lib_dir),
     };
     if bundle.libtorch_version.is_none() {
-        crate::output::console::warning(format_args!(
+        crate::console::warning(format_args!(
             "cannot tell the version of the libtorch in {} (no version.py or build-version beside it): the archive will not say which libtorch it needs",
             libtorch.lib_dir.display()
         ));
@@ -105,11 +117,11 @@ pub fn run(args: &ArchiveArgs) -> Result<Exit> {
     let written = pack::write(&bundle, &output)
         .with_context(|| format!("failed to write archive {}", output.display()))?;
     for note in &written.notes {
-        crate::output::console::note(format_args!("{note}"));
+        crate::console::note(format_args!("{note}"));
     }
     let m = &written.manifest;
     let count = |n: usize, word: &str| format!("{n} {word}{}", plural(n));
-    crate::output::console::status(format_args!(
+    crate::console::status(format_args!(
         "archived {} ({}), {}, {} (libtorch {}, {}) into {} ({})",
         count(m.executables.len(), "executable"),
         count(m.benchmark_count(), "benchmark"),

@@ -3,25 +3,23 @@
 //! `--fail-on` gate of a run, without running anything. How the two arguments are
 //! resolved is [`crate::store::references`].
 
-use std::path::{Path, PathBuf};
-
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::build::discover;
+use crate::build::discover::places;
 use crate::cli::{CompareArgs, Format};
-use crate::compare::{change_text, outcome_word, Absences, RunComparison, VerdictSettings};
+use crate::compare::{change_text, outcome_word, Absences, RunComparison};
+use crate::console::{self, Console};
 use crate::exit_code::Exit;
-use crate::output::console::{self, Console};
-use crate::output::json::{attach_comparison, ExitVerdict, SummaryEntry, SUMMARY_FORMAT_VERSION};
+use crate::output::json::{attach_comparison, ExitVerdict, SUMMARY_FORMAT_VERSION};
 use crate::output::markdown::{MarkdownSummary, ReportLink};
 use crate::output::terminal::{
     align_cells, comparison_line, count_line, gate_line, outcome_tone, render_comparison,
     render_failures, render_process_medians, render_quiet, status_tone, Cell,
 };
-use crate::store::baselines;
 use crate::store::manifest::BenchStatus;
-use crate::store::references::{self, Places, Side};
+use crate::store::references::SummaryEntry;
+use crate::store::references::{self, Side};
 use crate::store::Source;
 
 /// What `--format json` prints for `compare`.
@@ -59,7 +57,7 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
     let new = load("CURRENT", &args.current)?;
     for side in [&old, &new] {
         for n in crate::store::baselines::ignored_notes(&side.ignored) {
-            crate::output::console::note(format_args!("{n}"));
+            crate::console::note(format_args!("{n}"));
         }
     }
 
@@ -76,7 +74,7 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
         &new.records,
         &entries,
         old.source.clone(),
-        VerdictSettings::from_args(&args.verdicts),
+        args.verdicts.settings(),
         &absences,
     )
     .with_context(|| {
@@ -87,7 +85,7 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
         )
     })?;
     if let Some(msg) = comparison.device_mismatch_message() {
-        crate::output::console::warning(format_args!("{msg}"));
+        crate::console::warning(format_args!("{msg}"));
     }
     let mut rows = new.entries.clone();
     attach_comparison(&mut rows, &comparison);
@@ -99,8 +97,9 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
         new.source.describe(),
         old.source.describe()
     );
+    let drifts = std::cell::OnceCell::new();
     let markdown = || {
-        MarkdownSummary {
+        let mut text = MarkdownSummary {
             subject: &subject,
             // compare writes no report; a URL given still says where one is.
             report: ReportLink::of(args.verdicts.report_url.as_deref(), None),
@@ -108,7 +107,11 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
             comparison: Some(&comparison),
             exit,
         }
-        .render()
+        .render();
+        text.push_str(&crate::output::history::drift_section(drifts.get_or_init(
+            || crate::output::history::continued_drifts_noted(&comparison),
+        )));
+        text
     };
     match args.format {
         Format::Human => console::print_stdout(&render_human(
@@ -147,39 +150,6 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
         crate::output::markdown::write_summary_file(&cwd.join(path), &markdown())?;
     }
     Ok(exit)
-}
-
-/// Where baselines and runs are: `--out-dir` and `--baselines-dir` (relative to
-/// `cwd`), else the workspace's (from `cargo metadata`, of `--manifest-path` when
-/// given), else the current directory's when it is not in a workspace.
-pub fn places(
-    manifest_path: Option<&Path>,
-    out_dir: Option<&Path>,
-    baselines_dir: Option<&Path>,
-    cwd: &Path,
-) -> Result<Places> {
-    let needs_workspace = baselines_dir.is_none() || out_dir.is_none();
-    let (root, target_dir) = if needs_workspace {
-        let cargo = PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-        match discover::locate(&cargo, manifest_path) {
-            Ok(found) => found,
-            Err(e) if manifest_path.is_some() => {
-                return Err(e).context("failed to find the workspace's baselines and runs")
-            }
-            // Outside a workspace (e.g. a CI machine with only results), as --exe does.
-            Err(_) => (cwd.to_path_buf(), cwd.join("target")),
-        }
-    } else {
-        (cwd.to_path_buf(), cwd.join("target"))
-    };
-    Ok(Places {
-        baselines: baselines::store(baselines_dir, &root, cwd),
-        out_dir: match out_dir {
-            Some(dir) => cwd.join(dir),
-            None => target_dir.join("gpubench"),
-        },
-        cwd: cwd.to_path_buf(),
-    })
 }
 
 /// The terminal output: both sides, a compact table, failures and the comparison;
@@ -229,7 +199,7 @@ fn render_human(
                 }) => Some(comparison),
                 _ => None,
             };
-            let fmt = gpubench_analysis::units::format_ns;
+            let fmt = gpubench_record::units::format_ns;
             let current = compared.map(|c| c.current_estimate).or_else(|| {
                 e.summary
                     .as_ref()

@@ -12,8 +12,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use gpubench_analysis::nvml::{driver_and_count, NvmlSource};
-use gpubench_analysis::telemetry::{GpuState, TelemetryReading, TelemetrySource};
+use gpubench_analysis::telemetry::TelemetrySource;
+use gpubench_record::telemetry::{GpuState, TelemetryReading};
 
+use crate::build::libtorch::libtorch_version;
 use crate::build::libtorch::{self, LIBTORCH_VERSION};
 use crate::cli::DoctorArgs;
 use crate::exit_code::Exit;
@@ -107,22 +109,6 @@ impl Facts {
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
-}
-
-/// libtorch's version from the files beside its `lib/`: the pip wheel's
-/// `version.py` (`__version__ = '2.11.0+cu130'`) or a libtorch archive's
-/// `build-version`.
-pub fn libtorch_version(lib_dir: &Path) -> Option<String> {
-    let root = lib_dir.parent()?;
-    if let Ok(text) = std::fs::read_to_string(root.join("version.py")) {
-        let line = text.lines().find(|l| l.starts_with("__version__"))?;
-        let value = line.split_once('=')?.1.trim();
-        return Some(value.trim_matches(|c| c == '\'' || c == '"').to_string());
-    }
-    std::fs::read_to_string(root.join("build-version"))
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
 }
 
 /// CUDA devices the driver API sees (`cuInit`, `cuDeviceGetCount` through `dlopen`),
@@ -510,7 +496,7 @@ pub fn run(args: &DoctorArgs) -> Result<Exit> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpubench_analysis::telemetry::{ClockReading, GpuProcess, SlowdownReason};
+    use gpubench_record::telemetry::{ClockReading, GpuProcess, SlowdownReason};
 
     fn healthy() -> Facts {
         Facts {

@@ -1,12 +1,13 @@
 //! The subcommands, one module each, and which one an invocation runs: [`run`]
 //! (`cargo gpubench`, the default), [`ab`], [`archive`], [`compare`], [`report`], [`merge`],
-//! [`doctor`], and `setup` ([`crate::build::setup`]); [`present`] is what a run and
+//! [`history`], [`doctor`], and `setup` ([`crate::build::setup`]); [`present`] is what a run and
 //! `merge` show once their run is stored.
 
 pub mod ab;
 pub mod archive;
 pub mod compare;
 pub mod doctor;
+pub mod history;
 pub mod merge;
 pub mod present;
 pub mod report;
@@ -36,8 +37,15 @@ pub fn dispatch(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
     if let Some(args) = cli.merge_args() {
         return merge::run(args, command_line);
     }
+    if let Some(args) = cli.history_args() {
+        return history::run(args);
+    }
     if let Some(args) = cli.setup_args() {
-        return crate::build::setup::run(args);
+        crate::build::setup::run(&args.options())?;
+        return Ok(Exit::Success);
+    }
+    if let Some(args) = cli.capacity_args() {
+        return run::capacity::run(args);
     }
     if let Some(args) = cli.doctor_args() {
         return doctor::run(args);

@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use gpubench_analysis::RawRecord;
+use gpubench_record::record::RawRecord;
 
 use crate::cli::Format;
-use crate::output::console;
+use crate::console;
 use crate::output::exports;
 use crate::output::html::run_report::{self, StoredRun};
 use crate::output::json::{pretty_json, RunSummary};
@@ -59,15 +59,28 @@ pub fn print_summary(
         ),
         None => format!("run `{}`", summary.run_id),
     };
+    // Read once, and only when Markdown is written.
+    let drifts = std::cell::OnceCell::new();
+    let drifts = || {
+        drifts.get_or_init(|| {
+            summary
+                .comparison
+                .as_ref()
+                .map(crate::output::history::continued_drifts_noted)
+                .unwrap_or_default()
+        })
+    };
     let markdown = || {
-        MarkdownSummary {
+        let mut text = MarkdownSummary {
             subject: &subject,
             report: ReportLink::of(summary.report_url.as_deref(), summary.report.as_deref()),
             entries: &summary.benchmarks,
             comparison: summary.comparison.as_ref(),
             exit: summary.exit_code(),
         }
-        .render()
+        .render();
+        text.push_str(&crate::output::history::drift_section(drifts()));
+        text
     };
     match format {
         Format::Human => console::print_stdout(&summary.render_human(console::get())),

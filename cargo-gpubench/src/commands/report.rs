@@ -8,10 +8,10 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result};
 
+use crate::build::discover::places;
 use crate::cli::ReportArgs;
-use crate::commands::compare::places;
-use crate::error::UsageError;
 use crate::exit_code::Exit;
+use crate::exit_code::UsageError;
 use crate::output::html::run_report::{self, StoredRun};
 use crate::store::references::{self, Resolved, Side};
 
@@ -73,17 +73,15 @@ fn open(page: &Path) {
         .status();
     match status {
         Ok(s) if s.success() => {}
-        Ok(s) => crate::output::console::note(format_args!(
+        Ok(s) => crate::console::note(format_args!(
             "{OPENER} could not open the report ({s}); open {} yourself",
             page.display()
         )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            crate::output::console::note(format_args!(
-                "no opener found ({OPENER} is not on PATH); open {} yourself",
-                page.display()
-            ))
-        }
-        Err(e) => crate::output::console::note(format_args!(
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => crate::console::note(format_args!(
+            "no opener found ({OPENER} is not on PATH); open {} yourself",
+            page.display()
+        )),
+        Err(e) => crate::console::note(format_args!(
             "failed to run {OPENER} ({e}); open {} yourself",
             page.display()
         )),

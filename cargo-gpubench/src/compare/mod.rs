@@ -26,11 +26,13 @@ use gpubench_analysis::baseline::{
     MissingKind, VerdictCounts,
 };
 use gpubench_analysis::kernels::{CounterChange, KernelChange};
-use gpubench_analysis::stats::Estimate;
+use gpubench_analysis::memory::MemoryComparison;
 use gpubench_analysis::{
     compare_with_baseline, BaselineCompareOptions, BaselineEntry, BaselineError, CompareConfig,
-    Comparison, ComparisonSet, FailOn, RawRecord, Verdict,
+    Comparison, ComparisonSet, FailOn, Verdict,
 };
+use gpubench_record::estimate::Estimate;
+use gpubench_record::record::RawRecord;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -108,18 +110,6 @@ impl VerdictSettings {
             config: self.config,
             allow_device_mismatch: true,
             allow_settings_mismatch: self.allow_settings_mismatch,
-        }
-    }
-
-    /// The statistics and gate `verdicts` (the options) ask for.
-    pub fn from_args(verdicts: &crate::cli::VerdictArgs) -> Self {
-        VerdictSettings {
-            config: verdicts.compare_config(),
-            fail_on: verdicts.fail_on,
-            allow_device_mismatch: verdicts.allow_device_mismatch,
-            gate: verdicts.gate(),
-            allow_settings_mismatch: verdicts.allow_settings_mismatch,
-            allow_missing: verdicts.allow_missing(),
         }
     }
 }
@@ -240,7 +230,7 @@ fn delete_hint(id: &str, baseline: &Source) -> String {
         SourceKind::Baseline => format!(
             "; if on purpose, delete {}/{}.json from the baseline",
             baseline.path.trim_end_matches('/'),
-            gpubench_analysis::file_stem_for_id(id)
+            gpubench_record::id::file_stem_for_id(id)
         ),
         SourceKind::Run | SourceKind::Revision => String::new(),
     }
@@ -611,12 +601,14 @@ impl RunComparison {
             .count()
     }
 
-    /// `kernel time: 1 regressed, 1 no change; counters: 1 regressed`: the verdicts on
-    /// kernel time and counters, worst first, when any benchmark has one.
+    /// `kernel time: 1 regressed, 1 no change; counters: 1 regressed; memory: 2 no
+    /// change`: the verdicts on kernel time, counters and memory, worst first, when
+    /// any benchmark has one.
     pub fn gpu_counts_text(&self) -> Option<String> {
         let parts: Vec<String> = [
             (Metric::Kernel, "kernel time"),
             (Metric::Counters, "counters"),
+            (Metric::Memory, "memory"),
         ]
         .into_iter()
         .filter_map(|(metric, label)| {
@@ -666,7 +658,7 @@ impl RunComparison {
         for entry in entries {
             let file = copy.join(format!(
                 "{}.json",
-                gpubench_analysis::file_stem_for_id(&entry.id)
+                gpubench_record::id::file_stem_for_id(&entry.id)
             ));
             runs::write_atomic(&file, entry.to_json_pretty().as_bytes())?;
         }
@@ -762,6 +754,21 @@ pub fn counters_text(outcome: &ComparisonOutcome) -> Option<String> {
     })
 }
 
+/// The memory comparison of `outcome`, when both sides read the allocator.
+pub fn memory_comparison(outcome: &ComparisonOutcome) -> Option<&MemoryComparison> {
+    match outcome {
+        ComparisonOutcome::Compared { memory, .. } => memory.as_ref(),
+        _ => None,
+    }
+}
+
+/// `holds +64.00 KiB per call (the baseline held none; …)`, or `no change`: the
+/// memory verdict in words, each changed figure with the tolerance it went beyond,
+/// when both sides read the allocator.
+pub fn memory_text(outcome: &ComparisonOutcome) -> Option<String> {
+    memory_comparison(outcome).map(MemoryComparison::describe)
+}
+
 /// What the GPU did differently, in words: the counter changes, then the kernels
 /// that are new, gone or moved (the first [`KERNEL_CHANGES_SHOWN`], then how many
 /// more).
@@ -802,6 +809,10 @@ pub fn trip_reasons(b: &BenchmarkComparison, settings: &VerdictSettings) -> Vec<
                 Metric::Counters => format!(
                     "counters: {}",
                     counters_text(&b.outcome).unwrap_or_else(|| v.label().to_string())
+                ),
+                Metric::Memory => format!(
+                    "memory: {}",
+                    memory_text(&b.outcome).unwrap_or_else(|| v.label().to_string())
                 ),
             })
         })

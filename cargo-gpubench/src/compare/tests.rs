@@ -4,7 +4,7 @@ use super::*;
 use crate::store::manifest::Selection;
 use crate::store::SourceKind;
 use gpubench_analysis::synthetic::{GpuLikeSamples, ProcessShift};
-use gpubench_analysis::{Failure, FailureKind};
+use gpubench_record::failure::{Failure, FailureKind};
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::error::UsageError;
 use crate::execute::process::{self, ChildEnv, Ending};
+use crate::exit_code::UsageError;
 
 /// `s` when it names a device (`cpu`, `cuda` or `cuda:N`), else why not.
 pub fn parse_label(s: &str) -> Result<String, String> {

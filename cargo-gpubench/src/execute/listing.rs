@@ -3,13 +3,15 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use gpubench_analysis::protocol;
+use gpubench_record::protocol;
 use thiserror::Error;
 
+use crate::build::compile::BenchExecutable;
 use crate::execute::process::{self, ChildEnv, Ending};
+use crate::execute::select::Benchmark;
 
 /// Errors listing an executable's benchmarks.
 #[derive(Debug, Error)]
@@ -160,6 +162,44 @@ pub fn parse_terse(stdout: &str) -> Vec<String> {
         .filter(|id| !id.is_empty())
         .map(str::to_string)
         .collect()
+}
+
+/// Lists the benchmarks of `executables` for `device` (see [`list`]),
+/// skipping (with a note) those that are not gpubench harnesses. Returns the
+/// benchmarks and the harnesses; `None` when interrupted.
+pub fn list_all(
+    executables: &[BenchExecutable],
+    device: Option<&str>,
+    env: &ChildEnv,
+    timeout: std::time::Duration,
+    stop: &AtomicBool,
+) -> anyhow::Result<Option<(Vec<Benchmark>, Vec<BenchExecutable>)>> {
+    let mut all = Vec::new();
+    let mut harnesses = Vec::new();
+    for exe in executables {
+        let listed = match list(&exe.path, device, env, timeout, stop)? {
+            Listing::Gpubench(listed) => listed,
+            Listing::NotGpubench => {
+                crate::console::note(format_args!(
+                    "skipped {}: not a gpubench harness (no handshake on --list; a criterion or libtest bench beside gpubench ones is left to `cargo bench`)",
+                    exe.target
+                ));
+                continue;
+            }
+        };
+        harnesses.push(exe.clone());
+        all.extend(listed.into_iter().map(|b| Benchmark {
+            package: exe.package.clone(),
+            target: exe.target.clone(),
+            exe: exe.path.clone(),
+            id: b.id,
+            ignored: b.ignored,
+        }));
+        if stop.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+    }
+    Ok(Some((all, harnesses)))
 }
 
 #[cfg(test)]

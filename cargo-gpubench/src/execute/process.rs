@@ -10,11 +10,19 @@
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
+use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use gpubench_record::protocol::{FREE_CORES_VAR, RECORD_DIR_VAR, ROUND_VAR};
+
+use crate::build::libtorch::{self, Libtorch};
+use crate::exit_code::Exit;
 
 /// Bytes of a child's output kept: enough for a panic message and a backtrace's top.
 pub const TAIL_BYTES: usize = 4096;
@@ -376,4 +384,60 @@ mod tests {
         assert_eq!(f.ending, Ending::Interrupted);
         assert!(start.elapsed() < Duration::from_secs(10));
     }
+}
+/// The environment of benchmark processes: libtorch (and build-script libraries in
+/// the target directory) on the loader path; the subcommand's own `GPUBENCH_*`
+/// options (`option_vars`) removed, since they reach the harness as arguments; and the cores the host
+/// has free now, so every process of the run gives libtorch as many intra-op threads
+/// on the CPU device (unless `GPUBENCH_CPU_THREADS` or `OMP_NUM_THREADS` choose).
+pub fn for_benchmarks(
+    libtorch: &Libtorch,
+    native_paths: &[PathBuf],
+    target_dir: &Path,
+    option_vars: &[String],
+) -> ChildEnv {
+    let mut dirs = vec![libtorch.lib_dir.clone()];
+    dirs.extend(
+        native_paths
+            .iter()
+            .filter(|p| p.starts_with(target_dir))
+            .cloned(),
+    );
+    let var = libtorch::loader_path_var();
+    let existing = std::env::var_os(var);
+    let mut remove: Vec<OsString> = option_vars.iter().map(OsString::from).collect();
+    remove.push(RECORD_DIR_VAR.into());
+    remove.push(ROUND_VAR.into());
+    ChildEnv {
+        set: vec![
+            (
+                var.into(),
+                libtorch::prepend_paths(&dirs, existing.as_deref()),
+            ),
+            (
+                FREE_CORES_VAR.into(),
+                gpubench_analysis::host::free_cores_now().to_string().into(),
+            ),
+        ],
+        remove,
+    }
+}
+
+/// The flag Ctrl-C (and SIGTERM) raises: the running benchmark is killed, finished
+/// records are kept. A second Ctrl-C exits at once.
+pub fn interrupt_flag() -> Result<Arc<AtomicBool>> {
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    if let Some(flag) = FLAG.get() {
+        return Ok(flag.clone());
+    }
+    let flag = Arc::new(AtomicBool::new(false));
+    let handler_flag = flag.clone();
+    ctrlc::set_handler(move || {
+        if handler_flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(i32::from(Exit::Interrupted.code()));
+        }
+        eprintln!("gpubench: interrupted; stopping the running benchmark and saving what finished (Ctrl-C again to quit at once)");
+    })
+    .context("failed to install the Ctrl-C handler")?;
+    Ok(FLAG.get_or_init(|| flag).clone())
 }

@@ -21,7 +21,7 @@ impl Progress {
     /// Progress over `total` processes (more may be added); the bar shows only when
     /// `bar_wanted` and stderr is a terminal, and nothing shows with `-q`.
     pub fn new(total: usize, bar_wanted: bool) -> Self {
-        let lines = !crate::output::console::get().quiet();
+        let lines = !crate::console::get().quiet();
         let bar = (lines && bar_wanted && std::io::stderr().is_terminal()).then(|| {
             let bar =
                 ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());

@@ -7,13 +7,12 @@ use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use gpubench_analysis::protocol::{EXIT_BENCHMARK_FAILED, RECORD_DIR_VAR, ROUND_VAR};
-use gpubench_analysis::{
-    file_stem_for_id, Failure, FailureKind, Fingerprint, MeasurementConfig, ProcessPolicy,
-    RawRecord, Round,
-};
+use gpubench_record::failure::{Failure, FailureKind};
+use gpubench_record::id::{file_stem_for_id, split_id};
+use gpubench_record::measurement::{MeasurementConfig, MeasurementSettings, ProcessPolicy};
+use gpubench_record::protocol::{EXIT_BENCHMARK_FAILED, RECORD_DIR_VAR, ROUND_VAR};
+use gpubench_record::record::{Fingerprint, RawRecord, Round};
 
-use crate::cli::MeasureArgs;
 use crate::execute::process::{self, ChildEnv, Ending, Finished};
 use crate::execute::select::Benchmark;
 
@@ -38,7 +37,7 @@ pub struct RunOptions {
     /// measurement time split across its processes.
     pub measurement_time_s: f64,
     /// The other measurement options given (`--warm-up-time`, `--sample-time`, ...).
-    pub measure: MeasureArgs,
+    pub measure: MeasurementSettings,
 }
 
 impl RunOptions {
@@ -55,7 +54,7 @@ impl RunOptions {
         } else {
             MeasurementConfig::standard()
         };
-        self.measure.settings().overlay(&mut config);
+        self.measure.overlay(&mut config);
         config.flush_l2 = self.flush_l2;
         // Each process measures its share of the benchmark's measurement time.
         config.measurement_time_s = self.measurement_time_s;
@@ -110,8 +109,8 @@ pub fn bench_command(
     ]);
     let m = &opts.measure;
     let options = [
-        ("--warm-up-time", m.warm_up_time),
-        ("--sample-time", m.sample_time),
+        ("--warm-up-time", m.warm_up_time_s),
+        ("--sample-time", m.sample_time_s),
         ("--min-samples", m.min_samples.map(f64::from)),
         ("--max-samples", m.max_samples.map(f64::from)),
         ("--target-rel-ci", m.target_rel_ci),
@@ -139,7 +138,7 @@ pub fn run_benchmark(
     stop: &AtomicBool,
 ) -> std::io::Result<(Outcome, Finished)> {
     let cmd = bench_command(bench, round, opts, env, record_dir);
-    crate::output::console::detail(format_args!(
+    crate::console::detail(format_args!(
         "round {round} of {}: {}",
         bench.qualified(),
         process::shell_line(&cmd)
@@ -240,16 +239,13 @@ pub fn classify(
 
 /// A failed record for a benchmark whose process reported nothing usable.
 pub fn synthesized(id: &str, failure: Failure, opts: &RunOptions, now: String) -> RawRecord {
-    let (name, arg) = match id.split_once('/') {
-        Some((name, arg)) => (name.to_string(), Some(arg.to_string())),
-        None => (id.to_string(), None),
-    };
+    let (name, arg) = split_id(id);
     let mut round = Round::first(now.clone());
     round.failure = Some(failure);
     RawRecord::new(
         id,
-        &name,
-        arg,
+        name,
+        arg.map(str::to_string),
         Fingerprint::unknown(opts.device_label(), now),
         opts.config(),
         round,
@@ -299,7 +295,7 @@ mod tests {
             timeout: Duration::from_secs(300),
             processes: ProcessPolicy::fixed(3),
             measurement_time_s: 0.25,
-            measure: MeasureArgs::default(),
+            measure: MeasurementSettings::default(),
         }
     }
 
@@ -490,7 +486,7 @@ mod tests {
     fn quoted_stderr_is_the_end_and_fits_the_cap() {
         let long = format!("{}THE END", "x".repeat(20_000));
         let msg = with_stderr("killed", &long);
-        assert!(msg.len() <= gpubench_analysis::MESSAGE_CAP_BYTES);
+        assert!(msg.len() <= gpubench_record::failure::MESSAGE_CAP_BYTES);
         assert!(msg.ends_with("THE END"));
     }
 
@@ -525,12 +521,12 @@ mod tests {
         // The measurement options given reach the harness under their own names,
         // and the record's config says what was asked.
         let mut with = opts();
-        with.measure = MeasureArgs {
-            sample_time: Some(0.002),
+        with.measure = MeasurementSettings {
+            sample_time_s: Some(0.002),
             min_samples: Some(20),
-            warm_up_time: Some(0.5),
+            warm_up_time_s: Some(0.5),
             throttle_threshold: Some(0.5),
-            ..MeasureArgs::default()
+            ..MeasurementSettings::default()
         };
         let args: Vec<String> =
             bench_command(&bench, 1, &with, &ChildEnv::default(), Path::new("/r"))

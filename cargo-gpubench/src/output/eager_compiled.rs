@@ -1,7 +1,7 @@
 //! The eager-versus-compiled result of a benchmark in words, one line each, as the
 //! terminal and the Markdown summary show it (the JSON carries the same figures).
 
-use gpubench_analysis::eager_compiled::EagerCompiledSummary;
+use gpubench_record::eager_compiled::EagerCompiledSummary;
 
 use crate::format::{format_ns_or_dash, too_noisy};
 

@@ -13,7 +13,7 @@
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::output::json::SummaryEntry;
+use crate::store::references::SummaryEntry;
 
 /// One entry of github-action-benchmark's custom format.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -36,7 +36,7 @@ pub fn github_action_benchmark(entries: &[SummaryEntry]) -> Vec<ActionBenchmark>
     for e in entries {
         let Some(s) = &e.summary else { continue };
         let processes = s.processes();
-        if let (Some(kind), Some(t)) = (s.primary_kind, s.primary()) {
+        if let (Some(kind), Some(t)) = (s.timing.primary_kind, s.primary()) {
             out.push(ActionBenchmark {
                 name: e.name.clone(),
                 unit: "ns",
@@ -45,7 +45,7 @@ pub fn github_action_benchmark(entries: &[SummaryEntry]) -> Vec<ActionBenchmark>
                 extra: format!("{} time per call, {processes} process(es)", kind.label()),
             });
         }
-        if let Some(k) = &s.kernel {
+        if let Some(k) = &s.timing.kernel {
             out.push(ActionBenchmark {
                 name: format!("{} (kernel time)", e.name),
                 unit: "ns",
@@ -80,7 +80,7 @@ pub fn bmf(entries: &[SummaryEntry]) -> Value {
                 metric(t.estimate.point, t.estimate.lower, t.estimate.upper),
             );
         }
-        if let Some(k) = &s.kernel {
+        if let Some(k) = &s.timing.kernel {
             measures.insert(
                 "kernel-time".into(),
                 metric(k.estimate.point, k.estimate.lower, k.estimate.upper),

@@ -14,15 +14,20 @@ use gpubench_analysis::BenchmarkSummary;
 /// threads; `None` otherwise (and without readings).
 pub fn gpu_note(s: &BenchmarkSummary) -> Option<String> {
     let mut parts = Vec::new();
-    if s.throttled_samples > 0 {
-        let total = s.throttled_samples + s.primary().map_or(0, |p| p.samples);
+    if s.conditions.throttled_samples > 0 {
+        let total = s.conditions.throttled_samples + s.primary().map_or(0, |p| p.samples);
         parts.push(format!(
             "{} of {total} samples throttled, left out",
-            s.throttled_samples
+            s.conditions.throttled_samples
         ));
     }
-    if !s.other_processes.is_empty() {
-        let pids: Vec<String> = s.other_processes.iter().map(u32::to_string).collect();
+    if !s.conditions.other_processes.is_empty() {
+        let pids: Vec<String> = s
+            .conditions
+            .other_processes
+            .iter()
+            .map(u32::to_string)
+            .collect();
         let which = if pids.len() == 1 {
             "process"
         } else {
@@ -33,7 +38,12 @@ pub fn gpu_note(s: &BenchmarkSummary) -> Option<String> {
             pids.join(", ")
         ));
     }
-    parts.extend(s.host_cpus.as_ref().and_then(|h| h.contention_text()));
+    parts.extend(
+        s.conditions
+            .host_cpus
+            .as_ref()
+            .and_then(|h| h.contention_text()),
+    );
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
@@ -50,8 +60,8 @@ pub fn cpu_threads_line<'a>(
 ) -> String {
     let threads: Vec<(&str, String)> = benchmarks
         .into_iter()
-        .filter(|(_, s)| s.bound == Some(gpubench_analysis::Bound::Cpu))
-        .filter_map(|(name, s)| Some((name, s.host_cpus.as_ref()?.threads_text())))
+        .filter(|(_, s)| s.timing.bound == Some(gpubench_analysis::processes::Bound::Cpu))
+        .filter_map(|(name, s)| Some((name, s.conditions.host_cpus.as_ref()?.threads_text())))
         .collect();
     let Some((_, first)) = threads.first() else {
         return String::new();
@@ -126,8 +136,8 @@ pub fn clock_lines(other: &[OtherClocks]) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpubench_analysis::host::{HostCpus, HostReading, HostTelemetry, ThreadSource};
     use gpubench_analysis::synthetic::GpuLikeSamples;
+    use gpubench_record::host::{HostCpus, HostReading, HostTelemetry, ThreadSource};
     use rand::SeedableRng;
     use rand_pcg::Pcg64Mcg;
 
@@ -137,8 +147,8 @@ mod tests {
         let r = GpuLikeSamples::default().record("mm", "NVIDIA H200", 20, &mut rng);
         let mut s = BenchmarkSummary::from_record(&r);
         assert_eq!(gpu_note(&s), None);
-        s.throttled_samples = 4;
-        s.other_processes = vec![4242];
+        s.conditions.throttled_samples = 4;
+        s.conditions.other_processes = vec![4242];
         assert_eq!(
             gpu_note(&s).unwrap(),
             "4 of 24 samples throttled, left out; contended: shared the GPU with process 4242"

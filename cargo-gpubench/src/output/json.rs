@@ -5,41 +5,18 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use gpubench_analysis::baseline::ComparisonOutcome;
-use gpubench_analysis::summary::BenchmarkSummary;
 use serde::Serialize;
 
 use crate::compare::RunComparison;
 use crate::exit_code::Exit;
 use crate::store::baselines::SavedBaseline;
 use crate::store::manifest::{BenchStatus, RunStatus};
+use crate::store::references::SummaryEntry;
 
 /// The version of every `--format json` document on stdout (of a run, `merge`,
 /// `compare`, and the error object), `format_version` in each. It goes up when a field
 /// changes meaning or goes away; a field added keeps it (see `docs/schema/`).
 pub const SUMMARY_FORMAT_VERSION: u32 = 1;
-
-/// One benchmark of the run, as the summary shows it.
-#[derive(Debug, Clone, Serialize)]
-pub struct SummaryEntry {
-    /// `<target>/<id>`.
-    pub name: String,
-    /// The bench target.
-    pub target: String,
-    /// The benchmark id.
-    pub id: String,
-    /// Where it is.
-    pub status: BenchStatus,
-    /// Its record, relative to the run directory.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub record: Option<String>,
-    /// The figures, when it ran.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub summary: Option<BenchmarkSummary>,
-    /// Its comparison with the baseline, when the baseline has it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub comparison: Option<ComparisonOutcome>,
-}
 
 /// How an invocation ends, for JSON readers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

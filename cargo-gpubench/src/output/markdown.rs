@@ -11,33 +11,28 @@ use anyhow::Context;
 use std::fmt::Write as _;
 
 use gpubench_analysis::baseline::ComparisonOutcome;
-use gpubench_analysis::kernels::Counter;
-use gpubench_analysis::units::format_ns;
 use gpubench_analysis::{BenchmarkSummary, Verdict};
+use gpubench_record::kernels::Counter;
+use gpubench_record::units::format_ns;
 
 use crate::compare::{
-    change_text, counter_changes, counters_text, gpu_changes, kernel_comparison, outcome_word,
-    RunComparison,
+    change_text, counter_changes, counters_text, gpu_changes, kernel_comparison, memory_comparison,
+    outcome_word, RunComparison,
 };
 use crate::exit_code::Exit;
 use crate::format::{figure, plain_percent, plural, shorten, spread_percent};
-use crate::output::json::SummaryEntry;
 use crate::output::terminal::{kernel_cells, process_note, processes_cell};
 use crate::store::manifest::BenchStatus;
+use crate::store::references::SummaryEntry;
 use crate::store::SourceKind;
+
+mod blocks;
+
+use blocks::{backticked, fold_table, inline_list, link_target, quoted, Row};
+pub use blocks::{cell_code, code, list, text, LIST_ITEMS_SHOWN, TABLE_ROWS_SHOWN};
 
 /// Characters of a failure's first line quoted.
 const REASON_CHARS: usize = 120;
-
-/// Rows a table has before its unremarkable ones (no change; passed, without a
-/// baseline) fold into `<details>`: ten rows are about a screen of a pull request,
-/// and past that a regression drowns among rows that say nothing happened. The others
-/// (regressed, improved, ambiguous, failed, new, ...) always stay in view.
-pub const TABLE_ROWS_SHOWN: usize = 10;
-
-/// Items a list (failures, notes, new benchmarks, ...) shows before it folds into
-/// `<details>` with its count: a handful reads at a glance, more is a list to open.
-pub const LIST_ITEMS_SHOWN: usize = 5;
 
 /// Where the HTML report is, for the summary's first line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +94,7 @@ impl MarkdownSummary<'_> {
             None => self.plain_table(&mut out),
         }
         self.unstable(&mut out);
+        self.memory_held(&mut out);
         self.eager_compiled(&mut out);
         out.push_str(&crate::output::gpu_notes::render_markdown(
             self.entries
@@ -108,6 +104,7 @@ impl MarkdownSummary<'_> {
             text,
         ));
         self.failures(&mut out);
+        self.memory_peaks(&mut out);
         if let Some(c) = self.comparison {
             self.one_side_only(&mut out, c);
         }
@@ -121,13 +118,13 @@ impl MarkdownSummary<'_> {
             .and_then(|c| c.current_device.clone())
             .or_else(|| {
                 self.summaries()
-                    .map(|s| s.device_name.clone())
+                    .map(|s| s.device.name.clone())
                     .find(|n| known(n))
             });
         let label = self
             .summaries()
-            .find(|s| known(&s.device_name))
-            .map(|s| s.device_label.clone());
+            .find(|s| known(&s.device.name))
+            .map(|s| s.device.label.clone());
         let mut parts = vec![match (device, label) {
             (Some(d), Some(l)) => format!("**Device:** {} ({})", text(&d), code(&l)),
             (Some(d), None) => format!("**Device:** {}", text(&d)),
@@ -188,7 +185,12 @@ impl MarkdownSummary<'_> {
             .iter()
             .filter_map(outcome)
             .any(|o| counters_text(o).is_some());
-        let verdict = if kernel_column || counters_column {
+        let memory_column = self
+            .entries
+            .iter()
+            .filter_map(outcome)
+            .any(|o| memory_comparison(o).is_some());
+        let verdict = if kernel_column || counters_column || memory_column {
             "Verdict on time"
         } else {
             "Verdict"
@@ -203,6 +205,10 @@ impl MarkdownSummary<'_> {
         }
         if counters_column {
             header.push_str(" Counters |");
+            rule.push_str(" :-- |");
+        }
+        if memory_column {
+            header.push_str(" Memory |");
             rule.push_str(" :-- |");
         }
         let head = format!("{header}\n{rule}\n");
@@ -267,7 +273,10 @@ impl MarkdownSummary<'_> {
                     .is_none_or(|k| k.verdict == Verdict::NoChange)
                 && outcome(e)
                     .and_then(counter_changes)
-                    .is_none_or(<[_]>::is_empty);
+                    .is_none_or(<[_]>::is_empty)
+                && outcome(e)
+                    .and_then(memory_comparison)
+                    .is_none_or(|m| m.verdict() == Verdict::NoChange);
             let mut line = format!(
                 "| {} | {baseline} | {now} | {change} | {procs} | {verdict} |",
                 cell_code(&e.name)
@@ -293,6 +302,14 @@ impl MarkdownSummary<'_> {
                         let words: Vec<String> = changes.iter().map(|c| c.describe()).collect();
                         format!("**{}**", text(&words.join(", ")))
                     }
+                    None => dash(),
+                };
+                let _ = write!(line, " {cell} |");
+            }
+            if memory_column {
+                let cell = match outcome(e).and_then(memory_comparison) {
+                    Some(m) if m.verdict() == Verdict::NoChange => m.verdict().label().to_string(),
+                    Some(m) => format!("**{}**: {}", m.verdict().label(), text(&m.describe())),
                     None => dash(),
                 };
                 let _ = write!(line, " {cell} |");
@@ -368,7 +385,7 @@ impl MarkdownSummary<'_> {
     }
 
     fn plain_table(&self, out: &mut String) {
-        let kernel_column = self.summaries().any(|s| s.kernel.is_some());
+        let kernel_column = self.summaries().any(|s| s.timing.kernel.is_some());
         let head = if kernel_column {
             "| Benchmark | Time [95% interval] | Processes (spread) | Kernel time (kernels) | Status |\n\
              | :-- | --: | --: | --: | :-- |\n"
@@ -394,7 +411,7 @@ impl MarkdownSummary<'_> {
                 let counted = e
                     .summary
                     .as_ref()
-                    .and_then(|s| s.counters?.per_call(Counter::Kernels))
+                    .and_then(|s| s.counters.counts?.per_call(Counter::Kernels))
                     .is_some();
                 if counted {
                     format!(" {k} ({n}) |")
@@ -419,7 +436,7 @@ impl MarkdownSummary<'_> {
         if !kernel_column {
             let why: Vec<&str> = self
                 .summaries()
-                .filter_map(|s| s.kernel_unavailable.as_deref())
+                .filter_map(|s| s.kernels.unavailable.as_deref())
                 .collect();
             if let Some(first) = why.first() {
                 let _ = writeln!(out, "\nKernel time: not measured ({}).", text(first));
@@ -441,6 +458,30 @@ impl MarkdownSummary<'_> {
             out,
             "**Unstable across processes** (each process is a fresh start; the interval covers them):",
             "Unstable across processes",
+            &items,
+        );
+    }
+
+    /// The benchmarks whose routine keeps memory per call, with the figure.
+    fn memory_held(&self, out: &mut String) {
+        let items: Vec<String> = self
+            .entries
+            .iter()
+            .filter_map(|e| {
+                let g = e.summary.as_ref()?.memory.growth.as_ref()?;
+                let held = g.flag_text()?;
+                Some(format!(
+                    "{}: {} (allocated after its outputs were dropped, over two stretches of {} calls)",
+                    code(&e.name),
+                    text(&held),
+                    g.calls
+                ))
+            })
+            .collect();
+        list(
+            out,
+            "**Holds memory per call** (a cache that never evicts leaks like this):",
+            "Holds memory per call",
             &items,
         );
     }
@@ -475,14 +516,23 @@ impl MarkdownSummary<'_> {
         let items: Vec<String> = failed
             .iter()
             .map(
-                |e| match e.summary.as_ref().and_then(|s| s.failure.as_ref()) {
+                |e| match e.summary.as_ref().and_then(|s| s.outcome.failure.as_ref()) {
                     Some(f) => {
                         let first = f.message.lines().next().unwrap_or("").trim();
+                        let held = f.memory_snapshot.as_ref().map_or(String::new(), |m| {
+                            format!(
+                                " (cause: {}; {} allocated, {} reserved but free)",
+                                m.cause().label(),
+                                gpubench_record::units::format_bytes(m.allocated_bytes),
+                                gpubench_record::units::format_bytes(m.free_reserved_bytes())
+                            )
+                        });
                         format!(
-                            "{} ({}): {}",
+                            "{} ({}): {}{}",
                             code(&e.name),
                             f.kind.label(),
-                            text(&shorten(first, REASON_CHARS))
+                            text(&shorten(first, REASON_CHARS)),
+                            text(&held)
                         )
                     }
                     None => code(&e.name),
@@ -490,6 +540,47 @@ impl MarkdownSummary<'_> {
             )
             .collect();
         list(out, "**Failed:**", "Failed", &items);
+    }
+
+    /// Each benchmark's peak (`--memory-peak-snapshot`): allocated against reserved,
+    /// the largest block and where it was allocated; or why there is no snapshot.
+    fn memory_peaks(&self, out: &mut String) {
+        use gpubench_record::units::format_bytes;
+        let items: Vec<String> = self
+            .entries
+            .iter()
+            .filter_map(|e| {
+                let s = e.summary.as_ref()?;
+                let line = match (&s.memory.at_peak, &s.memory.at_peak_unavailable) {
+                    (Some(p), _) => {
+                        let m = &p.snapshot;
+                        let largest = m.largest_blocks.first().map_or(String::new(), |b| {
+                            let at = b
+                                .allocated_at
+                                .first()
+                                .map_or(String::new(), |f| format!(" at {f}"));
+                            format!("; largest block {}{at}", format_bytes(b.bytes))
+                        });
+                        format!(
+                            "{} allocated in {} live blocks, {} reserved ({} reserved but free){largest}",
+                            format_bytes(m.allocated_bytes),
+                            m.live_blocks,
+                            format_bytes(m.reserved_bytes),
+                            format_bytes(m.free_reserved_bytes()),
+                        )
+                    }
+                    (None, Some(why)) => format!("no allocator snapshot: {why}"),
+                    (None, None) => return None,
+                };
+                Some(format!("{}: {}", code(&e.name), text(&line)))
+            })
+            .collect();
+        list(
+            out,
+            "**What held memory at the peak:**",
+            "What held memory at the peak",
+            &items,
+        );
     }
 
     fn one_side_only(&self, out: &mut String, c: &RunComparison) {
@@ -621,111 +712,6 @@ impl MarkdownSummary<'_> {
     }
 }
 
-/// A table row, and whether it may fold away (see [`TABLE_ROWS_SHOWN`]).
-struct Row {
-    line: String,
-    unremarkable: bool,
-}
-
-/// `rows` under `head` (the header and rule lines). Past [`TABLE_ROWS_SHOWN`] rows
-/// the unremarkable ones move, in order, to a second table folded in `<details>`
-/// whose summary `folded` words from their count; the others stay in view.
-fn fold_table(out: &mut String, head: &str, rows: &[Row], folded: impl Fn(usize) -> String) {
-    let lines = |keep: &dyn Fn(&Row) -> bool| -> String {
-        rows.iter()
-            .filter(|r| keep(r))
-            .map(|r| format!("{}\n", r.line))
-            .collect()
-    };
-    let quiet = rows.iter().filter(|r| r.unremarkable).count();
-    if rows.len() <= TABLE_ROWS_SHOWN || quiet == 0 {
-        let _ = write!(out, "{head}{}", lines(&|_| true));
-        return;
-    }
-    if quiet < rows.len() {
-        let _ = writeln!(out, "{head}{}", lines(&|r| !r.unremarkable));
-    }
-    let _ = write!(
-        out,
-        "<details><summary>{}</summary>\n\n{head}{}\n</details>\n",
-        folded(quiet),
-        lines(&|r| r.unremarkable)
-    );
-}
-
-/// A bulleted list under `heading` (bold Markdown, e.g. `**Failed:**`), folded into
-/// `<details>` with `label` and the count past [`LIST_ITEMS_SHOWN`] items; nothing
-/// when `items` is empty. Each item is one line of Markdown without its `- `.
-pub fn list(out: &mut String, heading: &str, label: &str, items: &[String]) {
-    let body: String = items.iter().map(|i| format!("- {i}\n")).collect();
-    fold(out, heading, label, items.len(), &body);
-}
-
-/// `names` run together after `heading` (`**New** (not in the baseline): a, b`),
-/// folded as [`list`] folds.
-fn inline_list(out: &mut String, heading: &str, label: &str, names: &[String]) {
-    let body = format!("{}\n", names.join(", "));
-    if names.len() <= LIST_ITEMS_SHOWN {
-        if !names.is_empty() {
-            let _ = write!(out, "\n{heading} {body}");
-        }
-        return;
-    }
-    fold(out, heading, label, names.len(), &body);
-}
-
-/// Notes each quoted on its own, `> **Note:** …` (with `word`), or, past
-/// [`LIST_ITEMS_SHOWN`], one folded list of them.
-fn quoted(out: &mut String, word: &str, label: &str, items: &[String]) {
-    if items.len() <= LIST_ITEMS_SHOWN {
-        for item in items {
-            let _ = writeln!(out, "\n> **{word}:** {item}");
-        }
-    } else {
-        let body: String = items.iter().map(|i| format!("- {i}\n")).collect();
-        details(out, label, items.len(), &body);
-    }
-}
-
-/// `body` under `heading`, or folded past [`LIST_ITEMS_SHOWN`] items.
-fn fold(out: &mut String, heading: &str, label: &str, n: usize, body: &str) {
-    if n == 0 {
-        return;
-    }
-    if n <= LIST_ITEMS_SHOWN {
-        let _ = write!(out, "\n{heading}\n\n{body}");
-    } else {
-        details(out, label, n, body);
-    }
-}
-
-/// `body` folded in `<details>`, its summary `label (n)`: plain text, since GitHub
-/// shows a summary's Markdown as it is.
-fn details(out: &mut String, label: &str, n: usize, body: &str) {
-    let _ = write!(
-        out,
-        "\n<details><summary>{label} ({n})</summary>\n\n{body}\n</details>\n"
-    );
-}
-
-/// `url` as a Markdown link target: what would end the link or break the line is
-/// percent-encoded.
-fn link_target(url: &str) -> String {
-    let mut out = String::with_capacity(url.len());
-    for c in url.trim().chars() {
-        match c {
-            ' ' => out.push_str("%20"),
-            '(' => out.push_str("%28"),
-            ')' => out.push_str("%29"),
-            '<' => out.push_str("%3C"),
-            '>' => out.push_str("%3E"),
-            '\n' | '\r' => {}
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
 /// The word for a benchmark the baseline lacks.
 fn status_word(e: &SummaryEntry, c: &RunComparison) -> &'static str {
     match e.status {
@@ -755,47 +741,8 @@ fn dash() -> String {
     "—".to_string()
 }
 
-/// `s` as Markdown text whose backticked names (kernel names) stay code spans.
-fn backticked(s: &str) -> String {
-    s.split('`')
-        .enumerate()
-        .map(|(i, part)| if i % 2 == 1 { code(part) } else { text(part) })
-        .collect()
-}
-
 fn known(name: &str) -> bool {
     !name.is_empty() && name != "unknown"
-}
-
-/// `s` as an inline code span, whatever backticks it holds.
-pub fn code(s: &str) -> String {
-    let longest = s.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest + 1);
-    let pad = if longest > 0 { " " } else { "" };
-    format!("{fence}{pad}{s}{pad}{fence}")
-}
-
-/// `s` as an inline code span in a table cell, where a pipe must be escaped even
-/// inside code.
-pub fn cell_code(s: &str) -> String {
-    code(&s.replace('|', "\\|"))
-}
-
-/// `s` as plain Markdown text: characters that would format or break a table are
-/// escaped.
-pub fn text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\n' | '\r' => out.push(' '),
-            _ => out.push(c),
-        }
-    }
-    out
 }
 
 /// Writes the Markdown summary to `path` (`--summary-file`), creating its directory,

@@ -9,20 +9,22 @@
 use std::fmt::Write as _;
 
 use gpubench_analysis::baseline::ComparisonOutcome;
-use gpubench_analysis::kernels::{count_text, Counter};
+use gpubench_analysis::kernels::count_text;
 use gpubench_analysis::summary::BenchmarkSummary;
-use gpubench_analysis::units::{format_bytes, format_ns};
 use gpubench_analysis::Verdict;
+use gpubench_record::kernels::Counter;
+use gpubench_record::units::{format_bytes, format_ns};
 
 use crate::compare::{
-    change_text, counter_changes, counters_text, gpu_changes, kernel_comparison, outcome_word,
-    RunComparison,
+    change_text, counter_changes, counters_text, gpu_changes, kernel_comparison, memory_comparison,
+    outcome_word, RunComparison,
 };
+use crate::console::{Console, Tone};
 use crate::exit_code::Exit;
 use crate::format::{figure, plural, shorten, spread_percent};
-use crate::output::console::{Console, Tone};
-use crate::output::json::{RunSummary, SummaryEntry};
+use crate::output::json::RunSummary;
 use crate::store::manifest::BenchStatus;
+use crate::store::references::SummaryEntry;
 
 /// Characters of a failure's first line shown in the table's status column.
 const REASON_CHARS: usize = 60;
@@ -59,6 +61,7 @@ impl RunSummary {
             out.push_str(&render_process_medians(&self.benchmarks));
         }
         out.push_str(&render_failures(&self.benchmarks, console));
+        out.push_str(&render_memory_peaks(&self.benchmarks));
         out.push('\n');
         out.push_str(&closing);
         if let Some(ab) = &self.ab {
@@ -82,7 +85,7 @@ pub fn render_quiet(
     let mut out = String::new();
     for e in entries {
         if e.status == BenchStatus::Failed {
-            let why = match e.summary.as_ref().and_then(|s| s.failure.as_ref()) {
+            let why = match e.summary.as_ref().and_then(|s| s.outcome.failure.as_ref()) {
                 Some(_) => format!(" ({})", status_cell(e)),
                 None => String::new(),
             };
@@ -111,6 +114,10 @@ pub fn render_quiet(
                 "counters {}",
                 console.paint(counters_tone(o), &words)
             ));
+        }
+        if let Some(m) = memory_comparison(o).filter(|m| m.verdict() != Verdict::NoChange) {
+            let word = console.paint(verdict_tone(m.verdict()), m.verdict().label());
+            parts.push(format!("memory {word}: {}", m.describe()));
         }
         if !parts.is_empty() {
             let _ = writeln!(out, "{}: {}", e.name, parts.join("; "));
@@ -150,13 +157,43 @@ pub fn render_failures(entries: &[SummaryEntry], console: Console) -> String {
     if !failures.is_empty() {
         let _ = writeln!(out, "\n{}", console.paint(Some(Tone::Failed), "failures:"));
         for b in failures {
-            let Some(f) = b.summary.as_ref().and_then(|s| s.failure.as_ref()) else {
+            let Some(f) = b.summary.as_ref().and_then(|s| s.outcome.failure.as_ref()) else {
                 continue;
             };
             let _ = writeln!(out, "\n  {} ({})", b.name, f.kind.label());
             for line in excerpt(&f.message, DETAIL_LINES) {
                 let _ = writeln!(out, "    {line}");
             }
+            if let Some(snapshot) = &f.memory_snapshot {
+                let _ = writeln!(out, "    what held memory:");
+                for line in snapshot.report_lines() {
+                    let _ = writeln!(out, "      {line}");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What held memory at each benchmark's peak (`--memory-peak-snapshot`), or why it
+/// could not be read; empty when no benchmark asked for it.
+pub fn render_memory_peaks(entries: &[SummaryEntry]) -> String {
+    let mut out = String::new();
+    for b in entries {
+        let Some(s) = b.summary.as_ref() else {
+            continue;
+        };
+        let lines = match (&s.memory.at_peak, &s.memory.at_peak_unavailable) {
+            (Some(p), _) => p.report_lines(s.memory.peak.map(|m| m.peak_allocated_bytes)),
+            (None, Some(why)) => vec![format!("no allocator snapshot at the peak: {why}")],
+            (None, None) => continue,
+        };
+        if out.is_empty() {
+            out.push_str("\nwhat held memory at the peak:\n");
+        }
+        let _ = writeln!(out, "\n  {}", b.name);
+        for line in lines {
+            let _ = writeln!(out, "    {line}");
         }
     }
     out
@@ -413,7 +450,7 @@ pub fn render_table(
     let kernel_columns = entries
         .iter()
         .filter_map(|e| e.summary.as_ref())
-        .any(|s| s.kernel.is_some() || s.counters.is_some());
+        .any(|s| s.timing.kernel.is_some() || s.counters.counts.is_some());
     let mut header = vec![
         "benchmark".to_string(),
         format!("time [{:.0}% interval]", confidence * 100.0),
@@ -474,6 +511,23 @@ pub fn render_table(
                 r.insert(at, cell);
             }
         }
+        if outcomes
+            .iter()
+            .flatten()
+            .any(|o| memory_comparison(o).is_some())
+        {
+            at += 1;
+            header.insert(at, "memory".into());
+            for (r, o) in rows.iter_mut().zip(&outcomes) {
+                let cell = match o.and_then(|o| memory_comparison(o)) {
+                    Some(m) => {
+                        Cell::toned(m.verdict().label().to_string(), verdict_tone(m.verdict()))
+                    }
+                    None => dash().into(),
+                };
+                r.insert(at, cell);
+            }
+        }
     }
     let mut out = align_cells(&header, &rows, console);
     out.push_str(&render_process_notes(entries));
@@ -484,6 +538,7 @@ pub fn render_table(
             .filter_map(|e| Some((e.name.as_str(), e.summary.as_ref()?))),
     ));
     out.push_str(&render_kernel_notes(entries, comparison));
+    out.push_str(&render_memory_notes(entries, comparison));
     out.push_str(&crate::output::gpu_notes::cpu_threads_line(
         entries
             .iter()
@@ -507,8 +562,8 @@ pub fn render_kernel_notes(entries: &[SummaryEntry], comparison: Option<&RunComp
         .collect();
     let missing: Vec<&str> = measured
         .iter()
-        .filter(|(_, s)| s.kernel.is_none())
-        .filter_map(|(_, s)| s.kernel_unavailable.as_deref())
+        .filter(|(_, s)| s.timing.kernel.is_none())
+        .filter_map(|(_, s)| s.kernels.unavailable.as_deref())
         .collect();
     if !missing.is_empty()
         && missing.len() == measured.len()
@@ -522,20 +577,20 @@ kernel time: not measured ({})",
         );
     } else {
         for (e, s) in &measured {
-            if let (None, Some(why)) = (&s.kernel, &s.kernel_unavailable) {
+            if let (None, Some(why)) = (&s.timing.kernel, &s.kernels.unavailable) {
                 let _ = writeln!(out, "  {}: no kernel time ({why})", e.name);
             }
         }
     }
     for (e, s) in &measured {
-        if let Some(why) = &s.not_capturable {
+        if let Some(why) = &s.kernels.not_capturable {
             let _ = writeln!(
                 out,
                 "  {}: not capturable in a CUDA graph ({why}); kernel time from the profiler",
                 e.name
             );
         }
-        if s.counters_vary {
+        if s.counters.vary {
             let _ = writeln!(
                 out,
                 "  {}: processes counted different work per call; the counters are the first's",
@@ -559,6 +614,42 @@ what the GPU did differently from {}:",
                 c.baseline.describe()
             );
             for line in changes {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+    }
+    out
+}
+
+/// Lines under the table on memory: each benchmark that holds memory per call, with
+/// the figure, and each whose memory changed against the baseline, figure by figure
+/// with the tolerance it went beyond.
+pub fn render_memory_notes(entries: &[SummaryEntry], comparison: Option<&RunComparison>) -> String {
+    let mut out = String::new();
+    for e in entries {
+        let Some(g) = e.summary.as_ref().and_then(|s| s.memory.growth.as_ref()) else {
+            continue;
+        };
+        if let Some(held) = g.flag_text() {
+            let _ = writeln!(
+                out,
+                "  {}: {held} (allocated after its outputs were dropped, over two stretches of {} calls)",
+                e.name, g.calls
+            );
+        }
+    }
+    if let Some(c) = comparison {
+        let changed: Vec<String> = entries
+            .iter()
+            .filter_map(|e| {
+                let m = memory_comparison(&c.get(&e.id)?.outcome)?;
+                (m.verdict() != Verdict::NoChange)
+                    .then(|| format!("  {}: {}: {}", e.name, m.verdict().label(), m.describe()))
+            })
+            .collect();
+        if !changed.is_empty() {
+            let _ = writeln!(out, "\nmemory against {}:", c.baseline.describe());
+            for line in changed {
                 let _ = writeln!(out, "{line}");
             }
         }
@@ -701,11 +792,11 @@ fn row(e: &SummaryEntry, kernel_columns: bool) -> Vec<Cell> {
         .unwrap_or_else(dash);
     let processes = s.map(processes_cell).unwrap_or_else(dash);
     let host = s
-        .and_then(|s| s.host.as_ref())
+        .and_then(|s| s.timing.host.as_ref())
         .map(|h| format_ns(h.estimate.point))
         .unwrap_or_else(dash);
     let device = s
-        .and_then(|s| s.device.as_ref())
+        .and_then(|s| s.timing.device.as_ref())
         .map(|d| format_ns(d.estimate.point))
         .unwrap_or_else(dash);
     let cold = s
@@ -717,7 +808,7 @@ fn row(e: &SummaryEntry, kernel_columns: bool) -> Vec<Cell> {
         .map(|t| t.rate.clone())
         .unwrap_or_else(dash);
     let memory = s
-        .and_then(|s| s.memory)
+        .and_then(|s| s.memory.peak)
         .map(|m| format_bytes(m.peak_allocated_bytes))
         .unwrap_or_else(dash);
     let mut cells = vec![e.name.clone(), time, processes, host, device];
@@ -763,16 +854,16 @@ pub fn render_eager_compiled(entries: &[SummaryEntry]) -> String {
 /// call, and the share of device time outside the kernels (`1 − kernel/device`).
 pub fn kernel_cells(s: Option<&BenchmarkSummary>) -> [String; 3] {
     let kernel = s
-        .and_then(|s| s.kernel.as_ref())
+        .and_then(|s| s.timing.kernel.as_ref())
         .map(|k| format_ns(k.estimate.point))
         .unwrap_or_else(dash);
     let kernels = s
-        .and_then(|s| s.counters)
+        .and_then(|s| s.counters.counts)
         .and_then(|c| c.per_call(Counter::Kernels))
         .map(count_text)
         .unwrap_or_else(dash);
     let launch = s
-        .and_then(|s| s.launch_overhead)
+        .and_then(|s| s.kernels.launch_overhead)
         .map(|x| format!("{:.0}%", x * 100.0))
         .unwrap_or_else(dash);
     [kernel, kernels, launch]
@@ -792,7 +883,7 @@ fn status_cell(e: &SummaryEntry) -> String {
                 format!("passed ({})", flags.join(", "))
             }
         }
-        BenchStatus::Failed => match e.summary.as_ref().and_then(|s| s.failure.as_ref()) {
+        BenchStatus::Failed => match e.summary.as_ref().and_then(|s| s.outcome.failure.as_ref()) {
             Some(f) => {
                 let first = f.message.lines().next().unwrap_or("").trim();
                 format!("{}: {}", f.kind.label(), shorten(first, REASON_CHARS))

@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use gpubench_analysis::baseline::SaveReport;
-use gpubench_analysis::{BaselineEntry, BaselineStore, RawRecord};
+use gpubench_analysis::{BaselineEntry, BaselineStore};
+use gpubench_record::record::RawRecord;
 use serde::Serialize;
 
-use crate::cli::BaselineArgs;
 use crate::format::plural;
 use crate::store::{Source, SourceKind};
 
@@ -64,16 +64,25 @@ impl LoadedBaseline {
     }
 }
 
+/// Which baseline a run compares with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wanted {
+    /// `--no-baseline`: none.
+    None,
+    /// Nothing named: `main` when it is saved.
+    Default,
+    /// `--baseline NAME`: this one, which must exist.
+    Named(String),
+}
+
 /// Loads the baseline a run (or a merged run) compares with: `--baseline NAME`
 /// (which must exist), or `main` when it is saved; none with `--no-baseline` or
 /// without `main`. [`LoadedBaseline::announcement`] is what to tell the user.
-pub fn load_for_run(args: &BaselineArgs, store: &BaselineStore) -> Result<Option<LoadedBaseline>> {
-    if args.no_baseline {
-        return Ok(None);
-    }
-    let (name, default) = match args.baseline.as_deref() {
-        Some(name) => (name, false),
-        None => (DEFAULT_BASELINE, true),
+pub fn load_for_run(wanted: &Wanted, store: &BaselineStore) -> Result<Option<LoadedBaseline>> {
+    let (name, default) = match wanted {
+        Wanted::None => return Ok(None),
+        Wanted::Named(name) => (name.as_str(), false),
+        Wanted::Default => (DEFAULT_BASELINE, true),
     };
     let dir = store.dir(name)?;
     if default && gpubench_analysis::atomic_dir::readable(&dir).is_none() {

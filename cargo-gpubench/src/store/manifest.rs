@@ -119,7 +119,7 @@ pub struct ManifestBenchmark {
     pub status: BenchStatus,
     /// The failure's kind (`FailureKind`'s snake_case name), when it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure_kind: Option<gpubench_analysis::FailureKind>,
+    pub failure_kind: Option<gpubench_record::failure::FailureKind>,
     /// Its record, relative to the run directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record: Option<String>,
@@ -170,7 +170,7 @@ pub struct RunManifest {
     pub flush_l2: bool,
     /// How many processes measure each benchmark.
     #[serde(default)]
-    pub processes: gpubench_analysis::ProcessPolicy,
+    pub processes: gpubench_record::measurement::ProcessPolicy,
     /// `--partition`: the part of the selected benchmarks this run measured, e.g.
     /// `hash:2/4`; absent when it ran them all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -460,7 +460,7 @@ mod tests {
             device: "default".into(),
             quick: false,
             flush_l2: false,
-            processes: gpubench_analysis::ProcessPolicy::standard(),
+            processes: gpubench_record::measurement::ProcessPolicy::standard(),
             partition: None,
             ab: None,
             selection: None,
@@ -477,7 +477,7 @@ mod tests {
                 target: "suite".into(),
                 package: Some("gpu".into()),
                 status: BenchStatus::Failed,
-                failure_kind: Some(gpubench_analysis::FailureKind::OutOfMemory),
+                failure_kind: Some(gpubench_record::failure::FailureKind::OutOfMemory),
                 record: Some("matmul.json".into()),
                 duration_s: Some(1.5),
                 rounds: 2,

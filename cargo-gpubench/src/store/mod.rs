@@ -1,14 +1,17 @@
 //! Everything `cargo gpubench` keeps on disk, described once:
 //!
 //! ```text
-//! <out-dir>/lock                          held by the run writing (one at a time)   runs
-//! <out-dir>/latest                        the last finished run (symlink or its id) runs
-//! <out-dir>/runs/<run-id>/manifest.json   the run's index                           manifest
-//! <out-dir>/runs/<run-id>/<stem>.json     one record per benchmark                  runs
-//! <out-dir>/runs/<run-id>/comparison.json the run judged against its baseline       compare
-//! <out-dir>/runs/<run-id>/baseline/       the baseline's files it was judged against
-//! <out-dir>/runs/<run-id>/report/         the HTML report                           output::html
-//! <workspace>/gpubench/baselines/<name>/  saved baselines, one file per benchmark   baselines
+//! <out-dir>/lock                          held by the run writing (one at a time)       runs
+//! <out-dir>/latest                        the last finished run (symlink or its id)     runs
+//! <out-dir>/runs/<run-id>/manifest.json   the run's index                               manifest
+//! <out-dir>/runs/<run-id>/<stem>.json     one record per benchmark                      runs
+//! <out-dir>/runs/<run-id>/comparison.json the run judged against its baseline           compare
+//! <out-dir>/runs/<run-id>/baseline/       the baseline's files it was judged against    compare
+//! <out-dir>/report/                       the HTML report of the latest run             output::html
+//! <out-dir>/history/                      the history page of `cargo gpubench history`  output::html
+//! <out-dir>/capacity/<name>.json          the latest capacity search                    commands::run
+//! <workspace>/gpubench/baselines/<name>/  saved baselines, one file per benchmark       baselines
+//! <workspace>/gpubench/capacity/<name>/   saved capacity searches, beside the baselines commands::run
 //! ```
 //!
 //! `<out-dir>` is `<target-dir>/gpubench` by default (`--out-dir`), the baselines'
@@ -20,9 +23,11 @@
 //!
 //! [`runs`] owns the run directories and the lock, [`manifest`] a run's index,
 //! [`baselines`] which baseline a run is compared with and saved as, and
-//! [`references`] what `compare` and `report` take for a run or a baseline.
+//! [`references`] what `compare` and `report` take for a run or a baseline, and
+//! [`history`] every committed version of a baseline, read from git.
 
 pub mod baselines;
+pub mod history;
 pub mod manifest;
 pub mod references;
 pub mod runs;

@@ -24,15 +24,16 @@
 use std::path::{Path, PathBuf};
 
 use gpubench_analysis::atomic_dir::readable;
-use gpubench_analysis::baseline::{validate_name, NotSaved};
-use gpubench_analysis::kernels::{KernelMeasurement, KernelMethod};
-use gpubench_analysis::{
-    BaselineEntry, BaselineError, BaselineStore, BenchmarkSummary, Bound, Flag, Measurement,
-    RawRecord, Round, Sample, StopReason, RECORD_FORMAT_VERSION,
-};
+use gpubench_analysis::baseline::{validate_name, ComparisonOutcome, NotSaved};
+use gpubench_analysis::processes::Bound;
+use gpubench_analysis::{BaselineEntry, BaselineError, BaselineStore, BenchmarkSummary};
+use gpubench_record::id::split_id;
+use gpubench_record::kernels::{KernelMeasurement, KernelMethod};
+use gpubench_record::measurement::{Flag, Measurement, Sample, StopReason};
+use gpubench_record::record::{RawRecord, Round, RECORD_FORMAT_VERSION};
+use serde::Serialize;
 use thiserror::Error;
 
-use crate::output::json::SummaryEntry;
 use crate::store::manifest::{BenchStatus, ManifestError, RunManifest, MANIFEST_FILE};
 use crate::store::runs::{newer_than_latest, resolve_latest, LATEST, RUNS_DIR};
 use crate::store::{Source, SourceKind};
@@ -89,7 +90,7 @@ pub enum ReferenceError {
     Manifest(#[from] ManifestError),
     /// A run's record is unusable.
     #[error(transparent)]
-    Record(#[from] gpubench_analysis::RecordError),
+    Record(#[from] gpubench_record::record::RecordError),
 }
 
 /// Where references are looked up.
@@ -342,6 +343,29 @@ fn existing_runs(places: &Places) -> String {
     format!(" (newest runs: {})", newest.join(", "))
 }
 
+/// One benchmark of a run or baseline, as the summary shows it (and `--format json`
+/// prints it).
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryEntry {
+    /// `<target>/<id>`.
+    pub name: String,
+    /// The bench target.
+    pub target: String,
+    /// The benchmark id.
+    pub id: String,
+    /// Where it is.
+    pub status: BenchStatus,
+    /// Its record, relative to the run directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<String>,
+    /// The figures, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<BenchmarkSummary>,
+    /// Its comparison with the baseline, when the baseline has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<ComparisonOutcome>,
+}
+
 /// One loaded side of a comparison.
 #[derive(Debug, Clone)]
 pub struct Side {
@@ -474,10 +498,7 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
         Some(Bound::Device) => vec![Flag::DeviceBound],
         _ => Vec::new(),
     };
-    let (name, arg) = match entry.id.split_once('/') {
-        Some((n, a)) => (n.to_string(), Some(a.to_string())),
-        None => (entry.id.clone(), None),
-    };
+    let (name, arg) = split_id(&entry.id);
     let rounds = entry
         .processes
         .iter()
@@ -507,7 +528,7 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                         .sm_clock_mhz
                         .as_ref()
                         .and_then(|c| c.get(i))
-                        .map(|&sm_mhz| gpubench_analysis::SampleClock {
+                        .map(|&sm_mhz| gpubench_record::measurement::SampleClock {
                             sm_mhz,
                             temperature_c: None,
                             throttled: false,
@@ -516,7 +537,6 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                 .collect();
             Round {
                 round: p as u32 + 1,
-                started_at: entry.fingerprint.timestamp.clone(),
                 measurement: Some(Measurement {
                     sync_cost_ns: 0.0,
                     cold: Vec::new(),
@@ -524,28 +544,25 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                     samples,
                     naive: Vec::new(),
                     throughput: None,
-                    memory: None,
+                    memory: s.memory.map(|m| m.as_stats()),
                     stop_reason: StopReason::Converged,
                     flags: flags.clone(),
                     device_timer: s.device_ns.is_some(),
                     kernel,
                     kernel_unavailable: None,
+                    memory_peak: None,
+                    memory_peak_unavailable: None,
+                    memory_growth: s.memory.and_then(|m| m.growth),
                 }),
-                failure: None,
-                eager_compiled: None,
-                telemetry: None,
-                telemetry_unavailable: None,
-                host: None,
-                host_unavailable: None,
-                pairing: None,
+                ..Round::first(entry.fingerprint.timestamp.clone())
             }
         })
         .collect();
     RawRecord {
         format_version: RECORD_FORMAT_VERSION,
         id: entry.id.clone(),
-        name,
-        arg,
+        name: name.to_string(),
+        arg: arg.map(str::to_string),
         fingerprint: entry.fingerprint.clone(),
         config: entry.config.clone().unwrap_or_default(),
         rounds,

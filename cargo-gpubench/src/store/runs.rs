@@ -8,7 +8,8 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
-use gpubench_analysis::{file_stem_for_id, RawRecord};
+use gpubench_record::id::file_stem_for_id;
+use gpubench_record::record::RawRecord;
 use thiserror::Error;
 
 use crate::store::manifest::{RunManifest, RunStatus, MANIFEST_FILE};

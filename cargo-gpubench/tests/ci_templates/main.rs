@@ -295,8 +295,10 @@ fn subcommand(cli: &Cli) -> &'static str {
         Some(Subcommand::Compare(_)) => "compare",
         Some(Subcommand::Report(_)) => "report",
         Some(Subcommand::Merge(_)) => "merge",
+        Some(Subcommand::History(_)) => "history",
         Some(Subcommand::Setup(_)) => "setup",
         Some(Subcommand::Doctor(_)) => "doctor",
+        Some(Subcommand::Capacity(_)) => "capacity",
     }
 }
 
@@ -305,9 +307,9 @@ fn subcommand(cli: &Cli) -> &'static str {
 fn builds(cli: &Cli) -> bool {
     match &cli.command {
         Some(Subcommand::Archive(_) | Subcommand::Ab(_)) => true,
-        None | Some(Subcommand::Run(_)) => {
+        None | Some(Subcommand::Run(_) | Subcommand::Capacity(_)) => {
             let args = cli.run_args();
-            args.archive.is_none() && args.exes.is_empty()
+            args.prebuilt.archive.is_none() && args.prebuilt.exes.is_empty()
         }
         _ => false,
     }

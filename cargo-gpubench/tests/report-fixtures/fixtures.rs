@@ -4,18 +4,17 @@
 #![allow(dead_code)]
 
 use cargo_gpubench::output::html::{ReportBenchmark, ReportInput};
-use gpubench_analysis::eager_compiled::{
+use gpubench_analysis::synthetic::SyntheticKernels;
+use gpubench_analysis::{compare_with_baseline, BaselineCompareOptions, BaselineEntry};
+use gpubench_record::eager_compiled::{
     CallTiming, CompileCost, EagerCompiled, EagerCompiledFlag, OutputAgreement, RequestTiming,
     ShapeAgreement, ShapeCost, SteadyState, VariantInfo, VariantKind,
 };
-use gpubench_analysis::stats::Estimate;
-use gpubench_analysis::synthetic::SyntheticKernels;
-use gpubench_analysis::{
-    compare_with_baseline, BaselineCompareOptions, BaselineEntry, ColdCall, DeviceIdentity,
-    Failure, FailureKind, Fingerprint, Flag, Measurement, MeasurementConfig, MemoryStats,
-    NaiveLoop, RawRecord, Round, RunMode, Sample, StopReason, Throughput, WarmupPoint,
-    RECORD_FORMAT_VERSION,
-};
+use gpubench_record::estimate::Estimate;
+use gpubench_record::failure::{Failure, FailureKind};
+use gpubench_record::measurement::{Flag, RunMode, Sample, StopReason, Throughput};
+use gpubench_record::record::{DeviceIdentity, Fingerprint, RawRecord};
+use gpubench_record::testing::{memory, sample, RecordBuilder};
 use rand::SeedableRng;
 
 /// A benchmark id that is also an XSS attempt.
@@ -146,109 +145,55 @@ fn one_process(spec: &Spec, seed: u64, shift: f64) -> RawRecord {
             let device = x * iters as f64;
             let host = device * spec.host_ratio * (0.02 * rng.normal()).exp();
             let wall = device.max(host) * 1.015 + 8_000.0;
-            Sample {
-                iters,
-                wall_ns: wall,
-                host_ns: host,
-                device_ns: Some(device),
-                clock: None,
-            }
+            sample(iters, wall, host, Some(device))
         })
         .collect();
-    let warmup = (0..8)
-        .map(|i| {
-            let k = 1u64 << i.min(4);
-            WarmupPoint {
-                iters: k,
-                wall_ns: spec.device_ns * k as f64 * (1.0 + 12.0 * (-(i as f64) * 1.1).exp()),
-            }
-        })
-        .collect();
-    let (name, arg) = match spec.id.split_once('/') {
-        Some((n, a)) => (n.to_string(), Some(a.to_string())),
-        None => (spec.id.clone(), None),
-    };
-    RawRecord {
-        format_version: RECORD_FORMAT_VERSION,
-        id: spec.id.clone(),
-        name,
-        arg,
-        fingerprint: fingerprint(&spec.device_name),
-        config: MeasurementConfig::standard(),
-        rounds: vec![Round {
-            round: 1,
-            started_at: "2026-01-01T00:00:00Z".into(),
-            measurement: Some(Measurement {
-                sync_cost_ns: 9_800.0,
-                cold: vec![
-                    ColdCall {
-                        label: "first call".into(),
-                        wall_ns: spec.device_ns * 180.0 + 2.5e8,
-                        host_ns: spec.device_ns * 150.0 + 2.4e8,
-                        device_ns: Some(spec.device_ns * 3.0),
-                    },
-                    ColdCall {
-                        label: "new shape [8, 4096]".into(),
-                        wall_ns: spec.device_ns * 9.0,
-                        host_ns: spec.device_ns * 4.0,
-                        device_ns: None,
-                    },
-                ],
-                warmup,
-                samples,
-                naive: vec![NaiveLoop {
-                    iters: 20,
-                    naive_ns_per_iter: spec.device_ns * spec.host_ratio,
-                    synced_ns_per_iter: spec.device_ns * 1.01,
-                }],
-                throughput: spec.throughput,
-                memory: Some(MemoryStats {
-                    peak_allocated_bytes: 3 << 29,
-                    peak_reserved_bytes: 2 << 30,
-                    allocated_bytes: 0,
-                    reserved_bytes: 2 << 30,
-                    alloc_retries: 0,
-                    num_ooms: 0,
-                }),
-                stop_reason: StopReason::Converged,
-                flags: spec.flags.clone(),
-                device_timer: true,
-                kernel: None,
-                kernel_unavailable: None,
-            }),
-            failure: None,
-            eager_compiled: None,
-            telemetry: None,
-            telemetry_unavailable: None,
-            host: None,
-            host_unavailable: None,
-            pairing: None,
-        }],
+    let warmup = (0..8).map(|i| {
+        let k = 1u64 << i.min(4);
+        let wall = spec.device_ns * k as f64 * (1.0 + 12.0 * (-(i as f64) * 1.1).exp());
+        (k, wall)
+    });
+    let mut r = RecordBuilder::passed(&spec.id)
+        .fingerprint(fingerprint(&spec.device_name))
+        .sync_cost(9_800.0)
+        .cold(
+            "first call",
+            spec.device_ns * 180.0 + 2.5e8,
+            spec.device_ns * 150.0 + 2.4e8,
+            Some(spec.device_ns * 3.0),
+        )
+        .cold(
+            "new shape [8, 4096]",
+            spec.device_ns * 9.0,
+            spec.device_ns * 4.0,
+            None,
+        )
+        .warmup(warmup)
+        .samples(samples)
+        .naive(20, spec.device_ns * spec.host_ratio, spec.device_ns * 1.01)
+        .memory(memory(3 << 29, 2 << 30, 0, 2 << 30))
+        .flags(&spec.flags)
+        .device_timer(true);
+    if let Some(throughput) = spec.throughput {
+        r = r.throughput(throughput);
     }
+    r.build()
 }
 
 pub fn failed(id: &str) -> RawRecord {
-    let mut r = one_process(&Spec::new(id, 1e6, 99), 99, 1.0);
-    r.rounds[0].measurement = None;
-    // Built directly, not with `Failure::new`, so the message is exactly this.
-    let mut failure = Failure {
-        kind: FailureKind::OutOfMemory,
-        message: "CUDA out of memory. Tried to allocate 64.00 GiB (GPU 0; 139.81 GiB total \
-                  capacity; 121.40 GiB already allocated; <b>not bold</b> & reserved)\n\
-                  while running attention at seq_len=65536"
-            .into(),
-        memory_at_failure: None,
-    };
-    failure.memory_at_failure = Some(MemoryStats {
-        peak_allocated_bytes: 121 << 30,
-        peak_reserved_bytes: 130 << 30,
-        allocated_bytes: 121 << 30,
-        reserved_bytes: 130 << 30,
-        alloc_retries: 2,
-        num_ooms: 1,
-    });
-    r.rounds[0].failure = Some(failure);
-    r
+    // The message set directly, not capped by `Failure::new`, so it is exactly this.
+    let mut failure = Failure::new(FailureKind::OutOfMemory, "");
+    failure.message = "CUDA out of memory. Tried to allocate 64.00 GiB (GPU 0; 139.81 GiB total \
+                       capacity; 121.40 GiB already allocated; <b>not bold</b> & reserved)\n\
+                       while running attention at seq_len=65536"
+        .into();
+    let mut at_failure = memory(121 << 30, 130 << 30, 121 << 30, 130 << 30);
+    at_failure.alloc_retries = 2;
+    at_failure.num_ooms = 1;
+    failure.memory_at_failure = Some(at_failure);
+    RecordBuilder::from(one_process(&Spec::new(id, 1e6, 99), 99, 1.0))
+        .failure(failure)
+        .build()
 }
 
 /// The run: (current spec, baseline factor) pairs plus the special cases.
@@ -488,15 +433,13 @@ pub fn eager_vs_compiled() -> EagerCompiled {
             }
         })
         .collect();
-    let sample = |ns: f64, rng: &mut Rng| Sample {
-        iters: 10,
-        wall_ns: ns * 10.2 * (1.0 + 0.01 * rng.normal()),
-        host_ns: ns * 2.5,
-        device_ns: Some(ns * 10.0 * (1.0 + 0.01 * rng.normal())),
-        clock: None,
+    let steady = |ns: f64, rng: &mut Rng| {
+        let wall = ns * 10.2 * (1.0 + 0.01 * rng.normal());
+        let device = ns * 10.0 * (1.0 + 0.01 * rng.normal());
+        sample(10, wall, ns * 2.5, Some(device))
     };
-    let eager_samples: Vec<Sample> = (0..30).map(|_| sample(1.1e6, &mut rng)).collect();
-    let compiled_samples: Vec<Sample> = (0..30).map(|_| sample(0.8e6, &mut rng)).collect();
+    let eager_samples: Vec<Sample> = (0..30).map(|_| steady(1.1e6, &mut rng)).collect();
+    let compiled_samples: Vec<Sample> = (0..30).map(|_| steady(0.8e6, &mut rng)).collect();
     EagerCompiled {
         eager: VariantInfo::new("eager", VariantKind::Eager),
         compiled: VariantInfo {

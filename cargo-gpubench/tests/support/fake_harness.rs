@@ -3,10 +3,10 @@
 
 use std::path::PathBuf;
 
-use gpubench_analysis::{
-    ColdCall, Failure, FailureKind, Fingerprint, Measurement, MeasurementConfig, RawRecord, Round,
-    Sample, StopReason, RECORD_FORMAT_VERSION,
-};
+use gpubench_record::failure::FailureKind;
+use gpubench_record::measurement::MeasurementConfig;
+use gpubench_record::record::RawRecord;
+use gpubench_record::testing::{sample, RecordBuilder};
 
 use super::{cargo_gpubench, exe_arg, prepare_record, stand_in, STAND_IN_EXE};
 
@@ -71,12 +71,9 @@ impl Fake {
         for id in ["passes", "matmul/64", "slow_ignored"] {
             prepare_record(&bin, &passed_record(id), false);
         }
-        let mut panicked = passed_record("panics");
-        panicked.rounds[0].measurement = None;
-        panicked.rounds[0].failure = Some(Failure::new(
-            FailureKind::Panic,
-            "panicked at benches/suite.rs:3: boom",
-        ));
+        let panicked = RecordBuilder::from(passed_record("panics"))
+            .failed(FailureKind::Panic, "panicked at benches/suite.rs:3: boom")
+            .build();
         prepare_record(&bin, &panicked, false);
         Fake { dir }
     }
@@ -108,54 +105,10 @@ impl Fake {
 
 /// A passed record of `id` (one round of ten samples, on an unknown CPU).
 pub fn passed_record(id: &str) -> RawRecord {
-    let (name, arg) = match id.split_once('/') {
-        Some((n, a)) => (n.to_string(), Some(a.to_string())),
-        None => (id.to_string(), None),
-    };
-    RawRecord {
-        format_version: RECORD_FORMAT_VERSION,
-        id: id.into(),
-        name,
-        arg,
-        fingerprint: Fingerprint::unknown("cpu", "2026-01-01T00:00:00Z".into()),
-        config: MeasurementConfig::quick(),
-        rounds: vec![Round {
-            round: 1,
-            started_at: "2026-01-01T00:00:00Z".into(),
-            measurement: Some(Measurement {
-                sync_cost_ns: 50.0,
-                cold: vec![ColdCall {
-                    label: "first call".into(),
-                    wall_ns: 2.5e6,
-                    host_ns: 2.5e6,
-                    device_ns: None,
-                }],
-                warmup: vec![],
-                samples: (0..10)
-                    .map(|i| Sample {
-                        iters: 100,
-                        wall_ns: 1.0e6 + f64::from(i) * 1e3,
-                        host_ns: 1.0e6,
-                        device_ns: None,
-                        clock: None,
-                    })
-                    .collect(),
-                naive: vec![],
-                throughput: None,
-                memory: None,
-                stop_reason: StopReason::Converged,
-                flags: vec![],
-                device_timer: false,
-                kernel: None,
-                kernel_unavailable: None,
-            }),
-            failure: None,
-            eager_compiled: None,
-            telemetry: None,
-            telemetry_unavailable: None,
-            host: None,
-            host_unavailable: None,
-            pairing: None,
-        }],
-    }
+    RecordBuilder::passed(id)
+        .config(MeasurementConfig::quick())
+        .sync_cost(50.0)
+        .cold("first call", 2.5e6, 2.5e6, None)
+        .samples((0..10).map(|i| sample(100, 1.0e6 + f64::from(i) * 1e3, 1.0e6, None)))
+        .build()
 }

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use cargo_gpubench::store::manifest::{ManifestBenchmark, RunManifest, MANIFEST_FILE};
-use gpubench_analysis::{file_stem_for_id, RawRecord};
+use gpubench_record::id::file_stem_for_id;
+use gpubench_record::record::RawRecord;
 
 /// The binary under test, with the test environment's `GPUBENCH_*` variables
 /// removed so only what a test sets applies.
@@ -95,6 +96,28 @@ pub fn record(run: &Path, b: &ManifestBenchmark) -> RawRecord {
 /// The stand-in bench executable's file name, as cargo names bench executables (the
 /// hash is not part of the target).
 pub const STAND_IN_EXE: &str = "fake-0123456789abcdef";
+
+/// The replay stand-in: lists the ids in `bin/ids` (none of them ignored); measures
+/// one by copying the record [`prepare_record`] prepared for it, and exits 101 (the
+/// harness's "measured a failure") when a `fails` marker is there.
+pub const REPLAY_HARNESS: &str = r#"#!/bin/sh
+here=$(dirname "$0")
+# The handshake of a gpubench harness, when cargo gpubench lists.
+[ -n "$GPUBENCH_HANDSHAKE" ] && echo "gpubench-harness protocol 1"
+case " $* " in
+*" --list "*)
+    case " $* " in
+    *" --ignored "*) ;;
+    *) cat "$here/ids" ;;
+    esac
+    exit 0 ;;
+esac
+[ "$1 $2" = "--bench --exact" ] || { echo "unexpected arguments: $*" >&2; exit 64; }
+d="$here/records/$(echo "$3" | tr / _)"
+cp "$d"/*.json "$GPUBENCH_RECORD_DIR/" || exit 3
+[ -f "$d/fails" ] && exit 101
+exit 0
+"#;
 
 /// Sets up `dir` for a stand-in bench executable: `bin/<STAND_IN_EXE>` holding
 /// `script`, a fake libtorch in `libtorch/`, and an empty `work/`. Returns `bin/`.

@@ -7,12 +7,15 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::compare::CompareError;
-use crate::kernels::{Counters, KernelStat};
-use crate::measurement::TimeKind;
-use crate::measurement::{MeasurementConfig, RunMode};
+use crate::memory::ProcessMemory;
 use crate::processes::{Bound, EstimateBasis, ProcessStats};
-use crate::record::{Fingerprint, RawRecord};
-use crate::stats::{BootstrapConfig, Estimate};
+use crate::record_analysis::RecordAnalysis;
+use crate::stats::BootstrapConfig;
+use gpubench_record::estimate::Estimate;
+use gpubench_record::kernels::{Counters, KernelStat};
+use gpubench_record::measurement::TimeKind;
+use gpubench_record::measurement::{MeasurementConfig, RunMode};
+use gpubench_record::record::{Fingerprint, RawRecord};
 
 /// The baseline format this build writes and the newest it reads.
 pub const BASELINE_FORMAT_VERSION: u32 = 2;
@@ -182,6 +185,10 @@ pub struct ProcessSamples {
     /// says when the two sides ran at clearly different clocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sm_clock_mhz: Option<Vec<u32>>,
+    /// Peak memory and growth per call, where the device has an allocator (absent on
+    /// the CPU and in files from before memory verdicts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<ProcessMemory>,
 }
 
 impl ProcessSamples {
@@ -309,6 +316,7 @@ impl BaselineEntry {
                 device_ns: device.then(|| round(m.device_per_iter().unwrap_or_default())),
                 kernel_ns: kernel_timed.then(|| round(m.per_iter(TimeKind::Kernel))),
                 sm_clock_mhz: m.sm_clocks_mhz(),
+                memory: ProcessMemory::of(m),
             })
             .collect();
         let kernels: Vec<KernelStat> = record
@@ -375,7 +383,7 @@ impl BaselineEntry {
             .iter()
             .map(|p| p.sm_clock_mhz.clone())
             .collect();
-        crate::telemetry::mean_clock_mhz(&groups?)
+        gpubench_record::telemetry::mean_clock_mhz(&groups?)
     }
 
     /// The times of timer `kind`, one group per process (empty where absent).
@@ -384,6 +392,12 @@ impl BaselineEntry {
             .iter()
             .map(|p| p.get(kind).map(<[f64]>::to_vec).unwrap_or_default())
             .collect()
+    }
+
+    /// Each process's memory, when every process has it (the device had an
+    /// allocator).
+    pub fn memory(&self) -> Option<Vec<ProcessMemory>> {
+        self.processes.iter().map(|p| p.memory).collect()
     }
 
     /// Serialises to pretty JSON with a trailing newline.
@@ -405,14 +419,27 @@ impl BaselineEntry {
             source,
         };
         let v: Versioned = serde_json::from_str(text).map_err(parse_err)?;
-        if v.format_version > BASELINE_FORMAT_VERSION {
+        Self::from_json_version(text, origin, v.format_version)
+    }
+
+    /// [`BaselineEntry::from_json`] of a text whose `format_version` was read already.
+    pub(crate) fn from_json_version(
+        text: &str,
+        origin: &str,
+        format_version: u32,
+    ) -> Result<Self, BaselineError> {
+        let parse_err = |source| BaselineError::Parse {
+            path: origin.to_string(),
+            source,
+        };
+        if format_version > BASELINE_FORMAT_VERSION {
             return Err(BaselineError::TooNew {
                 path: origin.to_string(),
-                found: v.format_version,
+                found: format_version,
                 supported: BASELINE_FORMAT_VERSION,
             });
         }
-        let entry: BaselineEntry = if v.format_version < 2 {
+        let entry: BaselineEntry = if format_version < 2 {
             serde_json::from_str::<BaselineEntryV1>(text)
                 .map_err(parse_err)?
                 .into()

@@ -20,11 +20,19 @@ pub enum Metric {
     Kernel,
     /// The exact counts per call (kernels, copies, syncs, allocations).
     Counters,
+    /// Peak allocated and reserved device memory and growth per call
+    /// ([`crate::memory`]).
+    Memory,
 }
 
 impl Metric {
     /// Every metric, in the order tables show them.
-    pub const ALL: [Metric; 3] = [Metric::Time, Metric::Kernel, Metric::Counters];
+    pub const ALL: [Metric; 4] = [
+        Metric::Time,
+        Metric::Kernel,
+        Metric::Counters,
+        Metric::Memory,
+    ];
 
     /// The word used on the command line and in JSON.
     pub fn as_str(self) -> &'static str {
@@ -32,6 +40,7 @@ impl Metric {
             Metric::Time => "time",
             Metric::Kernel => "kernel",
             Metric::Counters => "counters",
+            Metric::Memory => "memory",
         }
     }
 }
@@ -51,6 +60,10 @@ pub struct Gate {
     pub kernel: bool,
     /// The exact counters.
     pub counters: bool,
+    /// Peak memory and growth per call (absent in settings saved before memory
+    /// verdicts, which gated on what they named).
+    #[serde(default)]
+    pub memory: bool,
     /// Whether the user named the metrics (`--gate-on`): then a metric neither side
     /// measured is missing evidence too, since the gate was asked to rest on it. The
     /// default gate looks at what is there (no kernel time on a CPU is no gap).
@@ -64,6 +77,7 @@ impl Default for Gate {
             time: true,
             kernel: true,
             counters: true,
+            memory: true,
             explicit: false,
         }
     }
@@ -76,6 +90,7 @@ impl Gate {
             time: metrics.contains(&Metric::Time),
             kernel: metrics.contains(&Metric::Kernel),
             counters: metrics.contains(&Metric::Counters),
+            memory: metrics.contains(&Metric::Memory),
             explicit: true,
         }
     }
@@ -86,6 +101,7 @@ impl Gate {
             Metric::Time => self.time,
             Metric::Kernel => self.kernel,
             Metric::Counters => self.counters,
+            Metric::Memory => self.memory,
         }
     }
 
@@ -107,7 +123,7 @@ impl fmt::Display for Gate {
 
 /// An unknown [`Metric`] word.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("unknown metric {0:?}: expected `time`, `kernel` or `counters`")]
+#[error("unknown metric {0:?}: expected `time`, `kernel`, `counters` or `memory`")]
 pub struct UnknownMetric(pub String);
 
 impl FromStr for Metric {

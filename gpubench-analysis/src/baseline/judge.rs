@@ -1,4 +1,5 @@
-//! A run judged against a baseline: per benchmark (time, kernel time, counters),
+//! A run judged against a baseline: per benchmark (time, kernel time, counters,
+//! memory),
 //! and the set's outcomes and counts.
 
 use std::collections::{HashMap, HashSet};
@@ -9,12 +10,14 @@ use super::*;
 use crate::compare::{
     compare_cpu_processes, compare_processes, CompareConfig, Comparison, Verdict,
 };
-use crate::failure::Failure;
 use crate::kernels::{counter_changes, kernel_changes, CounterChange, KernelChange};
-use crate::measurement::RunMode;
-use crate::measurement::TimeKind;
+use crate::memory::{compare_memory, growths, MemoryComparison, ProcessMemory};
 use crate::processes::Bound;
-use crate::record::RawRecord;
+use crate::record_analysis::RecordAnalysis;
+use gpubench_record::failure::Failure;
+use gpubench_record::measurement::RunMode;
+use gpubench_record::measurement::TimeKind;
+use gpubench_record::record::RawRecord;
 
 /// How [`compare_with_baseline`] compares.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -26,6 +29,9 @@ pub struct BaselineCompareOptions {
     /// Compare even when the two sides were measured with settings that move the
     /// figures ([`MeasurementConfig::differences_that_move_figures`]; the set records
     /// each mismatch); otherwise such a benchmark is not compared.
+    ///
+    /// [`MeasurementConfig::differences_that_move_figures`]:
+    ///     gpubench_record::measurement::MeasurementConfig::differences_that_move_figures
     #[serde(default)]
     pub allow_settings_mismatch: bool,
 }
@@ -42,7 +48,7 @@ pub struct OtherSettings {
 }
 
 /// A benchmark whose two sides ran at clearly different SM clocks (mean over their
-/// samples; see [`crate::telemetry::CLOCK_DIFFERENCE_FRACTION`]): a change may be the
+/// samples; see [`gpubench_record::telemetry::CLOCK_DIFFERENCE_FRACTION`]): a change may be the
 /// clock's, not the code's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OtherClocks {
@@ -97,7 +103,11 @@ pub enum ComparisonOutcome {
         /// The kernels that are new, gone, or moved, when both sides have a table.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         kernel_changes: Vec<KernelChange>,
-        /// Kernel time and counters where a side lacks them, and why: the gate
+        /// Peak memory and growth per call against the baseline's, when both sides
+        /// read the device's allocator ([`crate::memory`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        memory: Option<MemoryComparison>,
+        /// Kernel time, counters and memory where a side lacks them, and why: the gate
         /// counts them as missing evidence ([`ComparisonSet::missing`]).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         missing_metrics: Vec<MissingMetric>,
@@ -137,12 +147,14 @@ impl BenchmarkComparison {
 
 impl ComparisonOutcome {
     /// The verdict on `metric`, when it was compared: for the counters, regressed when
-    /// any count per call went up, improved when some went down and none up.
+    /// any count per call went up, improved when some went down and none up; for
+    /// memory, the worst of its figures ([`MemoryComparison::verdict`]).
     pub fn verdict_of(&self, metric: Metric) -> Option<Verdict> {
         let ComparisonOutcome::Compared {
             comparison,
             kernel,
             counters,
+            memory,
             ..
         } = self
         else {
@@ -152,6 +164,7 @@ impl ComparisonOutcome {
             Metric::Time => Some(comparison.verdict),
             Metric::Kernel => kernel.as_ref().map(|k| k.verdict),
             Metric::Counters => counters.as_ref().map(|c| counters_verdict(c)),
+            Metric::Memory => memory.as_ref().map(MemoryComparison::verdict),
         }
     }
 }
@@ -345,7 +358,7 @@ pub fn compare_with_baseline(
                 if let (Some(was), Some(now)) =
                     (entry.mean_sm_clock_mhz(), record.mean_sm_clock_mhz())
                 {
-                    if crate::telemetry::clearly_different_clocks(was, now) {
+                    if gpubench_record::telemetry::clearly_different_clocks(was, now) {
                         set.other_clocks.push(OtherClocks {
                             id: record.id.clone(),
                             baseline_mhz: was,
@@ -364,13 +377,15 @@ pub fn compare_with_baseline(
                 };
                 match compared {
                     Ok(comparison) => {
-                        let gpu = compare_kernels(record, entry, &options.config);
+                        let mut gpu = compare_kernels(record, entry, &options.config);
+                        let memory = compare_memory_of(record, entry, &mut gpu.missing);
                         ComparisonOutcome::Compared {
                             kind,
                             comparison,
                             kernel: gpu.kernel,
                             counters: gpu.counters,
                             kernel_changes: gpu.kernel_changes,
+                            memory,
                             missing_metrics: gpu.missing,
                         }
                     }
@@ -506,6 +521,67 @@ fn compare_kernels(
         counters,
         kernel_changes,
         missing,
+    }
+}
+
+/// Memory of `record` against `entry`'s, when both sides read the allocator; a side
+/// without it (the CPU, an older file) is a gap in `missing`, and so is growth per
+/// call one side lacks while both have the peaks.
+fn compare_memory_of(
+    record: &RawRecord,
+    entry: &BaselineEntry,
+    missing: &mut Vec<MissingMetric>,
+) -> Option<MemoryComparison> {
+    let measured: Vec<_> = record.measurements().collect();
+    let now: Option<Vec<ProcessMemory>> = measured.iter().map(|m| ProcessMemory::of(m)).collect();
+    let now = now.filter(|n| !n.is_empty());
+    let was = entry.memory();
+    let mut gap = |missing_on, reason: String| {
+        missing.push(MissingMetric {
+            metric: Metric::Memory,
+            missing_on,
+            reason,
+        })
+    };
+    const NO_ALLOCATOR: &str = "its device has no allocator to read (the CPU)";
+    match (was, now) {
+        (Some(was), Some(now)) => {
+            match (growths(&was).is_some(), growths(&now).is_some()) {
+                (true, false) => gap(
+                    MissingOn::Current,
+                    "this run has no growth per call: a process did not measure it".into(),
+                ),
+                (false, true) => gap(
+                    MissingOn::Baseline,
+                    "the baseline has no growth per call: saved by a gpubench from before \
+                     it was measured; save the baseline again"
+                        .into(),
+                ),
+                _ => {}
+            }
+            compare_memory(&was, &now)
+        }
+        (Some(_), None) => {
+            gap(
+                MissingOn::Current,
+                format!("this run has no memory figures: {NO_ALLOCATOR}"),
+            );
+            None
+        }
+        (None, Some(_)) => {
+            gap(
+                MissingOn::Baseline,
+                format!("the baseline has no memory figures: {BASELINE_WITHOUT}"),
+            );
+            None
+        }
+        (None, None) => {
+            gap(
+                MissingOn::Both,
+                format!("neither side measured memory: {NO_ALLOCATOR}"),
+            );
+            None
+        }
     }
 }
 

@@ -109,6 +109,7 @@ impl Missing {
             Some(Metric::Time) => "time missing".into(),
             Some(Metric::Kernel) => "kernel time missing".into(),
             Some(Metric::Counters) => "counters missing".into(),
+            Some(Metric::Memory) => "memory missing".into(),
             None => self.kind.label().into(),
         }
     }

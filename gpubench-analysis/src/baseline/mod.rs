@@ -21,6 +21,8 @@
 mod file;
 mod gate;
 mod judge;
+#[cfg(test)]
+mod memory_tests;
 mod missing;
 mod paired;
 mod store;

@@ -5,8 +5,8 @@
 
 use super::*;
 use crate::compare::{compare_paired, CompareConfig, Comparison};
-use crate::paired::Pairing;
-use crate::record::RawRecord;
+use gpubench_record::paired::Pairing;
+use gpubench_record::record::RawRecord;
 
 /// Judges `head` against `base`, records of the same benchmarks measured in the same
 /// paired processes; a benchmark whose head rounds all carry a pairing gets its time
@@ -95,8 +95,8 @@ mod tests {
 
     use super::*;
     use crate::compare::Verdict;
-    use crate::paired::Role;
     use crate::synthetic::{GpuLikeSamples, ProcessShift};
+    use gpubench_record::paired::Role;
 
     /// Base and head of a launch-bound benchmark in the same 5 processes: each
     /// process's host mode (two modes 1.7x apart) is shared by both sides, the head

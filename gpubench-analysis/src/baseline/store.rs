@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::*;
-use crate::record::{file_stem_for_id, RawRecord};
+use gpubench_record::id::file_stem_for_id;
+use gpubench_record::record::RawRecord;
 
 /// What [`BaselineStore::save`] did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -204,20 +205,10 @@ impl BaselineStore {
             }
             let text =
                 std::fs::read_to_string(&path).map_err(io_err("read baseline file", &path))?;
-            match kind_of_json(&text) {
-                JsonKind::Baseline => {}
-                JsonKind::OtherObject => {
-                    ignored.push(path);
-                    continue;
-                }
-                JsonKind::NotAnObject(what) => {
-                    return Err(unreadable(format!(
-                        "it holds {what}, not a baseline (a JSON object with `id` and \
-                         `format_version`): restore it from git, or remove it"
-                    )))
-                }
-            }
-            let entry = BaselineEntry::from_json(&text, &path.display().to_string())?;
+            let Some(entry) = parse_file(&text, &path.display().to_string())? else {
+                ignored.push(path);
+                continue;
+            };
             if let Some(first) = seen.insert(entry.id.clone(), path.clone()) {
                 return Err(BaselineError::DuplicateId {
                     id: entry.id,
@@ -256,6 +247,42 @@ impl BaselineStore {
         names.sort();
         names.dedup();
         Ok(names)
+    }
+}
+
+/// Reads the text of one `.json` file of a baseline directory, as [`BaselineStore::load`]
+/// does (and `cargo gpubench history` for every committed version): the entry, or
+/// `None` for a JSON object that is no baseline file (it has no `id` and
+/// `format_version`: a tool's file beside the baselines, to be left alone). JSON that
+/// is no object, or a baseline file that is corrupt, truncated, newer or invalid, is an
+/// error naming `origin`.
+pub fn parse_file(text: &str, origin: &str) -> Result<Option<BaselineEntry>, BaselineError> {
+    // The common case in one light pass: an object whose `id` and `format_version`
+    // are there (nothing else is kept), then the one full parse.
+    #[derive(Deserialize)]
+    struct Probe {
+        id: Option<serde::de::IgnoredAny>,
+        format_version: Option<u32>,
+    }
+    if text.trim_start().starts_with('{') {
+        if let Ok(Probe {
+            id: Some(_),
+            format_version: Some(version),
+        }) = serde_json::from_str::<Probe>(text)
+        {
+            return BaselineEntry::from_json_version(text, origin, version).map(Some);
+        }
+    }
+    match kind_of_json(text) {
+        JsonKind::Baseline => BaselineEntry::from_json(text, origin).map(Some),
+        JsonKind::OtherObject => Ok(None),
+        JsonKind::NotAnObject(what) => Err(BaselineError::Invalid {
+            path: origin.to_string(),
+            reason: format!(
+                "it holds {what}, not a baseline (a JSON object with `id` and \
+                 `format_version`): restore it from git, or remove it"
+            ),
+        }),
     }
 }
 

@@ -4,14 +4,16 @@
 use super::judge::not_compared;
 use super::*;
 use crate::compare::Verdict;
-use crate::failure::Failure;
-use crate::failure::FailureKind;
-use crate::kernels::Counter;
-use crate::measurement::MeasurementConfig;
-use crate::measurement::TimeKind;
 use crate::processes::{Bound, EstimateBasis};
-use crate::record::{file_stem_for_id, RawRecord};
+use crate::record_analysis::RecordAnalysis;
 use crate::synthetic::{GpuLikeSamples, ProcessShift, SyntheticKernels};
+use gpubench_record::failure::Failure;
+use gpubench_record::failure::FailureKind;
+use gpubench_record::id::file_stem_for_id;
+use gpubench_record::kernels::Counter;
+use gpubench_record::measurement::MeasurementConfig;
+use gpubench_record::measurement::TimeKind;
+use gpubench_record::record::RawRecord;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
@@ -776,7 +778,7 @@ fn a_version_1_file_reads_as_one_process_and_compares_as_ambiguous() {
 fn clock_at(r: &mut RawRecord, sm_mhz: u32) {
     for m in r.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
         for s in &mut m.samples {
-            s.clock = Some(crate::measurement::SampleClock {
+            s.clock = Some(gpubench_record::measurement::SampleClock {
                 sm_mhz,
                 temperature_c: Some(60),
                 throttled: false,
@@ -900,7 +902,7 @@ fn cpu_work_measured_with_other_intra_op_threads_is_not_compared() {
 /// Marks every process of `r` as run beside `others` runnable threads of other work
 /// on a 2-core host, with one intra-op thread.
 fn beside(r: &mut RawRecord, others: u32) {
-    use crate::host::{HostCpus, HostReading, HostTelemetry, ThreadSource};
+    use gpubench_record::host::{HostCpus, HostReading, HostTelemetry, ThreadSource};
     let reading = HostReading {
         others_runnable: others,
         load_average: Some(3.0),

@@ -4,8 +4,8 @@ use super::*;
 
 #[test]
 fn the_eager_versus_compiled_result_is_in_the_summary_and_its_json() {
-    let side_by_side = crate::eager_compiled::tests::sample_comparison();
-    let mut r = crate::record::tests::sample_record();
+    let side_by_side = gpubench_record::testing::sample_comparison();
+    let mut r = gpubench_record::testing::sample_record();
     r.rounds[0].eager_compiled = Some(side_by_side.clone());
     let s = BenchmarkSummary::from_record(&r);
     let c = s.eager_compiled.as_ref().expect("summarised");
@@ -18,9 +18,9 @@ fn the_eager_versus_compiled_result_is_in_the_summary_and_its_json() {
     assert_eq!(json["eager_compiled"]["agrees"], false);
     assert!(json["eager_compiled"]["flags"].is_array());
 }
-use crate::failure::FailureKind;
-use crate::measurement::{ColdCall, Sample};
 use crate::synthetic::{GpuLikeSamples, ProcessShift};
+use gpubench_record::failure::FailureKind;
+use gpubench_record::measurement::{ColdCall, Sample};
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
@@ -41,27 +41,27 @@ fn record() -> RawRecord {
 #[test]
 fn summary_of_a_passed_record() {
     let s = BenchmarkSummary::from_record(&record());
-    assert_eq!(s.status, BenchmarkStatus::Passed);
+    assert_eq!(s.outcome.status, BenchmarkStatus::Passed);
     assert_eq!(
-        (s.name.as_str(), s.device_label.as_str()),
+        (s.identity.name.as_str(), s.device.label.as_str()),
         ("matmul", "cuda:0")
     );
-    assert_eq!(s.primary_kind, Some(TimeKind::Device));
+    assert_eq!(s.timing.primary_kind, Some(TimeKind::Device));
     let p = s.primary().unwrap();
     assert_eq!(p.samples, 50);
     assert!((p.estimate.point / 1e6 - 1.0).abs() < 0.01, "{p:?}");
     assert!(p.estimate.contains(p.estimate.point) && p.estimate.rel_half_width() < 0.01);
     assert_eq!(p.basis, EstimateBasis::OneProcess);
-    let wall = s.wall.as_ref().unwrap();
+    let wall = s.timing.wall.as_ref().unwrap();
     assert!((wall.estimate.point / p.estimate.point - 1.02).abs() < 1e-9);
-    let host = s.host.as_ref().unwrap();
+    let host = s.timing.host.as_ref().unwrap();
     assert!((host.estimate.point / wall.estimate.point - 0.3).abs() < 1e-9);
     assert!(
         (0.005..0.02).contains(&p.processes.within.unwrap()),
         "{p:?}"
     );
     assert_eq!(p.outliers.total(), 50);
-    assert_eq!(s.total_iters, 500);
+    assert_eq!(s.sampling.total_iters, 500);
     // 5e8 ns cold vs ~1.02e6 ns steady.
     let cold = s.cold[0].times_steady.unwrap();
     assert!((480.0..500.0).contains(&cold), "{cold}");
@@ -69,7 +69,7 @@ fn summary_of_a_passed_record() {
     let expected = 2.0 * 4096f64.powi(3) / (p.estimate.point * 1e-9);
     assert!((t.rate_per_s / expected - 1.0).abs() < 1e-12);
     assert!(t.rate.ends_with("TFLOP/s"), "{}", t.rate);
-    assert_eq!(s.stop_reason, Some(StopReason::Converged));
+    assert_eq!(s.sampling.stop_reason, Some(StopReason::Converged));
 }
 
 #[test]
@@ -85,8 +85,10 @@ fn summary_is_reproducible_and_round_trips_through_json() {
 
 #[test]
 fn throttled_samples_and_other_processes_are_flagged_and_counted() {
-    use crate::measurement::SampleClock;
-    use crate::telemetry::{ClockReading, GpuProcess, ProcessTelemetry, TelemetryReading};
+    use gpubench_record::measurement::SampleClock;
+    use gpubench_record::telemetry::{
+        ClockReading, GpuProcess, ProcessTelemetry, TelemetryReading,
+    };
     let quiet = BenchmarkSummary::from_record(&record());
     assert!(!quiet.flags.contains(&Flag::Throttled) && !quiet.flags.contains(&Flag::Contended));
     let mut r = record();
@@ -131,13 +133,13 @@ fn throttled_samples_and_other_processes_are_flagged_and_counted() {
         }],
     });
     let s = BenchmarkSummary::from_record(&r);
-    assert_eq!(s.throttled_samples, 3);
+    assert_eq!(s.conditions.throttled_samples, 3);
     assert_eq!(s.primary().unwrap().samples, n - 3);
     assert!(s.flags.contains(&Flag::Throttled), "{:?}", s.flags);
     assert!(s.flags.contains(&Flag::Contended), "{:?}", s.flags);
-    assert_eq!(s.other_processes, vec![31337]);
-    assert_eq!(s.max_temperature_c, Some(56));
-    assert_eq!(s.sm_clock_mhz, Some(1980.0));
+    assert_eq!(s.conditions.other_processes, vec![31337]);
+    assert_eq!(s.conditions.max_temperature_c, Some(56));
+    assert_eq!(s.conditions.sm_clock_mhz, Some(1980.0));
     let slowest = s.primary().unwrap().max;
     assert!(
         slowest < 2.0 * s.primary().unwrap().min,
@@ -151,9 +153,12 @@ fn summary_of_a_failed_record_keeps_the_failure() {
     r.rounds[0].measurement = None;
     r.rounds[0].failure = Some(Failure::new(FailureKind::OutOfMemory, "CUDA out of memory"));
     let s = BenchmarkSummary::from_record(&r);
-    assert_eq!(s.status, BenchmarkStatus::Failed);
-    assert_eq!(s.failure.as_ref().unwrap().kind, FailureKind::OutOfMemory);
-    assert!(s.primary().is_none() && s.wall.is_none() && s.throughput.is_none());
+    assert_eq!(s.outcome.status, BenchmarkStatus::Failed);
+    assert_eq!(
+        s.outcome.failure.as_ref().unwrap().kind,
+        FailureKind::OutOfMemory
+    );
+    assert!(s.primary().is_none() && s.timing.wall.is_none() && s.throughput.is_none());
     let back: BenchmarkSummary = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
     assert_eq!(s, back);
 }
@@ -171,10 +176,10 @@ fn wall_time_is_primary_without_device_events_and_bad_samples_do_not_panic() {
         clock: None,
     });
     let s = BenchmarkSummary::from_record(&r);
-    assert_eq!(s.primary_kind, Some(TimeKind::Wall));
-    assert!(s.device.is_none());
+    assert_eq!(s.timing.primary_kind, Some(TimeKind::Wall));
+    assert!(s.timing.device.is_none());
     // The zero-iteration sample gives an infinite time and is left out.
-    assert_eq!(s.wall.as_ref().unwrap().samples, 50);
+    assert_eq!(s.timing.wall.as_ref().unwrap().samples, 50);
     let json = serde_json::to_string(&s).unwrap();
     let back: BenchmarkSummary = serde_json::from_str(&json).unwrap();
     assert_eq!(s, back);
@@ -214,7 +219,7 @@ fn processes_give_the_estimate_the_spread_and_per_process_cold_calls() {
         }
     }
     let s = BenchmarkSummary::from_record(&r);
-    assert_eq!((s.rounds, s.processes()), (6, 6));
+    assert_eq!((s.outcome.rounds, s.processes()), (6, 6));
     let p = s.primary().unwrap();
     assert_eq!(p.basis, EstimateBasis::Processes);
     assert_eq!(p.samples, 120);
@@ -236,4 +241,125 @@ fn processes_give_the_estimate_the_spread_and_per_process_cold_calls() {
     let cold = &s.cold[0];
     assert_eq!(cold.per_process_wall_ns.len(), 6);
     assert_eq!(cold.wall_ns, 3.5e8);
+}
+
+/// The top-level keys a summary's JSON (`--format json`, the report's input) has when
+/// every optional part is present, in the order they are written.
+const WIRE_KEYS: &[&str] = &[
+    "id",
+    "name",
+    "arg",
+    "status",
+    "failure",
+    "failed_round",
+    "rounds",
+    "mode",
+    "device_label",
+    "device_name",
+    "primary_kind",
+    "bound",
+    "wall",
+    "host",
+    "device",
+    "kernel",
+    "kernel_method",
+    "not_capturable",
+    "kernel_unavailable",
+    "kernels",
+    "launch_overhead",
+    "counters",
+    "counters_vary",
+    "eager_compiled",
+    "cold",
+    "throughput",
+    "memory",
+    "memory_growth",
+    "total_iters",
+    "sync_cost_ns",
+    "naive",
+    "stop_reason",
+    "flags",
+    "throttled_samples",
+    "sm_clock_mhz",
+    "max_temperature_c",
+    "other_processes",
+    "telemetry_unavailable",
+    "host_cpus",
+];
+
+fn part<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
+    serde_json::from_value(v).unwrap()
+}
+
+/// A summary with every optional field set, each to a value of its own type.
+fn full_summary() -> BenchmarkSummary {
+    let mut r = record();
+    r.rounds[0].eager_compiled = Some(gpubench_record::testing::sample_comparison());
+    let mut s = BenchmarkSummary::from_record(&r);
+    s.outcome.failed_round = Some(2);
+    s.timing.kernel = s.timing.device.clone();
+    s.kernels.method = Some(KernelMethod::GraphReplay);
+    s.kernels.not_capturable = Some("it syncs".into());
+    s.kernels.unavailable = Some("no kernel timing on cpu".into());
+    s.kernels.table = vec![part(serde_json::json!(
+        {"name": "gemm", "kind": "kernel", "count_per_call": 1.0, "ns_per_call": 9e5}
+    ))];
+    s.counters.counts = Some(part(serde_json::json!(
+        {"calls": 10, "kernels": 3, "memcpys": 0, "memsets": 1, "syncs": 0}
+    )));
+    s.kernels.launch_overhead = Some(0.1);
+    s.memory.peak = Some(part(serde_json::json!(
+        {"peak_allocated_bytes": 1024, "peak_reserved_bytes": 2048, "allocated_bytes": 512,
+         "reserved_bytes": 2048, "alloc_retries": 0, "num_ooms": 0}
+    )));
+    s.memory.growth = Some(part(serde_json::json!(
+        {"per_call_bytes": 0.0, "per_process_bytes": [0.0], "calls": 8, "holds": false}
+    )));
+    s.conditions.throttled_samples = 1;
+    s.conditions.sm_clock_mhz = Some(1980.0);
+    s.conditions.max_temperature_c = Some(61);
+    s.conditions.other_processes = vec![4242];
+    s.conditions.telemetry_unavailable = Some("no NVIDIA driver/NVML".into());
+    s.conditions.host_cpus = Some(part(serde_json::json!({
+        "cpus": {"online": 16, "available": 16}, "intra_op_threads": 4,
+        "threads_from": "libtorch", "processes": 1, "contended_processes": 0,
+        "most_others_runnable": 0, "working_threads": 4
+    })));
+    s
+}
+
+#[test]
+fn the_summary_json_is_one_flat_object_with_its_keys_in_order() {
+    let s = full_summary();
+    let json = serde_json::to_string(&s).unwrap();
+    let KeysInOrder(keys) = serde_json::from_str(&json).unwrap();
+    assert_eq!(keys, WIRE_KEYS);
+    let back: BenchmarkSummary = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, s);
+}
+
+/// A JSON object's keys in the order they were written (`serde_json::Value` sorts them).
+struct KeysInOrder(Vec<String>);
+
+impl<'de> Deserialize<'de> for KeysInOrder {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Keys;
+        impl<'de> serde::de::Visitor<'de> for Keys {
+            type Value = KeysInOrder;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<KeysInOrder, A::Error> {
+                let mut keys = Vec::new();
+                while let Some((k, serde::de::IgnoredAny)) = map.next_entry::<String, _>()? {
+                    keys.push(k);
+                }
+                Ok(KeysInOrder(keys))
+            }
+        }
+        d.deserialize_map(Keys)
+    }
 }

@@ -9,8 +9,11 @@
 
 use std::time::Duration;
 
-use gpubench_analysis::kernels::ActivityKind;
-use gpubench_analysis::{DeviceIdentity, MemoryStats};
+use gpubench_analysis::memory_trace::AllocatorTrace;
+use gpubench_record::kernels::ActivityKind;
+use gpubench_record::measurement::MemoryStats;
+use gpubench_record::memory_snapshot::MemorySnapshot;
+use gpubench_record::record::DeviceIdentity;
 
 pub mod simulated;
 pub mod torch;
@@ -73,6 +76,32 @@ pub trait DeviceBackend {
     fn allocation_counts(&self) -> Option<(u64, u64)>;
     /// Starts counting allocations afresh.
     fn reset_allocation_counts(&self);
+
+    /// What the caching allocator holds now (live blocks, reserved segments); `Err`
+    /// says why it cannot be read.
+    fn memory_snapshot(&self) -> Result<MemorySnapshot, String> {
+        Err("this device has no caching allocator to take a snapshot of".into())
+    }
+    /// Records where each block is allocated from now on, for
+    /// [`Self::memory_snapshot`].
+    fn record_memory_history(&self) -> Result<(), String> {
+        Err("this device records no allocation history".into())
+    }
+    /// Starts tracing every allocation and free, with where each block is allocated,
+    /// for [`Self::memory_trace_stop`].
+    fn memory_trace_start(&self) -> Result<(), String> {
+        Err("this device's allocator keeps no trace of allocations".into())
+    }
+    /// Stops the trace and returns the allocator's state now with the events since
+    /// [`Self::memory_trace_start`].
+    fn memory_trace_stop(&self) -> Result<AllocatorTrace, String> {
+        Err("this device's allocator keeps no trace of allocations".into())
+    }
+    /// Caps the allocator at `fraction` of the device's memory; returns the cap in
+    /// bytes.
+    fn cap_memory(&self, _fraction: f64) -> Result<u64, String> {
+        Err("this device's memory cannot be capped".into())
+    }
 }
 
 /// What a device did over a stretch of calls.

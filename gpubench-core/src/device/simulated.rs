@@ -1,13 +1,22 @@
 //! A simulated asynchronous device: work "launched" on it completes after the host
 //! call returns, as on a GPU, so the engine's handling of the queue can be tested on
 //! any machine. It also records what it ran (named kernels, syncs, allocations) and
-//! captures work into a graph to replay, as CUDA graphs do.
+//! captures work into a graph to replay, as CUDA graphs do. Its allocator
+//! ([`SimAllocator`]) keeps live blocks in segments like libtorch's caching
+//! allocator: with a capacity set it rounds requests, caches freed blocks, fails
+//! with CUDA's out-of-memory message, and fragments as the real one does.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use gpubench_analysis::kernels::ActivityKind;
-use gpubench_analysis::{DeviceIdentity, MemoryStats};
+use gpubench_analysis::memory_trace::{
+    AllocatorTrace, TraceAction, TraceEvent, TracedBlock, TracedSegment,
+};
+use gpubench_record::kernels::ActivityKind;
+use gpubench_record::measurement::MemoryStats;
+use gpubench_record::memory_snapshot::{BlockView, MemorySnapshot, SegmentView};
+use gpubench_record::record::DeviceIdentity;
+use gpubench_record::units::format_bytes;
 
 use super::{DeviceBackend, DeviceProfile, DeviceTimer};
 
@@ -18,8 +27,7 @@ pub const DEFAULT_KERNEL: &str = "simulated_kernel";
 struct Queue {
     /// When all queued work will have finished.
     busy_until: Instant,
-    allocated: u64,
-    peak: u64,
+    memory: SimAllocator,
     flushes: u64,
     /// Allocations (and bytes) since the counts were reset.
     allocations: (u64, u64),
@@ -58,8 +66,7 @@ impl SimulatedDevice {
         SimulatedDevice {
             queue: Mutex::new(Queue {
                 busy_until: Instant::now(),
-                allocated: 0,
-                peak: 0,
+                memory: SimAllocator::default(),
                 flushes: 0,
                 allocations: (0, 0),
                 profile: None,
@@ -120,19 +127,63 @@ impl SimulatedDevice {
         spin_until(until);
     }
 
-    /// Simulates an allocation of `bytes` (for peak-memory and counter tests).
+    /// Simulates an allocation of `bytes` (for peak-memory and counter tests). Past
+    /// the capacity ([`SimulatedDevice::set_capacity`]) it panics with CUDA's
+    /// out-of-memory message, as tch does.
     pub fn allocate(&self, bytes: u64) {
-        let mut q = self.queue();
-        q.allocated += bytes;
-        q.peak = q.peak.max(q.allocated);
-        q.allocations.0 += 1;
-        q.allocations.1 += bytes;
+        if let Err(oom) = self.try_allocate(bytes, "") {
+            panic!("{oom}");
+        }
     }
 
-    /// Simulates freeing `bytes`.
-    pub fn free(&self, bytes: u64) {
+    /// Allocates a block of `bytes`, recording `at` as where it was allocated when
+    /// history is on; `Err` is the out-of-memory message.
+    pub fn try_allocate(&self, bytes: u64, at: &str) -> Result<BlockId, String> {
         let mut q = self.queue();
-        q.allocated = q.allocated.saturating_sub(bytes);
+        let id = q.memory.allocate(bytes, at)?;
+        q.allocations.0 += 1;
+        q.allocations.1 += bytes;
+        Ok(id)
+    }
+
+    /// Frees the block `id` (its memory stays reserved while a capacity is set).
+    pub fn release(&self, id: BlockId) {
+        self.queue().memory.release(id);
+    }
+
+    /// Simulates freeing `bytes`: the latest live block of that size, else the latest
+    /// blocks until `bytes` are freed.
+    pub fn free(&self, bytes: u64) {
+        self.queue().memory.free_bytes(bytes);
+    }
+
+    /// Makes the allocator behave like CUDA's caching one with `bytes` of device
+    /// memory: requests rounded to 512 bytes, carved from 2 MiB segments (small) or
+    /// 20 MiB and larger ones, freed blocks kept reserved, and an out-of-memory error
+    /// when a new segment does not fit even after the cache is emptied.
+    pub fn set_capacity(&self, bytes: u64) {
+        self.queue().memory.capacity = Some(bytes);
+    }
+
+    /// Records where blocks are allocated from now on.
+    pub fn record_history(&self, on: bool) {
+        self.queue().memory.history = on;
+    }
+
+    /// What the allocator holds now.
+    pub fn snapshot(&self) -> MemorySnapshot {
+        self.queue().memory.snapshot()
+    }
+
+    /// Starts tracing every allocation and free, with where each block is allocated.
+    pub fn start_trace(&self) {
+        self.queue().memory.trace = Some(Vec::new());
+    }
+
+    /// Stops the trace: the state now with the events since [`Self::start_trace`];
+    /// `None` when no trace was started.
+    pub fn stop_trace(&self) -> Option<AllocatorTrace> {
+        self.queue().memory.take_trace()
     }
 
     /// Graph replays made after the profiler first ran (which on a GPU slows them).
@@ -218,19 +269,30 @@ impl DeviceBackend for SimulatedDevice {
         }))
     }
     fn reset_memory(&self) {
-        let mut q = self.queue();
-        q.peak = q.allocated;
+        self.queue().memory.reset_peak();
     }
     fn memory(&self) -> Option<MemoryStats> {
-        let q = self.queue();
-        Some(MemoryStats {
-            peak_allocated_bytes: q.peak,
-            peak_reserved_bytes: q.peak,
-            allocated_bytes: q.allocated,
-            reserved_bytes: q.allocated,
-            alloc_retries: 0,
-            num_ooms: 0,
-        })
+        Some(self.queue().memory.stats())
+    }
+    fn memory_snapshot(&self) -> Result<MemorySnapshot, String> {
+        Ok(self.snapshot())
+    }
+    fn record_memory_history(&self) -> Result<(), String> {
+        self.record_history(true);
+        Ok(())
+    }
+    fn memory_trace_start(&self) -> Result<(), String> {
+        self.start_trace();
+        Ok(())
+    }
+    fn memory_trace_stop(&self) -> Result<AllocatorTrace, String> {
+        self.stop_trace()
+            .ok_or_else(|| "the allocator's trace was not started".into())
+    }
+    fn cap_memory(&self, fraction: f64) -> Result<u64, String> {
+        let bytes = (fraction * SIMULATED_MEMORY_BYTES as f64) as u64;
+        self.set_capacity(bytes);
+        Ok(bytes)
     }
     fn enqueue_blocker(&self, duration: Duration) -> bool {
         self.launch(duration);
@@ -309,5 +371,484 @@ impl DeviceBackend for SimulatedDevice {
     }
     fn reset_allocation_counts(&self) {
         self.queue().allocations = (0, 0);
+    }
+}
+
+/// The memory [`DeviceBackend::cap_memory`] takes a fraction of on the simulated
+/// device.
+pub const SIMULATED_MEMORY_BYTES: u64 = 16 << 30;
+
+/// A block handed out by the simulated allocator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockId(u64);
+
+#[derive(Debug, Clone)]
+struct SimBlock {
+    bytes: u64,
+    requested: u64,
+    /// The id of the allocation holding it; `None`: free.
+    live: Option<u64>,
+    at: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+struct SimSegment {
+    /// Its first byte's (made-up) address.
+    address: u64,
+    bytes: u64,
+    blocks: Vec<SimBlock>,
+}
+
+/// The simulated device's allocator. Without a capacity each allocation is a segment
+/// of its own, returned on free (reserved equals allocated, figures exact); with one
+/// it caches like libtorch's CUDA caching allocator.
+#[derive(Debug, Default)]
+pub struct SimAllocator {
+    segments: Vec<SimSegment>,
+    capacity: Option<u64>,
+    history: bool,
+    /// Every allocation and free since the trace was started.
+    trace: Option<Vec<TraceEvent>>,
+    next_id: u64,
+    /// Where the next segment starts: segments never overlap.
+    next_address: u64,
+    peak_allocated: u64,
+    peak_reserved: u64,
+    retries: u64,
+    ooms: u64,
+}
+
+/// Requests are rounded to this many bytes, as CUDA's allocator does.
+const ROUND: u64 = 512;
+/// Requests up to this size come from small segments of [`SMALL_SEGMENT`].
+const SMALL_REQUEST: u64 = 1 << 20;
+const SMALL_SEGMENT: u64 = 2 << 20;
+/// Requests under this size get a segment of [`MEDIUM_SEGMENT`]; larger ones a
+/// segment of their own size rounded to 2 MiB.
+const MEDIUM_REQUEST: u64 = 10 << 20;
+const MEDIUM_SEGMENT: u64 = 20 << 20;
+
+impl SimAllocator {
+    fn allocated(&self) -> u64 {
+        self.segments
+            .iter()
+            .flat_map(|s| &s.blocks)
+            .filter(|b| b.live.is_some())
+            .map(|b| b.bytes)
+            .sum()
+    }
+
+    fn reserved(&self) -> u64 {
+        self.segments.iter().map(|s| s.bytes).sum()
+    }
+
+    fn stats(&self) -> MemoryStats {
+        MemoryStats {
+            peak_allocated_bytes: self.peak_allocated,
+            peak_reserved_bytes: self.peak_reserved,
+            allocated_bytes: self.allocated(),
+            reserved_bytes: self.reserved(),
+            alloc_retries: self.retries,
+            num_ooms: self.ooms,
+        }
+    }
+
+    fn reset_peak(&mut self) {
+        self.peak_allocated = self.allocated();
+        self.peak_reserved = self.reserved();
+    }
+
+    fn allocate(&mut self, bytes: u64, at: &str) -> Result<BlockId, String> {
+        let caching = self.capacity.is_some();
+        let size = if caching {
+            bytes.max(1).div_ceil(ROUND) * ROUND
+        } else {
+            bytes
+        };
+        self.next_id += 1;
+        let id = self.next_id;
+        let at = if (self.history || self.trace.is_some()) && !at.is_empty() {
+            vec![at.to_string()]
+        } else {
+            Vec::new()
+        };
+        let block = SimBlock {
+            bytes: size,
+            requested: bytes,
+            live: Some(id),
+            at,
+        };
+        let (s, b) = if !caching {
+            self.push_segment(size, vec![block]);
+            (self.segments.len() - 1, 0)
+        } else if let Some((s, b)) = self.best_fit(size) {
+            let seg = &mut self.segments[s];
+            let rest = seg.blocks[b].bytes - size;
+            seg.blocks[b] = block;
+            if rest > 0 {
+                seg.blocks.insert(
+                    b + 1,
+                    SimBlock {
+                        bytes: rest,
+                        requested: 0,
+                        live: None,
+                        at: Vec::new(),
+                    },
+                );
+            }
+            (s, b)
+        } else {
+            let segment = if size <= SMALL_REQUEST {
+                SMALL_SEGMENT
+            } else if size < MEDIUM_REQUEST {
+                MEDIUM_SEGMENT
+            } else {
+                size.div_ceil(2 << 20) * (2 << 20)
+            };
+            let capacity = self.capacity.unwrap_or(u64::MAX);
+            if self.reserved() + segment > capacity {
+                // As CUDA's allocator: free the cached segments and retry once.
+                self.retries += 1;
+                self.return_free_segments();
+                if self.reserved() + segment > capacity {
+                    self.ooms += 1;
+                    return Err(self.oom_message(bytes, capacity));
+                }
+            }
+            let mut blocks = vec![block];
+            if segment > size {
+                blocks.push(SimBlock {
+                    bytes: segment - size,
+                    requested: 0,
+                    live: None,
+                    at: Vec::new(),
+                });
+            }
+            self.push_segment(segment, blocks);
+            (self.segments.len() - 1, 0)
+        };
+        if self.trace.is_some() {
+            let address = self.block_address(s, b);
+            let block = &self.segments[s].blocks[b];
+            let event = TraceEvent {
+                action: TraceAction::Alloc,
+                address,
+                bytes: block.bytes,
+                requested_bytes: block.requested,
+                stream: "0x0".into(),
+                allocated_at: block.at.clone(),
+            };
+            self.trace_event(event);
+        }
+        self.peak_allocated = self.peak_allocated.max(self.allocated());
+        self.peak_reserved = self.peak_reserved.max(self.reserved());
+        Ok(BlockId(id))
+    }
+
+    /// The smallest free block of at least `size`, as (segment, block). Small
+    /// requests come from small segments only, large from large, as in CUDA's pools.
+    fn best_fit(&self, size: u64) -> Option<(usize, usize)> {
+        let small = size <= SMALL_REQUEST;
+        let mut best: Option<(u64, usize, usize)> = None;
+        for (s, seg) in self.segments.iter().enumerate() {
+            if (seg.bytes == SMALL_SEGMENT) != small {
+                continue;
+            }
+            for (b, block) in seg.blocks.iter().enumerate() {
+                if block.live.is_none()
+                    && block.bytes >= size
+                    && best.is_none_or(|x| block.bytes < x.0)
+                {
+                    best = Some((block.bytes, s, b));
+                }
+            }
+        }
+        best.map(|(_, s, b)| (s, b))
+    }
+
+    /// CUDA's message, word for word where it matters (`Tried to allocate`).
+    fn oom_message(&self, bytes: u64, capacity: u64) -> String {
+        let allocated = self.allocated();
+        let reserved = self.reserved();
+        format!(
+            "CUDA out of memory. Tried to allocate {}. Simulated device has a total capacity of {} \
+             of which {} is free. Of the allocated memory {} is allocated by PyTorch, and {} is \
+             reserved by PyTorch but unallocated.",
+            format_bytes(bytes),
+            format_bytes(capacity),
+            format_bytes(capacity.saturating_sub(reserved)),
+            format_bytes(allocated),
+            format_bytes(reserved - allocated),
+        )
+    }
+
+    fn release(&mut self, id: BlockId) {
+        let caching = self.capacity.is_some();
+        let found = self.segments.iter().enumerate().find_map(|(s, seg)| {
+            seg.blocks
+                .iter()
+                .position(|b| b.live == Some(id.0))
+                .map(|b| (s, b))
+        });
+        if let Some((s, b)) = found {
+            if self.trace.is_some() {
+                let event = TraceEvent {
+                    action: TraceAction::Free,
+                    address: self.block_address(s, b),
+                    bytes: self.segments[s].blocks[b].bytes,
+                    requested_bytes: 0,
+                    stream: "0x0".into(),
+                    allocated_at: Vec::new(),
+                };
+                self.trace_event(event);
+            }
+        }
+        for seg in &mut self.segments {
+            if let Some(b) = seg.blocks.iter().position(|b| b.live == Some(id.0)) {
+                seg.blocks[b].live = None;
+                seg.blocks[b].requested = 0;
+                seg.blocks[b].at.clear();
+                merge_free(&mut seg.blocks);
+                break;
+            }
+        }
+        if !caching {
+            self.return_free_segments();
+        }
+    }
+
+    /// Adds a segment of `bytes` holding `blocks` at the next free address.
+    fn push_segment(&mut self, bytes: u64, blocks: Vec<SimBlock>) {
+        let address = self.next_address;
+        self.next_address += bytes.div_ceil(ROUND) * ROUND;
+        self.trace_event(TraceEvent {
+            action: TraceAction::SegmentAlloc,
+            address,
+            bytes,
+            requested_bytes: 0,
+            stream: "0x0".into(),
+            allocated_at: Vec::new(),
+        });
+        self.segments.push(SimSegment {
+            address,
+            bytes,
+            blocks,
+        });
+    }
+
+    /// Returns the segments no live block uses to the (simulated) driver.
+    fn return_free_segments(&mut self) {
+        let (kept, returned): (Vec<SimSegment>, Vec<SimSegment>) =
+            std::mem::take(&mut self.segments)
+                .into_iter()
+                .partition(|s| s.blocks.iter().any(|b| b.live.is_some()));
+        self.segments = kept;
+        for seg in returned {
+            self.trace_event(TraceEvent {
+                action: TraceAction::SegmentFree,
+                address: seg.address,
+                bytes: seg.bytes,
+                requested_bytes: 0,
+                stream: "0x0".into(),
+                allocated_at: Vec::new(),
+            });
+        }
+    }
+
+    fn block_address(&self, s: usize, b: usize) -> u64 {
+        let seg = &self.segments[s];
+        seg.address + seg.blocks[..b].iter().map(|b| b.bytes).sum::<u64>()
+    }
+
+    fn trace_event(&mut self, event: TraceEvent) {
+        if let Some(trace) = &mut self.trace {
+            trace.push(event);
+        }
+    }
+
+    /// The state now with the events traced since the trace started, which stops.
+    fn take_trace(&mut self) -> Option<AllocatorTrace> {
+        let events = self.trace.take()?;
+        let segments = self
+            .segments
+            .iter()
+            .enumerate()
+            .map(|(s, seg)| TracedSegment {
+                address: seg.address,
+                bytes: seg.bytes,
+                stream: "0x0".into(),
+                live: seg
+                    .blocks
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| b.live.is_some())
+                    .map(|(b, block)| TracedBlock {
+                        address: self.block_address(s, b),
+                        bytes: block.bytes,
+                        requested_bytes: block.requested,
+                        allocated_at: block.at.clone(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        Some(AllocatorTrace {
+            segments,
+            events,
+            complete: true,
+            history: true,
+            limit_bytes: self.capacity,
+        })
+    }
+
+    fn free_bytes(&mut self, bytes: u64) {
+        let live: Vec<(u64, u64, u64)> = self
+            .segments
+            .iter()
+            .flat_map(|s| &s.blocks)
+            .filter_map(|b| b.live.map(|id| (id, b.bytes, b.requested)))
+            .collect();
+        if let Some(&(id, _, _)) = live
+            .iter()
+            .filter(|(_, _, requested)| *requested == bytes)
+            .max_by_key(|(id, _, _)| *id)
+        {
+            self.release(BlockId(id));
+            return;
+        }
+        let mut newest: Vec<_> = live;
+        newest.sort_by_key(|b| std::cmp::Reverse(b.0));
+        let mut freed = 0;
+        for (id, size, _) in newest {
+            if freed >= bytes {
+                break;
+            }
+            self.release(BlockId(id));
+            freed += size;
+        }
+    }
+
+    fn snapshot(&self) -> MemorySnapshot {
+        let segments: Vec<SegmentView> = self
+            .segments
+            .iter()
+            .map(|s| SegmentView {
+                bytes: s.bytes,
+                stream: "0x0".into(),
+                blocks: s
+                    .blocks
+                    .iter()
+                    .map(|b| BlockView {
+                        bytes: b.bytes,
+                        requested_bytes: b.requested,
+                        live: b.live.is_some(),
+                        allocated_at: b.at.clone(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        let mut snapshot = MemorySnapshot::from_segments(&segments, self.history);
+        snapshot.limit_bytes = self.capacity;
+        snapshot
+    }
+}
+
+/// Joins neighbouring free blocks of a segment into one.
+fn merge_free(blocks: &mut Vec<SimBlock>) {
+    let mut i = 0;
+    while i + 1 < blocks.len() {
+        if blocks[i].live.is_none() && blocks[i + 1].live.is_none() {
+            blocks[i].bytes += blocks[i + 1].bytes;
+            blocks.remove(i + 1);
+        } else {
+            i += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod allocator_tests {
+    use super::*;
+    use gpubench_record::memory_snapshot::{parse_failed_request, OomCause};
+
+    #[test]
+    fn without_a_capacity_figures_are_exact_and_freed_memory_is_returned() {
+        let d = SimulatedDevice::new();
+        d.allocate(1000);
+        d.allocate(3000);
+        d.free(1000);
+        let m = d.memory().unwrap();
+        assert_eq!((m.allocated_bytes, m.reserved_bytes), (3000, 3000));
+        assert_eq!(
+            (m.peak_allocated_bytes, m.peak_reserved_bytes),
+            (4000, 4000)
+        );
+        d.reset_memory();
+        assert_eq!(d.memory().unwrap().peak_allocated_bytes, 3000);
+    }
+
+    #[test]
+    fn accumulated_live_blocks_fail_like_cuda_and_the_snapshot_names_them() {
+        let d = SimulatedDevice::new();
+        d.set_capacity(1 << 30);
+        d.record_history(true);
+        let mut held = Vec::new();
+        let err = loop {
+            match d.try_allocate(100 << 20, "cache::insert") {
+                Ok(id) => held.push(id),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(held.len(), 10);
+        assert!(
+            err.starts_with("CUDA out of memory. Tried to allocate 100.00 MiB"),
+            "{err}"
+        );
+        assert!(gpubench_record::failure::is_out_of_memory(&err));
+        let mut s = d.snapshot();
+        s.failed_request_bytes = parse_failed_request(&err);
+        assert_eq!(s.live_blocks, 10);
+        assert_eq!(s.allocated_bytes, 1000 << 20);
+        assert_eq!(s.cause(), OomCause::LiveMemory);
+        assert!(s.largest_blocks_share() >= 0.9);
+        assert_eq!(s.largest_blocks[0].allocated_at, vec!["cache::insert"]);
+        assert_eq!(d.memory().unwrap().num_ooms, 1);
+    }
+
+    #[test]
+    fn every_other_block_freed_fragments_and_is_told_apart() {
+        let d = SimulatedDevice::new();
+        d.set_capacity(1 << 30);
+        // 1 GiB of 20 MiB segments, each holding two 10 MiB blocks (well, 10 MiB
+        // requests get their own segments): allocate 8 MiB blocks in 20 MiB segments.
+        let mut ids = Vec::new();
+        while let Ok(id) = d.try_allocate(8 << 20, "") {
+            ids.push(id);
+        }
+        for id in ids.iter().step_by(2) {
+            d.release(*id);
+        }
+        let err = d.try_allocate(200 << 20, "").unwrap_err();
+        let mut s = d.snapshot();
+        s.failed_request_bytes = parse_failed_request(&err);
+        assert!(s.free_reserved_bytes() >= 200 << 20, "{s:?}");
+        assert!(s.largest_free_block_bytes < 200 << 20);
+        assert_eq!(s.cause(), OomCause::Fragmentation);
+        // Live blocks alone would have left room: it is the pieces that failed.
+        assert!(s.allocated_bytes + (200 << 20) <= 1 << 30);
+    }
+
+    #[test]
+    fn freed_blocks_are_reused_and_merged() {
+        let d = SimulatedDevice::new();
+        d.set_capacity(1 << 30);
+        let a = d.try_allocate(4 << 20, "").unwrap();
+        let b = d.try_allocate(4 << 20, "").unwrap();
+        d.release(a);
+        d.release(b);
+        let s = d.snapshot();
+        assert_eq!((s.segments, s.allocated_bytes), (1, 0));
+        assert_eq!(s.largest_free_block_bytes, 20 << 20);
+        d.try_allocate(16 << 20, "").unwrap();
+        assert_eq!(d.snapshot().segments, 1);
     }
 }

@@ -4,12 +4,18 @@
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
-use gpubench_analysis::{DeviceIdentity, MemoryStats};
+use gpubench_analysis::memory_trace::{self, AllocatorTrace};
+use gpubench_record::measurement::MemoryStats;
+use gpubench_record::memory_snapshot::{self, MemorySnapshot};
+use gpubench_record::record::DeviceIdentity;
 use tch::{Device, Kind, Tensor};
 
 use super::{DeviceBackend, DeviceProfile, DeviceTimer};
 use crate::cuda_shim::{self, Capture};
 use crate::shim;
+
+/// Whether allocation history is being recorded (once on, for the process).
+static HISTORY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// A libtorch device.
 pub struct TorchDevice {
@@ -31,6 +37,24 @@ impl TorchDevice {
             flush_buffer: RefCell::new(None),
             capture: RefCell::new(None),
         }
+    }
+
+    /// The CUDA device index and the CUDA shim, or why the allocator cannot be
+    /// reached through it.
+    fn allocator_shim(&self) -> Result<(usize, &'static cuda_shim::CudaShim), String> {
+        let Some(index) = self.cuda_index() else {
+            return Err(format!("{} has no caching allocator", self.device_kind()));
+        };
+        Ok((index, cuda_shim::get()?))
+    }
+
+    /// Initialises CUDA and its caching allocator, which libtorch does lazily at the
+    /// first allocation: capping or recording before it fails with "Allocator not
+    /// initialized for device" (PyTorch's Python calls `_lazy_init()` first).
+    fn init_allocator(&self) -> Result<(), String> {
+        Tensor::f_zeros([1], (Kind::Float, self.device))
+            .map(drop)
+            .map_err(|e| format!("failed to initialise CUDA on {:?}: {e}", self.device))
     }
 
     /// The CUDA device index and the CUDA shim, or why there is no kernel timing.
@@ -135,6 +159,48 @@ impl DeviceBackend for TorchDevice {
 
     fn memory(&self) -> Option<MemoryStats> {
         shim::memory_stats(self.cuda_index()?).ok()
+    }
+
+    fn memory_snapshot(&self) -> Result<MemorySnapshot, String> {
+        let (index, cuda) = self.allocator_shim()?;
+        let text = cuda.memory_snapshot(index)?;
+        let segments = memory_snapshot::parse_shim_snapshot(&text)?;
+        let history = HISTORY.load(std::sync::atomic::Ordering::Relaxed);
+        let mut snapshot = MemorySnapshot::from_segments(&segments, history);
+        snapshot.limit_bytes = shim::memory_info(index).ok().map(|(_, total)| total);
+        Ok(snapshot)
+    }
+
+    fn record_memory_history(&self) -> Result<(), String> {
+        let (_, cuda) = self.allocator_shim()?;
+        self.init_allocator()?;
+        cuda.memory_record_history()?;
+        HISTORY.store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn memory_trace_start(&self) -> Result<(), String> {
+        let (_, cuda) = self.allocator_shim()?;
+        self.init_allocator()?;
+        cuda.memory_trace_start()
+    }
+
+    fn memory_trace_stop(&self) -> Result<AllocatorTrace, String> {
+        let (index, cuda) = self.allocator_shim()?;
+        let history = HISTORY.load(std::sync::atomic::Ordering::Relaxed);
+        let text = cuda.memory_trace_stop(index, history)?;
+        let mut trace = memory_trace::parse_shim_trace(&text)?;
+        trace.history = true;
+        trace.limit_bytes = shim::memory_info(index).ok().map(|(_, total)| total);
+        Ok(trace)
+    }
+
+    fn cap_memory(&self, fraction: f64) -> Result<u64, String> {
+        let (index, cuda) = self.allocator_shim()?;
+        self.init_allocator()?;
+        cuda.memory_set_fraction(index, fraction)?;
+        let (_, total) = shim::memory_info(index)?;
+        Ok((fraction * total as f64) as u64)
     }
 
     fn enqueue_blocker(&self, duration: Duration) -> bool {

@@ -3,7 +3,7 @@
 //! difference, allclose with dtype-aware tolerances, and RMSE against an optional
 //! float64 reference.
 
-use gpubench_analysis::eager_compiled::{OutputAgreement, ReferenceRmse};
+use gpubench_record::eager_compiled::{OutputAgreement, ReferenceRmse};
 use tch::{Kind, Tensor};
 
 use super::{kind_label, Tolerance};

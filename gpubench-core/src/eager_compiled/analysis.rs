@@ -2,10 +2,11 @@
 //! and when it pays off, which shapes made the compiled variant re-specialise, and
 //! the flags.
 
-use gpubench_analysis::eager_compiled::{
+use gpubench_analysis::stats::median_estimate;
+use gpubench_record::eager_compiled::{
     CompileCost, EagerCompiled, EagerCompiledFlag, ShapeCost, SteadyState,
 };
-use gpubench_analysis::stats::{median_estimate, Estimate};
+use gpubench_record::estimate::Estimate;
 
 /// A compiled first call at a new shape counts as re-specialising when it is at
 /// least this many times its steady call at that shape…

@@ -58,12 +58,12 @@
 //!    its steady state at every shape; it pays off after that cost divided by the
 //!    saving per call (synced wall time), if the compiled variant is significantly
 //!    faster at all. Flags: compiled failed, outputs disagree, compiled slower,
-//!    re-specialises per shape (see [`RESPECIALISE_RATIO`] and the constants beside
-//!    it), not worth compiling at the expected traffic, non-finite outputs, eager
+//!    re-specialises per shape (a first call at a new shape at least 3× its steady
+//!    call, 250 µs more, and twice eager's own first-call excess there), not worth compiling at the expected traffic, non-finite outputs, eager
 //!    nondeterministic.
 //!
 //! Everything runs under `no_grad`. Smoke runs (`cargo test --benches`) stop after
-//! step 2. The result is a [`gpubench_analysis::eager_compiled::EagerCompiled`].
+//! step 2. The result is a [`gpubench_record::eager_compiled::EagerCompiled`].
 
 mod agreement;
 mod analysis;
@@ -77,23 +77,32 @@ mod tests;
 
 use std::path::PathBuf;
 
-use gpubench_analysis::eager_compiled::EagerCompiled;
-use gpubench_analysis::{Measurement, MeasurementConfig};
+use gpubench_record::eager_compiled::EagerCompiled;
+use gpubench_record::measurement::{Measurement, MeasurementConfig};
 use tch::{Kind, Tensor};
 use thiserror::Error;
 
 use crate::device::DeviceBackend;
 use crate::engine::EngineOptions;
 
-pub use analysis::{
-    RESPECIALISE_MIN_EXCESS_NS, RESPECIALISE_RATIO, RESPECIALISE_VS_EAGER, SLOWER_BELOW,
-};
-pub use summary::summary;
+pub(crate) use summary::summary;
 
 /// A model call: the request's input tensors in, output tensors out.
 pub(crate) type ModelFn<'a> = Box<dyn FnMut(&[Tensor]) -> Vec<Tensor> + 'a>;
 
-/// What a model closure may return: one tensor or several.
+/// What a model closure may return: one tensor or several (a `Vec`, a pair or a
+/// triple of tensors), compared output by output.
+///
+/// ```no_run
+/// use gpubench_core::eager_compiled::{Compiled, EagerVsCompiled};
+/// use tch::Tensor;
+///
+/// // Two outputs: both are compared between the variants.
+/// let split = EagerVsCompiled::new(|xs: &[Tensor]| (xs[0].relu(), xs[0].sigmoid()))
+///     .compiled(Compiled::trace())
+///     .input(Tensor::ones([4, 8], (tch::Kind::Float, tch::Device::Cpu)));
+/// # drop(split);
+/// ```
 pub trait ModelOutput {
     /// The output tensors in order.
     fn into_tensors(self) -> Vec<Tensor>;
@@ -131,7 +140,21 @@ where
     Box::new(move |xs: &[Tensor]| f(xs).into_tensors())
 }
 
-/// One request: the input tensors of one model call.
+/// One request: the input tensors of one model call. A tensor, a `Vec` or a pair of
+/// tensors converts into one.
+///
+/// ```
+/// use gpubench_core::eager_compiled::Request;
+/// use tch::{Device, Kind, Tensor};
+///
+/// let tokens = Tensor::zeros([1, 37, 256], (Kind::Float, Device::Cpu));
+/// let mask = Tensor::ones([1, 37], (Kind::Bool, Device::Cpu));
+/// let one = Request::from(tokens.shallow_clone());
+/// assert_eq!(one.shape_label(), "[1, 37, 256] f32");
+/// let two = Request::from((tokens, mask));
+/// assert_eq!(two.tensors().len(), 2);
+/// assert_eq!(two.shape_label(), "([1, 37, 256] f32, [1, 37] bool)");
+/// ```
 #[derive(Debug)]
 pub struct Request {
     tensors: Vec<Tensor>,
@@ -191,7 +214,16 @@ impl From<(Tensor, Tensor)> for Request {
     }
 }
 
-/// Agreement tolerance: `|compiled - eager| <= atol + rtol * |eager|`.
+/// Agreement tolerance: `|compiled - eager| <= atol + rtol * |eager|`. The defaults
+/// follow eager's dtype; [`EagerVsCompiled::tolerance`] sets others.
+///
+/// ```
+/// use gpubench_core::eager_compiled::Tolerance;
+///
+/// let bf16 = Tolerance::for_kind(tch::Kind::BFloat16);
+/// assert_eq!((bf16.rtol, bf16.atol), (1.6e-2, 1e-5));
+/// assert_eq!(Tolerance::for_kind(tch::Kind::Int64), Tolerance { rtol: 0.0, atol: 0.0 });
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Tolerance {
     /// Relative tolerance.
@@ -217,7 +249,7 @@ impl Tolerance {
 }
 
 /// A short dtype name: `f32`, `bf16`, `i64`, `bool`, …
-pub fn kind_label(kind: Kind) -> &'static str {
+pub(crate) fn kind_label(kind: Kind) -> &'static str {
     match kind {
         Kind::Uint8 => "u8",
         Kind::Int8 => "i8",
@@ -236,7 +268,19 @@ pub fn kind_label(kind: Kind) -> &'static str {
     }
 }
 
-/// The compiled side of a [`EagerVsCompiled`].
+/// The compiled side of a [`EagerVsCompiled`]: a trace of the eager closure, a
+/// TorchScript file, an AOTInductor package, or any closure.
+///
+/// ```no_run
+/// use gpubench_core::eager_compiled::Compiled;
+/// use tch::Tensor;
+///
+/// let traced = Compiled::trace();
+/// let scripted = Compiled::load("model.pt").label("scripted");
+/// let aoti = Compiled::aoti("examples/packages/encoder-dynamic-cuda.pt2");
+/// let hand_fused = Compiled::closure("fused", |xs: &[Tensor]| xs[0].gelu("tanh"));
+/// # drop((traced, scripted, aoti, hand_fused));
+/// ```
 pub struct Compiled<'a> {
     label: Option<String>,
     source: CompiledSource<'a>,
@@ -276,8 +320,8 @@ impl<'a> Compiled<'a> {
 
     /// An AOTInductor package (`.pt2`) compiled for the benchmark's device type;
     /// labelled by its file name. Inputs whose shape differs from the shapes the
-    /// package declares it was exported for are named in the agreement table (see
-    /// [`crate::aoti`]).
+    /// package declares it was exported for are named in the agreement table (made
+    /// with `examples/python/export_aoti.py`, see the guide's eager versus compiled).
     pub fn aoti(path: impl Into<PathBuf>) -> Self {
         Compiled {
             label: None,
@@ -305,7 +349,31 @@ impl<'a> Compiled<'a> {
 }
 
 /// An eager-versus-compiled comparison, built up and handed to
-/// [`crate::Bencher::compare`].
+/// [`crate::Bencher::eager_compiled`].
+///
+/// ```no_run
+/// use gpubench_core::{gpu_bench, Bencher, Compiled, EagerVsCompiled};
+/// use tch::{Kind, Tensor};
+///
+/// #[gpu_bench]
+/// fn gelu_traced(b: &mut Bencher) {
+///     let device = b.device();
+///     let stream: Vec<Tensor> = [16, 64, 16, 256]
+///         .iter()
+///         .map(|&n| Tensor::randn([n, 1024], (Kind::Float, device)))
+///         .collect();
+///     b.eager_compiled(
+///         EagerVsCompiled::new(|xs: &[Tensor]| xs[0].gelu("none"))
+///             .compiled(Compiled::trace())
+///             .reference_f64(|xs: &[Tensor]| xs[0].to_kind(Kind::Double).gelu("none"))
+///             .tolerance(1e-5, 1e-6)
+///             .expected_calls(10_000)
+///             .inputs(stream),
+///     );
+/// }
+///
+/// gpubench_core::main!();
+/// ```
 pub struct EagerVsCompiled<'a> {
     eager: ModelFn<'a>,
     eager_label: String,
@@ -403,8 +471,9 @@ impl<'a> EagerVsCompiled<'a> {
         self
     }
 
-    /// Runs the comparison on `device`. [`crate::Bencher::compare`] calls this; call
+    /// Runs the comparison on `device`. [`crate::Bencher::eager_compiled`] calls this; call
     /// it directly to compare outside a benchmark.
+    #[doc(hidden)]
     pub fn run(
         self,
         device: &dyn DeviceBackend,
@@ -416,6 +485,7 @@ impl<'a> EagerVsCompiled<'a> {
 }
 
 /// What [`EagerVsCompiled::run`] produced.
+#[doc(hidden)]
 #[derive(Debug, Clone)]
 pub struct EagerCompiledOutcome {
     /// The side-by-side result.
@@ -445,6 +515,7 @@ impl EagerCompiledOutcome {
 }
 
 /// A comparison that cannot start.
+#[doc(hidden)]
 #[derive(Debug, Error)]
 pub enum EagerCompiledError {
     /// No `.compiled(..)` was given.

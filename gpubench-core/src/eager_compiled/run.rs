@@ -4,11 +4,12 @@
 
 use std::collections::HashMap;
 
-use gpubench_analysis::eager_compiled::{
+use gpubench_analysis::stats::median;
+use gpubench_record::eager_compiled::{
     EagerCompiled, RequestTiming, ShapeAgreement, ShapeCost, SteadyState, VariantInfo, VariantKind,
 };
-use gpubench_analysis::stats::median;
-use gpubench_analysis::{cap_message, ColdCall, MeasurementConfig, RunMode};
+use gpubench_record::failure::cap_message;
+use gpubench_record::measurement::{ColdCall, MeasurementConfig, RunMode};
 use tch::{Kind, Tensor};
 
 use super::agreement::{compare_outputs, repeat_agreement, OutputsVerdict};

@@ -9,9 +9,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use gpubench_analysis::eager_compiled::CallTiming;
 use gpubench_analysis::stats::{median_estimate_with, BootstrapConfig};
-use gpubench_analysis::{MeasurementConfig, Sample, StopReason};
+use gpubench_record::eager_compiled::CallTiming;
+use gpubench_record::measurement::{MeasurementConfig, Sample, StopReason};
 use tch::Tensor;
 
 use super::variant::Variant;

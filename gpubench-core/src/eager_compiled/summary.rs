@@ -1,8 +1,8 @@
 //! The lines the harness prints under a comparison benchmark's summary.
 
-use gpubench_analysis::eager_compiled::{EagerCompiled, OutputAgreement};
 use gpubench_analysis::stats::median;
-use gpubench_analysis::units::format_ns;
+use gpubench_record::eager_compiled::{EagerCompiled, OutputAgreement};
+use gpubench_record::units::format_ns;
 
 /// Disagreeing shapes listed by name before the rest are only counted.
 const MISMATCHES_SHOWN: usize = 3;

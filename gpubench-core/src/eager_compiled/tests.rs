@@ -1,11 +1,11 @@
 //! Unit tests of agreement, input checks and verdicts (no timing).
 
-use gpubench_analysis::eager_compiled::{
+use gpubench_record::eager_compiled::{
     EagerCompiled, EagerCompiledFlag, FlagKind, ShapeAgreement, ShapeCost, SteadyState,
     VariantInfo, VariantKind,
 };
-use gpubench_analysis::stats::Estimate;
-use gpubench_analysis::StopReason;
+use gpubench_record::estimate::Estimate;
+use gpubench_record::measurement::StopReason;
 use tch::{Device, Kind, Tensor};
 
 use super::agreement::{compare_outputs, repeat_agreement};

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use gpubench_analysis::cap_message;
-use gpubench_analysis::eager_compiled::{VariantInfo, VariantKind};
+use gpubench_record::eager_compiled::{VariantInfo, VariantKind};
+use gpubench_record::failure::cap_message;
 use tch::jit::IValue;
 use tch::{CModule, Device, Tensor};
 

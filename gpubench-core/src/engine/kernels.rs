@@ -10,7 +10,8 @@
 use std::panic::{self, AssertUnwindSafe};
 use std::time::Instant;
 
-use gpubench_analysis::kernels::{self, ActivityKind, Counters, KernelMeasurement, KernelMethod};
+use gpubench_record::kernels;
+use gpubench_record::kernels::{ActivityKind, Counters, KernelMeasurement, KernelMethod};
 
 use super::{Engine, Workload};
 use crate::device::DeviceProfile;

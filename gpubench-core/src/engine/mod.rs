@@ -8,15 +8,19 @@
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 
+use gpubench_analysis::memory_trace;
 use gpubench_analysis::stats::{median, median_estimate_with, BootstrapConfig};
-use gpubench_analysis::{
-    ColdCall, Flag, Measurement, MeasurementConfig, NaiveLoop, RunMode, Sample, StopReason,
-    Throughput, WarmupPoint,
+use gpubench_record::measurement::{
+    ColdCall, Flag, Measurement, MeasurementConfig, MemoryGrowth, NaiveLoop, RunMode, Sample,
+    StopReason, Throughput, WarmupPoint,
 };
+use gpubench_record::memory_snapshot::PeakMemory;
 
 use crate::device::{DeviceBackend, DeviceTimer};
 use crate::telemetry::Telemetry;
 
+#[cfg(test)]
+mod growth_tests;
 pub(crate) mod kernels;
 
 /// What the engine times. Implemented by the [`crate::Bencher`] adapters.
@@ -73,6 +77,10 @@ const PROBE_BLOCK: Duration = Duration::from_millis(50);
 /// inputs are alive at once, and with them the caches' and the allocator's state,
 /// does not grow with the sample time.
 const SETUP_BATCH_NS: f64 = 1e6;
+/// Fewest calls in each stretch of the growth measurement ([`MemoryGrowth`]): a
+/// stretch is a sample's worth of calls, but at least this many, so a slow routine's
+/// stretch still holds several calls' worth of whatever it keeps.
+const GROWTH_MIN_CALLS: u64 = 4;
 
 /// Options of one measurement beyond the record's config.
 #[derive(Debug, Clone)]
@@ -84,6 +92,9 @@ pub struct EngineOptions {
     /// Whether to run the naive loops and the hidden-sync probe: a process's
     /// diagnostics, which a later round of the same benchmark need not repeat.
     pub diagnostics: bool,
+    /// Whether to trace a stretch of calls after the samples and take the
+    /// allocator's state at its peak (`--memory-peak-snapshot`).
+    pub memory_peak: bool,
 }
 
 impl Default for EngineOptions {
@@ -92,6 +103,7 @@ impl Default for EngineOptions {
             naive_loops: None,
             throughput: None,
             diagnostics: true,
+            memory_peak: false,
         }
     }
 }
@@ -154,11 +166,14 @@ impl<'a> Engine<'a> {
                 naive: vec![],
                 throughput: options.throughput,
                 memory: self.device.memory(),
+                memory_growth: None,
                 stop_reason: StopReason::Smoke,
                 flags: vec![],
                 device_timer: begun.device_timer,
                 kernel: None,
                 kernel_unavailable: None,
+                memory_peak: None,
+                memory_peak_unavailable: None,
             };
         }
         let (warmup, estimate_ns) = self.warm_up(workload);
@@ -215,6 +230,11 @@ impl<'a> Engine<'a> {
         samples: Vec<Sample>,
         stop_reason: StopReason,
     ) -> Measurement {
+        // The routine's own peak, before the diagnostics: the hidden-sync probe's
+        // device work and the naive loops are the engine's, and only the first
+        // process runs them (on an H200 they lifted its peak by up to 80 MiB over the
+        // other processes', whose peaks agreed to the byte).
+        let memory = self.device.memory();
         let per_iter = median(
             &samples
                 .iter()
@@ -244,7 +264,15 @@ impl<'a> Engine<'a> {
             median(&primary)
         };
         // Before the kernel measurement, whose graph has a memory pool of its own.
-        let memory = self.device.memory();
+        let memory_growth = self.memory_growth(workload, &samples);
+        let (memory_peak, memory_peak_unavailable) = if options.memory_peak {
+            match self.memory_at_peak(workload, &samples) {
+                Ok(p) => (Some(p), None),
+                Err(why) => (None, Some(why)),
+            }
+        } else {
+            (None, None)
+        };
         let (kernel, kernel_unavailable) =
             match self.kernel_measurement(workload, busy, options.diagnostics) {
                 Ok(k) => (Some(k), None),
@@ -258,12 +286,69 @@ impl<'a> Engine<'a> {
             naive,
             throughput: options.throughput,
             memory,
+            memory_growth,
             stop_reason,
             flags,
             device_timer: begun.device_timer,
             kernel,
             kernel_unavailable,
+            memory_peak,
+            memory_peak_unavailable,
         }
+    }
+
+    /// The allocator's state at the peak of a sample's worth of calls (whole input
+    /// cycles), made as the samples made them with every allocation traced: after
+    /// the samples, so their timing ran without the trace's cost.
+    fn memory_at_peak(
+        &self,
+        workload: &mut dyn Workload,
+        samples: &[Sample],
+    ) -> Result<PeakMemory, String> {
+        workload.release();
+        self.device.synchronize();
+        let cycle = workload.cycle().max(1);
+        let calls = samples.last().map_or(1, |s| s.iters).div_ceil(cycle) * cycle;
+        self.device.memory_trace_start()?;
+        self.timed_sample(workload, calls);
+        self.device.synchronize();
+        let trace = self.device.memory_trace_stop()?;
+        Ok(memory_trace::at_peak(&trace, calls))
+    }
+
+    /// Memory the routine holds from call to call: allocated bytes read after a sync
+    /// with the outputs dropped, before and after two stretches of a sample's worth of
+    /// calls (at least [`GROWTH_MIN_CALLS`], whole input cycles). The steady state is
+    /// reached by then (warm-up and samples ran), so a one-time cache is already
+    /// filled, and one that fills late fills in one stretch only, which
+    /// [`MemoryGrowth::per_call`] leaves out. `None` where the device has no
+    /// allocator to read (the CPU): growth there is unknown, not zero.
+    fn memory_growth(
+        &self,
+        workload: &mut dyn Workload,
+        samples: &[Sample],
+    ) -> Option<MemoryGrowth> {
+        let allocated = || {
+            self.device.synchronize();
+            self.device.memory().map(|m| m.allocated_bytes)
+        };
+        workload.release();
+        let start_bytes = allocated()?;
+        let per_sample = samples.last().map_or(1, |s| s.iters);
+        let cycle = workload.cycle().max(1);
+        let calls = per_sample.max(GROWTH_MIN_CALLS).div_ceil(cycle) * cycle;
+        // A timed sample prepares inputs, runs, syncs and drops the outputs: the
+        // calls as the samples made them.
+        self.timed_sample(workload, calls);
+        let first_bytes = allocated()?;
+        self.timed_sample(workload, calls);
+        let second_bytes = allocated()?;
+        Some(MemoryGrowth {
+            calls,
+            start_bytes,
+            first_bytes,
+            second_bytes,
+        })
     }
 
     /// Median of `t0; sync; t1` on an idle device.

@@ -5,10 +5,11 @@
 
 use std::time::{Duration, Instant};
 
-use gpubench_analysis::{MeasurementConfig, ProcessPolicy, RunMode};
-use gpubench_core::device::TorchDevice;
-use gpubench_core::eager_compiled::{EagerCompiledOutcome, EagerVsCompiled};
-use gpubench_core::engine::EngineOptions;
+use gpubench_core::__private::device::TorchDevice;
+use gpubench_core::__private::eager_compiled::EagerCompiledOutcome;
+use gpubench_core::__private::engine::EngineOptions;
+use gpubench_core::eager_compiled::EagerVsCompiled;
+use gpubench_record::measurement::{MeasurementConfig, ProcessPolicy, RunMode};
 use tch::nn::{self, Module};
 use tch::{Device, Kind, Tensor};
 
@@ -37,7 +38,7 @@ pub fn fast_config() -> MeasurementConfig {
         target_rel_ci: 0.02,
         flush_l2: false,
         processes: ProcessPolicy::single(),
-        throttle_threshold: gpubench_analysis::telemetry::THROTTLE_CLOCK_FRACTION,
+        throttle_threshold: gpubench_record::telemetry::THROTTLE_CLOCK_FRACTION,
         cpu_threads: None,
     }
 }

@@ -18,7 +18,7 @@ use std::process::Command;
 use crate::build::compile::{self, BuildOutput, CompileError};
 use crate::build::discover::{self, BenchTarget, DiscoverError};
 use crate::build::revision::Revision;
-use gpubench_analysis::paired::Role;
+use gpubench_record::paired::Role;
 
 /// A revision's bench targets, selected and ready to build as executables.
 #[derive(Debug, Clone)]

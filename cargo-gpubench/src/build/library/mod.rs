@@ -1,6 +1,6 @@
 //! A revision's bench targets built as loadable libraries for `cargo gpubench ab`:
 //! each bench target becomes a `cdylib` crate that includes its source and exports
-//! the C entry points of [`gpubench_analysis::paired`], so a driver process can load
+//! the C entry points of [`gpubench_record::paired`], so a driver process can load
 //! base and head side by side. A bench executable cannot be loaded that way (tch's
 //! C++ error slot is a thread-local whose TLS model is wrong in an executable
 //! loaded as a library); a `cdylib` can.

@@ -14,28 +14,28 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
-use gpubench_analysis::ProcessPolicy;
+use gpubench_record::measurement::ProcessPolicy;
 
 use crate::build::library::{self, BenchLibrary};
 use crate::build::libtorch;
 use crate::build::revision::{self, Checkout, Revision};
 use crate::cli::AbArgs;
-use crate::error::UsageError;
+use crate::console;
 use crate::execute::paired::runner::{self as paired_runner, PairedRunError};
 use crate::execute::process::ChildEnv;
 use crate::execute::runner::RunOptions;
 use crate::execute::select::Benchmark;
 use crate::exit_code::Exit;
-use crate::output::console;
+use crate::exit_code::UsageError;
 use crate::store::manifest::{ManifestAb, ManifestRevision};
 use crate::store::runs::RunStore;
-use gpubench_analysis::paired::Role;
+use gpubench_record::paired::Role;
 use plan::Plan;
 use session::{Mode, Session};
 
 /// Runs `ab`; see [`crate::cli::ab::AB_HELP`] for the codes.
 pub fn run(args: &AbArgs, command_line: &[OsString]) -> Result<Exit> {
-    let stop = super::run::interrupt_flag()?;
+    let stop = crate::execute::process::interrupt_flag()?;
     let defaults = args.process.defaults();
     args.process
         .measure
@@ -165,7 +165,11 @@ struct Prepared {
 /// and stops.
 fn built(args: &AbArgs, stop: &AtomicBool) -> Result<Ready> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
-    let workspace = super::run::discover_targets(&args.targets)?;
+    let workspace = crate::build::discover::find_targets(
+        args.targets.manifest_path.as_deref(),
+        &args.targets.packages,
+        &args.targets.benches,
+    )?;
     let (base, head) = revision::resolve(
         &workspace.root,
         args.base.as_deref(),
@@ -185,7 +189,12 @@ fn built(args: &AbArgs, stop: &AtomicBool) -> Result<Ready> {
         Vec::new(),
     ))
     .context("failed to find libtorch for the benchmark processes")?;
-    let env = super::run::child_env(&libtorch, &[], &workspace.target_dir);
+    let env = crate::execute::process::for_benchmarks(
+        &libtorch,
+        &[],
+        &workspace.target_dir,
+        &crate::cli::option_env_vars(),
+    );
     let opts = run_options(args);
     let out_dir = match &args.out_dir {
         Some(dir) => cwd.join(dir),
@@ -307,7 +316,12 @@ fn imported(
     ))
     .context("failed to find libtorch for the benchmark processes")?;
     let target_dir = cwd.join("target");
-    let env = super::run::child_env(&libtorch, &[], &target_dir);
+    let env = crate::execute::process::for_benchmarks(
+        &libtorch,
+        &[],
+        &target_dir,
+        &crate::cli::option_env_vars(),
+    );
     let opts = run_options(args);
     let (base_list, head_list) =
         match list_libraries(&base_libs, &head_libs, &base, &head, &env, &opts, stop)? {
@@ -359,7 +373,7 @@ fn run_options(args: &AbArgs) -> RunOptions {
         timeout: args.process.timeout,
         processes,
         measurement_time_s: RunOptions::split_measurement_time(measurement_time, &processes),
-        measure: args.process.measure.clone(),
+        measure: args.process.measure.settings(),
     }
 }
 
@@ -408,7 +422,7 @@ fn build_libraries(
     target_dir: &Path,
     stop: &AtomicBool,
 ) -> Result<Libraries> {
-    let cargo = super::run::cargo();
+    let cargo = crate::build::cargo();
     let mut sides = Vec::new();
     for revision in [head, base] {
         console::status(format_args!(
@@ -426,7 +440,7 @@ fn build_libraries(
             let mut cmd = plan.command(&cargo);
             // A libtorch that cannot be found is the machine's problem, not a
             // reason to fall back: it stops the run as it stops a run's build.
-            let found = super::run::hand_libtorch_to_the_build(&mut cmd, &revision.root);
+            let found = crate::build::libtorch::hand_to_the_build(&mut cmd, &revision.root);
             (plan, cmd, found)
         });
         let (plan, cmd, found) = match prepared {
@@ -497,7 +511,7 @@ fn separate_listings(
     opts: &RunOptions,
     stop: &AtomicBool,
 ) -> Result<Option<(Vec<Benchmark>, Vec<Benchmark>)>> {
-    let cargo = super::run::cargo();
+    let cargo = crate::build::cargo();
     let mut sides = Vec::new();
     for revision in [head, base] {
         console::status(format_args!(
@@ -518,13 +532,13 @@ fn separate_listings(
             )
         })?;
         let mut cmd = plan.command(&cargo);
-        super::run::hand_libtorch_to_the_build(&mut cmd, &revision.root)?;
+        crate::build::libtorch::hand_to_the_build(&mut cmd, &revision.root)?;
         let built = plan.build(cmd);
         if stop.load(Ordering::SeqCst) {
             return Ok(None);
         }
         let built = built.with_context(|| format!("failed to build {}", revision.describe()))?;
-        let Some((listed, _)) = super::run::list_benchmarks(
+        let Some((listed, _)) = crate::execute::listing::list_all(
             &built.executables,
             opts.device.as_deref(),
             env,

@@ -10,9 +10,10 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use gpubench_analysis::baseline::{compare_paired_records, is_paired, Missing, MissingKind};
-use gpubench_analysis::processes::{ProcessStats, RoundDecision};
+use gpubench_analysis::processes::{Bound, DecideRounds, ProcessStats, RoundDecision};
 use gpubench_analysis::summary::BenchmarkSummary;
-use gpubench_analysis::{BaselineEntry, Bound, RawRecord};
+use gpubench_analysis::{BaselineEntry, RecordAnalysis};
+use gpubench_record::record::RawRecord;
 
 use super::plan::Plan;
 use crate::build::revision::Revision;
@@ -25,11 +26,12 @@ use crate::execute::progress::Progress;
 use crate::execute::runner::{self, Outcome, RunOptions};
 use crate::execute::select::Benchmark;
 use crate::exit_code::Exit;
-use crate::output::json::{RunSummary, SummaryEntry};
+use crate::output::json::RunSummary;
 use crate::store::manifest::{
     BenchStatus, ManifestAb, ManifestBenchmark, ManifestExecutable, RunManifest, RunStatus,
     Selection, MANIFEST_FORMAT_VERSION,
 };
+use crate::store::references::SummaryEntry;
 use crate::store::runs::{write_atomic, RunDir, RunStore};
 use crate::store::{Source, SourceKind};
 
@@ -319,7 +321,7 @@ impl Session<'_> {
     }
 
     fn settings(&self) -> VerdictSettings {
-        VerdictSettings::from_args(self.verdicts)
+        self.verdicts.settings()
     }
 
     /// Writes `t`'s records: the head's as the run's, the base's under `base/`.

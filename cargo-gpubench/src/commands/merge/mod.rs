@@ -17,16 +17,16 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use gpubench_analysis::RawRecord;
+use gpubench_record::record::RawRecord;
 
+use crate::build::discover::places;
 use crate::cli::MergeArgs;
-use crate::commands::compare::places;
 use crate::commands::present;
-use crate::compare::{Absences, RunComparison, VerdictSettings};
-use crate::error::UsageError;
+use crate::compare::{Absences, RunComparison};
+use crate::console;
 use crate::exit_code::Exit;
+use crate::exit_code::UsageError;
 use crate::format::plural;
-use crate::output::console;
 use crate::output::html::run_report;
 use crate::output::json::RunSummary;
 use crate::store::baselines;
@@ -72,7 +72,7 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
 
     // Loaded before anything is written, as a run loads it: a missing or corrupt
     // baseline, or one that cannot be saved, leaves nothing behind.
-    let baseline = baselines::load_for_run(&args.baselines, &places.baselines)?;
+    let baseline = baselines::load_for_run(&args.baselines.wanted(), &places.baselines)?;
     if let Some(b) = &baseline {
         crate::commands::present::announce_baseline(b);
     }
@@ -134,7 +134,7 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
             &run.path,
             &merged.records,
             baseline,
-            VerdictSettings::from_args(&args.verdicts),
+            args.verdicts.settings(),
             &Absences::of_run(&manifest),
         )?;
         summary = summary.with_comparison(comparison);

@@ -4,38 +4,31 @@
 //! context.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result};
 
-use crate::build::compile::BenchExecutable;
-use crate::build::libtorch::{self, Libtorch};
 use crate::cli::{Format, RunArgs};
-use crate::compare::VerdictSettings;
-use crate::execute::process::ChildEnv;
+use crate::execute::devices;
 use crate::execute::runner::RunOptions;
 use crate::execute::select::{self, Benchmark, Filter, Ignored};
-use crate::execute::{devices, listing};
 use crate::exit_code::Exit;
 use crate::format::plural;
 use crate::output::html::run_report::{self};
 use crate::store::baselines::{self};
 use crate::store::manifest::Selection;
 use crate::store::runs::RunStore;
-use gpubench_analysis::protocol::{FREE_CORES_VAR, GIT_COMMIT_VAR, RECORD_DIR_VAR, ROUND_VAR};
+use gpubench_record::protocol::GIT_COMMIT_VAR;
 
+pub mod capacity;
 mod prepare;
 mod session;
 
-pub(super) use prepare::{build_targets, cargo, discover_targets, hand_libtorch_to_the_build};
-use prepare::{prepare_archive, prepare_executables, prepare_workspace};
+use prepare::prepare_benchmarks;
 use session::{Baselines, Session};
 
 /// Runs benchmarks as `args` say; `command_line` is recorded in the run's manifest.
 pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
-    let stop = interrupt_flag()?;
+    let stop = crate::execute::process::interrupt_flag()?;
     // Checked together before anything is built or started, by the harness's own
     // rules: settings it would refuse fail here once, not in every process.
     let defaults = args.process.defaults();
@@ -45,28 +38,15 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         .apply(defaults.clone())
         .context("failed to check the measurement options")?;
 
-    let prepared = if let Some(file) = &args.archive {
-        Some(prepare_archive(file, args)?)
-    } else if args.exes.is_empty() {
-        prepare_workspace(args, &stop)?
-    } else {
-        Some(prepare_executables(args)?)
-    };
-    let Some(prepared) = prepared else {
+    let Some((prepared, libtorch)) = prepare_benchmarks(args, &stop)? else {
         return Ok(Exit::Interrupted);
     };
-
-    // Found before the build when it was handed to it; else searched now, with the
-    // build scripts' library paths too.
-    let libtorch = match prepared.libtorch.clone() {
-        Some(found) => found,
-        None => libtorch::locate(&libtorch::Search::from_env(
-            vec![prepared.workspace_root.clone()],
-            prepared.native_paths.clone(),
-        ))
-        .context("failed to set up benchmark processes")?,
-    };
-    let mut env = child_env(&libtorch, &prepared.native_paths, &prepared.target_dir);
+    let mut env = crate::execute::process::for_benchmarks(
+        &libtorch,
+        &prepared.native_paths,
+        &prepared.target_dir,
+        &crate::cli::option_env_vars(),
+    );
     if let Some(from) = &prepared.archive {
         // The records are of the commit the archive was built from (none: empty), not
         // of whatever repository the run happens to be in.
@@ -81,11 +61,11 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
 
     // Listed for the device they will run on: their arguments may depend on it. The
     // GPUs of `--devices` are of one model; `all` is the harness's default device.
-    let list_device = match &args.devices {
+    let list_device = match &args.spread.devices {
         Some(devices::DeviceList::Listed(labels)) => labels.first().map(String::as_str),
         _ => args.process.device.as_deref(),
     };
-    let Some((all, harnesses)) = list_benchmarks(
+    let Some((all, harnesses)) = crate::execute::listing::list_all(
         &prepared.executables,
         list_device,
         &env,
@@ -103,12 +83,12 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         if !all.iter().any(|b| listed(b, &filter)) {
             return Err(select::explain_empty(&all, &filter).into());
         }
-        let shown: Vec<Benchmark> = match args.partition {
+        let shown: Vec<Benchmark> = match args.spread.partition {
             // As nextest does: the part a run with this `--partition` measures.
             Some(p) => {
                 let selected = select::select(&all, &filter);
                 let part = p.split(&selected);
-                crate::output::console::status(format_args!(
+                crate::console::status(format_args!(
                     "partition {p}: {} of the {} selected benchmarks",
                     part.len(),
                     selected.len()
@@ -117,7 +97,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
             }
             None => all.iter().filter(|b| listed(b, &filter)).cloned().collect(),
         };
-        print_list(shown, args.format);
+        print_list(shown, args.output.format);
         // A run of these would be refused: say so now, not at run time.
         let shown: Vec<Benchmark> = all
             .iter()
@@ -125,7 +105,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
             .cloned()
             .collect();
         if let Err(e) = select::check_unique_ids(&shown) {
-            crate::output::console::warning(format_args!("{e}"));
+            crate::console::warning(format_args!("{e}"));
         }
         return Ok(Exit::Success);
     }
@@ -136,7 +116,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
     }
     select::check_unique_ids(&selected)?;
     let mut selection = Selection {
-        all_targets: args.exes.is_empty()
+        all_targets: args.prebuilt.exes.is_empty()
             && args.targets.packages.is_empty()
             && args.targets.benches.is_empty(),
         filtered_out: all
@@ -147,17 +127,17 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         other_parts: Vec::new(),
     };
     selection.filtered_out.sort();
-    let selected = match args.partition {
+    let selected = match args.spread.partition {
         None => selected,
         Some(p) => {
             let part = p.split(&selected);
-            crate::output::console::status(format_args!(
+            crate::console::status(format_args!(
                 "partition {p}: {} of the {} selected benchmarks",
                 part.len(),
                 selected.len()
             ));
             if part.is_empty() {
-                crate::output::console::status(format_args!(
+                crate::console::status(format_args!(
                     "partition {p} holds no benchmark: nothing to run"
                 ));
                 return Ok(Exit::Success);
@@ -182,7 +162,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
             &stop,
         )?;
     }
-    let devices = match &args.devices {
+    let devices = match &args.spread.devices {
         Some(list) => {
             let found =
                 devices::resolve(list, &selected[0].exe, &env, args.process.timeout, &stop)?;
@@ -190,7 +170,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
                 .iter()
                 .map(|d| format!("{} ({})", d.label, d.model))
                 .collect();
-            crate::output::console::status(format_args!(
+            crate::console::status(format_args!(
                 "measuring on {} device{} at once: {}",
                 found.len(),
                 plural(found.len()),
@@ -217,7 +197,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         }
         _ => baseline_store.clone(),
     };
-    let baseline = baselines::load_for_run(&args.baselines, &compare_store)?;
+    let baseline = baselines::load_for_run(&args.baselines.wanted(), &compare_store)?;
     if let Some(b) = &baseline {
         crate::commands::present::announce_baseline(b);
     }
@@ -230,7 +210,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         None => RunStore::open(&prepared.out_dir)?,
     };
     for note in store.mark_incomplete_runs()? {
-        crate::output::console::note(format_args!("{note}"));
+        crate::console::note(format_args!("{note}"));
     }
     let processes = args.process.process_policy();
     let measurement_time = args
@@ -250,7 +230,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         timeout: args.process.timeout,
         processes,
         measurement_time_s: RunOptions::split_measurement_time(measurement_time, &processes),
-        measure: args.process.measure.clone(),
+        measure: args.process.measure.settings(),
     };
     // A benchmark gets rounds beyond its floor only while its processes have taken
     // less than twice its warm-up and measurement time.
@@ -261,25 +241,25 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         budget,
         env: &env,
         stop: &stop,
-        format: args.format,
+        format: args.output.format,
         devices,
-        partition: args.partition,
+        partition: args.spread.partition,
         selection,
         baselines: Baselines {
             store: &baseline_store,
             compare: baseline.as_ref(),
             save_as: args.baselines.save_baseline.as_deref(),
-            settings: VerdictSettings::from_args(&args.verdicts),
+            settings: args.verdicts.settings(),
         },
         summary_file: args.verdicts.summary_file.as_ref().map(|p| cwd.join(p)),
         report_url: args.verdicts.report_url.clone(),
-        report_dir: (!args.no_report).then(|| run_report::report_dir(store.dir())),
+        report_dir: (!args.output.no_report).then(|| run_report::report_dir(store.dir())),
         archive: prepared
             .archive
             .as_ref()
             .map(|a| (a.describe(), a.extracted.dir.clone())),
     };
-    crate::output::console::status(format_args!(
+    crate::console::status(format_args!(
         "running {} benchmark{} (libtorch: {}, from {})",
         selected.len(),
         plural(selected.len()),
@@ -287,84 +267,6 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         libtorch.source
     ));
     session.run_all(&selected, &harnesses, &libtorch, command_line)
-}
-
-/// Lists the benchmarks of `executables` for `device` (see [`listing::list`]),
-/// skipping (with a note) those that are not gpubench harnesses. Returns the
-/// benchmarks and the harnesses; `None` when interrupted.
-pub(super) fn list_benchmarks(
-    executables: &[BenchExecutable],
-    device: Option<&str>,
-    env: &ChildEnv,
-    timeout: std::time::Duration,
-    stop: &AtomicBool,
-) -> Result<Option<(Vec<Benchmark>, Vec<BenchExecutable>)>> {
-    let mut all = Vec::new();
-    let mut harnesses = Vec::new();
-    for exe in executables {
-        let listed = match listing::list(&exe.path, device, env, timeout, stop)? {
-            listing::Listing::Gpubench(listed) => listed,
-            listing::Listing::NotGpubench => {
-                crate::output::console::note(format_args!(
-                    "skipped {}: not a gpubench harness (no handshake on --list; a criterion or libtest bench beside gpubench ones is left to `cargo bench`)",
-                    exe.target
-                ));
-                continue;
-            }
-        };
-        harnesses.push(exe.clone());
-        all.extend(listed.into_iter().map(|b| Benchmark {
-            package: exe.package.clone(),
-            target: exe.target.clone(),
-            exe: exe.path.clone(),
-            id: b.id,
-            ignored: b.ignored,
-        }));
-        if stop.load(Ordering::SeqCst) {
-            return Ok(None);
-        }
-    }
-    Ok(Some((all, harnesses)))
-}
-
-/// The environment of benchmark processes: libtorch (and build-script libraries in
-/// the target directory) on the loader path; the subcommand's own `GPUBENCH_*`
-/// options removed, since they reach the harness as arguments; and the cores the host
-/// has free now, so every process of the run gives libtorch as many intra-op threads
-/// on the CPU device (unless `GPUBENCH_CPU_THREADS` or `OMP_NUM_THREADS` choose).
-pub(super) fn child_env(
-    libtorch: &Libtorch,
-    native_paths: &[PathBuf],
-    target_dir: &Path,
-) -> ChildEnv {
-    let mut dirs = vec![libtorch.lib_dir.clone()];
-    dirs.extend(
-        native_paths
-            .iter()
-            .filter(|p| p.starts_with(target_dir))
-            .cloned(),
-    );
-    let var = libtorch::loader_path_var();
-    let existing = std::env::var_os(var);
-    let mut remove: Vec<OsString> = crate::cli::option_env_vars()
-        .into_iter()
-        .map(OsString::from)
-        .collect();
-    remove.push(RECORD_DIR_VAR.into());
-    remove.push(ROUND_VAR.into());
-    ChildEnv {
-        set: vec![
-            (
-                var.into(),
-                libtorch::prepend_paths(&dirs, existing.as_deref()),
-            ),
-            (
-                FREE_CORES_VAR.into(),
-                gpubench_analysis::host::free_cores_now().to_string().into(),
-            ),
-        ],
-        remove,
-    }
 }
 
 /// Whether `--list` shows `b`: its name matches, and with `--ignored` it is marked
@@ -402,23 +304,4 @@ fn print_list(mut shown: Vec<Benchmark>, format: Format) {
             );
         }
     }
-}
-
-/// The flag Ctrl-C (and SIGTERM) raises: the running benchmark is killed, finished
-/// records are kept. A second Ctrl-C exits at once.
-pub(super) fn interrupt_flag() -> Result<Arc<AtomicBool>> {
-    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-    if let Some(flag) = FLAG.get() {
-        return Ok(flag.clone());
-    }
-    let flag = Arc::new(AtomicBool::new(false));
-    let handler_flag = flag.clone();
-    ctrlc::set_handler(move || {
-        if handler_flag.swap(true, Ordering::SeqCst) {
-            std::process::exit(i32::from(Exit::Interrupted.code()));
-        }
-        eprintln!("gpubench: interrupted; stopping the running benchmark and saving what finished (Ctrl-C again to quit at once)");
-    })
-    .context("failed to install the Ctrl-C handler")?;
-    Ok(FLAG.get_or_init(|| flag).clone())
 }

@@ -3,16 +3,15 @@
 //! `--exe`, or unpacked from `--archive`; and where its runs and baselines go.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result};
 
 use crate::archive::{self, unpack::Extracted};
-use crate::build::compile::{self, BenchExecutable};
-use crate::build::discover;
+use crate::build::compile::BenchExecutable;
 use crate::build::libtorch::{self, Libtorch};
-use crate::cli::{RunArgs, TargetArgs};
-use crate::error::UsageError;
+use crate::cli::RunArgs;
+use crate::exit_code::UsageError;
 use crate::format::plural;
 use crate::store::manifest::ManifestArchive;
 use crate::store::runs::RunStore;
@@ -61,56 +60,43 @@ impl FromArchive {
     }
 }
 
-/// The bench targets of the workspace that `targets` selects, found with the cargo
-/// that runs this (`CARGO`).
-pub(in crate::commands) fn discover_targets(targets: &TargetArgs) -> Result<discover::Workspace> {
-    discover::discover(
-        &cargo(),
-        targets.manifest_path.as_deref(),
-        &targets.packages,
-        &targets.benches,
-    )
-    .context("failed to discover bench targets")
-}
-
-/// Builds `workspace`'s bench targets, handing tch's build the libtorch the
-/// benchmarks will load; returns the build and the libtorch handed over, or `None`
-/// when interrupted.
-pub(in crate::commands) fn build_targets(
-    manifest_path: Option<&Path>,
-    workspace: &discover::Workspace,
+/// The benchmarks `args` name (an archive, executables or the workspace's bench
+/// targets, built) and the libtorch their processes load: found before the build when
+/// it was handed to it, else searched now with the build scripts' library paths too.
+/// `None` when interrupted.
+pub(super) fn prepare_benchmarks(
+    args: &RunArgs,
     stop: &AtomicBool,
-) -> Result<Option<(compile::BuildOutput, Option<Libtorch>)>> {
-    let mut cmd = compile::build_command(&cargo(), manifest_path, &workspace.targets);
-    let libtorch = hand_libtorch_to_the_build(&mut cmd, &workspace.root)?;
-    for problem in &workspace.problems {
-        crate::output::console::warning(format_args!("{problem}"));
-    }
-    let built = compile::build(cmd, &workspace.targets);
-    if stop.load(Ordering::SeqCst) {
+) -> Result<Option<(Prepared, Libtorch)>> {
+    let prepared = if let Some(file) = &args.prebuilt.archive {
+        Some(prepare_archive(file, args)?)
+    } else if args.prebuilt.exes.is_empty() {
+        prepare_workspace(args, stop)?
+    } else {
+        Some(prepare_executables(args)?)
+    };
+    let Some(prepared) = prepared else {
         return Ok(None);
-    }
-    Ok(Some((
-        built.with_context(|| match workspace.problems.as_slice() {
-            [] => "failed to build bench targets".to_string(),
-            problems => format!(
-                "failed to build bench targets; what to fix first:\n{}",
-                problems.join("\n")
-            ),
-        })?,
-        libtorch,
-    )))
-}
-
-/// The cargo that runs this subcommand (`CARGO`), else `cargo`.
-pub(in crate::commands) fn cargo() -> PathBuf {
-    PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+    };
+    let libtorch = match prepared.libtorch.clone() {
+        Some(found) => found,
+        None => libtorch::locate(&libtorch::Search::from_env(
+            vec![prepared.workspace_root.clone()],
+            prepared.native_paths.clone(),
+        ))
+        .context("failed to set up benchmark processes")?,
+    };
+    Ok(Some((prepared, libtorch)))
 }
 
 /// Discovers and builds; `None` when interrupted.
 pub(super) fn prepare_workspace(args: &RunArgs, stop: &AtomicBool) -> Result<Option<Prepared>> {
-    let workspace = discover_targets(&args.targets)?;
-    let out_dir = match &args.out_dir {
+    let workspace = crate::build::discover::find_targets(
+        args.targets.manifest_path.as_deref(),
+        &args.targets.packages,
+        &args.targets.benches,
+    )?;
+    let out_dir = match &args.output.out_dir {
         Some(dir) => std::env::current_dir()
             .context("failed to read the current directory")?
             .join(dir),
@@ -121,8 +107,11 @@ pub(super) fn prepare_workspace(args: &RunArgs, stop: &AtomicBool) -> Result<Opt
     } else {
         Some(RunStore::open(&out_dir)?)
     };
-    let Some((built, libtorch)) =
-        build_targets(args.targets.manifest_path.as_deref(), &workspace, stop)?
+    let Some((built, libtorch)) = crate::build::compile::build_workspace(
+        args.targets.manifest_path.as_deref(),
+        &workspace,
+        stop,
+    )?
     else {
         return Ok(None);
     };
@@ -141,7 +130,7 @@ pub(super) fn prepare_workspace(args: &RunArgs, stop: &AtomicBool) -> Result<Opt
 /// Takes `--exe` executables as they are.
 pub(super) fn prepare_executables(args: &RunArgs) -> Result<Prepared> {
     let mut executables = Vec::new();
-    for path in &args.exes {
+    for path in &args.prebuilt.exes {
         if !path.is_file() {
             return Err(UsageError(format!(
                 "bench executable {} does not exist",
@@ -171,7 +160,8 @@ pub(super) fn prepare_executables(args: &RunArgs) -> Result<Prepared> {
         executables,
         native_paths: Vec::new(),
         out_dir: cwd.join(
-            args.out_dir
+            args.output
+                .out_dir
                 .as_deref()
                 .unwrap_or(Path::new(EXE_MODE_OUT_DIR)),
         ),
@@ -204,7 +194,7 @@ pub(super) fn prepare_archive(file: &Path, args: &RunArgs) -> Result<Prepared> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let libtorch = libtorch::locate(&libtorch::Search::from_env(vec![cwd.clone()], vec![]))
         .context("failed to find the libtorch to run the archive's benchmarks with")?;
-    let here = crate::commands::doctor::libtorch_version(&libtorch.lib_dir);
+    let here = crate::build::libtorch::libtorch_version(&libtorch.lib_dir);
     let note = archive::check_libtorch(
         file,
         m.libtorch_version.as_deref(),
@@ -212,7 +202,7 @@ pub(super) fn prepare_archive(file: &Path, args: &RunArgs) -> Result<Prepared> {
         here.as_deref(),
     )?;
     if let Some(note) = note {
-        crate::output::console::note(format_args!("{note}"));
+        crate::console::note(format_args!("{note}"));
     }
     let mut executables: Vec<BenchExecutable> = m
         .executables
@@ -235,7 +225,7 @@ pub(super) fn prepare_archive(file: &Path, args: &RunArgs) -> Result<Prepared> {
         .into());
     }
     executables.sort();
-    crate::output::console::status(format_args!(
+    crate::console::status(format_args!(
         "from archive {} (made {}{}): {} executable{}",
         file.display(),
         m.created_at,
@@ -250,7 +240,8 @@ pub(super) fn prepare_archive(file: &Path, args: &RunArgs) -> Result<Prepared> {
         executables,
         native_paths: vec![extracted.lib_dir()],
         out_dir: cwd.join(
-            args.out_dir
+            args.output
+                .out_dir
                 .as_deref()
                 .unwrap_or(Path::new(EXE_MODE_OUT_DIR)),
         ),
@@ -266,47 +257,4 @@ pub(super) fn prepare_archive(file: &Path, args: &RunArgs) -> Result<Prepared> {
             _dir: dir,
         }),
     })
-}
-
-/// tch's build needs `LIBTORCH` (or the like) to find libtorch. When none of tch's
-/// own variables is set, the libtorch that benchmarks would load is looked up before
-/// building and handed to the build (unless the workspace's cargo configuration
-/// names it, which cargo hands over itself), so a workspace builds with no environment set;
-/// when there is none, the run stops here with the one command that sets it up.
-/// Returns what it handed over, which the benchmarks then load too.
-pub(in crate::commands) fn hand_libtorch_to_the_build(
-    cmd: &mut std::process::Command,
-    root: &std::path::Path,
-) -> Result<Option<Libtorch>> {
-    let own = [
-        "LIBTORCH",
-        "LIBTORCH_USE_PYTORCH",
-        "LIBTORCH_LIB",
-        "LIBTORCH_INCLUDE",
-    ];
-    if own
-        .iter()
-        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
-    {
-        return Ok(None);
-    }
-    let found = libtorch::locate(&libtorch::Search::from_env(
-        vec![root.to_path_buf()],
-        vec![],
-    ))
-    .context("failed to find the libtorch to build tch against")?;
-    match found.root() {
-        // Cargo hands the configuration's `[env]` to the build itself, as it does
-        // for plain `cargo bench`: the same environment, so nothing rebuilds.
-        _ if found.source == libtorch::LibtorchSource::CargoConfig => {}
-        Some(dir) => {
-            cmd.env("LIBTORCH", dir);
-        }
-        None => crate::output::console::note(format_args!(
-            "{} (from {}) has no include/ beside it; tch's build must find libtorch by itself",
-            found.lib_dir.display(),
-            found.source
-        )),
-    }
-    Ok(Some(found))
 }

@@ -10,8 +10,10 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use gpubench_analysis::processes::Bound;
 use gpubench_analysis::summary::BenchmarkSummary;
-use gpubench_analysis::{BaselineStore, RawRecord};
+use gpubench_analysis::{BaselineStore, RecordAnalysis};
+use gpubench_record::record::RawRecord;
 
 use crate::build::compile::BenchExecutable;
 use crate::build::libtorch::Libtorch;
@@ -26,14 +28,15 @@ use crate::execute::runner::{self, Outcome, RunOptions};
 use crate::execute::schedule::{Job, Schedule};
 use crate::execute::select::Benchmark;
 use crate::exit_code::Exit;
-use crate::output::json::{RunSummary, SummaryEntry};
+use crate::output::json::RunSummary;
 use crate::store::baselines::{self, LoadedBaseline};
 use crate::store::manifest::{
     BenchStatus, ManifestBenchmark, ManifestExecutable, RunManifest, RunStatus,
     MANIFEST_FORMAT_VERSION,
 };
+use crate::store::references::SummaryEntry;
 use crate::store::runs::{RunDir, RunStore};
-use gpubench_analysis::processes::RoundDecision;
+use gpubench_analysis::processes::{DecideRounds, RoundDecision};
 
 /// One benchmark's progress through the rounds of a run.
 pub(super) struct Tracked {
@@ -312,13 +315,13 @@ impl Session<'_> {
             return Ok(None);
         };
         if interrupted {
-            crate::output::console::status(format_args!(
+            crate::console::status(format_args!(
                 "baseline `{name}` not saved: the run was interrupted"
             ));
             return Ok(None);
         }
         let saved = baselines::save(self.baselines.store, name, records)?;
-        crate::output::console::status(format_args!("{}", saved.describe()));
+        crate::console::status(format_args!("{}", saved.describe()));
         Ok(Some(saved))
     }
 
@@ -438,7 +441,7 @@ impl Session<'_> {
             let stats =
                 gpubench_analysis::processes::ProcessStats::from_groups(&record.primary_groups());
             let spent = std::time::Duration::from_secs_f64(t.entry.duration_s.unwrap_or(0.0));
-            let host_bound = record.bound() == gpubench_analysis::Bound::Host;
+            let host_bound = record.bound() == Bound::Host;
             t.done = t.done
                 || policy.decide(job.round, &stats, host_bound, spent >= self.budget)
                     == RoundDecision::Done;
@@ -468,7 +471,7 @@ fn stopped_by(run: &RunDir, mut manifest: RunManifest, err: anyhow::Error) -> an
     manifest.finished_at = Some(rfc3339_millis(chrono::Utc::now()));
     manifest.pid = None;
     if let Err(also) = run.write_manifest(&manifest) {
-        crate::output::console::warning(format_args!(
+        crate::console::warning(format_args!(
             "the manifest of run `{}` could not record the error either ({also}): the run \
              will read as killed",
             run.id

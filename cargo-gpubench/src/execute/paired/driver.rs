@@ -20,9 +20,10 @@
 
 use std::time::{Duration, Instant};
 
-use gpubench_analysis::paired::{AbiSample, AbiSide, Pairing, Role};
 use gpubench_analysis::stats::{median, median_estimate_with, BootstrapConfig};
-use gpubench_analysis::{MeasurementConfig, RawRecord, StopReason, TimeKind};
+use gpubench_record::measurement::{MeasurementConfig, StopReason, TimeKind};
+use gpubench_record::paired::{AbiSample, AbiSide, Pairing, Role};
+use gpubench_record::record::RawRecord;
 
 /// Resamples of the stopping check, as the engine uses for a process's samples.
 const STOP_CHECK_RESAMPLES: usize = 500;

@@ -1,16 +1,16 @@
 //! A revision's bench code loaded as a library for pairing: the entry points of
-//! [`gpubench_analysis::paired`] looked up and checked, its benchmarks listed, and a
+//! [`gpubench_record::paired`] looked up and checked, its benchmarks listed, and a
 //! benchmark opened with a Rust closure as the driver's `ready` callback.
 
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
-use gpubench_analysis::paired::{
+use gpubench_record::paired::{
     AbiSide, FreeFn, ListFn, OpenFn, PairedBenchmark, PairedError, PairedRequest, VersionFn,
     ABI_VERSION, SYMBOL_FREE, SYMBOL_LIST, SYMBOL_OPEN, SYMBOL_VERSION,
 };
-use gpubench_analysis::RawRecord;
+use gpubench_record::record::RawRecord;
 use thiserror::Error;
 
 /// Why a library cannot take part in a paired process.

@@ -2,8 +2,9 @@
 //! revision's bench code loaded as a library ([`library`]), the alternation of their
 //! samples ([`driver`]), the paired process that runs one benchmark and writes both
 //! records ([`process`]), and starting such processes from `ab` ([`runner`]). The
-//! contract with the libraries is [`gpubench_analysis::paired`].
+//! contract with the libraries is [`gpubench_record::paired`].
 
+pub mod args;
 pub mod driver;
 pub mod library;
 pub mod process;

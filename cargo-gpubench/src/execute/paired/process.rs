@@ -16,11 +16,12 @@
 
 use std::path::{Path, PathBuf};
 
-use gpubench_analysis::paired::{PairedRequest, Role};
-use gpubench_analysis::protocol::{EXIT_BENCHMARK_FAILED, EXIT_USAGE};
-use gpubench_analysis::{
-    file_stem_for_id, Failure, FailureKind, Fingerprint, MeasurementConfig, RawRecord, Round,
-};
+use gpubench_record::failure::{Failure, FailureKind};
+use gpubench_record::id::{file_stem_for_id, split_id};
+use gpubench_record::measurement::MeasurementConfig;
+use gpubench_record::paired::{PairedRequest, Role};
+use gpubench_record::protocol::{EXIT_BENCHMARK_FAILED, EXIT_USAGE};
+use gpubench_record::record::{Fingerprint, RawRecord, Round};
 
 use super::driver::{self, Alternation, LibrarySide};
 use super::library::{Opened, PairedLibrary};
@@ -55,7 +56,7 @@ pub struct ProcessPlan {
 pub fn main(args: &[std::ffi::OsString]) -> ! {
     use clap::Parser;
     use std::io::Write;
-    let code = match crate::cli::paired::PairedArgs::try_parse_from(args) {
+    let code = match crate::execute::paired::args::PairedArgs::try_parse_from(args) {
         Err(e) => {
             let _ = e.print();
             EXIT_USAGE
@@ -77,7 +78,7 @@ pub fn main(args: &[std::ffi::OsString]) -> ! {
 
 impl ProcessPlan {
     /// The plan `args` give.
-    fn of(args: &crate::cli::paired::PairedArgs) -> Result<Self, String> {
+    fn of(args: &crate::execute::paired::args::PairedArgs) -> Result<Self, String> {
         let need = |what: &str| format!("a paired process needs {what}");
         let config = args.config.as_deref().ok_or_else(|| need("--config"))?;
         Ok(ProcessPlan {
@@ -267,14 +268,11 @@ fn record_of(
     let mut first = Round::first(now.clone());
     first.round = round;
     first.failure = Some(Failure::new(FailureKind::Setup, why));
-    let (name, arg) = match id.split_once('/') {
-        Some((n, a)) => (n.to_string(), Some(a.to_string())),
-        None => (id.to_string(), None),
-    };
+    let (name, arg) = split_id(id);
     RawRecord::new(
         id,
-        &name,
-        arg,
+        name,
+        arg.map(str::to_string),
         Fingerprint::unknown("default", now),
         config.clone(),
         first,

@@ -7,12 +7,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
 
-use gpubench_analysis::paired::{PairedBenchmark, Role};
-use gpubench_analysis::{file_stem_for_id, RawRecord};
+use gpubench_record::id::file_stem_for_id;
+use gpubench_record::paired::{PairedBenchmark, Role};
+use gpubench_record::record::RawRecord;
 use thiserror::Error;
 
 use super::process::EXIT_UNPAIRABLE;
-use crate::cli::paired::PAIRED_SUBCOMMAND;
+use crate::execute::paired::args::PAIRED_SUBCOMMAND;
 use crate::execute::process::{self, ChildEnv, Ending, Finished};
 use crate::execute::runner::{classify, now_rfc3339, Outcome, RunOptions};
 
@@ -128,7 +129,7 @@ pub fn run(
         cmd.args(["--device", device]);
     }
     env.apply(&mut cmd);
-    crate::output::console::detail(format_args!(
+    crate::console::detail(format_args!(
         "paired round {round} of {id}: {}",
         process::shell_line(&cmd)
     ));

@@ -1,7 +1,8 @@
 //! Tests of [`super`]: the exports checked against the shapes the tools document.
 
 use gpubench_analysis::synthetic::{GpuLikeSamples, SyntheticKernels};
-use gpubench_analysis::{BenchmarkSummary, Failure, FailureKind};
+use gpubench_analysis::BenchmarkSummary;
+use gpubench_record::failure::{Failure, FailureKind};
 use rand::SeedableRng;
 use rand_pcg::Pcg64;
 

@@ -37,6 +37,8 @@ pub mod palette {
     pub const COMPILED: RGBColor = RGBColor(147, 51, 234);
     /// Axis text.
     pub const TEXT: RGBColor = RGBColor(55, 65, 81);
+    /// The ends of each point's interval on a history chart.
+    pub const INTERVAL: RGBColor = RGBColor(184, 190, 200);
     /// Grid lines.
     pub const GRID: RGBColor = RGBColor(229, 231, 235);
 }

@@ -5,8 +5,8 @@
 //! type alone, so a change to that type touches this file and the template section
 //! that shows it, nothing else.
 
-use gpubench_analysis::eager_compiled::{EagerCompiled, FlagKind, ShapeAgreement};
 use gpubench_analysis::stats;
+use gpubench_record::eager_compiled::{EagerCompiled, FlagKind, ShapeAgreement};
 use serde::Serialize;
 
 use super::charts::{self, palette, Axis, AxisFormat, Plot, Series, SeriesKind};
@@ -302,7 +302,7 @@ fn first_line(s: &str) -> &str {
 fn variant_row(
     v: &VariantSeries,
     kind: &str,
-    info: &gpubench_analysis::eager_compiled::VariantInfo,
+    info: &gpubench_record::eager_compiled::VariantInfo,
 ) -> VariantRow {
     let pick = |cold: bool| -> Vec<f64> {
         v.points
@@ -479,7 +479,7 @@ fn shape_cost_table(c: &EagerCompiled) -> TableView {
 }
 
 fn request_table(c: &EagerCompiled) -> TableView {
-    let cell = |t: Option<gpubench_analysis::eager_compiled::CallTiming>, cold: bool| match t {
+    let cell = |t: Option<gpubench_record::eager_compiled::CallTiming>, cold: bool| match t {
         Some(t) if cold => format!("{} (cold)", format::duration(t.primary_ns())),
         Some(t) => format::duration(t.primary_ns()),
         None => "failed".into(),

@@ -2,7 +2,7 @@
 //! after every sample, in time order, throttled samples marked; absent when the GPU
 //! was not read (the CPU, no NVML, older records).
 
-use gpubench_analysis::RawRecord;
+use gpubench_record::record::RawRecord;
 
 use super::charts::{self, palette, Axis, AxisFormat, Plot, Rule, Series, SeriesKind};
 
@@ -38,7 +38,7 @@ pub(super) fn clock_plots(record: &RawRecord) -> Option<(Plot, Option<Plot>, Str
         .as_ref()
         .and_then(|g| g.reference_sm_clock_mhz())
         .map(f64::from);
-    let limit = reference.map(|c| c * gpubench_analysis::telemetry::THROTTLE_CLOCK_FRACTION);
+    let limit = reference.map(|c| c * gpubench_record::telemetry::THROTTLE_CLOCK_FRACTION);
     let clocks = r.iter().map(|x| x.0).chain(reference).chain(limit);
     let mut clock = Plot::new(
         x(),
@@ -131,8 +131,8 @@ pub(super) fn clock_plots(record: &RawRecord) -> Option<(Plot, Option<Plot>, Str
 mod tests {
     use super::*;
     use gpubench_analysis::synthetic::GpuLikeSamples;
-    use gpubench_analysis::telemetry::GpuState;
-    use gpubench_analysis::SampleClock;
+    use gpubench_record::measurement::SampleClock;
+    use gpubench_record::telemetry::GpuState;
     use rand::SeedableRng;
     use rand_pcg::Pcg64Mcg;
 

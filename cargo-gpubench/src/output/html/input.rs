@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use gpubench_analysis::baseline::{BaselineEntry, ComparisonOutcome, ComparisonSet};
-use gpubench_analysis::kernels::{Counters, KernelStat};
-use gpubench_analysis::{BenchmarkSummary, Fingerprint, RawRecord, TimeKind};
+use gpubench_analysis::BenchmarkSummary;
+use gpubench_record::kernels::{Counters, KernelStat};
+use gpubench_record::measurement::TimeKind;
+use gpubench_record::record::{Fingerprint, RawRecord};
 use thiserror::Error;
 
 /// Everything one report shows.
@@ -123,6 +125,9 @@ pub struct ReportBenchmark {
     /// to pick the device peak for "% of peak". When `None` it is read from the id
     /// (`matmul_bf16/4096` → `bf16`); when neither says, no percentage is shown.
     pub dtype: Option<String>,
+    /// The link from its page to its trend on the history page
+    /// ([`super::history::link_for`]), when that page shows it.
+    pub history: Option<String>,
 }
 
 impl ReportBenchmark {
@@ -134,6 +139,7 @@ impl ReportBenchmark {
             summary: None,
             baseline: None,
             dtype: None,
+            history: None,
         }
     }
 

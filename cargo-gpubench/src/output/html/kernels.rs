@@ -2,10 +2,9 @@
 //! taken, the exact counts per call, and the table of one call's kernels beside the
 //! baseline's, with what is new, gone, slower or faster.
 
-use gpubench_analysis::kernels::{
-    count_text, counter_changes, ActivityKind, Counter, Counters, KernelStat,
-};
 use gpubench_analysis::summary::BenchmarkSummary;
+use gpubench_analysis::{kernels::count_text, kernels::counter_changes, kernels::KernelStatMoves};
+use gpubench_record::kernels::{ActivityKind, Counter, Counters, KernelStat};
 use serde::Serialize;
 
 use super::facts::{fact, Fact};
@@ -56,11 +55,11 @@ impl KernelView {
     pub fn new(s: &BenchmarkSummary, baseline: Option<&BaselineComparison>) -> Option<Self> {
         let mut v = KernelView::default();
         let outcome = baseline.map(|b| &b.outcome);
-        if s.kernel.is_none() && s.counters.is_none() {
-            v.unavailable = Some(s.kernel_unavailable.clone()?);
+        if s.timing.kernel.is_none() && s.counters.counts.is_none() {
+            v.unavailable = Some(s.kernels.unavailable.clone()?);
             return Some(v);
         }
-        if let Some(k) = &s.kernel {
+        if let Some(k) = &s.timing.kernel {
             let e = k.estimate;
             let interval = if format::too_noisy(e.lower, e.upper) {
                 format::too_noisy_words(&k.processes.medians)
@@ -74,10 +73,10 @@ impl KernelView {
             v.facts.push(fact(
                 "kernel time",
                 format::duration(e.point),
-                format!("{interval}; {}", s.kernel_method.map_or("", |m| m.label())),
+                format!("{interval}; {}", s.kernels.method.map_or("", |m| m.label())),
             ));
         }
-        if let Some(share) = s.launch_overhead {
+        if let Some(share) = s.kernels.launch_overhead {
             v.facts.push(fact(
                 "launch overhead",
                 format!("{:.0}%", share * 100.0),
@@ -97,7 +96,7 @@ impl KernelView {
                 ),
             ));
         }
-        if let Some(c) = s.counters {
+        if let Some(c) = s.counters.counts {
             v.facts.extend(counter_facts(&c, baseline));
         }
         if let Some(words) = outcome.and_then(counters_text) {
@@ -107,19 +106,19 @@ impl KernelView {
                 "exact counts per call: any change is a verdict",
             ));
         }
-        if let Some(why) = &s.not_capturable {
+        if let Some(why) = &s.kernels.not_capturable {
             v.notes.push(format!(
                 "The routine could not be captured in a CUDA graph ({why}), so its kernel time is the sum of its kernels' durations from the profiler, gaps left out."
             ));
-        } else if s.kernel.is_some() {
+        } else if s.timing.kernel.is_some() {
             v.notes.push("Kernel time is CUDA-graph replay of captured calls between device events: the kernels back to back, with no host in the way. It does not move with the host's dispatch speed.".into());
         }
-        if s.counters_vary {
+        if s.counters.vary {
             v.notes.push("The processes counted different work per call: the routine does not launch the same kernels every call. The counts shown are the first process's.".into());
         }
         let was: &[KernelStat] = baseline.map_or(&[], |b| b.baseline_kernels.as_slice());
         v.with_baseline = !was.is_empty();
-        v.rows = rows(&s.kernels, was);
+        v.rows = rows(&s.kernels.table, was);
         Some(v)
     }
 }

@@ -12,12 +12,13 @@
 //! out_dir/bench/<stem>/<chart>.svg     that page's charts
 //! ```
 //!
-//! where `<stem>` is [`gpubench_analysis::file_stem_for_id`] of the benchmark id.
+//! where `<stem>` is [`gpubench_record::id::file_stem_for_id`] of the benchmark id.
 
 mod charts;
 mod eager_compiled;
 mod facts;
 mod gpu;
+pub mod history;
 mod input;
 
 mod kernels;

@@ -8,11 +8,12 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use gpubench_analysis::{BaselineStore, RawRecord};
+use gpubench_analysis::BaselineStore;
+use gpubench_record::record::RawRecord;
 
 use super::input::{ReportIndex, ReportInput};
 use crate::compare::{RunComparison, BASELINE_COPY};
-use crate::output::json::SummaryEntry;
+use crate::store::references::SummaryEntry;
 
 /// The report's directory inside the output directory.
 pub const REPORT_DIR: &str = "report";
@@ -41,7 +42,12 @@ pub struct StoredRun<'a> {
 /// and two renders (a run ending while `cargo gpubench report` runs) wait for each
 /// other instead of mixing their pages.
 pub fn render_run(run: StoredRun<'_>, report_dir: &Path) -> Result<ReportIndex> {
-    let input = input(run)?;
+    let mut input = input(run)?;
+    if let Some(out_dir) = report_dir.parent() {
+        for b in &mut input.benchmarks {
+            b.history = super::history::link_for(out_dir, &b.record.id, 1);
+        }
+    }
     let index = gpubench_analysis::atomic_dir::rebuild(report_dir, |staged| {
         super::render(&input, staged)
             .map(|index| (index, staged.to_path_buf()))

@@ -1,5 +1,6 @@
 //! The tera templates and stylesheet of the report, embedded at build time from the
-//! workspace's `templates/` folder, and the two renders: summary and benchmark page.
+//! workspace's top-level `templates/` folder (reached through the `templates` symlink of
+//! this crate, which `cargo package` follows), and the two renders: summary and benchmark page.
 //!
 //! Every template ends in `.html`, so tera escapes every `{{ value }}`; templates
 //! never use `| safe`.
@@ -21,6 +22,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../../templates/benchmark.html"),
     ),
     ("guide.html", include_str!("../../../templates/guide.html")),
+    (
+        "history.html",
+        include_str!("../../../templates/history.html"),
+    ),
     (
         "macros.html",
         include_str!("../../../templates/macros.html"),

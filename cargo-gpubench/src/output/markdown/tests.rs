@@ -1,10 +1,10 @@
 //! Tests of [`super`].
 
 use super::*;
-use gpubench_analysis::{
-    BaselineEntry, CompareConfig, DeviceIdentity, FailOn, Failure, FailureKind, Fingerprint,
-    Measurement, MeasurementConfig, RawRecord, Round, Sample, StopReason, RECORD_FORMAT_VERSION,
-};
+use gpubench_analysis::{BaselineEntry, CompareConfig, FailOn};
+use gpubench_record::failure::FailureKind;
+use gpubench_record::record::RawRecord;
+use gpubench_record::testing::{sample, RecordBuilder};
 
 use crate::compare::VerdictSettings;
 use crate::store::{Source, SourceKind};
@@ -27,73 +27,26 @@ fn one_process(id: &str, base_ns: f64) -> RawRecord {
     let pattern = [
         1.0, 1.01, 0.99, 1.005, 0.995, 1.002, 0.998, 1.0, 1.008, 0.992,
     ];
-    let samples = (0..20)
-        .map(|i| {
-            let device = base_ns * pattern[i % pattern.len()] * 10.0;
-            Sample {
-                iters: 10,
-                wall_ns: device * 1.02,
-                host_ns: device * 0.3,
-                device_ns: Some(device),
-                clock: None,
-            }
-        })
-        .collect();
-    let (name, arg) = match id.split_once('/') {
-        Some((n, a)) => (n.to_string(), Some(a.to_string())),
-        None => (id.to_string(), None),
-    };
-    RawRecord {
-        format_version: RECORD_FORMAT_VERSION,
-        id: id.into(),
-        name,
-        arg,
-        fingerprint: Fingerprint {
-            device: DeviceIdentity {
-                kind: "cuda".into(),
-                index: Some(0),
-                name: "NVIDIA H200".into(),
-                total_memory_bytes: None,
-            },
-            ..Fingerprint::unknown("cuda:0", "2026-01-01T00:00:00Z".into())
-        },
-        config: MeasurementConfig::standard(),
-        rounds: vec![Round {
-            round: 1,
-            started_at: "2026-01-01T00:00:00Z".into(),
-            measurement: Some(Measurement {
-                sync_cost_ns: 1e4,
-                cold: vec![],
-                warmup: vec![],
-                samples,
-                naive: vec![],
-                throughput: None,
-                memory: None,
-                stop_reason: StopReason::Converged,
-                flags: vec![gpubench_analysis::Flag::DeviceBound],
-                device_timer: true,
-                kernel: None,
-                kernel_unavailable: None,
-            }),
-            failure: None,
-            eager_compiled: None,
-            telemetry: None,
-            telemetry_unavailable: None,
-            host: None,
-            host_unavailable: None,
-            pairing: None,
-        }],
-    }
+    let samples = (0..20).map(|i| {
+        let device = base_ns * pattern[i % pattern.len()] * 10.0;
+        sample(10, device * 1.02, device * 0.3, Some(device))
+    });
+    RecordBuilder::passed(id)
+        .cuda("NVIDIA H200")
+        .sync_cost(1e4)
+        .samples(samples)
+        .flags(&[gpubench_record::measurement::Flag::DeviceBound])
+        .device_timer(true)
+        .build()
 }
 
 fn failed(id: &str) -> RawRecord {
-    let mut r = one_process(id, 1e6);
-    r.rounds[0].measurement = None;
-    r.rounds[0].failure = Some(Failure::new(
-        FailureKind::OutOfMemory,
-        "CUDA out of memory | tried to allocate 2.00 GiB\nmore detail",
-    ));
-    r
+    RecordBuilder::from(one_process(id, 1e6))
+        .failed(
+            FailureKind::OutOfMemory,
+            "CUDA out of memory | tried to allocate 2.00 GiB\nmore detail",
+        )
+        .build()
 }
 
 fn entry(r: &RawRecord) -> SummaryEntry {
@@ -169,7 +122,7 @@ fn a_regression_with_a_failure_new_and_missing_benchmarks() {
 
     Charts and every figure: [the HTML report](https://ci.example.com/runs/7/artifacts/report%20%28html%29/index.html).
 
-    **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters`, significance 0.05, noise threshold ±2% (host-bound ±50%)
+    **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters,memory`, significance 0.05, noise threshold ±2% (host-bound ±50%)
 
     | Benchmark | Baseline | Current | Change [90% CI] | Processes (spread) | Verdict |
     | :-- | --: | --: | --: | --: | :-- |
@@ -191,7 +144,7 @@ fn a_regression_with_a_failure_new_and_missing_benchmarks() {
 
     - `gone`: gone: the judged side has no \`gone\` and does not say why (not selected, or gone?); if on purpose, delete /ws/gpubench/baselines/main/gone.json from the baseline
 
-    **Result: 1 benchmark failed** (exit code 1); a regression was also found: `matmul/mm_f32/4096` (time regressed), `gone` (gone) (`--fail-on regressed --gate-on time,kernel,counters`).
+    **Result: 1 benchmark failed** (exit code 1); a regression was also found: `matmul/mm_f32/4096` (time regressed), `gone` (gone) (`--fail-on regressed --gate-on time,kernel,counters,memory`).
     ");
 }
 
@@ -224,7 +177,7 @@ fn a_clean_run_and_a_run_without_a_baseline() {
     insta::assert_snapshot!(md, @"
     ### cargo gpubench: run `r`
 
-    **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200; the default) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters`, significance 0.05, noise threshold ±2% (host-bound ±50%)
+    **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200; the default) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters,memory`, significance 0.05, noise threshold ±2% (host-bound ±50%)
 
     | Benchmark | Baseline | Current | Change [90% CI] | Processes (spread) | Verdict |
     | :-- | --: | --: | --: | --: | :-- |
@@ -232,7 +185,7 @@ fn a_clean_run_and_a_run_without_a_baseline() {
 
     **Verdicts:** 1 no change.
 
-    **Result: no regression** (exit code 0, `--fail-on regressed --gate-on time,kernel,counters`).
+    **Result: no regression** (exit code 0, `--fail-on regressed --gate-on time,kernel,counters,memory`).
     ");
     let md = MarkdownSummary {
         subject: "run `r`",

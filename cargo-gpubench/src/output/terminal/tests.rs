@@ -1,13 +1,12 @@
 //! Tests of [`super`].
 
 use super::*;
-use crate::output::console::Console;
+use crate::console::Console;
 use crate::store::manifest::RunStatus;
-use gpubench_analysis::{
-    ColdCall, DeviceIdentity, Failure, FailureKind, Fingerprint, Flag, Measurement,
-    MeasurementConfig, MemoryStats, RawRecord, Round, Sample, StopReason, Throughput,
-    RECORD_FORMAT_VERSION,
-};
+use gpubench_record::failure::FailureKind;
+use gpubench_record::measurement::{Flag, Throughput};
+use gpubench_record::record::RawRecord;
+use gpubench_record::testing::{memory, sample, RecordBuilder};
 
 /// Three processes at 1.611, 1.621 and 1.601 ms of device time per call.
 fn passed_record() -> RawRecord {
@@ -24,68 +23,21 @@ fn passed_record() -> RawRecord {
 }
 
 fn one_process_record() -> RawRecord {
-    let samples = (0..20)
-        .map(|i| Sample {
-            iters: 10,
-            wall_ns: 16.2e6 + i as f64 * 1e3,
-            host_ns: 4.9e6,
-            device_ns: Some(16.1e6 + i as f64 * 1e3),
-            clock: None,
-        })
-        .collect();
-    RawRecord {
-        format_version: RECORD_FORMAT_VERSION,
-        id: "matmul/4096".into(),
-        name: "matmul".into(),
-        arg: Some("4096".into()),
-        fingerprint: Fingerprint {
-            device: DeviceIdentity {
-                kind: "cuda".into(),
-                index: Some(0),
-                name: "NVIDIA H200".into(),
-                total_memory_bytes: None,
-            },
-            ..Fingerprint::unknown("cuda:0", "t".into())
-        },
-        config: MeasurementConfig::standard(),
-        rounds: vec![Round {
-            round: 1,
-            started_at: "2026-01-01T00:00:00Z".into(),
-            measurement: Some(Measurement {
-                sync_cost_ns: 1e4,
-                cold: vec![ColdCall {
-                    label: "first call".into(),
-                    wall_ns: 132e6,
-                    host_ns: 1e6,
-                    device_ns: None,
-                }],
-                warmup: vec![],
-                samples,
-                naive: vec![],
-                throughput: Some(Throughput::Flops(2.0 * 4096f64.powi(3) / 10.0)),
-                memory: Some(MemoryStats {
-                    peak_allocated_bytes: 3 << 29,
-                    peak_reserved_bytes: 2 << 30,
-                    allocated_bytes: 0,
-                    reserved_bytes: 0,
-                    alloc_retries: 0,
-                    num_ooms: 0,
-                }),
-                stop_reason: StopReason::Converged,
-                flags: vec![Flag::DeviceBound],
-                device_timer: true,
-                kernel: None,
-                kernel_unavailable: None,
-            }),
-            failure: None,
-            eager_compiled: None,
-            telemetry: None,
-            telemetry_unavailable: None,
-            host: None,
-            host_unavailable: None,
-            pairing: None,
-        }],
-    }
+    let samples = (0..20).map(|i| {
+        let wall = 16.2e6 + i as f64 * 1e3;
+        sample(10, wall, 4.9e6, Some(16.1e6 + i as f64 * 1e3))
+    });
+    RecordBuilder::passed("matmul/4096")
+        .cuda("NVIDIA H200")
+        .timestamp("t")
+        .sync_cost(1e4)
+        .cold("first call", 132e6, 1e6, None)
+        .samples(samples)
+        .throughput(Throughput::Flops(2.0 * 4096f64.powi(3) / 10.0))
+        .memory(memory(3 << 29, 2 << 30, 0, 0))
+        .flags(&[Flag::DeviceBound])
+        .device_timer(true)
+        .build()
 }
 
 fn entry(record: &RawRecord, status: BenchStatus) -> SummaryEntry {
@@ -101,13 +53,13 @@ fn entry(record: &RawRecord, status: BenchStatus) -> SummaryEntry {
 }
 
 fn failed_record() -> RawRecord {
-    let mut r = passed_record();
+    let mut r = RecordBuilder::from(passed_record())
+        .failed(
+            FailureKind::Crash,
+            "killed by signal 6 (SIGABRT)\nstderr ends with:\nabort() called",
+        )
+        .build();
     r.id = "boom".into();
-    r.rounds[0].measurement = None;
-    r.rounds[0].failure = Some(Failure::new(
-        FailureKind::Crash,
-        "killed by signal 6 (SIGABRT)\nstderr ends with:\nabort() called",
-    ));
     r
 }
 
@@ -183,7 +135,7 @@ fn kernel_columns_verdicts_and_gpu_changes_in_the_terminal() {
         "{closing}"
     );
     assert!(
-        closing.contains("regression found (--fail-on regressed --gate-on time,kernel,counters): suite/matmul/4096 (counters: +1 kernel per call) (exit code 4)"),
+        closing.contains("regression found (--fail-on regressed --gate-on time,kernel,counters,memory): suite/matmul/4096 (counters: +1 kernel per call) (exit code 4)"),
         "{closing}"
     );
 
@@ -349,8 +301,8 @@ fn long_messages_are_excerpted() {
 
 #[test]
 fn eager_versus_compiled_has_a_line_under_the_table() {
-    use gpubench_analysis::eager_compiled::{EagerCompiledSummary, VariantKind};
-    use gpubench_analysis::stats::Estimate;
+    use gpubench_record::eager_compiled::{EagerCompiledSummary, VariantKind};
+    use gpubench_record::estimate::Estimate;
     let mut e = entry(&passed_record(), BenchStatus::Passed);
     e.summary.as_mut().unwrap().eager_compiled = Some(EagerCompiledSummary {
         eager: "eager".into(),
@@ -517,7 +469,7 @@ fn verdicts_are_coloured_and_columns_still_line_up() {
 fn quiet_prints_only_failures_verdicts_and_the_closing_lines() {
     let s = judged();
     let quiet = Console {
-        verbosity: crate::output::console::Verbosity::Quiet,
+        verbosity: crate::console::Verbosity::Quiet,
         color: false,
     };
     assert_eq!(
@@ -527,7 +479,7 @@ suite/fast: time improved -20.0% [-20.4%, -19.6%]
 suite/boom: failed (crash: killed by signal 6 (SIGABRT))
 5 benchmarks: 4 passed, 1 failed in 2.500 s; records in /t/runs/r1
 compared with baseline `main`: 1 regressed, 1 improved, 1 no change, 2 new
-regression found (--fail-on regressed --gate-on time,kernel,counters): suite/slow (time regressed) (exit code 1: a failed benchmark wins over a regression)
+regression found (--fail-on regressed --gate-on time,kernel,counters,memory): suite/slow (time regressed) (exit code 1: a failed benchmark wins over a regression)
 "
     );
 }
@@ -537,7 +489,7 @@ fn verbose_adds_each_processs_median() {
     let s = judged();
     let normal = s.render_human(Console::default());
     let verbose = s.render_human(Console {
-        verbosity: crate::output::console::Verbosity::Verbose,
+        verbosity: crate::console::Verbosity::Verbose,
         color: false,
     });
     let section = "\nprocesses (the median of each, in the order they ran):\n";

@@ -185,3 +185,26 @@ fn a_baseline_round_trips_through_its_rebuilt_records() {
         ("mm", Some("64"))
     );
 }
+
+#[test]
+fn a_baseline_keeps_its_memory_through_its_rebuilt_records() {
+    use gpubench_record::testing::{memory, RecordBuilder};
+    let mut rng = Pcg64Mcg::seed_from_u64(3);
+    let rec = RecordBuilder::from(GpuLikeSamples::default().record("mm/64", "GPU", 12, &mut rng))
+        .memory(memory(80 << 20, 96 << 20, 4 << 20, 96 << 20))
+        .memory_growth(
+            100,
+            4 << 20,
+            (4 << 20) + 100 * 65536,
+            (4 << 20) + 200 * 65536,
+        )
+        .build();
+    let entry = BaselineEntry::from_record(&rec).unwrap();
+    assert!(entry.memory().is_some());
+    let back = record_of_entry(&entry);
+    // Comparing two stored sides (`compare suite1 suite2`) judges their memory.
+    assert_eq!(BaselineEntry::from_record(&back).unwrap(), entry);
+    let m = back.first_measurement().unwrap();
+    assert_eq!(m.memory.unwrap().peak_allocated_bytes, 80 << 20);
+    assert_eq!(m.memory_growth.unwrap().per_call(), 65536.0);
+}

@@ -38,7 +38,7 @@ fn part(run_id: &str, partition: Option<&str>, ids: &[&str], model: Option<&str>
             device: "cuda".into(),
             quick: false,
             flush_l2: false,
-            processes: gpubench_analysis::ProcessPolicy::standard(),
+            processes: gpubench_record::measurement::ProcessPolicy::standard(),
             partition: partition.map(str::to_string),
             ab: None,
             selection: None,

@@ -1,7 +1,7 @@
 //! Tests of [`super`].
 
 use super::*;
-use gpubench_analysis::eager_compiled::{
+use gpubench_record::eager_compiled::{
     CallTiming, EagerCompiledFlag, OutputAgreement, RequestTiming, VariantInfo, VariantKind,
 };
 

@@ -1,6 +1,7 @@
 //! A benchmark's page: its facts, cold calls, naive loops, failure, memory and
 //! settings.
 
+use crate::compare::memory_comparison;
 use crate::format;
 use crate::output::html::eager_compiled::EagerCompiledView;
 use crate::output::html::facts::{fact, Fact};
@@ -8,13 +9,15 @@ use crate::output::html::input::ReportBenchmark;
 use crate::output::html::kernels::KernelView;
 use crate::output::html::view::common::{
     baseline_note, benchmark_status, compared, environment_rows, on_cpu, p_value, percent_of_peak,
-    time_label, BenchmarkView, ColdRow, FailureView, Figures, NaiveRow, PageCharts,
+    time_label, BenchmarkView, ColdRow, FailureView, Figures, MeasuredFacts, NaiveRow, PageCharts,
 };
-use crate::output::html::view::plots::{chart, fill_charts};
+use crate::output::html::view::plots::{comparison_chart, fill_charts};
 use gpubench_analysis::processes::EstimateBasis;
-use gpubench_analysis::{
-    file_stem_for_id, BenchmarkSummary, Measurement, RawRecord, RunMode, StopReason,
-};
+use gpubench_analysis::BenchmarkSummary;
+use gpubench_record::id::file_stem_for_id;
+use gpubench_record::measurement::{Flag, NaiveLoop};
+use gpubench_record::measurement::{Measurement, RunMode, StopReason};
+use gpubench_record::record::RawRecord;
 
 pub(crate) fn benchmark_view(
     b: &ReportBenchmark,
@@ -24,8 +27,47 @@ pub(crate) fn benchmark_view(
     let r = &b.record;
     let stem = file_stem_for_id(&r.id);
     let status = benchmark_status(b);
-    let m = r.first_measurement();
-    let failure = r.failure().map(|f| FailureView {
+    let comparison = r.eager_compiled().map(EagerCompiledView::new);
+    let on_cpu = on_cpu(&r.fingerprint);
+    let mut view = BenchmarkView {
+        id: r.id.clone(),
+        history: b.history.clone(),
+        name: b.name().to_string(),
+        on_cpu,
+        stem: stem.clone(),
+        status,
+        failure: failure_view(r),
+        measured: fig.is_some(),
+        smoke: r.config.mode == RunMode::Smoke,
+        facts: MeasuredFacts::default(),
+        held_at_peak: held_at_peak_lines(s),
+        baseline_note: baseline_note(b),
+        charts: PageCharts::default(),
+        comparison,
+        kernels: None,
+        environment: environment_rows(&r.fingerprint),
+        config: config_rows(r),
+    };
+    view.charts.comparison = view
+        .comparison
+        .as_ref()
+        .and_then(|c| comparison_chart(&stem, c));
+    let (Some(m), Some(fig)) = (r.first_measurement(), fig) else {
+        return view;
+    };
+    // The CPU has no kernels to time or count; the page says so in its CPU sentence.
+    if !on_cpu {
+        view.kernels = KernelView::new(s, b.baseline.as_ref());
+    }
+    view.facts = measured_facts(b, s, m, fig, on_cpu);
+    fill_charts(&mut view, b, s, m, fig);
+    view
+}
+
+/// Why the benchmark failed, with the round that failed and what held memory.
+fn failure_view(r: &RawRecord) -> Option<FailureView> {
+    let f = r.failure()?;
+    Some(FailureView {
         kind: match r.failed_round() {
             Some(round) if r.rounds.len() > 1 => {
                 format!(
@@ -39,70 +81,52 @@ pub(crate) fn benchmark_view(
         },
         message: f.message.clone(),
         memory: f.memory_at_failure.map(memory_facts).unwrap_or_default(),
-    });
-    let comparison = r.eager_compiled().map(EagerCompiledView::new);
-    let on_cpu = on_cpu(&r.fingerprint);
-    let mut view = BenchmarkView {
-        id: r.id.clone(),
-        name: b.name().to_string(),
-        on_cpu,
-        cpu_note: None,
-        stem: stem.clone(),
-        status,
-        failure,
-        measured: fig.is_some(),
-        smoke: r.config.mode == RunMode::Smoke,
-        primary_label: String::new(),
-        key_facts: Vec::new(),
-        reading: Vec::new(),
-        timing_facts: Vec::new(),
-        cold_rows: Vec::new(),
-        cold_device: false,
-        naive_rows: Vec::new(),
-        resource_facts: Vec::new(),
-        baseline_note: baseline_note(b),
-        charts: PageCharts::default(),
-        comparison,
-        kernels: None,
-        environment: environment_rows(&r.fingerprint),
-        config: config_rows(r),
-    };
-    if let Some(plot) = view
-        .comparison
-        .as_ref()
-        .and_then(EagerCompiledView::latency_plot)
-    {
-        view.charts.comparison = Some(chart(
-            &stem,
-            "comparison.svg",
-            plot,
-            "Per-request latency of each variant over the shape stream",
-            "Each dot is one request, in the order served; rings mark cold calls (the first request at a new shape). Rings after the first requests mean a variant pays again for every new shape.",
-        ));
-    }
-    let (Some(m), Some(fig)) = (m, fig) else {
-        return view;
-    };
-    view.primary_label = time_label(fig.primary_kind).into();
-    // The CPU has no kernels to time or count; the page says so in its CPU sentence.
-    if !on_cpu {
-        view.kernels = KernelView::new(s, b.baseline.as_ref());
-    }
-    fill_facts(&mut view, b, s, m, fig);
-    fill_charts(&mut view, b, s, m, fig);
-    view
+        held: held_lines(f),
+    })
 }
 
-pub(crate) fn fill_facts(
-    view: &mut BenchmarkView,
+/// The page's facts, readings and tables, one part of the summary at a time.
+fn measured_facts(
     b: &ReportBenchmark,
     s: &BenchmarkSummary,
     m: &Measurement,
     fig: &Figures,
-) {
+    on_cpu: bool,
+) -> MeasuredFacts {
+    let mut key_facts = estimate_facts(fig);
+    if let Some(c) = compared(b) {
+        key_facts.extend(comparison_facts(c, fig));
+    }
+    key_facts.extend(sample_facts(b, m, fig));
+    if !on_cpu {
+        key_facts.push(sync_cost_fact(s, m));
+    }
+    let mut reading: Vec<String> = bound_reading(fig, on_cpu).into_iter().collect();
+    reading.extend(s.flags.iter().flat_map(|f| flag_reading(*f, s, on_cpu)));
+    let cold_rows = cold_rows(s, fig);
+    MeasuredFacts {
+        primary_label: time_label(fig.primary_kind).into(),
+        key_facts,
+        cpu_note: on_cpu.then(|| cpu_note(fig)),
+        reading,
+        timing_facts: timing_facts(fig),
+        cold_device: cold_rows.iter().any(|c| !c.device.is_empty()),
+        cold_rows,
+        // Without a queue an unsynchronised loop is as right as a synced one.
+        naive_rows: if on_cpu {
+            Vec::new()
+        } else {
+            m.naive.iter().map(naive_row).collect()
+        },
+        resource_facts: resource_facts(b, s, m, fig, on_cpu),
+    }
+}
+
+/// The estimate over processes, how the processes compare, and their modes.
+fn estimate_facts(fig: &Figures) -> Vec<Fact> {
     let est = fig.estimate;
     let n = fig.processes.count;
-    view.key_facts.push(fact(
+    let mut facts = vec![fact(
         "time",
         format::duration(est.point),
         match fig.basis {
@@ -123,12 +147,12 @@ pub(crate) fn fill_facts(
                 format::duration_interval(est.point, est.lower, est.upper)
             ),
         },
-    ));
+    )];
     let within = fig
         .processes
         .within
         .map(|w| format!("noise within each ±{:.2}%", w * 100.0));
-    view.key_facts.push(fact(
+    facts.push(fact(
         "processes",
         n.to_string(),
         match (fig.processes.between, fig.processes.range) {
@@ -147,7 +171,7 @@ pub(crate) fn fill_facts(
         },
     ));
     if let Some([low, high]) = fig.processes.modes {
-        view.key_facts.push(fact(
+        facts.push(fact(
             "modes",
             "2",
             format!(
@@ -160,21 +184,26 @@ pub(crate) fn fill_facts(
             ),
         ));
     }
-    if let Some(c) = compared(b) {
-        let e = c.change;
-        let threshold = if c.threshold > c.noise_threshold {
-            format!(
-                "threshold ±{} (the spread between processes; noise threshold ±{})",
-                format::percent_change(c.threshold).trim_start_matches('+'),
-                format::percent_change(c.noise_threshold).trim_start_matches('+')
-            )
-        } else {
-            format!(
-                "noise threshold ±{}",
-                format::percent_change(c.threshold).trim_start_matches('+')
-            )
-        };
-        view.key_facts.push(fact(
+    facts
+}
+
+/// The change against the baseline and the baseline's own figure.
+fn comparison_facts(c: &gpubench_analysis::Comparison, fig: &Figures) -> [Fact; 2] {
+    let e = c.change;
+    let threshold = if c.threshold > c.noise_threshold {
+        format!(
+            "threshold ±{} (the spread between processes; noise threshold ±{})",
+            format::percent_change(c.threshold).trim_start_matches('+'),
+            format::percent_change(c.noise_threshold).trim_start_matches('+')
+        )
+    } else {
+        format!(
+            "noise threshold ±{}",
+            format::percent_change(c.threshold).trim_start_matches('+')
+        )
+    };
+    [
+        fact(
             "change vs baseline",
             format::percent_change(e.point),
             format!(
@@ -183,8 +212,8 @@ pub(crate) fn fill_facts(
                 format::percent_interval(e.lower, e.upper),
                 p_value(c.p_value),
             ),
-        ));
-        view.key_facts.push(fact(
+        ),
+        fact(
             "baseline",
             format::duration(c.baseline_estimate),
             format!(
@@ -193,16 +222,20 @@ pub(crate) fn fill_facts(
                 if c.baseline_processes == 1 { "" } else { "es" },
                 fig.compared_kind.label()
             ),
-        ));
-    }
-    view.key_facts.push(fact(
+        ),
+    ]
+}
+
+/// The mean, the outliers, the samples and why the first process stopped.
+fn sample_facts(b: &ReportBenchmark, m: &Measurement, fig: &Figures) -> Vec<Fact> {
+    let mut facts = vec![fact(
         "mean",
         format::duration(fig.mean),
         "of every sample of every process",
-    ));
+    )];
     let o = fig.outliers;
     if o.total() > 0 {
-        view.key_facts.push(fact(
+        facts.push(fact(
             "outliers",
             format!("{} of {}", o.outliers(), o.total()),
             format!(
@@ -222,7 +255,7 @@ pub(crate) fn fill_facts(
         iters.iter().min().copied().unwrap_or(0),
         iters.iter().max().copied().unwrap_or(0),
     );
-    view.key_facts.push(fact(
+    facts.push(fact(
         "samples",
         iters.len().to_string(),
         if lo == hi {
@@ -231,7 +264,7 @@ pub(crate) fn fill_facts(
             format!("{lo}–{hi} iterations each")
         },
     ));
-    view.key_facts.push(fact(
+    facts.push(fact(
         "first process stopped because",
         match m.stop_reason {
             StopReason::Converged => "interval narrow enough",
@@ -245,95 +278,112 @@ pub(crate) fn fill_facts(
             b.record.config.target_rel_ci * 100.0
         ),
     ));
-    if view.on_cpu {
-        // One figure stands for host, device and wall time here: say so once, and
-        // show none of the figures and charts that tell them apart on a GPU.
-        view.cpu_note = Some(format!(
-            "Measured on the CPU, where device time is host time: a call returns when its work is done, with no queue to wait on, so host dispatch ({}) and synced wall time ({}) are one figure and every sync is free. The figures are synced wall time per call.",
-            format::duration(fig.host),
-            format::duration(fig.wall)
-        ));
-    } else {
-        view.key_facts.push(fact(
-            "sync cost",
-            format::duration(s.sync_cost_ns.unwrap_or(m.sync_cost_ns)),
-            "an empty sync; amortised over each sample",
-        ));
-    }
+    facts
+}
 
-    view.timing_facts.push(fact(
+/// On the CPU one figure stands for host, device and wall time: the page says so once,
+/// and shows none of the figures and charts that tell them apart on a GPU.
+fn cpu_note(fig: &Figures) -> String {
+    format!(
+        "Measured on the CPU, where device time is host time: a call returns when its work is done, with no queue to wait on, so host dispatch ({}) and synced wall time ({}) are one figure and every sync is free. The figures are synced wall time per call.",
+        format::duration(fig.host),
+        format::duration(fig.wall)
+    )
+}
+
+fn sync_cost_fact(s: &BenchmarkSummary, m: &Measurement) -> Fact {
+    fact(
+        "sync cost",
+        format::duration(s.sampling.sync_cost_ns.unwrap_or(m.sync_cost_ns)),
+        "an empty sync; amortised over each sample",
+    )
+}
+
+/// Host, device and wall time per call.
+fn timing_facts(fig: &Figures) -> Vec<Fact> {
+    let mut facts = vec![fact(
         "synced wall",
         format::duration(fig.wall),
         "sync; start; k calls; sync; stop — per call",
-    ));
+    )];
     if let Some(d) = fig.device {
-        view.timing_facts
-            .push(fact("device", format::duration(d), "from device events"));
+        facts.push(fact("device", format::duration(d), "from device events"));
     }
-    view.timing_facts.push(fact(
+    facts.push(fact(
         "host dispatch",
         format::duration(fig.host),
         "until the k-th call returned to the host",
     ));
+    facts
+}
+
+/// Whether the device or the host is the bottleneck, when one clearly is.
+fn bound_reading(fig: &Figures, on_cpu: bool) -> Option<String> {
     let busy = fig.device.unwrap_or(fig.wall);
     // On the CPU there is no device to be bound by.
-    let device_bound = !view.on_cpu && fig.host < 0.6 * busy;
-    let launch_bound = !view.on_cpu && fig.device.is_some_and(|d| d < 0.7 * fig.host);
+    let device_bound = !on_cpu && fig.host < 0.6 * busy;
+    let launch_bound = !on_cpu && fig.device.is_some_and(|d| d < 0.7 * fig.host);
     if device_bound {
-        view.reading.push(format!(
+        Some(format!(
             "The host returns after {} per call while the device needs {}: the device is the bottleneck (device-bound). A timer stopped without a sync would report the host figure.",
             format::duration(fig.host),
             format::duration(busy)
-        ));
+        ))
     } else if launch_bound {
-        view.reading.push(format!(
+        Some(format!(
             "The device needs {} per call but the host takes {} to dispatch it: the device waits on the host (launch-bound). Fewer, larger kernels or a compiled graph help here.",
             format::duration(busy),
             format::duration(fig.host)
-        ));
+        ))
+    } else {
+        None
     }
-    for flag in &s.flags {
-        if *flag == gpubench_analysis::Flag::SyncsInsideRoutine {
-            view.reading.push("Host-dispatch time tracks device time: something inside the routine synchronises (e.g. `.item()`, printing a tensor, a copy to the CPU).".into());
-        }
-        if *flag == gpubench_analysis::Flag::Unstable {
-            view.reading.push(format!(
-                "The samples of a process never settled within its time bound; treat the figures as rough and look at the time-order chart for drift{}.",
-                if view.on_cpu { " or other work on the machine" } else { " or throttling" }
-            ));
-        }
-        if *flag == gpubench_analysis::Flag::Throttled {
-            view.reading.push(format!(
-                "The GPU throttled during {} sample(s): their SM clock was below 75% of the GPU's default, or a hardware, thermal or power-brake slowdown was on. They are left out of the figures; the clock chart under the samples shows when.",
-                s.throttled_samples
-            ));
-        }
-        if *flag == gpubench_analysis::Flag::Contended && !s.other_processes.is_empty() {
-            let pids: Vec<String> = s.other_processes.iter().map(u32::to_string).collect();
-            view.reading.push(format!(
-                "Contended: another process used the GPU while this benchmark ran (process {}). It shared the SMs, memory bandwidth and power, so the figures may be slow by whatever it took; measure again on a quiet GPU (`cargo gpubench doctor` lists what runs on it).",
-                pids.join(", ")
-            ));
-        }
-        let host = s.host_cpus.as_ref().and_then(|h| h.contention_text());
-        if let (gpubench_analysis::Flag::Contended, Some(host)) = (flag, host) {
-            view.reading.push(format!(
-                "Contended: {host}. Some of its threads waited for a core, so the figures may be slow by whatever the other work took; measure again on a quiet host (`cargo gpubench doctor` checks the load)."
-            ));
-        }
-        if *flag == gpubench_analysis::Flag::UnstableAcrossProcesses {
-            view.reading.push(format!(
-                "The processes disagree ({}): the machine runs this benchmark at a different speed in each fresh process, usually the host's dispatch speed for launch-bound work. The interval covers that; kernel time would not move with it.",
-                crate::output::terminal::process_note(s).unwrap_or_default()
-            ));
-        }
-    }
+}
 
-    // Cold calls are synced wall times, so they compare with the steady wall time.
+/// What `flag` means for this benchmark's figures, in sentences (a contended run can
+/// have two: the GPU's other processes and the host's other work).
+fn flag_reading(flag: Flag, s: &BenchmarkSummary, on_cpu: bool) -> Vec<String> {
+    let conditions = &s.conditions;
+    match flag {
+        Flag::SyncsInsideRoutine => vec!["Host-dispatch time tracks device time: something inside the routine synchronises (e.g. `.item()`, printing a tensor, a copy to the CPU).".into()],
+        Flag::Unstable => vec![format!(
+            "The samples of a process never settled within its time bound; treat the figures as rough and look at the time-order chart for drift{}.",
+            if on_cpu { " or other work on the machine" } else { " or throttling" }
+        )],
+        Flag::Throttled => vec![format!(
+            "The GPU throttled during {} sample(s): their SM clock was below 75% of the GPU's default, or a hardware, thermal or power-brake slowdown was on. They are left out of the figures; the clock chart under the samples shows when.",
+            conditions.throttled_samples
+        )],
+        Flag::Contended => {
+            let mut out = Vec::new();
+            if !conditions.other_processes.is_empty() {
+                let pids: Vec<String> =
+                    conditions.other_processes.iter().map(u32::to_string).collect();
+                out.push(format!(
+                    "Contended: another process used the GPU while this benchmark ran (process {}). It shared the SMs, memory bandwidth and power, so the figures may be slow by whatever it took; measure again on a quiet GPU (`cargo gpubench doctor` lists what runs on it).",
+                    pids.join(", ")
+                ));
+            }
+            if let Some(host) = conditions.host_cpus.as_ref().and_then(|h| h.contention_text()) {
+                out.push(format!(
+                    "Contended: {host}. Some of its threads waited for a core, so the figures may be slow by whatever the other work took; measure again on a quiet host (`cargo gpubench doctor` checks the load)."
+                ));
+            }
+            out
+        }
+        Flag::UnstableAcrossProcesses => vec![format!(
+            "The processes disagree ({}): the machine runs this benchmark at a different speed in each fresh process, usually the host's dispatch speed for launch-bound work. The interval covers that; kernel time would not move with it.",
+            crate::output::terminal::process_note(s).unwrap_or_default()
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// The cold calls, each against the steady state. Cold calls are synced wall times, so
+/// they compare with the steady wall time.
+fn cold_rows(s: &BenchmarkSummary, fig: &Figures) -> Vec<ColdRow> {
     let steady_wall = fig.wall;
-    let steady = fig.estimate.point;
-    view.cold_rows = s
-        .cold
+    s.cold
         .iter()
         .map(|c| ColdRow {
             label: c.label.clone(),
@@ -358,46 +408,92 @@ pub(crate) fn fill_facts(
                 _ => String::new(),
             },
         })
-        .collect();
-    view.cold_device = view.cold_rows.iter().any(|c| !c.device.is_empty());
-    // Without a queue an unsynchronised loop is as right as a synced one.
-    let naive: &[gpubench_analysis::NaiveLoop] = if view.on_cpu { &[] } else { &m.naive };
-    view.naive_rows = naive
-        .iter()
-        .map(|n| NaiveRow {
-            iters: n.iters,
-            naive: format::duration(n.naive_ns_per_iter),
-            synced: format::duration(n.synced_ns_per_iter),
-            error: if n.naive_ns_per_iter > 0.0 && n.synced_ns_per_iter > n.naive_ns_per_iter {
-                format!(
-                    "{:.1}× too fast",
-                    n.synced_ns_per_iter / n.naive_ns_per_iter
-                )
-            } else {
-                "about right".into()
-            },
-        })
-        .collect();
+        .collect()
+}
 
+fn naive_row(n: &NaiveLoop) -> NaiveRow {
+    NaiveRow {
+        iters: n.iters,
+        naive: format::duration(n.naive_ns_per_iter),
+        synced: format::duration(n.synced_ns_per_iter),
+        error: if n.naive_ns_per_iter > 0.0 && n.synced_ns_per_iter > n.naive_ns_per_iter {
+            format!(
+                "{:.1}× too fast",
+                n.synced_ns_per_iter / n.naive_ns_per_iter
+            )
+        } else {
+            "about right".into()
+        },
+    }
+}
+
+/// Throughput, memory at the peak and from call to call, and memory against the
+/// baseline.
+fn resource_facts(
+    b: &ReportBenchmark,
+    s: &BenchmarkSummary,
+    m: &Measurement,
+    fig: &Figures,
+    on_cpu: bool,
+) -> Vec<Fact> {
+    let mut facts = Vec::new();
     if let (Some(t), Some((rate, _))) = (m.throughput, &fig.throughput) {
-        let detail = percent_of_peak(b, t, steady)
+        let detail = percent_of_peak(b, t, fig.estimate.point)
             .map(|(p, of)| format!("{p:.0}% of {of}"))
             .unwrap_or_else(|| {
-                if view.on_cpu {
+                if on_cpu {
                     "per second of synced wall time".into()
                 } else {
                     "device peak unknown".into()
                 }
             });
-        view.resource_facts
-            .push(fact("throughput", rate.clone(), detail));
+        facts.push(fact("throughput", rate.clone(), detail));
     }
-    if let Some(mem) = s.memory {
-        view.resource_facts.extend(memory_facts(mem));
+    if let Some(mem) = s.memory.peak {
+        facts.extend(memory_facts(mem));
+    }
+    if let Some(g) = &s.memory.growth {
+        facts.push(growth_fact(g));
+    }
+    if let Some(c) = b
+        .baseline
+        .as_ref()
+        .and_then(|c| memory_comparison(&c.outcome))
+    {
+        facts.push(fact(
+            "memory vs baseline",
+            c.verdict().label(),
+            c.figures
+                .iter()
+                .map(|f| f.describe())
+                .collect::<Vec<_>>()
+                .join("; "),
+        ));
+    }
+    facts
+}
+
+/// What the routine holds from call to call: flagged when it keeps memory per call.
+fn growth_fact(g: &gpubench_analysis::memory::GrowthSummary) -> Fact {
+    let calls = format!(
+        "allocated bytes after the outputs were dropped, read after two stretches of {} calls",
+        g.calls
+    );
+    match g.flag_text() {
+        Some(held) => fact(
+            "growth per call",
+            held,
+            format!("{calls}: the routine keeps memory every call (a cache that never evicts?)"),
+        ),
+        None => fact(
+            "growth per call",
+            "none",
+            format!("{calls}: nothing kept from call to call"),
+        ),
     }
 }
 
-pub(crate) fn memory_facts(mem: gpubench_analysis::MemoryStats) -> Vec<Fact> {
+pub(crate) fn memory_facts(mem: gpubench_record::measurement::MemoryStats) -> Vec<Fact> {
     let mut facts = vec![
         fact(
             "peak allocated",
@@ -488,10 +584,13 @@ pub const FLUSH_L2_REGIME: &str = "yes: one call per sample after a flush, so th
 /// The processes that measured the benchmark (`ran`, its record's rounds) with the
 /// policy they ran under, in words: `3`, `2 of 3`, `4 (3 to 6: more than 3 only for
 /// device-bound ...)`.
-pub(crate) fn processes_setting(p: &gpubench_analysis::ProcessPolicy, ran: usize) -> String {
+pub(crate) fn processes_setting(
+    p: &gpubench_record::measurement::ProcessPolicy,
+    ran: usize,
+) -> String {
     // Records from before the run wrote its policy into them carry the harness's own
     // view: one process.
-    if *p == gpubench_analysis::ProcessPolicy::single() {
+    if *p == gpubench_record::measurement::ProcessPolicy::single() {
         return ran.to_string();
     }
     if p.is_fixed() {
@@ -508,4 +607,23 @@ pub(crate) fn processes_setting(p: &gpubench_analysis::ProcessPolicy, ran: usize
         p.min,
         p.target_rel_ci * 100.0
     )
+}
+
+/// The lines of the allocator's state at the benchmark's peak
+/// (`--memory-peak-snapshot`), or why there is none; empty when not asked for.
+fn held_at_peak_lines(s: &gpubench_analysis::BenchmarkSummary) -> Vec<String> {
+    match (&s.memory.at_peak, &s.memory.at_peak_unavailable) {
+        (Some(p), _) => p.report_lines(s.memory.peak.map(|m| m.peak_allocated_bytes)),
+        (None, Some(why)) => vec![format!("no allocator snapshot at the peak: {why}")],
+        (None, None) => Vec::new(),
+    }
+}
+
+/// The snapshot's lines at an out-of-memory failure, or why there is none.
+fn held_lines(f: &gpubench_record::failure::Failure) -> Vec<String> {
+    match (&f.memory_snapshot, &f.memory_snapshot_unavailable) {
+        (Some(s), _) => s.report_lines(),
+        (None, Some(why)) => vec![format!("no allocator snapshot: {why}")],
+        (None, None) => Vec::new(),
+    }
 }

@@ -3,8 +3,11 @@
 
 use gpubench_analysis::baseline::{ComparisonOutcome, Metric};
 use gpubench_analysis::processes::{EstimateBasis, ProcessStats};
-use gpubench_analysis::stats::{Estimate, OutlierCounts};
-use gpubench_analysis::{BenchmarkSummary, Fingerprint, RawRecord, Throughput, TimeKind, Verdict};
+use gpubench_analysis::stats::OutlierCounts;
+use gpubench_analysis::{BenchmarkSummary, Verdict};
+use gpubench_record::estimate::Estimate;
+use gpubench_record::measurement::{Throughput, TimeKind};
+use gpubench_record::record::{Fingerprint, RawRecord};
 use serde::Serialize;
 
 use crate::format;
@@ -185,7 +188,7 @@ impl Figures {
         s: &BenchmarkSummary,
         compared: Option<TimeKind>,
     ) -> Option<Self> {
-        let primary_kind = s.primary_kind?;
+        let primary_kind = s.timing.primary_kind?;
         let p = s.primary()?;
         let compared_kind = compared.unwrap_or(primary_kind);
         Some(Figures {
@@ -198,9 +201,17 @@ impl Figures {
             processes: p.processes.clone(),
             mean: p.mean,
             outliers: p.outliers,
-            host: s.host.as_ref().map_or(f64::NAN, |h| h.estimate.point),
-            device: s.device.as_ref().map(|d| d.estimate.point),
-            wall: s.wall.as_ref().map_or(f64::NAN, |w| w.estimate.point),
+            host: s
+                .timing
+                .host
+                .as_ref()
+                .map_or(f64::NAN, |h| h.estimate.point),
+            device: s.timing.device.as_ref().map(|d| d.estimate.point),
+            wall: s
+                .timing
+                .wall
+                .as_ref()
+                .map_or(f64::NAN, |w| w.estimate.point),
             throughput: s
                 .throughput
                 .as_ref()
@@ -344,35 +355,20 @@ pub struct FailureView {
     pub message: String,
     /// The allocator's view at the failure.
     pub memory: Vec<Fact>,
+    /// What held memory at an out-of-memory failure (the snapshot's lines), or why
+    /// there is no snapshot.
+    pub held: Vec<String>,
 }
 
-/// One benchmark page.
-#[derive(Debug, Clone, Serialize)]
-pub struct BenchmarkView {
-    /// Benchmark id.
-    pub id: String,
-    /// Its name as the terminal shows it, `<target>/<id>` (the id when the target is
-    /// not known).
-    pub name: String,
-    /// Whether it ran on the CPU, where device time is host time: the page says so
-    /// once and shows no host-versus-device figures, charts or GPU words.
-    pub on_cpu: bool,
-    /// The sentence that says so, on the CPU.
-    pub cpu_note: Option<String>,
-    /// File stem of its page and chart folder.
-    pub stem: String,
-    /// Verdict or failure.
-    pub status: StatusView,
-    /// The failure, when it failed.
-    pub failure: Option<FailureView>,
-    /// Whether it was measured (not failed, not empty).
-    pub measured: bool,
-    /// Whether it was only smoke-tested (one call).
-    pub smoke: bool,
+/// What a measured benchmark's page says of its figures, part by part of its summary.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MeasuredFacts {
     /// Which time the steady-state figures are: device or synced wall.
     pub primary_label: String,
-    /// The headline figures.
+    /// The headline figures: the estimate, the comparison, the samples.
     pub key_facts: Vec<Fact>,
+    /// On the CPU, the sentence that says device time is host time there.
+    pub cpu_note: Option<String>,
     /// A sentence on what the timings say, e.g. that it is device-bound.
     pub reading: Vec<String>,
     /// Host, device and wall medians.
@@ -386,6 +382,37 @@ pub struct BenchmarkView {
     pub naive_rows: Vec<NaiveRow>,
     /// Throughput and memory.
     pub resource_facts: Vec<Fact>,
+}
+
+/// One benchmark page.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchmarkView {
+    /// Benchmark id.
+    pub id: String,
+    /// The link to its trend on the history page, when there is one.
+    pub history: Option<String>,
+    /// Its name as the terminal shows it, `<target>/<id>` (the id when the target is
+    /// not known).
+    pub name: String,
+    /// Whether it ran on the CPU, where device time is host time: the page says so
+    /// once and shows no host-versus-device figures, charts or GPU words.
+    pub on_cpu: bool,
+    /// File stem of its page and chart folder.
+    pub stem: String,
+    /// Verdict or failure.
+    pub status: StatusView,
+    /// The failure, when it failed.
+    pub failure: Option<FailureView>,
+    /// Whether it was measured (not failed, not empty).
+    pub measured: bool,
+    /// Whether it was only smoke-tested (one call).
+    pub smoke: bool,
+    /// What its figures say; empty when it was not measured.
+    #[serde(flatten)]
+    pub facts: MeasuredFacts,
+    /// What held memory at the peak (`--memory-peak-snapshot`), or why it could not
+    /// be read.
+    pub held_at_peak: Vec<String>,
     /// The baseline's note, e.g. why it was not compared.
     pub baseline_note: Option<String>,
     /// Charts.

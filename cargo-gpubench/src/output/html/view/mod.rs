@@ -16,7 +16,8 @@ use crate::output::html::peaks::device_peaks;
 use crate::output::html::view::benchmark::benchmark_view;
 use crate::output::html::view::common::{environment_rows, on_cpu, Figures};
 use crate::output::html::view::summary::{summary_row, CountView, ScorecardRow, SummaryRow};
-use gpubench_analysis::{BenchmarkSummary, Fingerprint, RawRecord};
+use gpubench_analysis::BenchmarkSummary;
+use gpubench_record::record::{Fingerprint, RawRecord};
 use std::collections::BTreeSet;
 
 /// The summary and every benchmark page.
@@ -33,7 +34,61 @@ pub fn build_all(input: &ReportInput) -> Views {
         super::parallel::map(&input.benchmarks, build_one)
             .into_iter()
             .unzip();
-    let scorecard = benchmarks
+    let records: Vec<&RawRecord> = input.benchmarks.iter().map(|b| &b.record).collect();
+    let known: Vec<&Fingerprint> = records
+        .iter()
+        .map(|r| &r.fingerprint)
+        .filter(|f| f.device.name != "unknown")
+        .collect();
+    let devices: BTreeSet<&str> = known.iter().map(|f| f.device.name.as_str()).collect();
+    let cpu_only = !known.is_empty() && known.iter().all(|f| on_cpu(f));
+    let environment = known
+        .first()
+        .or(records.first().map(|r| &r.fingerprint).as_ref())
+        .map(|f| run_environment(f, &known))
+        .unwrap_or_default();
+    let environment_warning = (devices.len() > 1).then(|| {
+        format!(
+            "These records come from {} different devices ({}); compare figures only within one device.",
+            devices.len(),
+            devices.iter().copied().collect::<Vec<_>>().join(", ")
+        )
+    });
+    let has_kernels = rows.iter().any(|r| !r.kernel.text.is_empty());
+    let title = if input.title.trim().is_empty() {
+        "cargo gpubench report".to_string()
+    } else {
+        input.title.clone()
+    };
+    Views {
+        summary: SummaryView {
+            title,
+            baseline_name: input.baseline_name.clone(),
+            baseline_origin: input.baseline_fingerprint.as_ref().map(baseline_origin),
+            generated_at: input.generated_at.clone(),
+            counts: status_counts(&benchmarks),
+            total: benchmarks.len(),
+            environment,
+            environment_warning,
+            peaks: devices.first().and_then(|name| peaks_line(name)),
+            has_kernels,
+            cpu_only,
+            // Time, processes, change, cold call, throughput, memory; host and device
+            // off the CPU; kernel time where measured.
+            figure_columns: 6 + 2 * usize::from(!cpu_only) + usize::from(has_kernels),
+            rows,
+            missing_in_current: input.missing_in_current.clone(),
+            missing: input.missing.clone(),
+            not_selected: input.not_selected.clone(),
+            scorecard: scorecard(&benchmarks),
+        },
+        benchmarks,
+    }
+}
+
+/// The eager-versus-compiled benchmarks' headline: speed-up and agreement.
+fn scorecard(benchmarks: &[BenchmarkView]) -> Vec<ScorecardRow> {
+    benchmarks
         .iter()
         .filter_map(|v| {
             let c = v.comparison.as_ref()?;
@@ -46,9 +101,13 @@ pub fn build_all(input: &ReportInput) -> Views {
                 flags: c.flags.clone(),
             })
         })
-        .collect();
+        .collect()
+}
+
+/// How many benchmarks have each status, most severe first.
+fn status_counts(benchmarks: &[BenchmarkView]) -> Vec<CountView> {
     let mut counts: Vec<CountView> = Vec::new();
-    for v in &benchmarks {
+    for v in benchmarks {
         match counts.iter_mut().find(|c| c.status.class == v.status.class) {
             Some(c) => c.n += 1,
             None => counts.push(CountView {
@@ -58,104 +117,61 @@ pub fn build_all(input: &ReportInput) -> Views {
         }
     }
     counts.sort_by_key(|c| c.status.rank);
+    counts
+}
 
-    let records: Vec<&RawRecord> = input.benchmarks.iter().map(|b| &b.record).collect();
-    let known: Vec<&Fingerprint> = records
+/// The environment of `f`, naming every GPU of its model the run used (`--devices`,
+/// a merge) and the span of time the records were measured in.
+fn run_environment(f: &Fingerprint, known: &[&Fingerprint]) -> Vec<(String, String)> {
+    let mut rows = environment_rows(f);
+    // Each benchmark's page names its own device.
+    let labels: BTreeSet<String> = known
         .iter()
-        .map(|r| &r.fingerprint)
-        .filter(|f| f.device.name != "unknown")
+        .filter(|k| k.device.name == f.device.name)
+        .map(|k| k.device.label())
         .collect();
-    let devices: BTreeSet<&str> = known.iter().map(|f| f.device.name.as_str()).collect();
-    let cpu_only = !known.is_empty() && known.iter().all(|f| on_cpu(f));
-    let environment = known
-        .first()
-        .or(records.first().map(|r| &r.fingerprint).as_ref())
-        .map(|f| {
-            let mut rows = environment_rows(f);
-            // A run on several GPUs of one model (`--devices`, a merge) names them
-            // all; each benchmark's page names its own.
-            let labels: BTreeSet<String> = known
-                .iter()
-                .filter(|k| k.device.name == f.device.name)
-                .map(|k| k.device.label())
-                .collect();
-            if labels.len() > 1 {
-                if let Some(row) = rows.iter_mut().find(|(k, _)| k == "device") {
-                    let one = format!("({})", f.device.label());
-                    let all = format!("({})", labels.into_iter().collect::<Vec<_>>().join(", "));
-                    row.1 = row.1.replacen(&one, &all, 1);
-                }
-            }
-            let stamps: BTreeSet<&str> = known.iter().map(|f| f.timestamp.as_str()).collect();
-            if let (Some(first), Some(last)) = (stamps.first(), stamps.last()) {
-                if first != last {
-                    if let Some(row) = rows.iter_mut().find(|(k, _)| k == "measured at") {
-                        row.1 = format!("{first} to {last}");
-                    }
-                }
-            }
-            rows
-        })
-        .unwrap_or_default();
-    let environment_warning = (devices.len() > 1).then(|| {
-        format!(
-            "These records come from {} different devices ({}); compare figures only within one device.",
-            devices.len(),
-            devices.iter().copied().collect::<Vec<_>>().join(", ")
-        )
-    });
-    let peaks = devices.first().and_then(|name| {
-        let p = device_peaks(name)?;
-        let flops: Vec<String> = p
-            .tflops
-            .iter()
-            .map(|(d, tf)| format!("{d} {tf} TFLOP/s"))
-            .collect();
-        Some(format!(
-            "{}: dense {}; memory {} GB/s",
-            p.model,
-            flops.join(", "),
-            p.memory_gb_s
-        ))
-    });
-    let baseline_origin = input.baseline_fingerprint.as_ref().map(|f| {
-        let mut s = format!("{} ({})", f.device.name, f.device.label());
-        if let Some(c) = &f.git_commit {
-            s.push_str(&format!(", commit {}", short_commit(c)));
+    if labels.len() > 1 {
+        if let Some(row) = rows.iter_mut().find(|(k, _)| k == "device") {
+            let one = format!("({})", f.device.label());
+            let all = format!("({})", labels.into_iter().collect::<Vec<_>>().join(", "));
+            row.1 = row.1.replacen(&one, &all, 1);
         }
-        s.push_str(&format!(", measured {}", f.timestamp));
-        s
-    });
-    let has_kernels = rows.iter().any(|r| !r.kernel.text.is_empty());
-    let title = if input.title.trim().is_empty() {
-        "cargo gpubench report".to_string()
-    } else {
-        input.title.clone()
-    };
-    Views {
-        summary: SummaryView {
-            title,
-            baseline_name: input.baseline_name.clone(),
-            baseline_origin,
-            generated_at: input.generated_at.clone(),
-            counts,
-            total: benchmarks.len(),
-            environment,
-            environment_warning,
-            peaks,
-            has_kernels,
-            cpu_only,
-            // Time, processes, change, cold call, throughput, memory; host and device
-            // off the CPU; kernel time where measured.
-            figure_columns: 6 + 2 * usize::from(!cpu_only) + usize::from(has_kernels),
-            rows,
-            missing_in_current: input.missing_in_current.clone(),
-            missing: input.missing.clone(),
-            not_selected: input.not_selected.clone(),
-            scorecard,
-        },
-        benchmarks,
     }
+    let stamps: BTreeSet<&str> = known.iter().map(|f| f.timestamp.as_str()).collect();
+    if let (Some(first), Some(last)) = (stamps.first(), stamps.last()) {
+        if first != last {
+            if let Some(row) = rows.iter_mut().find(|(k, _)| k == "measured at") {
+                row.1 = format!("{first} to {last}");
+            }
+        }
+    }
+    rows
+}
+
+/// The device model's peaks, when known: `NVIDIA H200: dense …; memory … GB/s`.
+fn peaks_line(name: &str) -> Option<String> {
+    let p = device_peaks(name)?;
+    let flops: Vec<String> = p
+        .tflops
+        .iter()
+        .map(|(d, tf)| format!("{d} {tf} TFLOP/s"))
+        .collect();
+    Some(format!(
+        "{}: dense {}; memory {} GB/s",
+        p.model,
+        flops.join(", "),
+        p.memory_gb_s
+    ))
+}
+
+/// Where the baseline was measured: device, commit and time.
+fn baseline_origin(f: &Fingerprint) -> String {
+    let mut s = format!("{} ({})", f.device.name, f.device.label());
+    if let Some(c) = &f.git_commit {
+        s.push_str(&format!(", commit {}", short_commit(c)));
+    }
+    s.push_str(&format!(", measured {}", f.timestamp));
+    s
 }
 
 fn short_commit(c: &str) -> &str {

@@ -7,8 +7,10 @@ use crate::output::html::view::common::{
     baseline_note, compared, first_line, percent_of_peak, wrap_points, BenchmarkView, Cell,
     Figures, StatusView,
 };
-use gpubench_analysis::kernels::{count_text, Counter};
-use gpubench_analysis::{BenchmarkSummary, RunMode};
+use gpubench_analysis::kernels::count_text;
+use gpubench_analysis::BenchmarkSummary;
+use gpubench_record::kernels::Counter;
+use gpubench_record::measurement::RunMode;
 use serde::Serialize;
 
 /// One row of the summary table.
@@ -122,40 +124,63 @@ pub(crate) fn summary_row(
     fig: Option<&Figures>,
 ) -> SummaryRow {
     let r = &b.record;
-    let m = r.first_measurement();
-    let time = match fig {
-        Some(f) => Cell {
-            text: format::duration(f.estimate.point),
-            detail: format::figure_spread(&f.estimate, &f.processes.medians),
-            sort: format!("{}", f.estimate.point),
-        },
-        None => Cell::default(),
-    };
-    let processes = match fig {
-        Some(f) => Cell {
-            text: f.processes.count.to_string(),
-            detail: f
-                .processes
-                .between
-                .map(|b| format!("±{} between", crate::format::spread_percent(b)))
-                .unwrap_or_default(),
-            sort: f.processes.count.to_string(),
-        },
-        None => Cell::default(),
-    };
-    let change = compared(b)
+    SummaryRow {
+        id: r.id.clone(),
+        name: b.name().to_string(),
+        id_parts: wrap_points(b.name()),
+        href: format!("bench/{}.html", v.stem),
+        status: v.status.clone(),
+        time: fig.map(time_cell).unwrap_or_default(),
+        processes: fig.map(processes_cell).unwrap_or_default(),
+        change: change_cell(b),
+        host: Cell::duration(fig.map(|f| f.host)),
+        device: Cell::duration(fig.and_then(|f| f.device)),
+        kernel: kernel_cell(b, s),
+        cold: Cell::duration(s.cold.first().map(|c| c.wall_ns)),
+        throughput: throughput_cell(b, fig),
+        memory: memory_cell(s),
+        note: row_note(b, s),
+    }
+}
+
+/// The estimate with how far its processes spread.
+fn time_cell(f: &Figures) -> Cell {
+    Cell {
+        text: format::duration(f.estimate.point),
+        detail: format::figure_spread(&f.estimate, &f.processes.medians),
+        sort: format!("{}", f.estimate.point),
+    }
+}
+
+/// The processes, with the spread between them.
+fn processes_cell(f: &Figures) -> Cell {
+    Cell {
+        text: f.processes.count.to_string(),
+        detail: f
+            .processes
+            .between
+            .map(|b| format!("±{} between", crate::format::spread_percent(b)))
+            .unwrap_or_default(),
+        sort: f.processes.count.to_string(),
+    }
+}
+
+/// The change against the baseline with its interval, when compared.
+fn change_cell(b: &ReportBenchmark) -> Cell {
+    compared(b)
         .map(|c| c.change)
         .map(|e| Cell {
             text: format::percent_change(e.point),
             detail: format::percent_interval(e.lower, e.upper),
             sort: format!("{}", e.point),
         })
-        .unwrap_or_default();
-    let host = Cell::duration(fig.map(|f| f.host));
-    let device = Cell::duration(fig.and_then(|f| f.device));
-    let kernel = kernel_cell(b, s);
-    let cold = Cell::duration(s.cold.first().map(|c| c.wall_ns));
-    let throughput = match (m.and_then(|m| m.throughput), fig) {
+        .unwrap_or_default()
+}
+
+/// The rate at the estimate, with its share of the device's peak.
+fn throughput_cell(b: &ReportBenchmark, fig: Option<&Figures>) -> Cell {
+    let declared = b.record.first_measurement().and_then(|m| m.throughput);
+    match (declared, fig) {
         (
             Some(t),
             Some(Figures {
@@ -171,49 +196,40 @@ pub(crate) fn summary_row(
             sort: format!("{per_s}"),
         },
         _ => Cell::default(),
-    };
-    let memory = s
-        .memory
+    }
+}
+
+/// Peak allocated memory, with what the allocator reserved.
+fn memory_cell(s: &BenchmarkSummary) -> Cell {
+    s.memory
+        .peak
         .map(|mem| Cell {
             text: format::bytes(mem.peak_allocated_bytes),
             detail: format!("{} reserved", format::bytes(mem.peak_reserved_bytes)),
             sort: mem.peak_allocated_bytes.to_string(),
         })
-        .unwrap_or_default();
-    let note = if let Some(f) = r.failure() {
-        format!("{}: {}", f.kind.label(), first_line(&f.message, 160))
-    } else {
-        let mut parts: Vec<String> = s.flags.iter().map(|f| f.label().to_string()).collect();
-        match baseline_note(b) {
-            Some(n) => parts.push(n),
-            None if r.config.mode == RunMode::Smoke => parts.push("smoke run (one call)".into()),
-            None => {}
-        }
-        parts.join("; ")
-    };
-    SummaryRow {
-        id: r.id.clone(),
-        name: b.name().to_string(),
-        id_parts: wrap_points(b.name()),
-        href: format!("bench/{}.html", v.stem),
-        status: v.status.clone(),
-        time,
-        processes,
-        change,
-        host,
-        device,
-        kernel,
-        cold,
-        throughput,
-        memory,
-        note,
+        .unwrap_or_default()
+}
+
+/// The failure, or the flags and the baseline's note.
+fn row_note(b: &ReportBenchmark, s: &BenchmarkSummary) -> String {
+    let r = &b.record;
+    if let Some(f) = r.failure() {
+        return format!("{}: {}", f.kind.label(), first_line(&f.message, 160));
     }
+    let mut parts: Vec<String> = s.flags.iter().map(|f| f.label().to_string()).collect();
+    match baseline_note(b) {
+        Some(n) => parts.push(n),
+        None if r.config.mode == RunMode::Smoke => parts.push("smoke run (one call)".into()),
+        None => {}
+    }
+    parts.join("; ")
 }
 
 /// Kernel time per call; below it the change and verdict against the baseline, the
 /// counters' changes, or else the kernels per call.
 pub(crate) fn kernel_cell(b: &ReportBenchmark, s: &BenchmarkSummary) -> Cell {
-    let Some(k) = &s.kernel else {
+    let Some(k) = &s.timing.kernel else {
         return Cell::default();
     };
     let outcome = b.baseline.as_ref().map(|c| &c.outcome);
@@ -230,7 +246,7 @@ pub(crate) fn kernel_cell(b: &ReportBenchmark, s: &BenchmarkSummary) -> Cell {
             detail.extend(changes.iter().map(|c| c.describe()));
         }
         _ => {
-            if let Some(n) = s.counters.and_then(|c| c.per_call(Counter::Kernels)) {
+            if let Some(n) = s.counters.counts.and_then(|c| c.per_call(Counter::Kernels)) {
                 detail.push(format!(
                     "{} kernel{} per call",
                     count_text(n),

@@ -1,0 +1,55 @@
+//! The options of `cargo gpubench capacity`.
+
+use clap::Args;
+
+use super::RunArgs;
+
+/// What `capacity --help` says.
+pub const CAPACITY_ABOUT: &str = "Find the largest size (a batch, a sequence length) of each \
+    capacity benchmark (`#[gpu_bench(capacity = \"batch\", args = [256])]`) that fits in \
+    device memory: from its first `args` value the size doubles until a probe runs out of \
+    memory (with two fitting sizes, the fit of memory against size predicts where it runs \
+    out and the next probe goes there), then bisection narrows the bracket to \
+    --resolution. Each probe is the benchmark run at one size in a fresh process, for a few \
+    calls. Reported: the largest size that fits, per-item and fixed bytes (a least-squares \
+    fit of the probes' peak allocated memory), and the headroom at the declared size. \
+    Stored as <out-dir>/capacity/<name>.json; --save-baseline NAME writes \
+    <baselines-dir>/../capacity/NAME/<name>.json, and a search is compared with the \
+    baseline's (`main` by default): a size the baseline fitted that runs out of memory now is \
+    a regression (exit code 4).";
+
+/// Options of `cargo gpubench capacity`.
+#[derive(Debug, Clone, Args)]
+pub struct CapacityArgs {
+    /// Which executables, benchmarks (FILTER matches capacity benchmark names), device,
+    /// baselines, output.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Most probe processes per benchmark.
+    #[arg(
+        long,
+        value_name = "N",
+        env = "GPUBENCH_MAX_PROBES",
+        default_value_t = 10
+    )]
+    pub max_probes: usize,
+    /// Stop when the largest fitting and smallest failing sizes are within this
+    /// fraction of the size (at least one item).
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        env = "GPUBENCH_CAPACITY_RESOLUTION",
+        default_value_t = 0.01
+    )]
+    pub resolution: f64,
+    /// Cap the device's allocator at this fraction of its memory for every probe
+    /// (`torch.cuda.set_per_process_memory_fraction`): a smaller limit makes the
+    /// probes quick on a large GPU. Recorded with the result; searches under other
+    /// caps are not compared.
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        env = "GPUBENCH_CAPACITY_MEMORY_FRACTION"
+    )]
+    pub memory_fraction: Option<f64>,
+}

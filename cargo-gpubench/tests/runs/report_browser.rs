@@ -1,0 +1,258 @@
+//! The report in a real browser: headless Chromium opens the pages from `file://`,
+//! the test reads the DOM after scripts ran, and checks that a screenshot shows a
+//! rendered page rather than a blank one.
+//!
+//! Chromium must be installed (`apt-get install chromium`; `scripts/test` does it);
+//! without it these tests fail and say so. `GPUBENCH_CHROMIUM` names another binary.
+//! Set `GPUBENCH_REPORT_KEEP=<dir>` to keep the report and screenshots in `<dir>`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::fixtures::*;
+use cargo_gpubench::output::html::{render, ReportIndex};
+use scraper::{Html, Selector};
+
+const CANDIDATES: &[&str] = &["chromium", "chromium-browser", "google-chrome", "chrome"];
+
+fn chromium() -> PathBuf {
+    if let Some(p) = std::env::var_os("GPUBENCH_CHROMIUM") {
+        return PathBuf::from(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        for name in CANDIDATES {
+            let p = dir.join(name);
+            if p.is_file() {
+                return p;
+            }
+        }
+    }
+    panic!(
+        "chromium not found on PATH: the report's browser test needs it. Install it with \
+         `apt-get install chromium` (scripts/test does this), or point GPUBENCH_CHROMIUM at \
+         a Chromium or Chrome binary"
+    );
+}
+
+/// Where the report and screenshots go: a kept folder or a temporary one.
+struct Workdir {
+    path: PathBuf,
+    _temp: Option<tempfile::TempDir>,
+}
+
+fn workdir(name: &str) -> Workdir {
+    match std::env::var_os("GPUBENCH_REPORT_KEEP") {
+        Some(dir) => {
+            let path = PathBuf::from(dir).join(name);
+            std::fs::create_dir_all(&path).unwrap();
+            Workdir { path, _temp: None }
+        }
+        None => {
+            let t = tempfile::tempdir().unwrap();
+            Workdir {
+                path: t.path().to_path_buf(),
+                _temp: Some(t),
+            }
+        }
+    }
+}
+
+/// Runs headless Chromium on `url` with `extra` arguments; returns stdout.
+fn run_chromium(work: &Path, url: &str, extra: &[String]) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(chromium());
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--hide-scrollbars",
+        "--force-device-scale-factor=1",
+    ])
+    .arg(format!("--user-data-dir={}", profile.path().display()))
+    .args(extra)
+    .arg(url)
+    .current_dir(work)
+    .env("HOME", profile.path())
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("failed to start chromium: {e}"));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within 120 s on {url}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "chromium failed on {url}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn file_url(path: &Path) -> String {
+    format!("file://{}", path.canonicalize().unwrap().display())
+}
+
+fn dump_dom(work: &Path, url: &str) -> Html {
+    let dom = run_chromium(work, url, &["--dump-dom".to_string()]);
+    assert!(dom.contains("</html>"), "no DOM from chromium: {dom}");
+    Html::parse_document(&dom)
+}
+
+/// Takes a 1280×2000 screenshot and checks it shows a rendered page: many colours
+/// and plenty of non-white pixels.
+fn screenshot(work: &Path, url: &str, png_path: &Path) {
+    let _ = std::fs::remove_file(png_path);
+    run_chromium(
+        work,
+        url,
+        &[
+            format!("--screenshot={}", png_path.display()),
+            "--window-size=1280,2000".to_string(),
+        ],
+    );
+    let decoder =
+        png::Decoder::new(std::fs::File::open(png_path).unwrap_or_else(|e| {
+            panic!("chromium wrote no screenshot {}: {e}", png_path.display())
+        }));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), (1280, 2000));
+    let channels = info.color_type.samples();
+    assert!(
+        channels >= 3,
+        "unexpected colour type {:?}",
+        info.color_type
+    );
+    let mut colours = std::collections::HashSet::new();
+    let mut non_white = 0usize;
+    let pixels = buf[..info.buffer_size()].chunks(channels);
+    let total = (info.width * info.height) as usize;
+    for px in pixels {
+        let rgb = (px[0], px[1], px[2]);
+        colours.insert(rgb);
+        if rgb.0 < 235 || rgb.1 < 235 || rgb.2 < 235 {
+            non_white += 1;
+        }
+    }
+    assert!(
+        colours.len() > 200,
+        "screenshot {} looks blank: {} colours",
+        png_path.display(),
+        colours.len()
+    );
+    let frac = non_white as f64 / total as f64;
+    assert!(
+        frac > 0.03,
+        "screenshot {} is almost all white ({:.1}% non-white)",
+        png_path.display(),
+        frac * 100.0
+    );
+}
+
+fn demo_report(work: &Path) -> ReportIndex {
+    render(&demo_input(), &work.join("report")).unwrap()
+}
+
+fn sel(s: &str) -> Selector {
+    Selector::parse(s).unwrap()
+}
+
+#[test]
+fn summary_page_loads_from_file_sorts_and_is_not_blank() {
+    let work = workdir("summary");
+    let index = demo_report(&work.path);
+    let url = format!("{}#sort=benchmarks.time.desc", file_url(&index.index));
+    let dom = dump_dom(&work.path, &url);
+
+    let table = dom.select(&sel("table#benchmarks")).next().expect("table");
+    assert_eq!(
+        table.value().attr("data-sortable"),
+        Some("ready"),
+        "the sorting script did not run"
+    );
+    assert_eq!(table.value().attr("data-sorted-by"), Some("time.desc"));
+    assert!(
+        dom.select(&sel("#benchmarks thead th button.sort")).count() == 11,
+        "every heading becomes a sort button"
+    );
+    // Rows are in descending time order, blanks (the failure) last.
+    let medians: Vec<Option<f64>> = dom
+        .select(&sel("#benchmarks tbody tr"))
+        .map(|row| {
+            let cell = row.select(&sel("td")).nth(1).unwrap();
+            cell.value().attr("data-sort").unwrap().parse().ok()
+        })
+        .collect();
+    assert_eq!(medians.last(), Some(&None), "{medians:?}");
+    let known: Vec<f64> = medians.iter().flatten().copied().collect();
+    assert!(known.windows(2).all(|w| w[0] >= w[1]), "{known:?}");
+    assert_eq!(known.len() + 1, medians.len());
+
+    let text: String = dom.select(&sel("main")).next().unwrap().text().collect();
+    for needle in [
+        "matmul_bf16/4096",
+        HOSTILE_ID,
+        FAILED_ID,
+        "regressed",
+        "improved",
+        "no change",
+        "ambiguous",
+        "failed",
+        "How to read this",
+    ] {
+        assert!(text.contains(needle), "summary lacks {needle:?}");
+    }
+    // The hostile id is text, not a script: the only script is ours.
+    assert_eq!(dom.select(&sel("script")).count(), 1);
+
+    screenshot(
+        &work.path,
+        &file_url(&index.index),
+        &work.path.join("summary.png"),
+    );
+}
+
+#[test]
+fn benchmark_pages_load_from_file_with_their_charts() {
+    let work = workdir("benchmark");
+    let index = demo_report(&work.path);
+    for id in ["matmul_bf16/4096", COMPARISON_ID, FAILED_ID] {
+        let page = &index.pages[id];
+        let dom = dump_dom(&work.path, &file_url(page));
+        let h1: String = dom.select(&sel("h1")).next().unwrap().text().collect();
+        assert!(h1.contains(id), "{h1}");
+        let stem = page.file_stem().unwrap().to_string_lossy().into_owned();
+        for img in dom.select(&sel("img")) {
+            let src = img.value().attr("src").unwrap();
+            assert!(src.starts_with(&format!("{stem}/")), "{src}");
+            assert!(page.parent().unwrap().join(src).is_file(), "{src}");
+        }
+        let shot = work.path.join(format!("{stem}.png"));
+        screenshot(&work.path, &file_url(page), &shot);
+    }
+    let failed = dump_dom(&work.path, &file_url(&index.pages[FAILED_ID]));
+    let text: String = failed.select(&sel("main")).next().unwrap().text().collect();
+    assert!(text.contains("Failed: out of memory"));
+}
