@@ -152,7 +152,7 @@ impl Default for MeasurementConfig {
 /// After each round the statistics (`gpubench-analysis`'s `DecideRounds`) say whether a benchmark needs another
 /// process: always until `min`; then, for a device-bound benchmark, while the
 /// interval is wider than `target_rel_ci`, up to `max` and the time budget (work on
-/// the CPU device too: it is judged on its processes' spread). A
+/// the CPU device too). A
 /// benchmark whose time rests on the host's dispatch speed on a GPU stops at `min`:
 /// its spread comes from the host and drifts from run to run, which more processes of
 /// one run cannot pin down, and stopping once its interval looks narrow would pick

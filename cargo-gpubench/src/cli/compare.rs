@@ -10,7 +10,8 @@ use clap::{ArgAction, Args, ValueEnum};
 use gpubench_analysis::baseline::validate_name;
 use gpubench_analysis::baseline::{AllowMissing, AllowWord, Gate, Metric};
 use gpubench_analysis::compare::{
-    DEFAULT_HOST_NOISE_THRESHOLD, DEFAULT_NOISE_THRESHOLD, DEFAULT_SIGNIFICANCE,
+    DEFAULT_CPU_NOISE_THRESHOLD, DEFAULT_HOST_NOISE_THRESHOLD, DEFAULT_NOISE_THRESHOLD,
+    DEFAULT_SIGNIFICANCE,
 };
 use gpubench_analysis::{CompareConfig, FailOn};
 
@@ -184,6 +185,20 @@ pub struct VerdictArgs {
     )]
     pub host_noise_threshold: f64,
 
+    /// Noise threshold of benchmarks run on the CPU device: the routine's work on the
+    /// host's cores drifts between runs by more than a run's processes show (on an idle
+    /// 2-core machine unchanged code read up to 7% apart), so smaller changes of it are
+    /// no change. A host too busy to serve the benchmark's threads needs
+    /// --host-noise-threshold.
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        env = "GPUBENCH_CPU_NOISE_THRESHOLD",
+        default_value_t = DEFAULT_CPU_NOISE_THRESHOLD,
+        value_parser = parse_noise_threshold
+    )]
+    pub cpu_noise_threshold: f64,
+
     /// Compare with a baseline recorded on another device model (otherwise such
     /// benchmarks are listed as not compared, naming both devices).
     #[arg(
@@ -296,6 +311,7 @@ impl VerdictArgs {
             significance: self.significance,
             noise_threshold: self.noise_threshold,
             host_noise_threshold: self.host_noise_threshold,
+            cpu_noise_threshold: self.cpu_noise_threshold,
             ..CompareConfig::default()
         }
     }

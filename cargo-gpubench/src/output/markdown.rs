@@ -11,6 +11,7 @@ use anyhow::Context;
 use std::fmt::Write as _;
 
 use gpubench_analysis::baseline::ComparisonOutcome;
+use gpubench_analysis::processes::Bound;
 use gpubench_analysis::{BenchmarkSummary, Verdict};
 use gpubench_record::kernels::Counter;
 use gpubench_record::units::format_ns;
@@ -154,8 +155,14 @@ impl MarkdownSummary<'_> {
                     code(&c.baseline.name)
                 ));
                 let s = &c.settings;
+                // The CPU device's threshold where a benchmark ran there.
+                let cpu = if self.summaries().any(|b| b.timing.bound == Some(Bound::Cpu)) {
+                    format!(", CPU ±{}", plain_percent(s.config.cpu_noise_threshold))
+                } else {
+                    String::new()
+                };
                 parts.push(format!(
-                    "**Gate:** `--fail-on {} --gate-on {}`, significance {}, noise threshold ±{} (host-bound ±{})",
+                    "**Gate:** `--fail-on {} --gate-on {}`, significance {}, noise threshold ±{} (host-bound ±{}{cpu})",
                     s.fail_on,
                     s.gate,
                     s.config.significance,

@@ -365,6 +365,12 @@ fn benchmark_page_shows_distribution_timeline_warmup_cold_and_host_vs_device() {
 fn kernel_time_counters_and_the_kernel_diff_render_on_the_page_and_the_summary() {
     let (_dir, index) = rendered(&demo_input());
     let doc = parse(&index.pages[KERNELS_ID]);
+    // Its time is host-bound: the page says which threshold judged it.
+    let main = text_of(&doc, "main");
+    assert!(
+        main.contains("threshold ±50.0% (host-bound work's, --host-noise-threshold)"),
+        "{main}"
+    );
     let section = text_of(&doc, "section[aria-labelledby=gpu-h]");
     for needle in [
         "What the GPU did per call",

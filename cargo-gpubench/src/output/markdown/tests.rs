@@ -434,3 +434,87 @@ fn a_list_folds_past_a_handful_of_items() {
     list(&mut out, "**Failed:**", "Failed", &[]);
     assert_eq!(out, "");
 }
+
+/// Three processes on the CPU device whose per-iteration times are `base_ns` times
+/// the same ±1% pattern, 0.8% apart.
+fn cpu_record(id: &str, base_ns: f64) -> RawRecord {
+    let process = |f: f64| {
+        let pattern = [1.0, 1.01, 0.99, 1.005, 0.995];
+        RecordBuilder::passed(id)
+            .cpu("AMD EPYC")
+            .samples((0..20).map(|i| {
+                let wall = base_ns * f * pattern[i % pattern.len()] * 10.0;
+                sample(10, wall, wall, None)
+            }))
+            .build()
+    };
+    let mut r = process(1.0);
+    r.append_rounds(process(1.008)).unwrap();
+    r.append_rounds(process(0.994)).unwrap();
+    r
+}
+
+#[test]
+fn a_cpu_run_four_percent_from_its_baseline_is_no_change_and_the_gate_line_says_why() {
+    // As a CI runner measured unchanged code in two runs minutes apart: 351.8 µs
+    // against 337.9 µs, each run's processes within 0.8%.
+    let base = [BaselineEntry::from_record(&cpu_record("matmul_f32/256", 351.8e3)).unwrap()];
+    let now = vec![cpu_record("matmul_f32/256", 337.9e3)];
+    let settings = |config| VerdictSettings {
+        config,
+        fail_on: FailOn::Regressed,
+        allow_device_mismatch: false,
+        gate: Gate::default(),
+        allow_settings_mismatch: false,
+        allow_missing: Default::default(),
+    };
+    let source = Source {
+        kind: SourceKind::Baseline,
+        name: "main".into(),
+        path: "/ws/gpubench/baselines/main".into(),
+        default: true,
+        device: None,
+    };
+    let render = |c: &RunComparison| {
+        let entries: Vec<SummaryEntry> = now.iter().map(entry).collect();
+        MarkdownSummary {
+            subject: "run `20260101T000000.000Z-1-0`",
+            report: None,
+            entries: &entries,
+            comparison: Some(c),
+            exit: Exit::of_verdicts(false, false, c.gate_tripped),
+        }
+        .render()
+    };
+    let c = RunComparison::judge(
+        &now,
+        &base,
+        source.clone(),
+        settings(CompareConfig::default()),
+    )
+    .unwrap();
+    let md = render(&c);
+    assert!(
+        md.contains("noise threshold ±2% (host-bound ±50%, CPU ±10%)"),
+        "{md}"
+    );
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| `matmul/matmul_f32/256` |"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(
+        row.contains("-4.0%") && row.ends_with("| no change |"),
+        "{row}"
+    );
+    assert!(md.contains("**Result: no regression**"), "{md}");
+    // Judged on ±2% as device-bound work is, the same runs read as an improvement:
+    // what --cpu-noise-threshold 0.02 asks for.
+    let strict = CompareConfig {
+        cpu_noise_threshold: 0.02,
+        ..CompareConfig::default()
+    };
+    let c = RunComparison::judge(&now, &base, source, settings(strict)).unwrap();
+    let md = render(&c);
+    assert!(md.contains("(host-bound ±50%, CPU ±2%)"), "{md}");
+    assert!(md.contains("| improved |"), "{md}");
+}

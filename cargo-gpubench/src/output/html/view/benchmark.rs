@@ -12,7 +12,8 @@ use crate::output::html::view::common::{
     time_label, BenchmarkView, ColdRow, FailureView, Figures, MeasuredFacts, NaiveRow, PageCharts,
 };
 use crate::output::html::view::plots::{comparison_chart, fill_charts};
-use gpubench_analysis::processes::EstimateBasis;
+use gpubench_analysis::compare::SPREAD_MULTIPLE;
+use gpubench_analysis::processes::{Bound, EstimateBasis};
 use gpubench_analysis::BenchmarkSummary;
 use gpubench_record::id::file_stem_for_id;
 use gpubench_record::measurement::{Flag, NaiveLoop};
@@ -95,7 +96,7 @@ fn measured_facts(
 ) -> MeasuredFacts {
     let mut key_facts = estimate_facts(fig);
     if let Some(c) = compared(b) {
-        key_facts.extend(comparison_facts(c, fig));
+        key_facts.extend(comparison_facts(c, fig, s.timing.bound));
     }
     key_facts.extend(sample_facts(b, m, fig));
     if !on_cpu {
@@ -188,19 +189,39 @@ fn estimate_facts(fig: &Figures) -> Vec<Fact> {
 }
 
 /// The change against the baseline and the baseline's own figure.
-fn comparison_facts(c: &gpubench_analysis::Comparison, fig: &Figures) -> [Fact; 2] {
+fn comparison_facts(
+    c: &gpubench_analysis::Comparison,
+    fig: &Figures,
+    bound: Option<Bound>,
+) -> [Fact; 2] {
     let e = c.change;
-    let threshold = if c.threshold > c.noise_threshold {
+    let pct = |x: f64| {
+        format::percent_change(x)
+            .trim_start_matches('+')
+            .to_string()
+    };
+    // The threshold is the largest of the noise threshold, the one of this kind of
+    // work (host-bound, the CPU device's, a contended host's) and 1.5 times the
+    // spread between processes: say which one set it.
+    let from_spread = c
+        .spread
+        .is_some_and(|s| (SPREAD_MULTIPLE * s).exp_m1() >= c.threshold * (1.0 - 1e-9));
+    let threshold = if c.threshold <= c.noise_threshold * (1.0 + 1e-9) {
+        format!("noise threshold ±{}", pct(c.threshold))
+    } else if from_spread {
         format!(
             "threshold ±{} (the spread between processes; noise threshold ±{})",
-            format::percent_change(c.threshold).trim_start_matches('+'),
-            format::percent_change(c.noise_threshold).trim_start_matches('+')
+            pct(c.threshold),
+            pct(c.noise_threshold)
         )
     } else {
-        format!(
-            "noise threshold ±{}",
-            format::percent_change(c.threshold).trim_start_matches('+')
-        )
+        let whose = match bound {
+            _ if c.contended => "a contended host's, --host-noise-threshold",
+            Some(Bound::Cpu) => "the CPU device's, --cpu-noise-threshold",
+            Some(Bound::Host) => "host-bound work's, --host-noise-threshold",
+            _ => "this kind of work's",
+        };
+        format!("threshold ±{} ({whose})", pct(c.threshold))
     };
     [
         fact(
