@@ -19,6 +19,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -202,6 +203,16 @@ char* gpubench_traceback_frames(int max_frames, char* err, size_t err_len) {
     }
     out = gpubench::malloc_copy(text);
   });
+  return out;
+}
+
+// gpubench_traceback_frames on a thread of the shim's own, whose stack holds no
+// frame of the caller's: what an allocation on libtorch's autograd thread gathers.
+char* gpubench_traceback_frames_on_thread(int max_frames, char* err, size_t err_len) {
+  char* out = nullptr;
+  std::string error(err_len, '\0');
+  std::thread([&] { out = gpubench_traceback_frames(max_frames, error.data(), err_len); }).join();
+  if (out == nullptr) write_error(err, err_len, error.c_str());
   return out;
 }
 

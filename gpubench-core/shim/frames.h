@@ -60,12 +60,29 @@ inline std::string without_rust_hash(std::string name) {
   return name;
 }
 
-// libtorch's, tch's and the shim's own frames, which say nothing about the
-// benchmark's code.
-inline bool is_library_frame(const std::string& name, const std::string& library) {
-  static const char* prefixes[] = {"c10::", "at::", "torch::", "tch::", "atg_", "at_", "std::__"};
+// The C and C++ runtimes' own libraries: a thread's first frames (`clone`,
+// `start_thread`, `execute_native_thread_routine`), never the benchmark's code.
+inline bool is_system_library(const std::string& lib) {
+  static const char* prefixes[] = {"libc.so", "libstdc++.so", "libgcc_s.so", "ld-linux",
+                                   "libpthread.so"};
   for (const char* p : prefixes) {
-    if (name.rfind(p, 0) == 0) return true;
+    if (lib.rfind(p, 0) == 0) return true;
+  }
+  return false;
+}
+
+// libtorch's, tch's, the shim's own and the C and C++ runtimes' frames, which say
+// nothing about the benchmark's code.
+inline bool is_library_frame(const std::string& name, const std::string& library) {
+  static const char* prefixes[] = {"c10::", "at::", "torch::", "tch::", "atg_", "at_", "std::__",
+                                   "std::thread::"};
+  // A template function's name starts with its return type (`void std::__invoke_impl<…>`).
+  const size_t word = name.find_first_not_of(
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:");
+  const std::string function =
+      word != std::string::npos && name[word] == ' ' ? name.substr(word + 1) : name;
+  for (const char* p : prefixes) {
+    if (name.rfind(p, 0) == 0 || function.rfind(p, 0) == 0) return true;
   }
   // The shim's C entry points, and its helpers (a template's name starts with its
   // return type).
@@ -76,8 +93,9 @@ inline bool is_library_frame(const std::string& name, const std::string& library
   if (name.find("gpubench::") != std::string::npos) return true;
   const std::string lib = basename_of(library);
   return lib.rfind("libtorch", 0) == 0 || lib.rfind("libc10", 0) == 0 ||
-         lib.find("gpubench-cuda-shim") != std::string::npos;
+         lib.find("gpubench-cuda-shim") != std::string::npos || is_system_library(lib);
 }
+
 
 // Names every address of `stacks` in one batch: `fast`, else `dladdr`, else none;
 // where a mode throws the next is tried.
@@ -144,9 +162,33 @@ inline std::string frame_line(void* ip, const torch::unwind::Frame& f) {
   return line;
 }
 
-// The first `max_frames` lines of each stack that are the benchmark's own. An
-// address's line is made once, however many stacks hold it (a trace's allocations
-// share most of their frames).
+// The line of a stack none of whose frames is the benchmark's own: an allocation on a
+// thread of libtorch's (autograd's backward runs on the engine's threads, whose stack
+// holds libtorch and the runtimes only). It names the outermost libtorch function,
+// without its parameters (`torch::autograd::Engine::thread_init`), so the block says
+// whose thread it was instead of nothing, which reads as "allocated before history".
+inline std::string library_thread_line(
+    const std::vector<void*>& ips, std::unordered_map<void*, torch::unwind::Frame>& named) {
+  std::string outermost;
+  for (void* ip : ips) {
+    if (ip == nullptr) continue;
+    const std::string name = named[ip].funcname;
+    // The gathering's own frame, innermost of every stack, says nothing.
+    if (name.rfind("torch::unwind::", 0) == 0) continue;
+    for (const char* p : {"torch::", "at::", "c10::"}) {
+      if (name.rfind(p, 0) == 0) {
+        outermost = name.substr(0, name.find('('));
+        break;
+      }
+    }
+  }
+  return outermost.empty() ? std::string("(only libtorch's and the runtime's frames)")
+                           : "(a libtorch thread: " + outermost + ")";
+}
+
+// The first `max_frames` lines of each stack that are the benchmark's own (one
+// line saying so when none is). An address's line is made once, however many
+// stacks hold it (a trace's allocations share most of their frames).
 inline std::vector<std::vector<std::string>> frame_lines(
     const std::vector<const std::vector<void*>*>& stacks, int max_frames) {
   auto named = name_addresses(stacks);
@@ -155,12 +197,16 @@ inline std::vector<std::vector<std::string>> frame_lines(
   out.reserve(stacks.size());
   for (const auto* s : stacks) {
     std::vector<std::string> lines;
+    bool any = false;
     for (void* ip : *s) {
-      if (ip == nullptr || static_cast<int>(lines.size()) >= max_frames) continue;
+      if (ip == nullptr) continue;
+      any = true;
+      if (static_cast<int>(lines.size()) >= max_frames) break;
       auto it = line_of.find(ip);
       if (it == line_of.end()) it = line_of.emplace(ip, frame_line(ip, named[ip])).first;
       if (!it->second.empty()) lines.push_back(it->second);
     }
+    if (any && lines.empty() && max_frames > 0) lines.push_back(library_thread_line(*s, named));
     out.push_back(std::move(lines));
   }
   return out;

@@ -92,8 +92,7 @@ fn unescape_legacy(line: &str) -> String {
     if !line.contains('$') {
         return line.to_string();
     }
-    const ESCAPES: [(&str, &str); 13] = [
-        ("::_$", "::$"),
+    const ESCAPES: [(&str, &str); 12] = [
         ("$u7b$", "{"),
         ("$u7d$", "}"),
         ("$LT$", "<"),
@@ -107,11 +106,35 @@ fn unescape_legacy(line: &str) -> String {
         ("$u5d$", "]"),
         ("$u7e$", "~"),
     ];
-    let mut out = line.to_string();
+    // The name is everything before the first space (an escaped name has none), then
+    // ` (file:line)`. Each `::`-component escaped by the legacy scheme drops the `_`
+    // that let it start with `$`, and has its own `::` written as `..`.
+    let (name, rest) = match line.split_once(' ') {
+        Some((name, rest)) => (name, Some(rest)),
+        None => (line, None),
+    };
+    let mut out = name
+        .split("::")
+        .map(|part| {
+            let part = part
+                .strip_prefix('_')
+                .filter(|p| p.starts_with('$'))
+                .unwrap_or(part);
+            if part.contains('$') {
+                part.replace("..", "::")
+            } else {
+                part.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("::");
     for (from, to) in ESCAPES {
         out = out.replace(from, to);
     }
-    out
+    match rest {
+        Some(rest) => format!("{out} {rest}"),
+        None => out,
+    }
 }
 
 /// The shim's snapshot or trace text with every frame line (`F\t...`) readable.
@@ -286,17 +309,22 @@ mod traceback_tests {
             err: *mut c_char,
             err_len: usize,
         ) -> *mut c_char;
+        fn gpubench_traceback_frames_on_thread(
+            max_frames: c_int,
+            err: *mut c_char,
+            err_len: usize,
+        ) -> *mut c_char;
         fn gpubench_text_free(p: *mut c_char);
     }
 
-    /// The frames of a C++ traceback gathered from here, named as the allocator's
-    /// history names an allocation's.
-    #[inline(never)]
-    fn frames_from_a_named_caller() -> Vec<String> {
+    /// The frame lines `gather` returns, each made readable.
+    fn frames_of(
+        gather: unsafe extern "C" fn(c_int, *mut c_char, usize) -> *mut c_char,
+    ) -> Vec<String> {
         let mut text = std::ptr::null_mut();
         // SAFETY: the shim returns null on error and fills the buffer.
         super::call(|e, l| unsafe {
-            text = gpubench_traceback_frames(8, e, l);
+            text = gather(8, e, l);
             c_int::from(text.is_null())
         })
         .expect("the shim gathers and names a traceback");
@@ -308,7 +336,14 @@ mod traceback_tests {
             .collect();
         // SAFETY: allocated by the shim's malloc, freed once.
         unsafe { gpubench_text_free(text) };
-        std::hint::black_box(lines)
+        lines
+    }
+
+    /// The frames of a C++ traceback gathered from here, named as the allocator's
+    /// history names an allocation's.
+    #[inline(never)]
+    fn frames_from_a_named_caller() -> Vec<String> {
+        std::hint::black_box(frames_of(gpubench_traceback_frames))
     }
 
     #[test]
@@ -341,6 +376,34 @@ mod traceback_tests {
     }
 
     #[test]
+    fn a_thread_with_no_frame_of_the_callers_says_so_in_one_line() {
+        // As on libtorch's autograd thread: the runtime's thread start (libc,
+        // libstdc++) and library frames only, none of them shown as the caller's.
+        let frames = frames_of(gpubench_traceback_frames_on_thread);
+        assert_eq!(
+            frames,
+            ["(only libtorch's and the runtime's frames)"],
+            "{frames:?}"
+        );
+        // A thread of the caller's own keeps its frames, without the runtime's.
+        let frames = std::thread::spawn(frames_from_a_named_caller)
+            .join()
+            .unwrap();
+        assert!(
+            frames
+                .iter()
+                .any(|f| f.contains("traceback_tests::frames_from_a_named_caller")),
+            "{frames:?}"
+        );
+        assert!(
+            frames
+                .iter()
+                .all(|f| !f.starts_with("libc.so") && !f.starts_with("libstdc++.so")),
+            "{frames:?}"
+        );
+    }
+
+    #[test]
     fn rust_symbols_the_cpp_demangler_leaves_are_demangled() {
         assert_eq!(
             super::readable_frame("_ZN4core3ops8function6FnOnce9call_once17h0123456789abcdefE"),
@@ -350,6 +413,24 @@ mod traceback_tests {
         assert_eq!(
             super::readable_frame("bench::step::_$u7b$$u7b$closure$u7d$$u7d$"),
             "bench::step::{{closure}}"
+        );
+        // A trait impl's legacy path, as libtorch's symbolizer names it on a release
+        // binary: its `::` escaped as `..` and its leading `_` kept.
+        assert_eq!(
+            super::readable_frame(
+                "_$LT$alloc..vec..Vec$LT$T$GT$$u20$as$u20$alloc..vec..spec_from_iter_nested..\
+                 SpecFromIterNested$LT$T$C$I$GT$$GT$::from_iter"
+            ),
+            "<alloc::vec::Vec<T> as alloc::vec::spec_from_iter_nested::SpecFromIterNested<T,I>>\
+             ::from_iter"
+        );
+        assert_eq!(
+            super::readable_frame(
+                "_$LT$core..iter..adapters..map..Map$LT$I$C$F$GT$$u20$as$u20$core..iter..traits..\
+                 iterator..Iterator$GT$::fold (lib.rs:3)"
+            ),
+            "<core::iter::adapters::map::Map<I,F> as core::iter::traits::iterator::Iterator>::fold \
+             (lib.rs:3)"
         );
         assert_eq!(
             super::readable_frames("S\t1\t0x0\nF\t_ZN3foo3bar17h0123456789abcdefE (a.rs:1)\n"),
