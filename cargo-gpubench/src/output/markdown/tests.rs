@@ -65,6 +65,29 @@ fn entry(r: &RawRecord) -> SummaryEntry {
     }
 }
 
+/// The default gate's settings with `config` and `fail_on`.
+fn verdict_settings(config: CompareConfig, fail_on: FailOn) -> VerdictSettings {
+    VerdictSettings {
+        config,
+        fail_on,
+        allow_device_mismatch: false,
+        gate: Gate::default(),
+        allow_settings_mismatch: false,
+        allow_missing: Default::default(),
+    }
+}
+
+/// Baseline `main` of the workspace, the default one when `default`.
+fn main_baseline(default: bool) -> Source {
+    Source {
+        kind: SourceKind::Baseline,
+        name: "main".into(),
+        path: "/ws/gpubench/baselines/main".into(),
+        default,
+        device: None,
+    }
+}
+
 /// A baseline of four benchmarks, and a run where one regressed by 50%, one
 /// improved by 20%, one is unchanged, one failed, one is new and one is gone.
 fn fixture(fail_on: FailOn) -> (Vec<SummaryEntry>, RunComparison) {
@@ -85,22 +108,8 @@ fn fixture(fail_on: FailOn) -> (Vec<SummaryEntry>, RunComparison) {
         failed("conv"),
         record("new|one", 5e5),
     ];
-    let settings = VerdictSettings {
-        config: CompareConfig::default(),
-        fail_on,
-        allow_device_mismatch: false,
-        gate: gpubench_analysis::baseline::Gate::default(),
-        allow_settings_mismatch: false,
-        allow_missing: Default::default(),
-    };
-    let source = Source {
-        kind: SourceKind::Baseline,
-        name: "main".into(),
-        path: "/ws/gpubench/baselines/main".into(),
-        default: false,
-        device: None,
-    };
-    let c = RunComparison::judge(&now, &base, source, settings).unwrap();
+    let settings = verdict_settings(CompareConfig::default(), fail_on);
+    let c = RunComparison::judge(&now, &base, main_baseline(false), settings).unwrap();
     (now.iter().map(entry).collect(), c)
 }
 
@@ -460,21 +469,8 @@ fn a_cpu_run_four_percent_from_its_baseline_is_no_change_and_the_gate_line_says_
     // against 337.9 µs, each run's processes within 0.8%.
     let base = [BaselineEntry::from_record(&cpu_record("matmul_f32/256", 351.8e3)).unwrap()];
     let now = vec![cpu_record("matmul_f32/256", 337.9e3)];
-    let settings = |config| VerdictSettings {
-        config,
-        fail_on: FailOn::Regressed,
-        allow_device_mismatch: false,
-        gate: Gate::default(),
-        allow_settings_mismatch: false,
-        allow_missing: Default::default(),
-    };
-    let source = Source {
-        kind: SourceKind::Baseline,
-        name: "main".into(),
-        path: "/ws/gpubench/baselines/main".into(),
-        default: true,
-        device: None,
-    };
+    let settings = |config| verdict_settings(config, FailOn::Regressed);
+    let source = main_baseline(true);
     let render = |c: &RunComparison| {
         let entries: Vec<SummaryEntry> = now.iter().map(entry).collect();
         MarkdownSummary {
