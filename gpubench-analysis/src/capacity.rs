@@ -129,7 +129,7 @@ pub enum Next {
 }
 
 /// The largest fitting and the smallest failing size above it, among `probes`.
-pub fn bracket(probes: &[CapacityProbe]) -> (Option<u64>, Option<u64>) {
+fn bracket(probes: &[CapacityProbe]) -> (Option<u64>, Option<u64>) {
     let lo = probes.iter().filter(|p| p.fits).map(|p| p.size).max();
     let hi = probes
         .iter()
@@ -140,7 +140,7 @@ pub fn bracket(probes: &[CapacityProbe]) -> (Option<u64>, Option<u64>) {
 }
 
 /// The bracket width at which a search around `lo` stops.
-pub fn resolution_items(lo: u64, resolution: f64) -> u64 {
+fn resolution_items(lo: u64, resolution: f64) -> u64 {
     ((lo as f64 * resolution).ceil() as u64).max(1)
 }
 
@@ -187,7 +187,7 @@ pub fn next_probe(probes: &[CapacityProbe], o: &SearchOptions) -> Next {
 
 /// Which peak a fit is of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Peak {
+enum Peak {
     /// Bytes held by tensors.
     Allocated,
     /// Bytes reserved by the allocator.
@@ -214,7 +214,7 @@ impl MemoryFit {
 
 /// The least-squares fit of `peak` against size over the fitting probes with
 /// distinct sizes; `None` with fewer than two.
-pub fn fit(probes: &[CapacityProbe], peak: Peak) -> Option<MemoryFit> {
+fn fit(probes: &[CapacityProbe], peak: Peak) -> Option<MemoryFit> {
     let points: Vec<(f64, f64)> = probes
         .iter()
         .filter(|p| p.fits)
@@ -230,7 +230,7 @@ pub fn fit(probes: &[CapacityProbe], peak: Peak) -> Option<MemoryFit> {
 }
 
 /// Least squares of `y = a + b x`; `None` with fewer than two distinct `x`.
-pub fn fit_points(points: &[(f64, f64)]) -> Option<MemoryFit> {
+fn fit_points(points: &[(f64, f64)]) -> Option<MemoryFit> {
     let n = points.len() as f64;
     let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
     let my = points.iter().map(|p| p.1).sum::<f64>() / n;

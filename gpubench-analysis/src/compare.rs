@@ -93,9 +93,9 @@ use rand_pcg::Pcg64Mcg;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::processes::{sample_sd, t_cdf, t_quantile, Bound};
+use crate::processes::{sample_sd, Bound, TTest};
 use crate::{
-    stats::median, stats::quantile_sorted, stats::sorted, stats::MedianResampler,
+    stats::mean, stats::median, stats::quantile_sorted, stats::sorted, stats::MedianResampler,
     stats::DEFAULT_RESAMPLES, stats::DEFAULT_SEED,
 };
 use gpubench_record::estimate::Estimate;
@@ -407,7 +407,6 @@ fn compare_by(
     let (nb, nc) = (was.len(), now.len());
     let log = |xs: &[f64]| xs.iter().map(|x| x.ln()).collect::<Vec<f64>>();
     let (yb, yc) = (log(&was), log(&now));
-    let mean = |ys: &[f64]| ys.iter().sum::<f64>() / ys.len() as f64;
     let (mb, mc) = (mean(&yb), mean(&yc));
     let (sb, sc) = (sample_sd(&yb), sample_sd(&yc));
     let pooled_df = (nb + nc).saturating_sub(2);
@@ -498,28 +497,17 @@ fn compare_by(
 }
 
 /// Welch's t on the log process medians `yb` and `yc` (two or more each): the
-/// change of the geometric mean with its interval, the two-sided p-value of "no
-/// change", and the interval on the log scale.
+/// change of the geometric mean with its interval, the one-sided p-value of "no
+/// change" (module docs), and the interval on the log scale.
 fn welch_log(yb: &[f64], yc: &[f64], confidence: f64) -> (Estimate, f64, (f64, f64)) {
-    let (nb, nc) = (yb.len(), yc.len());
-    let mean = |ys: &[f64]| ys.iter().sum::<f64>() / ys.len() as f64;
-    let d = mean(yc) - mean(yb);
-    let (sb, sc) = (sample_sd(yb), sample_sd(yc));
-    let (vb, vc) = (sb * sb / nb as f64, sc * sc / nc as f64);
-    let se = (vb + vc).sqrt();
-    let df = if vb + vc > 0.0 {
-        (vb + vc).powi(2) / (vb * vb / (nb - 1) as f64 + vc * vc / (nc - 1) as f64)
-    } else {
-        (nb + nc - 2) as f64
+    let side = |ys: &[f64]| {
+        let s = sample_sd(ys);
+        (mean(ys), s * s, ys.len())
     };
-    let t = t_quantile(1.0 - (1.0 - confidence) / 2.0, df);
-    let p_value = if se > 0.0 {
-        (1.0 - t_cdf((d / se).abs(), df)).clamp(0.0, 1.0)
-    } else if d == 0.0 {
-        1.0
-    } else {
-        0.0
-    };
+    let test = TTest::welch(side(yb), side(yc));
+    let (d, se) = (test.diff, test.se);
+    let t = test.quantile(confidence);
+    let p_value = test.one_sided_p().clamp(0.0, 1.0);
     let change = Estimate {
         point: d.exp_m1(),
         lower: (d - t * se).exp_m1(),
@@ -606,16 +594,14 @@ pub fn compare_paired(
         .max(config.spread_multiple * spread.unwrap_or(0.0));
     let (change, p_value, verdict, note) = match spread {
         Some(s) => {
-            let se = s / (n as f64).sqrt();
-            let df = (n - 1) as f64;
-            let t = t_quantile(1.0 - (1.0 - config.confidence) / 2.0, df);
-            let p_value = if se > 0.0 {
-                (1.0 - t_cdf((d / se).abs(), df)).clamp(0.0, 1.0)
-            } else if d == 0.0 {
-                1.0
-            } else {
-                0.0
+            let test = TTest {
+                diff: d,
+                se: s / (n as f64).sqrt(),
+                df: (n - 1) as f64,
             };
+            let se = test.se;
+            let t = test.quantile(config.confidence);
+            let p_value = test.one_sided_p().clamp(0.0, 1.0);
             let interval = (d - t * se, d + t * se);
             let change = Estimate {
                 point: d.exp_m1(),

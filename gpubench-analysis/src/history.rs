@@ -61,7 +61,8 @@ pub use series::*;
 use serde::{Deserialize, Serialize};
 use statrs::distribution::ContinuousCDF;
 
-use crate::processes::{t_cdf, t_quantile};
+use crate::processes::TTest;
+use crate::stats::mean;
 
 /// How the series of a history are analysed.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -378,37 +379,33 @@ impl Step {
 fn test_step(a: &[f64], se_a: &[f64], b: &[f64], se_b: &[f64], confidence: f64) -> Option<Step> {
     let side = |x: &[f64], se: &[f64]| {
         let n = x.len() as f64;
-        let m = x.iter().sum::<f64>() / n;
+        let m = mean(x);
+        // The variance itself: `sample_sd` squared can differ in the last bit.
         let var = x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (n - 1.0);
         let own = se.iter().map(|s| s * s).sum::<f64>() / n;
-        (m, var.max(own), n)
+        (m, var.max(own), x.len())
     };
-    let (ma, va, na) = side(a, se_a);
-    let (mb, vb, nb) = side(b, se_b);
-    let diff = mb - ma;
-    let (ea, eb) = (va / na, vb / nb);
-    let se = (ea + eb).sqrt();
+    let (before, after) = (side(a, se_a), side(b, se_b));
+    let test = TTest::welch(before, after);
+    let (diff, se, p) = (test.diff, test.se, test.two_sided_p());
+    let (mean_before, mean_after) = (before.0, after.0);
     if se == 0.0 {
-        let p = if diff == 0.0 { 1.0 } else { 0.0 };
         return Some(Step {
-            mean_before: ma,
-            mean_after: mb,
+            mean_before,
+            mean_after,
             diff,
             lower: diff,
             upper: diff,
             p,
         });
     }
-    let df = (ea + eb).powi(2) / (ea * ea / (na - 1.0) + eb * eb / (nb - 1.0));
-    let t = diff / se;
-    let p = 2.0 * (1.0 - t_cdf(t.abs(), df));
-    let q = t_quantile(1.0 - (1.0 - confidence) / 2.0, df);
+    let q = test.quantile(confidence);
     if !p.is_finite() || !q.is_finite() {
         return None;
     }
     Some(Step {
-        mean_before: ma,
-        mean_after: mb,
+        mean_before,
+        mean_after,
         diff,
         lower: diff - q * se,
         upper: diff + q * se,
@@ -477,7 +474,7 @@ fn drift(points: &[SeriesPoint], threshold: f64, options: &HistoryOptions) -> Op
 /// The least squared error of fitting `y` by two levels (each at least 2 points).
 fn best_step_sse(y: &[f64]) -> f64 {
     let sse = |x: &[f64]| {
-        let m = x.iter().sum::<f64>() / x.len() as f64;
+        let m = mean(x);
         x.iter().map(|v| (v - m).powi(2)).sum::<f64>()
     };
     (2..y.len().saturating_sub(1))

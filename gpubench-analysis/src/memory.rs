@@ -47,6 +47,8 @@ pub const BLOCK_BYTES: f64 = 512.0;
 /// The tolerance is at least this many times the figure's range over a side's
 /// processes.
 pub const SPREAD_MULTIPLE: f64 = 3.0;
+/// Bytes in a MiB.
+const MIB: f64 = 1024.0 * 1024.0;
 
 /// One process's memory, as a baseline keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,9 +71,7 @@ impl ProcessMemory {
             growth: m.memory_growth,
         })
     }
-}
 
-impl ProcessMemory {
     /// What a baseline keeps, as allocator statistics for a record rebuilt from it:
     /// the peaks. A baseline does not keep the figures when read nor the allocator's
     /// retries and OOMs: the first are taken as the peaks, the others as 0.
@@ -155,13 +155,19 @@ impl FigureComparison {
     /// Why the tolerance is what it is, in words: `±2.00 MiB, one allocator segment`.
     pub fn tolerance_text(&self) -> String {
         let why = match (self.basis, self.figure) {
-            (ToleranceBasis::Relative, _) => "1% of the baseline".to_string(),
-            (ToleranceBasis::Granularity, MemoryFigure::GrowthPerCall) => {
-                "one 512 B allocator block per stretch of calls".to_string()
+            (ToleranceBasis::Relative, _) => {
+                format!("{}% of the baseline", RELATIVE_TOLERANCE * 100.0)
             }
-            (ToleranceBasis::Granularity, _) => "one 2 MiB allocator segment".to_string(),
+            (ToleranceBasis::Granularity, MemoryFigure::GrowthPerCall) => format!(
+                "one {} allocator block per stretch of calls",
+                format_bytes(BLOCK_BYTES as u64)
+            ),
+            // A whole number of MiB, so `2 MiB` rather than format_bytes's `2.00 MiB`.
+            (ToleranceBasis::Granularity, _) => {
+                format!("one {} MiB allocator segment", PEAK_FLOOR_BYTES / MIB)
+            }
             (ToleranceBasis::Spread, _) => format!(
-                "3x the spread of {} between processes",
+                "{SPREAD_MULTIPLE}x the spread of {} between processes",
                 format_bytes(self.spread.round() as u64)
             ),
         };
@@ -322,6 +328,13 @@ pub fn compare_memory(
     Some(MemoryComparison { figures })
 }
 
+/// The tolerance of a peak without its spread: [`RELATIVE_TOLERANCE`] of `value`, at
+/// least [`PEAK_FLOOR_BYTES`]. History reads a peak's steps by it, as one commit has
+/// no spread between processes to widen it.
+pub(crate) fn peak_tolerance(value: f64) -> f64 {
+    (RELATIVE_TOLERANCE * value).max(PEAK_FLOOR_BYTES)
+}
+
 /// Every process's growth, when every process measured it.
 pub fn growths(side: &[ProcessMemory]) -> Option<Vec<MemoryGrowth>> {
     side.iter().map(|p| p.growth).collect()
@@ -381,7 +394,8 @@ pub struct GrowthSummary {
     pub per_process_bytes: Vec<f64>,
     /// The fewest calls of a stretch in any process.
     pub calls: u64,
-    /// Whether that is memory held ([`holds`]): the routine keeps memory per call.
+    /// Whether that is memory held, at least one allocator block ([`BLOCK_BYTES`])
+    /// per stretch: the routine keeps memory per call.
     pub holds: bool,
 }
 
@@ -410,12 +424,12 @@ impl GrowthSummary {
 
 /// Whether a growth per call of `bytes`, over stretches of `calls` calls, is memory
 /// held: at least one allocator block ([`BLOCK_BYTES`]) per stretch.
-pub fn holds(bytes_per_call: f64, calls: u64) -> bool {
+fn holds(bytes_per_call: f64, calls: u64) -> bool {
     bytes_per_call * calls.max(1) as f64 >= BLOCK_BYTES
 }
 
 /// `holds +64.00 KiB per call`.
-pub fn holds_text(bytes_per_call: f64) -> String {
+fn holds_text(bytes_per_call: f64) -> String {
     format!(
         "holds +{} per call",
         format_bytes(bytes_per_call.max(0.0).round() as u64)
@@ -539,6 +553,39 @@ mod tests {
         assert!(c.figure(MemoryFigure::GrowthPerCall).is_none());
         assert!(growths(&old).is_none());
         assert!(compare_memory(&[], &old).is_none());
+    }
+
+    #[test]
+    fn each_basis_names_its_part_of_the_rule() {
+        let text = |figure, basis| {
+            FigureComparison {
+                figure,
+                baseline: 0.0,
+                current: 0.0,
+                spread: 10.0 * MIB as f64,
+                tolerance: PEAK_FLOOR_BYTES,
+                basis,
+                verdict: Verdict::NoChange,
+            }
+            .tolerance_text()
+        };
+        let peak = MemoryFigure::PeakAllocated;
+        assert_eq!(
+            text(peak, ToleranceBasis::Relative),
+            "±2.00 MiB, 1% of the baseline"
+        );
+        assert_eq!(
+            text(peak, ToleranceBasis::Granularity),
+            "±2.00 MiB, one 2 MiB allocator segment"
+        );
+        assert_eq!(
+            text(MemoryFigure::GrowthPerCall, ToleranceBasis::Granularity),
+            "±2.00 MiB per call, one 512 B allocator block per stretch of calls"
+        );
+        assert_eq!(
+            text(peak, ToleranceBasis::Spread),
+            "±2.00 MiB, 3x the spread of 10.00 MiB between processes"
+        );
     }
 
     #[test]

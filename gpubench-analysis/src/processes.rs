@@ -180,6 +180,65 @@ pub fn t_cdf(x: f64, df: f64) -> f64 {
     }
 }
 
+/// A t-test of a difference: the difference, its standard error and the degrees of
+/// freedom, from which its interval and p-values follow.
+pub(crate) struct TTest {
+    /// The difference.
+    pub(crate) diff: f64,
+    /// Its standard error.
+    pub(crate) se: f64,
+    /// The degrees of freedom.
+    pub(crate) df: f64,
+}
+
+impl TTest {
+    /// Welch's test of the mean of `after` minus that of `before`, each side given as
+    /// its mean, variance and count (two or more): Welch–Satterthwaite's degrees of
+    /// freedom, or `n_before + n_after − 2` when both variances are 0.
+    pub(crate) fn welch(before: (f64, f64, usize), after: (f64, f64, usize)) -> Self {
+        let ((mean_b, var_b, n_b), (mean_a, var_a, n_a)) = (before, after);
+        let (n_b, n_a) = (n_b as f64, n_a as f64);
+        let (e_b, e_a) = (var_b / n_b, var_a / n_a);
+        let df = if e_b + e_a > 0.0 {
+            (e_b + e_a).powi(2) / (e_b * e_b / (n_b - 1.0) + e_a * e_a / (n_a - 1.0))
+        } else {
+            n_b + n_a - 2.0
+        };
+        TTest {
+            diff: mean_a - mean_b,
+            se: (e_b + e_a).sqrt(),
+            df,
+        }
+    }
+
+    /// The t quantile of the two-sided interval `diff ± quantile · se` at `confidence`.
+    pub(crate) fn quantile(&self, confidence: f64) -> f64 {
+        t_quantile(1.0 - (1.0 - confidence) / 2.0, self.df)
+    }
+
+    /// The one-sided p-value of "no difference", in the direction of `diff`; with a
+    /// zero standard error, 1 for no difference and 0 for any.
+    pub(crate) fn one_sided_p(&self) -> f64 {
+        if self.se > 0.0 {
+            1.0 - t_cdf((self.diff / self.se).abs(), self.df)
+        } else if self.diff == 0.0 {
+            1.0
+        } else {
+            0.0
+        }
+    }
+
+    /// The two-sided p-value of "no difference"; with a zero standard error, as
+    /// [`TTest::one_sided_p`].
+    pub(crate) fn two_sided_p(&self) -> f64 {
+        if self.se > 0.0 {
+            2.0 * (1.0 - t_cdf((self.diff / self.se).abs(), self.df))
+        } else {
+            self.one_sided_p()
+        }
+    }
+}
+
 /// What an [`Estimate`] of a time rests on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

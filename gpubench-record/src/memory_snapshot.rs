@@ -97,12 +97,8 @@ impl PeakMemory {
                     .into(),
             );
         }
-        lines.extend(
-            self.snapshot
-                .report_lines()
-                .into_iter()
-                .filter(|l| !l.starts_with("failed request") && !l.starts_with("suggestion")),
-        );
+        lines.push(self.snapshot.totals_line());
+        lines.extend(self.snapshot.blocks_lines());
         lines
     }
 }
@@ -181,7 +177,15 @@ impl MemorySnapshot {
 
     /// Lines a person reads (terminal, report): totals, cause, the largest blocks.
     pub fn report_lines(&self) -> Vec<String> {
-        let mut lines = vec![format!(
+        let mut lines = vec![self.totals_line()];
+        lines.extend(self.failure_lines());
+        lines.extend(self.blocks_lines());
+        lines
+    }
+
+    /// What was allocated and reserved, in how many blocks and segments.
+    fn totals_line(&self) -> String {
+        format!(
             "{} allocated in {} live block{}, {} reserved in {} segment{} ({} reserved but free, largest free piece {})",
             format_bytes(self.allocated_bytes),
             self.live_blocks,
@@ -191,20 +195,30 @@ impl MemorySnapshot {
             if self.segments == 1 { "" } else { "s" },
             format_bytes(self.free_reserved_bytes()),
             format_bytes(self.largest_free_block_bytes),
-        )];
+        )
+    }
+
+    /// The request that failed with the cause, and what to try for it.
+    fn failure_lines(&self) -> Vec<String> {
         let request = self
             .failed_request_bytes
             .map_or("unknown".to_string(), format_bytes);
         let limit = self
             .limit_bytes
             .map_or(String::new(), |l| format!(", limit {}", format_bytes(l)));
-        lines.push(format!(
+        let mut lines = vec![format!(
             "failed request {request}{limit}; cause: {}",
             self.cause().label()
-        ));
+        )];
         if let Some(s) = self.suggestion() {
             lines.push(format!("suggestion: {s}"));
         }
+        lines
+    }
+
+    /// The largest live blocks with where they were allocated, or how to record it.
+    fn blocks_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
         if !self.largest_blocks.is_empty() {
             lines.push(format!(
                 "largest live blocks ({} of them, {:.0}% of allocated):",
@@ -339,8 +353,24 @@ pub fn parse_shim_snapshot(text: &str) -> Result<Vec<SegmentView>, String> {
 pub fn parse_failed_request(message: &str) -> Option<u64> {
     let rest = &message[message.find("Tried to allocate ")? + "Tried to allocate ".len()..];
     let mut words = rest.split_whitespace();
-    let value: f64 = words.next()?.parse().ok()?;
-    let unit = words.next()?.trim_end_matches(['.', ',', ';', ')']);
+    let value = words.next()?;
+    parse_size(value, words.next()?)
+}
+
+/// The cap an out-of-memory message names when a memory fraction is set: CUDA's
+/// allocator writes `... 6.99 GiB allowed; ...` (with `setMemoryFraction`).
+pub fn parse_allowed_limit(message: &str) -> Option<u64> {
+    let before = &message[..message.find(" allowed;")?];
+    let mut words = before.split_whitespace().rev();
+    let unit = words.next()?;
+    parse_size(words.next()?, unit)
+}
+
+/// A size as the allocator's messages write it, `2.00` and `GiB` (the unit may end
+/// in the sentence's punctuation).
+fn parse_size(value: &str, unit: &str) -> Option<u64> {
+    let value: f64 = value.parse().ok()?;
+    let unit = unit.trim_end_matches(['.', ',', ';', ')']);
     let scale = match unit {
         "bytes" | "B" => 1.0,
         "KiB" => 1024.0,
@@ -350,16 +380,6 @@ pub fn parse_failed_request(message: &str) -> Option<u64> {
         _ => return None,
     };
     Some((value * scale).round() as u64)
-}
-
-/// The cap an out-of-memory message names when a memory fraction is set: CUDA's
-/// allocator writes `... 6.99 GiB allowed; ...` (with `setMemoryFraction`).
-pub fn parse_allowed_limit(message: &str) -> Option<u64> {
-    let before = &message[..message.find(" allowed;")?];
-    let mut words = before.split_whitespace().rev();
-    let unit = words.next()?;
-    let value = words.next()?;
-    parse_failed_request(&format!("Tried to allocate {value} {unit}"))
 }
 
 #[cfg(test)]
@@ -443,6 +463,34 @@ mod tests {
         };
         assert_eq!(unknown.cause(), OomCause::Unknown);
         assert!(unknown.suggestion().is_none());
+    }
+
+    #[test]
+    fn a_peak_reports_the_snapshot_without_a_failure() {
+        let mut blocks = vec![block(1 << 30, true), block(1 << 30, false)];
+        blocks[0].allocated_at = vec!["mlp::forward".into(), "main".into()];
+        let snapshot = MemorySnapshot {
+            failed_request_bytes: Some(2 << 30),
+            ..MemorySnapshot::from_segments(
+                &[SegmentView {
+                    bytes: 2 << 30,
+                    stream: "0x0".into(),
+                    blocks,
+                }],
+                true,
+            )
+        };
+        let peak = PeakMemory {
+            calls: 3,
+            trace_events: 40,
+            events_after_peak: 7,
+            trace_complete: true,
+            snapshot: snapshot.clone(),
+        };
+        let mut expected = snapshot.report_lines();
+        assert!(expected[1].starts_with("failed request"));
+        expected.retain(|l| !l.starts_with("failed request") && !l.starts_with("suggestion"));
+        assert_eq!(peak.report_lines(None)[1..], expected[..]);
     }
 
     #[test]

@@ -686,20 +686,13 @@ pub fn analyse(
     filter: &IdFilter,
     options: &HistoryOptions,
 ) -> HistoryReport {
-    let kept: Vec<Vec<BaselineEntry>> = history
+    let kept: Vec<Vec<&BaselineEntry>> = history
         .versions
         .iter()
-        .map(|v| {
-            v.entries
-                .iter()
-                .filter(|e| filter.keeps(&e.id))
-                .cloned()
-                .collect()
-        })
+        .map(|v| v.entries.iter().filter(|e| filter.keeps(&e.id)).collect())
         .collect();
-    let slices: Vec<&[BaselineEntry]> = kept.iter().map(Vec::as_slice).collect();
     let commits: Vec<CommitInfo> = history.versions.iter().map(|v| v.commit.clone()).collect();
-    let benchmarks = benchmark_series(&slices, options)
+    let benchmarks = benchmark_series(&kept, options)
         .into_iter()
         .map(|b| BenchmarkHistory {
             id: b.id,

@@ -11,7 +11,7 @@ use crate::compare::{
     compare_cpu_processes, compare_processes, CompareConfig, Comparison, Verdict,
 };
 use crate::kernels::{counter_changes, kernel_changes, CounterChange, KernelChange};
-use crate::memory::{compare_memory, growths, MemoryComparison, ProcessMemory};
+use crate::memory::{compare_memory, MemoryComparison, ProcessMemory};
 use crate::processes::Bound;
 use crate::record_analysis::RecordAnalysis;
 use gpubench_record::failure::Failure;
@@ -532,8 +532,7 @@ fn compare_memory_of(
     entry: &BaselineEntry,
     missing: &mut Vec<MissingMetric>,
 ) -> Option<MemoryComparison> {
-    let measured: Vec<_> = record.measurements().collect();
-    let now: Option<Vec<ProcessMemory>> = measured.iter().map(|m| ProcessMemory::of(m)).collect();
+    let now: Option<Vec<ProcessMemory>> = record.measurements().map(ProcessMemory::of).collect();
     let now = now.filter(|n| !n.is_empty());
     let was = entry.memory();
     let mut gap = |missing_on, reason: String| {
@@ -546,7 +545,8 @@ fn compare_memory_of(
     const NO_ALLOCATOR: &str = "its device has no allocator to read (the CPU)";
     match (was, now) {
         (Some(was), Some(now)) => {
-            match (growths(&was).is_some(), growths(&now).is_some()) {
+            let every_growth = |side: &[ProcessMemory]| side.iter().all(|p| p.growth.is_some());
+            match (every_growth(&was), every_growth(&now)) {
                 (true, false) => gap(
                     MissingOn::Current,
                     "this run has no growth per call: a process did not measure it".into(),

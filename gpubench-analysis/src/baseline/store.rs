@@ -257,59 +257,124 @@ impl BaselineStore {
 /// is no object, or a baseline file that is corrupt, truncated, newer or invalid, is an
 /// error naming `origin`.
 pub fn parse_file(text: &str, origin: &str) -> Result<Option<BaselineEntry>, BaselineError> {
-    // The common case in one light pass: an object whose `id` and `format_version`
-    // are there (nothing else is kept), then the one full parse.
-    #[derive(Deserialize)]
-    struct Probe {
-        id: Option<serde::de::IgnoredAny>,
-        format_version: Option<u32>,
-    }
-    if text.trim_start().starts_with('{') {
-        if let Ok(Probe {
-            id: Some(_),
-            format_version: Some(version),
-        }) = serde_json::from_str::<Probe>(text)
-        {
-            return BaselineEntry::from_json_version(text, origin, version).map(Some);
-        }
-    }
-    match kind_of_json(text) {
-        JsonKind::Baseline => BaselineEntry::from_json(text, origin).map(Some),
-        JsonKind::OtherObject => Ok(None),
-        JsonKind::NotAnObject(what) => Err(BaselineError::Invalid {
+    // One light pass tells what the file is, then a baseline file has its one full
+    // parse (or the parse of its version, which says why it does not read).
+    match serde_json::from_str::<Shape>(text) {
+        Ok(Shape::Object {
+            id: true,
+            version: Version::Read(version),
+        }) => BaselineEntry::from_json_version(text, origin, version).map(Some),
+        Ok(Shape::Object {
+            id: true,
+            version: Version::Unreadable,
+        }) => BaselineEntry::from_json(text, origin).map(Some),
+        Ok(Shape::Object { .. }) => Ok(None),
+        Ok(Shape::NotAnObject(what)) => Err(BaselineError::Invalid {
             path: origin.to_string(),
             reason: format!(
                 "it holds {what}, not a baseline (a JSON object with `id` and \
                  `format_version`): restore it from git, or remove it"
             ),
         }),
+        // Not valid JSON: a truncated baseline file must be an error, not skipped.
+        Err(_) => BaselineEntry::from_json(text, origin).map(Some),
     }
 }
 
-/// What a `.json` file of a baseline directory holds.
-enum JsonKind {
-    /// Meant as a baseline file: a JSON object with an `id` and a `format_version`,
-    /// or anything that is not valid JSON (a truncated baseline file must be an error,
-    /// not skipped).
-    Baseline,
-    /// Some other JSON object (a tool's config beside the baselines): noted, ignored.
-    OtherObject,
-    /// JSON that is no object at all, e.g. `null`: named.
+/// What the light pass over a `.json` file of a baseline directory finds.
+enum Shape {
+    /// A JSON object: whether it has an `id`, and its `format_version`. With both it
+    /// is meant as a baseline file; without, it is some other file (a tool's config
+    /// beside the baselines), noted and left alone.
+    Object { id: bool, version: Version },
+    /// JSON that is no object at all, e.g. `null`, in words.
     NotAnObject(&'static str),
 }
 
-fn kind_of_json(text: &str) -> JsonKind {
-    use serde_json::Value;
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(map)) if map.contains_key("id") && map.contains_key("format_version") => {
-            JsonKind::Baseline
+/// An object's `format_version`.
+enum Version {
+    /// There is none.
+    Absent,
+    /// Given once, as a `u32`.
+    Read(u32),
+    /// Given twice, or not as a `u32`: [`BaselineEntry::from_json`] says why.
+    Unreadable,
+}
+
+impl<'de> Deserialize<'de> for Shape {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ShapeVisitor)
+    }
+}
+
+struct ShapeVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ShapeVisitor {
+    type Value = Shape;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_unit<E>(self) -> Result<Shape, E> {
+        Ok(Shape::NotAnObject("JSON `null`"))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Shape, E> {
+        Ok(Shape::NotAnObject("a JSON boolean"))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Shape, E> {
+        Ok(Shape::NotAnObject("a JSON number"))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Shape, E> {
+        Ok(Shape::NotAnObject("a JSON number"))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Shape, E> {
+        Ok(Shape::NotAnObject("a JSON number"))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Shape, E> {
+        Ok(Shape::NotAnObject("a JSON string"))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Shape, A::Error> {
+        // Read as a `Value` would be: JSON named as an array must be valid to the letter.
+        while seq.next_element::<serde_json::Value>()?.is_some() {}
+        Ok(Shape::NotAnObject("a JSON array"))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
+        let mut id = false;
+        let mut version: Option<serde_json::Value> = None;
+        let mut repeated = false;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "format_version" => {
+                    repeated |= version.is_some();
+                    version = Some(map.next_value()?);
+                    continue;
+                }
+                "id" => id = true,
+                _ => {}
+            }
+            // Until both keys are seen, values are read as a `Value` would be: an
+            // object left alone must be valid JSON to the letter (a lone surrogate or
+            // an out-of-range number makes it an error). A baseline file's full parse
+            // checks the rest, which is only skipped here (the samples: most of it).
+            if id && version.is_some() {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            } else {
+                map.next_value::<serde_json::Value>()?;
+            }
         }
-        Ok(Value::Object(_)) => JsonKind::OtherObject,
-        Ok(Value::Null) => JsonKind::NotAnObject("JSON `null`"),
-        Ok(Value::Array(_)) => JsonKind::NotAnObject("a JSON array"),
-        Ok(Value::String(_)) => JsonKind::NotAnObject("a JSON string"),
-        Ok(Value::Number(_)) => JsonKind::NotAnObject("a JSON number"),
-        Ok(Value::Bool(_)) => JsonKind::NotAnObject("a JSON boolean"),
-        Err(_) => JsonKind::Baseline,
+        let version = match version {
+            None => Version::Absent,
+            Some(v) if !repeated => u32::deserialize(&v).map_or(Version::Unreadable, Version::Read),
+            Some(_) => Version::Unreadable,
+        };
+        Ok(Shape::Object { id, version })
     }
 }

@@ -12,11 +12,11 @@ use super::{
     SeriesAnalysis, SeriesPoint,
 };
 use crate::baseline::BaselineEntry;
-use crate::memory::{PEAK_FLOOR_BYTES, RELATIVE_TOLERANCE};
+use crate::memory::{growths, peak_tolerance, RELATIVE_TOLERANCE};
 use crate::processes::{Bound, ProcessStats, RUN_FLOOR_DEVICE};
 use crate::stats::{median, BootstrapConfig};
 use gpubench_record::kernels::Counter;
-use gpubench_record::measurement::TimeKind;
+use gpubench_record::measurement::{MemoryGrowth, TimeKind};
 
 /// Which figure a series follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -67,11 +67,6 @@ impl SeriesMetric {
             SeriesMetric::Counter(_) | SeriesMetric::PeakAllocated | SeriesMetric::GrowthPerCall
         )
     }
-
-    /// Whether the figure is a time in ns.
-    pub fn is_time(self) -> bool {
-        !self.exact()
-    }
 }
 
 /// One point of a series: the version (index into the versions given) and figure.
@@ -108,26 +103,16 @@ pub struct BenchmarkSeries {
     pub series: Vec<Series>,
 }
 
-impl Series {
-    /// The latest change point, with the version that introduced it.
-    pub fn latest_change(&self) -> Option<(usize, &super::ChangePoint)> {
-        self.analysis
-            .change_points
-            .last()
-            .map(|c| (self.points[c.index].version, c))
-    }
-}
-
 /// Builds and analyses every benchmark's series from the versions of a baseline,
 /// oldest first (each version's entries as loaded), sorted by id.
 pub fn benchmark_series(
-    versions: &[&[BaselineEntry]],
+    versions: &[Vec<&BaselineEntry>],
     options: &HistoryOptions,
 ) -> Vec<BenchmarkSeries> {
     let mut by_id: BTreeMap<&str, BTreeMap<SeriesMetric, Vec<VersionPoint>>> = BTreeMap::new();
     let mut bounds: BTreeMap<&str, Option<Bound>> = BTreeMap::new();
     for (version, entries) in versions.iter().enumerate() {
-        for entry in entries.iter() {
+        for &entry in entries {
             let series = by_id.entry(&entry.id).or_default();
             bounds.insert(&entry.id, entry.effective_bound());
             for (metric, point) in figures(entry) {
@@ -166,9 +151,7 @@ fn analyse(
     if metric.exact() {
         let values: Vec<f64> = points.iter().map(|p| p.point.value).collect();
         let change_points = match metric {
-            SeriesMetric::PeakAllocated => exact_change_points_beyond(&values, |before| {
-                (RELATIVE_TOLERANCE * before).max(PEAK_FLOOR_BYTES)
-            }),
+            SeriesMetric::PeakAllocated => exact_change_points_beyond(&values, peak_tolerance),
             // Growth is 0 B per call for all but leaking routines; a byte per call
             // is below anything the allocator hands out.
             SeriesMetric::GrowthPerCall => {
@@ -227,14 +210,11 @@ fn figures(entry: &BaselineEntry) -> Vec<(SeriesMetric, SeriesPoint)> {
             SeriesMetric::PeakAllocated,
             SeriesPoint::exact(median(&peaks)),
         ));
-        let growth: Option<Vec<f64>> = memory
-            .iter()
-            .map(|m| m.growth.map(|g| g.per_call()))
-            .collect();
-        if let Some(growth) = growth {
+        if let Some(growths) = growths(&memory) {
+            let per_call: Vec<f64> = growths.iter().map(MemoryGrowth::per_call).collect();
             out.push((
                 SeriesMetric::GrowthPerCall,
-                SeriesPoint::exact(median(&growth)),
+                SeriesPoint::exact(median(&per_call)),
             ));
         }
     }
@@ -245,13 +225,8 @@ fn figures(entry: &BaselineEntry) -> Vec<(SeriesMetric, SeriesPoint)> {
 /// ([`ProcessStats::estimate`] with the device floor); one process's median with the
 /// floor alone either side (no bootstrap: history reads thousands of files).
 fn kernel_point(entry: &BaselineEntry) -> Option<SeriesPoint> {
-    let groups: Vec<Vec<f64>> = entry
-        .processes
-        .iter()
-        .filter_map(|p| p.kernel_ns.clone())
-        .filter(|k| !k.is_empty())
-        .collect();
-    if groups.len() != entry.processes.len() || groups.is_empty() {
+    let groups = entry.groups(TimeKind::Kernel);
+    if groups.is_empty() || groups.iter().any(Vec::is_empty) {
         return None;
     }
     let point = if groups.len() == 1 {
@@ -322,6 +297,6 @@ mod tests {
         );
         let at: Vec<usize> = a.change_points.iter().map(|c| c.index).collect();
         assert_eq!(at, vec![3, 6]);
-        assert!(SeriesMetric::GrowthPerCall.exact() && !SeriesMetric::GrowthPerCall.is_time());
+        assert!(SeriesMetric::GrowthPerCall.exact());
     }
 }
