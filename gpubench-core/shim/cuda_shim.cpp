@@ -45,6 +45,15 @@ struct Capture {
   Capture(c10::DeviceIndex d, c10::cuda::CUDAStream s) : device(d), stream(s) {}
 };
 
+// Records, for every block allocated from now on, the C++ stack that allocated it
+// (live blocks only: one trace entry kept), dropping what was recorded before when
+// `clear_history`.
+void record_allocation_stacks(bool clear_history) {
+  c10::cuda::CUDACachingAllocator::recordHistory(
+      true, gpubench::gather_cpp_frames, /*alloc_trace_max_entries=*/1,
+      c10::cuda::CUDACachingAllocator::RecordContext::STATE, clear_history, {});
+}
+
 }  // namespace
 
 extern "C" {
@@ -172,10 +181,7 @@ void gpubench_cuda_shim_free(char* p) { std::free(p); }
 // (PyTorch's `torch.cuda.memory._record_memory_history(stacks="cpp")`).
 int gpubench_memory_record_history(char* err, size_t err_len) {
   return guarded(err, err_len, [&] {
-    c10::cuda::CUDACachingAllocator::recordHistory(
-        true, gpubench::gather_cpp_frames, /*alloc_trace_max_entries=*/1,
-        c10::cuda::CUDACachingAllocator::RecordContext::STATE,
-        /*clearHistory=*/false, {});
+    record_allocation_stacks(/*clear_history=*/false);
   });
 }
 
@@ -318,9 +324,7 @@ char* gpubench_memory_trace_stop(int device, int max_frames, int keep_history, c
     }
     text << "T\t" << (events.size() < TRACE_MAX_EVENTS ? 1 : 0) << '\n';
     if (keep_history) {
-      c10::cuda::CUDACachingAllocator::recordHistory(
-          true, gpubench::gather_cpp_frames, /*alloc_trace_max_entries=*/1,
-          c10::cuda::CUDACachingAllocator::RecordContext::STATE, /*clearHistory=*/true, {});
+      record_allocation_stacks(/*clear_history=*/true);
     } else {
       c10::cuda::CUDACachingAllocator::recordHistory(
           false, nullptr, 0, c10::cuda::CUDACachingAllocator::RecordContext::NEVER,

@@ -43,15 +43,6 @@ struct gpubench_memory_stats {
   int64_t num_ooms;
 };
 
-int gpubench_cuda_device_count(int* out, char* err, size_t err_len) {
-  return guarded(err, err_len, [&] {
-    if (!c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA)) {
-      throw std::runtime_error("no CUDA: libtorch_cuda is not loaded");
-    }
-    *out = static_cast<int>(cuda_impl()->deviceCount());
-  });
-}
-
 // Makes `device` the calling thread's current CUDA device. Done once, first: CUDA
 // calls that take no device (a profiler starting, a default stream) otherwise act
 // on device 0 and open a context there, on a GPU another benchmark may be using.

@@ -218,17 +218,29 @@ impl CudaShim {
 
     /// Stops the profiler and returns what the device did.
     pub fn profile_stop(&self) -> Result<DeviceProfile, String> {
+        // SAFETY: sized buffer only.
+        let text = self.call_for_text(|e, l| unsafe { (self.profile_stop)(e, l) })?;
+        Ok(parse_profile(&text))
+    }
+
+    /// Calls a shim function that returns a text it allocated, or null with the error
+    /// in the buffer; copies the text out and frees it.
+    fn call_for_text(
+        &self,
+        f: impl FnOnce(*mut c_char, usize) -> *mut c_char,
+    ) -> Result<String, String> {
         let mut text = std::ptr::null_mut();
-        // SAFETY: the shim returns null on error and fills the buffer.
-        call(|e, l| unsafe {
-            text = (self.profile_stop)(e, l);
+        call(|e, l| {
+            text = f(e, l);
             c_int::from(text.is_null())
         })?;
         // SAFETY: a NUL-terminated buffer from the shim, freed by it below.
-        let parsed = parse_profile(&unsafe { CStr::from_ptr(text) }.to_string_lossy());
+        let out = unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned();
         // SAFETY: allocated by the shim's malloc, freed once.
         unsafe { (self.free_text)(text) };
-        Ok(parsed)
+        Ok(out)
     }
 }
 
@@ -237,24 +249,13 @@ impl CudaShim {
     /// (see `gpubench_record::memory_snapshot::parse_shim_snapshot`), with frames
     /// for the largest live blocks when history is recorded.
     pub fn memory_snapshot(&self, device: usize) -> Result<String, String> {
-        let mut text = std::ptr::null_mut();
         let blocks = gpubench_record::memory_snapshot::LARGEST_BLOCKS_KEPT as c_int;
         let frames = gpubench_record::memory_snapshot::FRAMES_KEPT as c_int;
-        // SAFETY: the shim returns null on error and fills the buffer.
-        call(|e, l| unsafe {
-            text = (self.memory_snapshot)(device as c_int, blocks, frames, e, l);
-            c_int::from(text.is_null())
+        // SAFETY: plain values and a sized buffer.
+        let text = self.call_for_text(|e, l| unsafe {
+            (self.memory_snapshot)(device as c_int, blocks, frames, e, l)
         })?;
-        Ok(self.take_text(text))
-    }
-
-    /// A text the shim allocated, with its frames readable; frees it.
-    fn take_text(&self, text: *mut c_char) -> String {
-        // SAFETY: a NUL-terminated buffer from the shim, freed by it below.
-        let out = crate::shim::readable_frames(&unsafe { CStr::from_ptr(text) }.to_string_lossy());
-        // SAFETY: allocated by the shim's malloc, freed once.
-        unsafe { (self.free_text)(text) };
-        out
+        Ok(crate::shim::readable_frames(&text))
     }
 
     /// Starts tracing every allocation and free, with where each block is allocated.
@@ -267,15 +268,13 @@ impl CudaShim {
     /// `gpubench_analysis::memory_trace::parse_shim_trace`); stops the trace, keeping
     /// the history of live blocks when `keep_history`.
     pub fn memory_trace_stop(&self, device: usize, keep_history: bool) -> Result<String, String> {
-        let mut text = std::ptr::null_mut();
         let frames = gpubench_record::memory_snapshot::FRAMES_KEPT as c_int;
-        // SAFETY: the shim returns null on error and fills the buffer.
-        call(|e, l| unsafe {
-            text =
-                (self.memory_trace_stop)(device as c_int, frames, c_int::from(keep_history), e, l);
-            c_int::from(text.is_null())
+        let history = c_int::from(keep_history);
+        // SAFETY: plain values and a sized buffer.
+        let text = self.call_for_text(|e, l| unsafe {
+            (self.memory_trace_stop)(device as c_int, frames, history, e, l)
         })?;
-        Ok(self.take_text(text))
+        Ok(crate::shim::readable_frames(&text))
     }
 
     /// Records the C++ stack of every allocation from now on.

@@ -41,7 +41,7 @@ fn spin(d: Duration) {
     spin_until(Instant::now() + d);
 }
 
-fn measure_on(
+pub(crate) fn measure_on(
     device: Rc<dyn DeviceBackend>,
     config: MeasurementConfig,
     body: impl FnOnce(&mut Bencher),

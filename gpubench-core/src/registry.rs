@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Display;
 
+use gpubench_record::id::id_part_problem;
+
 use crate::Bencher;
 
 /// One `#[gpu_bench]` function, submitted to the registry by the macro.
@@ -190,8 +192,6 @@ pub enum RegistryError {
     #[error(transparent)]
     BadId(#[from] BadId),
 }
-
-pub use gpubench_record::id::id_part_problem;
 
 /// All registered benchmarks, sorted by id.
 pub fn cases() -> Result<Vec<Case>, RegistryError> {

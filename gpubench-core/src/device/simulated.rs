@@ -175,17 +175,6 @@ impl SimulatedDevice {
         self.queue().memory.snapshot()
     }
 
-    /// Starts tracing every allocation and free, with where each block is allocated.
-    pub fn start_trace(&self) {
-        self.queue().memory.trace = Some(Vec::new());
-    }
-
-    /// Stops the trace: the state now with the events since [`Self::start_trace`];
-    /// `None` when no trace was started.
-    pub fn stop_trace(&self) -> Option<AllocatorTrace> {
-        self.queue().memory.take_trace()
-    }
-
     /// Graph replays made after the profiler first ran (which on a GPU slows them).
     pub fn replays_after_profiling(&self) -> u64 {
         self.queue().replays_after_profiling
@@ -281,12 +270,15 @@ impl DeviceBackend for SimulatedDevice {
         self.record_history(true);
         Ok(())
     }
+    /// Traces every allocation and free, with where each block is allocated.
     fn memory_trace_start(&self) -> Result<(), String> {
-        self.start_trace();
+        self.queue().memory.trace = Some(Vec::new());
         Ok(())
     }
     fn memory_trace_stop(&self) -> Result<AllocatorTrace, String> {
-        self.stop_trace()
+        self.queue()
+            .memory
+            .take_trace()
             .ok_or_else(|| "the allocator's trace was not started".into())
     }
     fn cap_memory(&self, fraction: f64) -> Result<u64, String> {
@@ -531,12 +523,9 @@ impl SimAllocator {
             let address = self.block_address(s, b);
             let block = &self.segments[s].blocks[b];
             let event = TraceEvent {
-                action: TraceAction::Alloc,
-                address,
-                bytes: block.bytes,
                 requested_bytes: block.requested,
-                stream: "0x0".into(),
                 allocated_at: block.at.clone(),
+                ..sim_event(TraceAction::Alloc, address, block.bytes)
             };
             self.trace_event(event);
         }
@@ -592,25 +581,18 @@ impl SimAllocator {
         });
         if let Some((s, b)) = found {
             if self.trace.is_some() {
-                let event = TraceEvent {
-                    action: TraceAction::Free,
-                    address: self.block_address(s, b),
-                    bytes: self.segments[s].blocks[b].bytes,
-                    requested_bytes: 0,
-                    stream: "0x0".into(),
-                    allocated_at: Vec::new(),
-                };
+                let event = sim_event(
+                    TraceAction::Free,
+                    self.block_address(s, b),
+                    self.segments[s].blocks[b].bytes,
+                );
                 self.trace_event(event);
             }
-        }
-        for seg in &mut self.segments {
-            if let Some(b) = seg.blocks.iter().position(|b| b.live == Some(id.0)) {
-                seg.blocks[b].live = None;
-                seg.blocks[b].requested = 0;
-                seg.blocks[b].at.clear();
-                merge_free(&mut seg.blocks);
-                break;
-            }
+            let seg = &mut self.segments[s];
+            seg.blocks[b].live = None;
+            seg.blocks[b].requested = 0;
+            seg.blocks[b].at.clear();
+            merge_free(&mut seg.blocks);
         }
         if !caching {
             self.return_free_segments();
@@ -621,14 +603,7 @@ impl SimAllocator {
     fn push_segment(&mut self, bytes: u64, blocks: Vec<SimBlock>) {
         let address = self.next_address;
         self.next_address += bytes.div_ceil(ROUND) * ROUND;
-        self.trace_event(TraceEvent {
-            action: TraceAction::SegmentAlloc,
-            address,
-            bytes,
-            requested_bytes: 0,
-            stream: "0x0".into(),
-            allocated_at: Vec::new(),
-        });
+        self.trace_event(sim_event(TraceAction::SegmentAlloc, address, bytes));
         self.segments.push(SimSegment {
             address,
             bytes,
@@ -644,14 +619,7 @@ impl SimAllocator {
                 .partition(|s| s.blocks.iter().any(|b| b.live.is_some()));
         self.segments = kept;
         for seg in returned {
-            self.trace_event(TraceEvent {
-                action: TraceAction::SegmentFree,
-                address: seg.address,
-                bytes: seg.bytes,
-                requested_bytes: 0,
-                stream: "0x0".into(),
-                allocated_at: Vec::new(),
-            });
+            self.trace_event(sim_event(TraceAction::SegmentFree, seg.address, seg.bytes));
         }
     }
 
@@ -749,6 +717,19 @@ impl SimAllocator {
         let mut snapshot = MemorySnapshot::from_segments(&segments, self.history);
         snapshot.limit_bytes = self.capacity;
         snapshot
+    }
+}
+
+/// A traced event on the simulated device's one stream, with no requested size and
+/// no allocation site (an allocation adds both).
+fn sim_event(action: TraceAction, address: u64, bytes: u64) -> TraceEvent {
+    TraceEvent {
+        action,
+        address,
+        bytes,
+        requested_bytes: 0,
+        stream: "0x0".into(),
+        allocated_at: Vec::new(),
     }
 }
 

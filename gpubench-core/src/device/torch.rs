@@ -39,15 +39,6 @@ impl TorchDevice {
         }
     }
 
-    /// The CUDA device index and the CUDA shim, or why the allocator cannot be
-    /// reached through it.
-    fn allocator_shim(&self) -> Result<(usize, &'static cuda_shim::CudaShim), String> {
-        let Some(index) = self.cuda_index() else {
-            return Err(format!("{} has no caching allocator", self.device_kind()));
-        };
-        Ok((index, cuda_shim::get()?))
-    }
-
     /// Initialises CUDA and its caching allocator, which libtorch does lazily at the
     /// first allocation: capping or recording before it fails with "Allocator not
     /// initialized for device" (PyTorch's Python calls `_lazy_init()` first).
@@ -57,10 +48,14 @@ impl TorchDevice {
             .map_err(|e| format!("failed to initialise CUDA on {:?}: {e}", self.device))
     }
 
-    /// The CUDA device index and the CUDA shim, or why there is no kernel timing.
-    fn cuda_shim(&self) -> Result<(usize, &'static cuda_shim::CudaShim), String> {
+    /// The CUDA device index and the CUDA shim, or why not: `unavailable` says
+    /// what a device of another kind (named by [`Self::device_kind`]) lacks.
+    fn cuda_shim(
+        &self,
+        unavailable: fn(&str) -> String,
+    ) -> Result<(usize, &'static cuda_shim::CudaShim), String> {
         let Some(index) = self.cuda_index() else {
-            return Err(format!("no kernel timing on {}", self.device_kind()));
+            return Err(unavailable(self.device_kind()));
         };
         Ok((index, cuda_shim::get()?))
     }
@@ -79,6 +74,16 @@ impl TorchDevice {
             _ => None,
         }
     }
+}
+
+/// Why a device that is not CUDA has no allocator to inspect.
+fn no_allocator(device_kind: &str) -> String {
+    format!("{device_kind} has no caching allocator")
+}
+
+/// Why a device that is not CUDA has no kernel timing.
+fn no_kernel_timing(device_kind: &str) -> String {
+    format!("no kernel timing on {device_kind}")
 }
 
 struct CudaTimer {
@@ -162,7 +167,7 @@ impl DeviceBackend for TorchDevice {
     }
 
     fn memory_snapshot(&self) -> Result<MemorySnapshot, String> {
-        let (index, cuda) = self.allocator_shim()?;
+        let (index, cuda) = self.cuda_shim(no_allocator)?;
         let text = cuda.memory_snapshot(index)?;
         let segments = memory_snapshot::parse_shim_snapshot(&text)?;
         let history = HISTORY.load(std::sync::atomic::Ordering::Relaxed);
@@ -172,7 +177,7 @@ impl DeviceBackend for TorchDevice {
     }
 
     fn record_memory_history(&self) -> Result<(), String> {
-        let (_, cuda) = self.allocator_shim()?;
+        let (_, cuda) = self.cuda_shim(no_allocator)?;
         self.init_allocator()?;
         cuda.memory_record_history()?;
         HISTORY.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -180,13 +185,13 @@ impl DeviceBackend for TorchDevice {
     }
 
     fn memory_trace_start(&self) -> Result<(), String> {
-        let (_, cuda) = self.allocator_shim()?;
+        let (_, cuda) = self.cuda_shim(no_allocator)?;
         self.init_allocator()?;
         cuda.memory_trace_start()
     }
 
     fn memory_trace_stop(&self) -> Result<AllocatorTrace, String> {
-        let (index, cuda) = self.allocator_shim()?;
+        let (index, cuda) = self.cuda_shim(no_allocator)?;
         let history = HISTORY.load(std::sync::atomic::Ordering::Relaxed);
         let text = cuda.memory_trace_stop(index, history)?;
         let mut trace = memory_trace::parse_shim_trace(&text)?;
@@ -196,7 +201,7 @@ impl DeviceBackend for TorchDevice {
     }
 
     fn cap_memory(&self, fraction: f64) -> Result<u64, String> {
-        let (index, cuda) = self.allocator_shim()?;
+        let (index, cuda) = self.cuda_shim(no_allocator)?;
         self.init_allocator()?;
         cuda.memory_set_fraction(index, fraction)?;
         let (_, total) = shim::memory_info(index)?;
@@ -239,17 +244,17 @@ impl DeviceBackend for TorchDevice {
     }
 
     fn profile_start(&self) -> Result<(), String> {
-        let (_, shim) = self.cuda_shim()?;
+        let (_, shim) = self.cuda_shim(no_kernel_timing)?;
         shim.profile_start()
     }
 
     fn profile_stop(&self) -> Result<DeviceProfile, String> {
-        let (_, shim) = self.cuda_shim()?;
+        let (_, shim) = self.cuda_shim(no_kernel_timing)?;
         shim.profile_stop()
     }
 
     fn capture_enter(&self) -> Result<(), String> {
-        let (index, shim) = self.cuda_shim()?;
+        let (index, shim) = self.cuda_shim(no_kernel_timing)?;
         let capture = shim.capture_enter(index)?;
         if let Some(old) = self.capture.replace(Some(capture)) {
             shim.capture_free(old);
@@ -258,25 +263,25 @@ impl DeviceBackend for TorchDevice {
     }
 
     fn capture_begin(&self) -> Result<(), String> {
-        let (_, shim) = self.cuda_shim()?;
+        let (_, shim) = self.cuda_shim(no_kernel_timing)?;
         let c = self.capture.borrow();
         shim.capture_begin(c.as_ref().ok_or("no side stream was entered")?)
     }
 
     fn capture_end(&self) -> Result<(), String> {
-        let (_, shim) = self.cuda_shim()?;
+        let (_, shim) = self.cuda_shim(no_kernel_timing)?;
         let c = self.capture.borrow();
         shim.capture_end(c.as_ref().ok_or("no capture was started")?)
     }
 
     fn capture_replay(&self, times: u32) -> Result<(), String> {
-        let (_, shim) = self.cuda_shim()?;
+        let (_, shim) = self.cuda_shim(no_kernel_timing)?;
         let c = self.capture.borrow();
         shim.capture_replay(c.as_ref().ok_or("nothing was captured")?, times)
     }
 
     fn capture_free(&self) {
-        if let (Ok((_, shim)), Some(c)) = (self.cuda_shim(), self.capture.take()) {
+        if let (Ok((_, shim)), Some(c)) = (self.cuda_shim(no_kernel_timing), self.capture.take()) {
             shim.capture_free(c);
         }
     }

@@ -10,7 +10,7 @@ use gpubench_record::measurement::{
 };
 
 use crate::device::{DeviceBackend, SimulatedDevice, TorchDevice};
-use crate::Bencher;
+use crate::engine_tests::measure_on;
 
 const TENSOR: u64 = 64 << 10;
 
@@ -53,15 +53,6 @@ impl Drop for SimTensor {
     }
 }
 
-fn measure(device: Rc<dyn DeviceBackend>, body: impl FnOnce(&mut Bencher)) -> Measurement {
-    let _serial = crate::engine_tests::SERIAL
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    let mut b = Bencher::new("growth", device, config());
-    body(&mut b);
-    b.measurement.take().expect("the routine was measured")
-}
-
 fn growth_of(m: &Measurement) -> MemoryGrowth {
     m.memory_growth
         .expect("the simulated device has an allocator")
@@ -72,7 +63,7 @@ fn a_routine_that_keeps_one_tensor_per_call_holds_its_size_per_call() {
     let dev = Rc::new(SimulatedDevice::new());
     let d = Rc::clone(&dev);
     let cache: RefCell<Vec<SimTensor>> = RefCell::new(Vec::new());
-    let m = measure(dev, move |b| {
+    let m = measure_on(dev, config(), move |b| {
         b.iter(|| {
             // The leak: a copy of every output kept in a cache that never evicts.
             cache.borrow_mut().push(SimTensor::new(&d, TENSOR));
@@ -89,7 +80,9 @@ fn a_routine_that_keeps_one_tensor_per_call_holds_its_size_per_call() {
 fn outputs_dropped_after_each_call_hold_nothing() {
     let dev = Rc::new(SimulatedDevice::new());
     let d = Rc::clone(&dev);
-    let m = measure(dev, move |b| b.iter(|| SimTensor::new(&d, TENSOR)));
+    let m = measure_on(dev, config(), move |b| {
+        b.iter(|| SimTensor::new(&d, TENSOR))
+    });
     let g = growth_of(&m);
     assert_eq!(g.per_call(), 0.0, "{g:?}");
     // The last output was dropped before each reading.
@@ -101,7 +94,7 @@ fn a_one_time_cache_is_not_a_leak() {
     let dev = Rc::new(SimulatedDevice::new());
     let d = Rc::clone(&dev);
     let cache: RefCell<Option<SimTensor>> = RefCell::new(None);
-    let m = measure(dev, move |b| {
+    let m = measure_on(dev, config(), move |b| {
         b.iter(|| {
             cache
                 .borrow_mut()
@@ -137,7 +130,7 @@ fn a_cache_that_fills_in_one_stretch_only_is_not_a_leak() {
 fn with_setup_inputs_do_not_count_as_held() {
     let dev = Rc::new(SimulatedDevice::new());
     let (d, e) = (Rc::clone(&dev), Rc::clone(&dev));
-    let m = measure(dev, move |b| {
+    let m = measure_on(dev, config(), move |b| {
         b.iter_with_setup(
             || SimTensor::new(&d, TENSOR),
             |input| {
@@ -153,7 +146,7 @@ fn with_setup_inputs_do_not_count_as_held() {
 #[test]
 fn the_cpu_has_no_allocator_so_growth_is_absent_not_zero() {
     let cpu: Rc<dyn DeviceBackend> = Rc::new(TorchDevice::new(tch::Device::Cpu));
-    let m = measure(cpu, |b| {
+    let m = measure_on(cpu, config(), |b| {
         let x = tch::Tensor::ones([64], (tch::Kind::Float, tch::Device::Cpu));
         b.iter(|| &x + 1.0);
     });

@@ -35,11 +35,11 @@ const PROFILER_SAMPLES: usize = 5;
 
 /// `calls` rounded up to whole cycles of `cycle` calls; as it is when a cycle is
 /// longer than [`MAX_CYCLE`] calls, which would make the stretch too long.
-fn whole_cycles(calls: u64, cycle: u64) -> u64 {
-    if cycle <= 1 || cycle > MAX_CYCLE {
+fn capped_whole_cycles(calls: u64, cycle: u64) -> u64 {
+    if cycle > MAX_CYCLE {
         return calls;
     }
-    calls.div_ceil(cycle) * cycle
+    super::whole_cycles(calls, cycle)
 }
 
 /// The longest input cycle a profiled or captured stretch is rounded up to.
@@ -65,13 +65,13 @@ impl Engine<'_> {
         // the measured call time, which moves from process to process, and a part of
         // a cycle would count, and time, a different mix of inputs in each.
         let cycle = workload.cycle();
-        let k = whole_cycles(
+        let k = capped_whole_cycles(
             ((GRAPH_WORK_NS / per_iter_ns.max(1.0)).round() as u64).clamp(1, 1000),
             cycle,
         );
         // A device without kernel timing says so before any inputs are made.
         let replayed = self.captured_samples(workload, k)?;
-        let calls = whole_cycles(
+        let calls = capped_whole_cycles(
             ((PROFILE_WORK_NS / per_iter_ns.max(1.0)).ceil() as u64).clamp(3, 1000),
             cycle,
         );

@@ -307,8 +307,7 @@ impl<'a> Engine<'a> {
     ) -> Result<PeakMemory, String> {
         workload.release();
         self.device.synchronize();
-        let cycle = workload.cycle().max(1);
-        let calls = samples.last().map_or(1, |s| s.iters).div_ceil(cycle) * cycle;
+        let calls = whole_cycles(samples.last().map_or(1, |s| s.iters), workload.cycle());
         self.device.memory_trace_start()?;
         self.timed_sample(workload, calls);
         self.device.synchronize();
@@ -335,8 +334,7 @@ impl<'a> Engine<'a> {
         workload.release();
         let start_bytes = allocated()?;
         let per_sample = samples.last().map_or(1, |s| s.iters);
-        let cycle = workload.cycle().max(1);
-        let calls = per_sample.max(GROWTH_MIN_CALLS).div_ceil(cycle) * cycle;
+        let calls = whole_cycles(per_sample.max(GROWTH_MIN_CALLS), workload.cycle());
         // A timed sample prepares inputs, runs, syncs and drops the outputs: the
         // calls as the samples made them.
         self.timed_sample(workload, calls);
@@ -585,6 +583,12 @@ impl<'a> Engine<'a> {
         workload.release();
         waited.as_secs_f64() >= 0.5 * block.as_secs_f64()
     }
+}
+
+/// `calls` rounded up to whole cycles of `cycle` calls (a cycle of 0 counts as 1).
+fn whole_cycles(calls: u64, cycle: u64) -> u64 {
+    let cycle = cycle.max(1);
+    calls.div_ceil(cycle) * cycle
 }
 
 /// Device-bound when the host returned well before the device finished (work was
