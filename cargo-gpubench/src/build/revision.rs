@@ -18,10 +18,12 @@
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use gpubench_record::paired::Role;
 use thiserror::Error;
+
+use crate::store::git::{self, stdout_line};
 
 /// Where worktrees go, under the target directory.
 pub const WORKTREES_DIR: &str = "gpubench/ab/worktrees";
@@ -206,13 +208,11 @@ struct Repository {
 
 impl Repository {
     fn of(workspace_root: &Path) -> Result<Self, RevisionError> {
-        let out = git_output(workspace_root, &["rev-parse", "--show-toplevel"])?;
-        if !out.status.success() {
+        let Ok(toplevel) = git::toplevel(workspace_root).map_err(spawn)? else {
             return Err(RevisionError::NotARepository {
                 root: workspace_root.display().to_string(),
             });
-        }
-        let toplevel = PathBuf::from(stdout_line(&out));
+        };
         let canonical = |p: &Path| {
             p.canonicalize().map_err(|source| RevisionError::Io {
                 what: "resolve",
@@ -246,18 +246,7 @@ impl Repository {
 
     /// `rev`'s commit, or `None` when it names none.
     fn verify(&self, rev: &str) -> Result<Option<String>, RevisionError> {
-        let spec = format!("{rev}^{{commit}}");
-        let out = git_output(
-            &self.toplevel,
-            &[
-                "rev-parse",
-                "--verify",
-                "--quiet",
-                "--end-of-options",
-                &spec,
-            ],
-        )?;
-        Ok(out.status.success().then(|| stdout_line(&out)))
+        git::commit_of(&self.toplevel, rev).map_err(spawn)
     }
 
     /// The working tree; its worktrees under `target_dir` are not changes of it.
@@ -489,23 +478,13 @@ fn short_ref(reference: &str) -> String {
         .to_string()
 }
 
-/// `git -C dir args`, its output whatever its exit status. The repository is the
-/// one `dir` is in: git's variables that would point elsewhere (as a hook's do)
-/// are removed.
+/// `git -C dir args`, its output whatever its exit status ([`git::output`]).
 fn git_output(dir: &Path, args: &[&str]) -> Result<Output, RevisionError> {
-    let mut cmd = Command::new("git");
-    cmd.arg("-C").arg(dir).args(args);
-    for var in [
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_COMMON_DIR",
-        "GIT_OBJECT_DIRECTORY",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd.output()
-        .map_err(|source| RevisionError::Spawn { source })
+    git::output(dir, args).map_err(spawn)
+}
+
+fn spawn(source: std::io::Error) -> RevisionError {
+    RevisionError::Spawn { source }
 }
 
 /// `git -C dir args`, its stdout; a failure says `what` was being done.
@@ -518,7 +497,7 @@ fn git_in(dir: &Path, what: &str, args: &[&str]) -> Result<String, RevisionError
 }
 
 fn git_failed(what: &str, args: &[&str], out: &Output) -> RevisionError {
-    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    let stderr = git::stderr_text(out);
     RevisionError::Git {
         what: what.to_string(),
         args: args.join(" "),
@@ -528,10 +507,6 @@ fn git_failed(what: &str, args: &[&str], out: &Output) -> RevisionError {
             stderr
         },
     }
-}
-
-fn stdout_line(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 #[cfg(test)]

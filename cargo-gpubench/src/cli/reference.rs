@@ -111,11 +111,7 @@ fn arguments(out: &mut String, args: &[&Arg]) {
     let args: Vec<&Arg> = args.iter().copied().filter(|a| !a.is_hide_set()).collect();
     let mut headings: Vec<Option<&str>> = Vec::new();
     for arg in &args {
-        let heading = if arg.is_positional() {
-            Some("Arguments")
-        } else {
-            arg.get_help_heading()
-        };
+        let heading = heading_of(arg);
         if !headings.contains(&heading) {
             headings.push(heading);
         }
@@ -128,17 +124,20 @@ fn arguments(out: &mut String, args: &[&Arg]) {
     });
     for heading in headings {
         out.push_str(&format!("**{}**\n\n", heading.unwrap_or("Options")));
-        for arg in args.iter().filter(|a| {
-            let h = if a.is_positional() {
-                Some("Arguments")
-            } else {
-                a.get_help_heading()
-            };
-            h == heading
-        }) {
+        for arg in args.iter().filter(|a| heading_of(a) == heading) {
             argument(out, arg);
         }
         out.push('\n');
+    }
+}
+
+/// The heading `--help` lists `arg` under: `Arguments` for a positional one, else its
+/// help heading (`None`: the options without one).
+fn heading_of(arg: &Arg) -> Option<&str> {
+    if arg.is_positional() {
+        Some("Arguments")
+    } else {
+        arg.get_help_heading()
     }
 }
 

@@ -97,21 +97,20 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
         new.source.describe(),
         old.source.describe()
     );
-    let drifts = std::cell::OnceCell::new();
+    // Made once, and only when Markdown is written: it reads the baseline's history.
+    let markdown = std::cell::OnceCell::new();
     let markdown = || {
-        let mut text = MarkdownSummary {
-            subject: &subject,
-            // compare writes no report; a URL given still says where one is.
-            report: ReportLink::of(args.verdicts.report_url.as_deref(), None),
-            entries: &rows,
-            comparison: Some(&comparison),
-            exit,
-        }
-        .render();
-        text.push_str(&crate::output::history::drift_section(drifts.get_or_init(
-            || crate::output::history::continued_drifts_noted(&comparison),
-        )));
-        text
+        markdown.get_or_init(|| {
+            MarkdownSummary {
+                subject: &subject,
+                // compare writes no report; a URL given still says where one is.
+                report: ReportLink::of(args.verdicts.report_url.as_deref(), None),
+                entries: &rows,
+                comparison: Some(&comparison),
+                exit,
+            }
+            .render_with_drifts()
+        })
     };
     match args.format {
         Format::Human => console::print_stdout(&render_human(
@@ -147,7 +146,7 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
         }
     }
     if let Some(path) = &args.verdicts.summary_file {
-        crate::output::markdown::write_summary_file(&cwd.join(path), &markdown())?;
+        crate::output::markdown::write_summary_file(&cwd.join(path), markdown())?;
     }
     Ok(exit)
 }

@@ -4,7 +4,8 @@
 //! on the history page ([`crate::output::html::history`]).
 
 use anyhow::{Context, Result};
-use gpubench_analysis::history::{HistoryOptions, DEFAULT_MAX_P_VALUE, DEFAULT_MIN_SEGMENT};
+use clap::ValueEnum;
+use gpubench_analysis::history::HistoryOptions;
 
 use crate::build::discover::places;
 use crate::cli::{Format, HistoryArgs};
@@ -20,10 +21,10 @@ pub fn run(args: &HistoryArgs) -> Result<Exit> {
         return Err(UsageError(format!(
             "`history` prints --format human, json or markdown, not {}: the export formats \
              hold one run's figures (a run or `compare` writes them)",
-            match args.format {
-                Format::Bmf => "bmf",
-                _ => "github-action-benchmark",
-            }
+            args.format
+                .to_possible_value()
+                .expect("every format has a name")
+                .get_name()
         ))
         .into());
     }
@@ -90,19 +91,18 @@ pub fn run(args: &HistoryArgs) -> Result<Exit> {
         )?;
         console::note(format_args!("history page: {}", page.display()));
     }
+    let markdown = std::cell::OnceCell::new();
+    let markdown = || markdown.get_or_init(|| crate::output::history::render_markdown(&report));
     match args.format {
         Format::Json => crate::output::json::print_document(&report),
-        Format::Markdown => print!("{}", crate::output::history::render_markdown(&report)),
+        Format::Markdown => print!("{}", markdown()),
         _ => console::print_stdout(&crate::output::history::render_human(
             &report,
             console::get(),
         )),
     }
     if let Some(path) = &args.summary_file {
-        crate::output::markdown::write_summary_file(
-            &cwd.join(path),
-            &crate::output::history::render_markdown(&report),
-        )?;
+        crate::output::markdown::write_summary_file(&cwd.join(path), markdown())?;
     }
     Ok(Exit::Success)
 }
@@ -111,8 +111,6 @@ pub fn run(args: &HistoryArgs) -> Result<Exit> {
 fn options(args: &HistoryArgs) -> HistoryOptions {
     HistoryOptions {
         min_change: args.min_change,
-        max_p_value: DEFAULT_MAX_P_VALUE,
-        min_segment: DEFAULT_MIN_SEGMENT,
         drift_window: args.drift_window as usize,
         ..HistoryOptions::default()
     }

@@ -59,28 +59,19 @@ pub fn print_summary(
         ),
         None => format!("run `{}`", summary.run_id),
     };
-    // Read once, and only when Markdown is written.
-    let drifts = std::cell::OnceCell::new();
-    let drifts = || {
-        drifts.get_or_init(|| {
-            summary
-                .comparison
-                .as_ref()
-                .map(crate::output::history::continued_drifts_noted)
-                .unwrap_or_default()
-        })
-    };
+    // Made once, and only when Markdown is written: it reads the baseline's history.
+    let markdown = std::cell::OnceCell::new();
     let markdown = || {
-        let mut text = MarkdownSummary {
-            subject: &subject,
-            report: ReportLink::of(summary.report_url.as_deref(), summary.report.as_deref()),
-            entries: &summary.benchmarks,
-            comparison: summary.comparison.as_ref(),
-            exit: summary.exit_code(),
-        }
-        .render();
-        text.push_str(&crate::output::history::drift_section(drifts()));
-        text
+        markdown.get_or_init(|| {
+            MarkdownSummary {
+                subject: &subject,
+                report: ReportLink::of(summary.report_url.as_deref(), summary.report.as_deref()),
+                entries: &summary.benchmarks,
+                comparison: summary.comparison.as_ref(),
+                exit: summary.exit_code(),
+            }
+            .render_with_drifts()
+        })
     };
     match format {
         Format::Human => console::print_stdout(&summary.render_human(console::get())),
@@ -93,7 +84,7 @@ pub fn print_summary(
         Format::Bmf => print!("{}", pretty_json(&exports::bmf(&summary.benchmarks))),
     }
     if let Some(path) = summary_file {
-        write_summary_file(path, &markdown())?;
+        write_summary_file(path, markdown())?;
     }
     Ok(())
 }

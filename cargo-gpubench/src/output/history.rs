@@ -154,7 +154,8 @@ fn header_line(report: &HistoryReport) -> String {
     )
 }
 
-fn day(date: &str) -> &str {
+/// The day of an ISO 8601 date (`2026-01-31`), or the date as it is when shorter.
+pub(crate) fn day(date: &str) -> &str {
     date.get(..10).unwrap_or(date)
 }
 

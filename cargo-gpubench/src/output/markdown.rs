@@ -113,6 +113,19 @@ impl MarkdownSummary<'_> {
         out
     }
 
+    /// [`render`](Self::render), then the head figures that continue a drift of the
+    /// baseline's committed history ([`crate::output::history::drift_section`]): what
+    /// a run, `ab` and `compare` write. It reads git; a failure to is a note on stderr.
+    pub fn render_with_drifts(&self) -> String {
+        let mut out = self.render();
+        let drifts = self
+            .comparison
+            .map(crate::output::history::continued_drifts_noted)
+            .unwrap_or_default();
+        out.push_str(&crate::output::history::drift_section(&drifts));
+        out
+    }
+
     fn header_line(&self) -> String {
         let device = self
             .comparison

@@ -175,6 +175,16 @@ pub fn render_failures(entries: &[SummaryEntry], console: Console) -> String {
     out
 }
 
+/// The lines of the allocator's state at a benchmark's peak
+/// (`--memory-peak-snapshot`), or why there is none; `None` when not asked for.
+pub fn held_at_peak_lines(s: &BenchmarkSummary) -> Option<Vec<String>> {
+    match (&s.memory.at_peak, &s.memory.at_peak_unavailable) {
+        (Some(p), _) => Some(p.report_lines(s.memory.peak.map(|m| m.peak_allocated_bytes))),
+        (None, Some(why)) => Some(vec![format!("no allocator snapshot at the peak: {why}")]),
+        (None, None) => None,
+    }
+}
+
 /// What held memory at each benchmark's peak (`--memory-peak-snapshot`), or why it
 /// could not be read; empty when no benchmark asked for it.
 pub fn render_memory_peaks(entries: &[SummaryEntry]) -> String {
@@ -183,10 +193,8 @@ pub fn render_memory_peaks(entries: &[SummaryEntry]) -> String {
         let Some(s) = b.summary.as_ref() else {
             continue;
         };
-        let lines = match (&s.memory.at_peak, &s.memory.at_peak_unavailable) {
-            (Some(p), _) => p.report_lines(s.memory.peak.map(|m| m.peak_allocated_bytes)),
-            (None, Some(why)) => vec![format!("no allocator snapshot at the peak: {why}")],
-            (None, None) => continue,
+        let Some(lines) = held_at_peak_lines(s) else {
+            continue;
         };
         if out.is_empty() {
             out.push_str("\nwhat held memory at the peak:\n");

@@ -8,10 +8,10 @@
 //! the other files of that commit still count. [`analyse`] turns the versions into
 //! each benchmark's series with change points and drift ([`HistoryReport`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use gpubench_analysis::baseline::parse_file;
 use gpubench_analysis::history::{
@@ -21,6 +21,8 @@ use gpubench_analysis::processes::Bound;
 use gpubench_analysis::BaselineEntry;
 use serde::Serialize;
 use thiserror::Error;
+
+use super::git;
 
 /// What to read.
 #[derive(Debug, Clone)]
@@ -146,7 +148,7 @@ pub fn read(query: &HistoryQuery) -> Result<BaselineHistory, HistoryError> {
     let mut unreadable = Vec::new();
     let mut listed: Vec<(usize, Vec<(String, String)>)> = Vec::new();
     let mut blobs: Vec<(String, String)> = Vec::new();
-    let mut seen: HashMap<String, ()> = HashMap::new();
+    let mut seen: HashSet<String> = HashSet::new();
     for (i, (commit, tree)) in commits.iter().zip(trees).enumerate() {
         let Some(object) = tree else {
             unreadable.push(Unreadable {
@@ -185,7 +187,7 @@ pub fn read(query: &HistoryQuery) -> Result<BaselineHistory, HistoryError> {
                 });
                 continue;
             }
-            if seen.insert(entry.oid.clone(), ()).is_none() {
+            if seen.insert(entry.oid.clone()) {
                 blobs.push((entry.oid.clone(), file.clone()));
             }
             files.push((file, entry.oid));
@@ -285,45 +287,37 @@ fn read_and_parse(
     })
 }
 
-fn git(dir: &Path) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.arg("-C").arg(dir);
-    // The user's pager and colour settings must not reach a pipe.
-    cmd.env("GIT_PAGER", "cat").env_remove("GIT_DIR");
-    cmd
-}
-
 /// Runs git and returns its stdout, or a [`HistoryError::Git`].
 fn output(dir: &Path, args: &[&str], what: &'static str) -> Result<Vec<u8>, HistoryError> {
-    let out = git(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|source| HistoryError::Spawn { source })?;
+    let out = git::output(dir, args).map_err(|source| HistoryError::Spawn { source })?;
     if out.status.success() {
         Ok(out.stdout)
     } else {
         Err(HistoryError::Git {
             what,
             args: args.join(" "),
-            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            message: git::stderr_text(&out),
         })
     }
 }
 
 fn toplevel(dir: &Path) -> Result<PathBuf, HistoryError> {
-    match output(
-        dir,
-        &["rev-parse", "--show-toplevel"],
-        "find the repository",
-    ) {
-        Ok(out) => Ok(PathBuf::from(String::from_utf8_lossy(&out).trim())),
-        Err(HistoryError::Git { message, .. }) if message.contains("not a git repository") => {
-            Err(HistoryError::NotARepository {
-                dir: dir.display().to_string(),
-            })
+    match git::toplevel(dir).map_err(|source| HistoryError::Spawn { source })? {
+        Ok(root) => Ok(root),
+        Err(out) => {
+            let message = git::stderr_text(&out);
+            if message.contains("not a git repository") {
+                Err(HistoryError::NotARepository {
+                    dir: dir.display().to_string(),
+                })
+            } else {
+                Err(HistoryError::Git {
+                    what: "find the repository",
+                    args: git::TOPLEVEL_ARGS.join(" "),
+                    message,
+                })
+            }
         }
-        Err(e) => Err(e),
     }
 }
 
@@ -362,17 +356,11 @@ fn relative_path(root: &Path, dir: &Path) -> Result<String, HistoryError> {
 }
 
 fn verify_rev(root: &Path, rev: &str) -> Result<(), HistoryError> {
-    let spec = format!("{rev}^{{commit}}");
-    match output(
-        root,
-        &["rev-parse", "--verify", "--quiet", &spec],
-        "resolve the revision",
-    ) {
-        Ok(_) => Ok(()),
-        Err(HistoryError::Git { .. }) => Err(HistoryError::UnknownRevision {
+    match git::commit_of(root, rev).map_err(|source| HistoryError::Spawn { source })? {
+        Some(_) => Ok(()),
+        None => Err(HistoryError::UnknownRevision {
             rev: rev.to_string(),
         }),
-        Err(e) => Err(e),
     }
 }
 
@@ -431,7 +419,7 @@ fn cat_file(root: &Path, requests: &[String]) -> Result<Vec<Option<Object>>, His
     if requests.is_empty() {
         return Ok(Vec::new());
     }
-    let mut child = git(root)
+    let mut child = git::command(root)
         .args(["cat-file", "--batch"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -24,9 +24,11 @@
 //! [`runs`] owns the run directories and the lock, [`manifest`] a run's index,
 //! [`baselines`] which baseline a run is compared with and saved as, and
 //! [`references`] what `compare` and `report` take for a run or a baseline, and
-//! [`history`] every committed version of a baseline, read from git.
+//! [`history`] every committed version of a baseline, read from git; [`git`] starts
+//! the git processes it and `ab`'s revisions ([`crate::build::revision`]) need.
 
 pub mod baselines;
+pub mod git;
 pub mod history;
 pub mod manifest;
 pub mod references;

@@ -1,6 +1,8 @@
 //! Revisions found in temporary git repositories: the default branch and its
 //! merge-base, `--base`/`--head`, refusals, and worktrees made, reused and remade.
 
+use std::process::Command;
+
 use super::*;
 
 /// A git repository in a temporary directory, committing as a fixed author.

@@ -22,6 +22,8 @@ use crate::console;
 use crate::execute::process::{self, ChildEnv, Ending};
 use crate::exit_code::Exit;
 use crate::exit_code::UsageError;
+use crate::output::json::{pretty_json, print_document};
+use crate::store::baselines::{Wanted, DEFAULT_BASELINE};
 
 /// A capacity benchmark of one executable, as `--list-capacity` prints it.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,15 +79,19 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
     );
 
     let mut results = Vec::new();
+    // Each result's chart, drawn once for its file and the page.
+    let mut charts = Vec::new();
     let mut failed = Vec::new();
     for bench in &listed {
         match search(bench, args, &env, &out, &stop) {
             Ok(Some(r)) => {
                 let stem = file_stem_for_id(&r.name);
                 write_json(&out.join(format!("{stem}.json")), &r)?;
-                std::fs::write(out.join(format!("{stem}.svg")), chart_svg(&r))
+                let chart = chart_svg(&r);
+                std::fs::write(out.join(format!("{stem}.svg")), &chart)
                     .with_context(|| format!("failed to write the chart of {}", r.name))?;
                 results.push(r);
+                charts.push(chart);
             }
             Ok(None) => return Ok(Exit::Interrupted),
             Err(e) => {
@@ -101,10 +107,13 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
     // Compared with the baseline before a save overwrites it.
     let mut findings = Vec::new();
     let mut missing = Vec::new();
-    if !run.baselines.no_baseline {
-        let name = run.baselines.baseline.as_deref().unwrap_or("main");
-        let dir = baselines.join(name);
-        let explicit = run.baselines.baseline.is_some();
+    let wanted = match run.baselines.wanted() {
+        Wanted::None => None,
+        Wanted::Default => Some((DEFAULT_BASELINE.to_string(), false)),
+        Wanted::Named(name) => Some((name, true)),
+    };
+    if let Some((name, explicit)) = wanted {
+        let dir = baselines.join(&name);
         if dir.is_dir() || explicit {
             for r in &results {
                 let file = dir.join(format!("{}.json", file_stem_for_id(&r.name)));
@@ -134,14 +143,13 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
     }
     std::fs::write(
         out.join("index.html"),
-        html_page(&results, &findings, &missing),
+        html_page(&results, &charts, &findings, &missing),
     )
     .context("failed to write the capacity report")?;
 
     match run.output.format {
         Format::Json => {
-            let doc = json_document(&results, &findings, &missing, &failed);
-            println!("{}", serde_json::to_string_pretty(&doc)?);
+            print_document(&json_document(&results, &findings, &missing, &failed));
         }
         Format::Markdown => print!("{}", markdown(&results, &findings, &missing)),
         _ => {
@@ -188,12 +196,12 @@ fn verdict_word(v: CapacityVerdict) -> &'static str {
 }
 
 /// `<baselines-dir>/../capacity`: beside the baselines, not inside one, so a
-/// baseline's reader never meets a file it does not know.
+/// baseline's reader never meets a file it does not know. A relative
+/// `--baselines-dir` stays relative (the current directory is `""`), so messages
+/// name it as it was given.
 fn capacity_baselines_dir(baselines_dir: Option<&Path>, workspace_root: &Path) -> PathBuf {
-    let baselines = baselines_dir
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| workspace_root.join("gpubench").join("baselines"));
-    baselines
+    crate::store::baselines::store(baselines_dir, workspace_root, Path::new(""))
+        .root
         .parent()
         .map_or_else(|| PathBuf::from("capacity"), |p| p.join("capacity"))
 }
@@ -215,8 +223,8 @@ fn json_document(
 }
 
 fn write_json(path: &Path, r: &CapacityResult) -> Result<()> {
-    let text = serde_json::to_string_pretty(r)? + "\n";
-    std::fs::write(path, text).with_context(|| format!("failed to write {}", path.display()))
+    std::fs::write(path, pretty_json(r))
+        .with_context(|| format!("failed to write {}", path.display()))
 }
 
 /// A saved result; `Ok(None)` when there is no file.
@@ -423,9 +431,10 @@ fn escape(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// A page of every result: its lines, finding and chart.
+/// A page of every result: its lines, finding and chart (`charts`, one per result).
 fn html_page(
     results: &[CapacityResult],
+    charts: &[String],
     findings: &[CapacityFinding],
     missing: &[String],
 ) -> String {
@@ -434,7 +443,7 @@ fn html_page(
          <style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto}pre{background:#f4f4f4;padding:.5rem}</style>\
          </head><body><h1>Capacity</h1>",
     );
-    for r in results {
+    for (r, chart) in results.iter().zip(charts) {
         let _ = write!(s, "<h2 id=\"{0}\">{0}</h2><pre>", escape(&r.name));
         for line in r.report_lines() {
             let _ = writeln!(s, "{}", escape(&line));
@@ -448,7 +457,7 @@ fn html_page(
                 escape(&f.reason)
             );
         }
-        s.push_str(&chart_svg(r));
+        s.push_str(chart);
     }
     for m in missing {
         let _ = write!(s, "<p>Missing: {}</p>", escape(m));
@@ -596,7 +605,7 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("missing: x"));
-        let page = html_page(&[r], &[], &[]);
+        let page = html_page(&[r], &[svg], &[], &[]);
         assert!(page.contains("largest batch that fits: 128"));
     }
 

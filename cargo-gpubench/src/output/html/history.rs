@@ -18,17 +18,13 @@ use serde::Serialize;
 
 use super::charts::{palette, Axis, AxisFormat, Plot, Rule, Series, SeriesKind};
 use super::input::ReportError;
+use super::{io_error, templates};
 use crate::format::{percent_change, time_unit};
-use crate::output::history::{change_words, drift_words};
+use crate::output::history::{change_words, day, drift_words};
 use crate::store::history::{HistoryReport, SeriesHistory};
 
 /// The page's directory inside the output directory.
 pub const HISTORY_DIR: &str = "history";
-
-/// Where the history page of `out_dir` is.
-pub fn page(out_dir: &Path) -> PathBuf {
-    out_dir.join(HISTORY_DIR).join("index.html")
-}
 
 /// The anchor of a benchmark on the page.
 pub fn anchor(id: &str) -> String {
@@ -38,14 +34,32 @@ pub fn anchor(id: &str) -> String {
 /// The link from a page `depth` folders below `<out-dir>/report/` to `id` on the
 /// history page of `out_dir`, when the page is there and shows `id`.
 pub fn link_for(out_dir: &Path, id: &str, depth: usize) -> Option<String> {
-    let ids = std::fs::read_to_string(out_dir.join(HISTORY_DIR).join(IDS_FILE)).ok()?;
-    ids.lines().any(|l| l == id).then(|| {
-        format!(
-            "{}../{HISTORY_DIR}/index.html#{}",
-            "../".repeat(depth),
-            anchor(id)
-        )
-    })
+    ShownIds::read(out_dir)?.link(id, depth)
+}
+
+/// The ids the history page of an output directory shows, read once for every page
+/// of a report that links to it.
+pub struct ShownIds(String);
+
+impl ShownIds {
+    /// Those of the history page of `out_dir`, when the page is there.
+    pub fn read(out_dir: &Path) -> Option<Self> {
+        std::fs::read_to_string(out_dir.join(HISTORY_DIR).join(IDS_FILE))
+            .ok()
+            .map(ShownIds)
+    }
+
+    /// The link from a page `depth` folders below `<out-dir>/report/` to `id` on the
+    /// page, when it shows `id`.
+    pub fn link(&self, id: &str, depth: usize) -> Option<String> {
+        self.0.lines().any(|l| l == id).then(|| {
+            format!(
+                "{}../{HISTORY_DIR}/index.html#{}",
+                "../".repeat(depth),
+                anchor(id)
+            )
+        })
+    }
 }
 
 /// The ids the page shows, one a line, for [`link_for`].
@@ -90,12 +104,8 @@ struct PageView {
 /// Writes the page of `report` into `dir` (created when missing), replacing its
 /// files; returns the page's path.
 pub fn write(report: &HistoryReport, dir: &Path) -> anyhow::Result<PathBuf> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| ReportError::Io { path, source }
-    };
     gpubench_analysis::atomic_dir::rebuild(dir, |staged| -> anyhow::Result<()> {
-        std::fs::create_dir_all(staged).map_err(io(staged))?;
+        std::fs::create_dir_all(staged).map_err(io_error(staged))?;
         let mut benchmarks = Vec::new();
         for b in &report.benchmarks {
             let stem = anchor(&b.id);
@@ -114,7 +124,7 @@ pub fn write(report: &HistoryReport, dir: &Path) -> anyhow::Result<PathBuf> {
                         message,
                     })?;
                 let path = staged.join(&file);
-                std::fs::write(&path, svg).map_err(io(&path))?;
+                std::fs::write(&path, svg).map_err(io_error(&path))?;
                 charts.push(Chart {
                     alt: format!("{} of {} over {} commits", s.label, b.id, s.points.len()),
                     caption: caption(s),
@@ -130,12 +140,7 @@ pub fn write(report: &HistoryReport, dir: &Path) -> anyhow::Result<PathBuf> {
                     s.change_points.iter().map(move |c| ChangeRow {
                         figure: s.label.clone(),
                         commit: c.commit.short.clone(),
-                        date: c
-                            .commit
-                            .date
-                            .get(..10)
-                            .unwrap_or(&c.commit.date)
-                            .to_string(),
+                        date: day(&c.commit.date).to_string(),
                         subject: c.commit.subject.clone(),
                         change: change_words(c, s.exact)
                             .split(" at ")
@@ -175,21 +180,13 @@ pub fn write(report: &HistoryReport, dir: &Path) -> anyhow::Result<PathBuf> {
                 .map(|u| format!("{} at {}: {}", u.path, u.commit.short, u.reason))
                 .collect(),
         };
-        let engine = super::templates::engine()?;
-        let mut ctx = tera::Context::new();
-        ctx.insert("page", &view);
-        let html = engine
-            .render("history.html", &ctx)
-            .map_err(|e| ReportError::Template {
-                name: "history.html".into(),
-                message: e.to_string(),
-            })?;
+        let html = templates::render_history(&templates::engine()?, &view)?;
         for (name, bytes) in [
             ("index.html", html.as_bytes()),
-            ("report.css", super::templates::CSS.as_bytes()),
+            ("report.css", templates::CSS.as_bytes()),
         ] {
             let path = staged.join(name);
-            std::fs::write(&path, bytes).map_err(io(&path))?;
+            std::fs::write(&path, bytes).map_err(io_error(&path))?;
         }
         let ids: String = report
             .benchmarks
@@ -197,7 +194,7 @@ pub fn write(report: &HistoryReport, dir: &Path) -> anyhow::Result<PathBuf> {
             .map(|b| format!("{}\n", b.id))
             .collect();
         let path = staged.join(IDS_FILE);
-        std::fs::write(&path, ids).map_err(io(&path))?;
+        std::fs::write(&path, ids).map_err(io_error(&path))?;
         Ok(())
     })
     .map_err(|e| {

@@ -43,9 +43,9 @@ pub struct StoredRun<'a> {
 /// other instead of mixing their pages.
 pub fn render_run(run: StoredRun<'_>, report_dir: &Path) -> Result<ReportIndex> {
     let mut input = input(run)?;
-    if let Some(out_dir) = report_dir.parent() {
+    if let Some(shown) = report_dir.parent().and_then(super::history::ShownIds::read) {
         for b in &mut input.benchmarks {
-            b.history = super::history::link_for(out_dir, &b.record.id, 1);
+            b.history = shown.link(&b.record.id, 1);
         }
     }
     let index = gpubench_analysis::atomic_dir::rebuild(report_dir, |staged| {

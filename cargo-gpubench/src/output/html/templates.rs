@@ -1,6 +1,7 @@
 //! The tera templates and stylesheet of the report, embedded at build time from the
 //! workspace's top-level `templates/` folder (reached through the `templates` symlink of
-//! this crate, which `cargo package` follows), and the two renders: summary and benchmark page.
+//! this crate, which `cargo package` follows), and its renders: summary, benchmark page
+//! and history page.
 //!
 //! Every template ends in `.html`, so tera escapes every `{{ value }}`; templates
 //! never use `| safe`.
@@ -74,6 +75,13 @@ pub fn render_page(
     ctx.insert("bench", bench);
     ctx.insert("root", "../");
     render(tera, "benchmark.html", &ctx)
+}
+
+/// The history page of `cargo gpubench history`; `page` is its view.
+pub fn render_history(tera: &Tera, page: &impl Serialize) -> Result<String, ReportError> {
+    let mut ctx = Context::new();
+    ctx.insert("page", page);
+    render(tera, "history.html", &ctx)
 }
 
 fn render(tera: &Tera, name: &str, ctx: &Context) -> Result<String, ReportError> {

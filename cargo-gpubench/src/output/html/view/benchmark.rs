@@ -41,7 +41,7 @@ pub(crate) fn benchmark_view(
         measured: fig.is_some(),
         smoke: r.config.mode == RunMode::Smoke,
         facts: MeasuredFacts::default(),
-        held_at_peak: held_at_peak_lines(s),
+        held_at_peak: crate::output::terminal::held_at_peak_lines(s).unwrap_or_default(),
         baseline_note: baseline_note(b),
         charts: PageCharts::default(),
         comparison,
@@ -628,16 +628,6 @@ pub(crate) fn processes_setting(
         p.min,
         p.target_rel_ci * 100.0
     )
-}
-
-/// The lines of the allocator's state at the benchmark's peak
-/// (`--memory-peak-snapshot`), or why there is none; empty when not asked for.
-fn held_at_peak_lines(s: &gpubench_analysis::BenchmarkSummary) -> Vec<String> {
-    match (&s.memory.at_peak, &s.memory.at_peak_unavailable) {
-        (Some(p), _) => p.report_lines(s.memory.peak.map(|m| m.peak_allocated_bytes)),
-        (None, Some(why)) => vec![format!("no allocator snapshot at the peak: {why}")],
-        (None, None) => Vec::new(),
-    }
 }
 
 /// The snapshot's lines at an out-of-memory failure, or why there is none.
