@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::support::{
-    cargo_gpubench, exe_arg, latest_run, prepare_record, run, stand_in, synthetic_record as record,
-    Ran, REPLAY_HARNESS, STAND_IN_EXE,
+    cargo_gpubench, latest_run, prepare_record, replay_stand_in, run, run_stand_in,
+    synthetic_record as record, Ran, STAND_IN_EXE,
 };
 use cargo_gpubench::compare::{RunComparison, BASELINE_COPY};
 use gpubench_analysis::{BaselineStore, Verdict};
@@ -31,12 +31,7 @@ impl Bench {
     /// an H200) and `panics` (fails).
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let bin = stand_in(dir.path(), REPLAY_HARNESS);
-        std::fs::write(
-            bin.join("ids"),
-            "conv: benchmark\nmm/64: benchmark\npanics: benchmark\n",
-        )
-        .unwrap();
+        replay_stand_in(dir.path(), &["conv", "mm/64", "panics"]);
         let b = Bench { dir };
         b.measure("mm/64", GPU, 1.0, 1);
         b.measure("conv", GPU, 1.0, 2);
@@ -72,13 +67,7 @@ impl Bench {
 
     /// `cargo-gpubench run --exe <fake> ARGS` in `work/`.
     fn run(&self, args: &[&str]) -> Ran {
-        let mut cmd = cargo_gpubench();
-        cmd.current_dir(self.work())
-            .env("LIBTORCH", self.dir.path().join("libtorch"))
-            .arg("run")
-            .arg(exe_arg(&self.dir.path().join("bin").join(STAND_IN_EXE)))
-            .args(args);
-        run(&mut cmd)
+        run(run_stand_in(self.dir.path()).args(args))
     }
 
     /// `cargo-gpubench compare ARGS` in `work/`.

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::support::{
-    cargo_gpubench, exe_arg, latest_run, manifest, prepare_record, run, stand_in, synthetic_record,
+    latest_run, manifest, prepare_record, run, run_stand_in, stand_in, synthetic_record,
 };
 
 /// Six benchmarks of 0.3 s each; `--list-devices` shows three GPUs of one model,
@@ -73,14 +73,9 @@ impl StandIn {
     }
 
     fn run(&self, extra: &[&str]) -> crate::support::Ran {
-        let exe = self.bin().join(crate::support::STAND_IN_EXE);
-        let mut cmd = cargo_gpubench();
-        cmd.current_dir(self.dir.path().join("work"))
-            .env("LIBTORCH", self.dir.path().join("libtorch"))
-            .args(["run", "--quick", "--processes", "2", "--no-report"])
-            .arg(exe_arg(&exe))
-            .args(extra);
-        run(&mut cmd)
+        run(run_stand_in(self.dir.path())
+            .args(["--quick", "--processes", "2", "--no-report"])
+            .args(extra))
     }
 
     /// Each process: (device, benchmark, start ns, end ns).

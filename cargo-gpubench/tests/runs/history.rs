@@ -7,9 +7,9 @@
 #![cfg(unix)]
 
 use std::path::Path;
-use std::process::Command;
 
 use crate::history_fixture::{file_of, records, rng, write_repo, FixtureCommit, Noise};
+use crate::support::{cargo_gpubench, schema};
 use cargo_gpubench::store::history::{self, HistoryQuery, HistoryReport, IdFilter};
 use gpubench_analysis::history::{HistoryOptions, SeriesMetric, TimeKindKey};
 use gpubench_record::id::file_stem_for_id;
@@ -251,9 +251,8 @@ fn history_command_prints_json_tables_and_the_page() {
     let tmp = tempfile::tempdir().unwrap();
     fixture(tmp.path());
     let run = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_cargo-gpubench"))
+        let out = cargo_gpubench()
             .current_dir(tmp.path())
-            .env_remove("GPUBENCH_FORMAT")
             .args([
                 "gpubench",
                 "history",
@@ -275,10 +274,7 @@ fn history_command_prints_json_tables_and_the_page() {
     let (code, json, err) = run(&["--format", "json"]);
     assert_eq!(code, Some(0), "{err}");
     let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let schema_path = crate::history_fixture::repo_root().join("docs/schema/history.schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("a schema");
+    let validator = schema("history.schema.json");
     let errors: Vec<String> = validator
         .iter_errors(&doc)
         .map(|e| format!("{e} at {}", e.instance_path()))
@@ -408,9 +404,8 @@ fn the_summary_names_a_head_figure_that_continues_a_drift() {
         let (name, bytes) = file_of(&matmul.entry(id, level, &mut rng));
         std::fs::write(head.join(name), bytes).unwrap();
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_cargo-gpubench"))
+    let out = cargo_gpubench()
         .current_dir(tmp.path())
-        .env_remove("GPUBENCH_FORMAT")
         .args([
             "gpubench",
             "compare",

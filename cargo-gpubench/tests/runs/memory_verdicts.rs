@@ -8,27 +8,10 @@
 use std::path::PathBuf;
 
 use crate::support::{
-    assert_valid, cargo_gpubench, exe_arg, prepare_record, run, stand_in,
-    synthetic_record as record, Ran, STAND_IN_EXE,
+    assert_valid, prepare_record, replay_stand_in, run, run_stand_in, synthetic_record as record,
+    Ran,
 };
 use gpubench_record::testing::RecordBuilder;
-
-/// Lists `mm/64`; measures it by copying the record prepared for it.
-const STAND_IN: &str = r#"#!/bin/sh
-here=$(dirname "$0")
-[ -n "$GPUBENCH_HANDSHAKE" ] && echo "gpubench-harness protocol 1"
-case " $* " in
-*" --list "*)
-    case " $* " in
-    *" --ignored "*) ;;
-    *) echo "mm/64: benchmark" ;;
-    esac
-    exit 0 ;;
-esac
-[ "$1 $2" = "--bench --exact" ] || { echo "unexpected arguments: $*" >&2; exit 64; }
-cp "$here/records/$(echo "$3" | tr / _)"/*.json "$GPUBENCH_RECORD_DIR/" || exit 3
-exit 0
-"#;
 
 const MIB: u64 = 1 << 20;
 const TENSOR: u64 = 64 << 10;
@@ -40,7 +23,7 @@ struct Bench {
 impl Bench {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        stand_in(dir.path(), STAND_IN);
+        replay_stand_in(dir.path(), &["mm/64"]);
         Bench { dir }
     }
 
@@ -67,13 +50,7 @@ impl Bench {
     }
 
     fn run(&self, args: &[&str]) -> Ran {
-        let mut cmd = cargo_gpubench();
-        cmd.current_dir(self.work())
-            .env("LIBTORCH", self.dir.path().join("libtorch"))
-            .arg("run")
-            .arg(exe_arg(&self.dir.path().join("bin").join(STAND_IN_EXE)))
-            .args(args);
-        run(&mut cmd)
+        run(run_stand_in(self.dir.path()).args(args))
     }
 }
 

@@ -22,6 +22,18 @@ const SUITE: [&str; 6] = [
     "no_record",
 ];
 
+/// The arguments of a part run that saves baseline `name` into `./baselines`, without
+/// a report.
+fn save(name: &str) -> [&str; 5] {
+    [
+        "--no-report",
+        "--baselines-dir",
+        "baselines",
+        "--save-baseline",
+        name,
+    ]
+}
+
 /// Runs `ids` of the stand-in (part `partition` of them) into `out`; the run's
 /// directory, or `None` when the part held no benchmark.
 fn run_part(
@@ -249,20 +261,7 @@ fn against_a_baseline_the_benchmarks_of_a_missing_part_are_missing_evidence() {
     let work = fake.dir.path().join("work");
     // fake/matmul/64 is part 1 of 2, fake/passes part 2.
     let ids = ["passes", "matmul/64"];
-    run_part(
-        &fake,
-        &work.join("base"),
-        None,
-        &ids,
-        &[
-            "--no-report",
-            "--save-baseline",
-            "main",
-            "--baselines-dir",
-            "baselines",
-        ],
-    )
-    .unwrap();
+    run_part(&fake, &work.join("base"), None, &ids, &save("main")).unwrap();
     run_part(
         &fake,
         &work.join("p1"),
@@ -523,20 +522,7 @@ fn compare_judges_the_merged_run_as_latest() {
     let work = fake.dir.path().join("work");
     let ids = ["passes", "matmul/64"];
     let store = work.join("target/gpubench");
-    run_part(
-        &fake,
-        &store,
-        None,
-        &ids,
-        &[
-            "--no-report",
-            "--save-baseline",
-            "main",
-            "--baselines-dir",
-            "baselines",
-        ],
-    )
-    .unwrap();
+    run_part(&fake, &store, None, &ids, &save("main")).unwrap();
     // One part stored in the output directory the merge writes to (named by
     // `latest`), one elsewhere.
     run_part(&fake, &store, Some("count:1/2"), &ids, &["--no-report"]).unwrap();
@@ -580,15 +566,6 @@ fn a_baseline_saved_from_partial_runs_is_the_whole_suites() {
     let fake = Fake::new();
     let work = fake.dir.path().join("work");
     let ids = ["passes", "matmul/64", "panics"];
-    fn save(name: &str) -> [&str; 5] {
-        [
-            "--no-report",
-            "--baselines-dir",
-            "baselines",
-            "--save-baseline",
-            name,
-        ]
-    }
     let whole = save("whole");
     run_part(&fake, &work.join("whole"), None, &ids, &whole).unwrap();
     // Each part saves into the same baseline, leaving the others' files alone.

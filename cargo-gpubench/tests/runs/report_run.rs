@@ -9,8 +9,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::support::{
-    cargo_gpubench, exe_arg, latest_run, manifest, prepare_record, run, stand_in, synthetic_record,
-    Ran, REPLAY_HARNESS, STAND_IN_EXE,
+    cargo_gpubench, latest_run, manifest, prepare_record, replay_stand_in, run, run_stand_in,
+    synthetic_record, Ran,
 };
 use cargo_gpubench::store::manifest::BenchStatus;
 use gpubench_record::failure::FailureKind;
@@ -29,9 +29,7 @@ struct Bench {
 impl Bench {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let bin = stand_in(dir.path(), REPLAY_HARNESS);
-        let ids: String = IDS.iter().map(|id| format!("{id}: benchmark\n")).collect();
-        std::fs::write(bin.join("ids"), ids).unwrap();
+        replay_stand_in(dir.path(), &IDS);
         let b = Bench { dir };
         b.measure("mm/64", 1.0, 1);
         b.measure("conv", 1.0, 2);
@@ -62,13 +60,7 @@ impl Bench {
 
     /// `cargo-gpubench run --exe=<fake> ARGS` in `work/`.
     fn run(&self, args: &[&str]) -> Ran {
-        let mut cmd = cargo_gpubench();
-        cmd.current_dir(self.work())
-            .env("LIBTORCH", self.dir.path().join("libtorch"))
-            .arg("run")
-            .arg(exe_arg(&self.dir.path().join("bin").join(STAND_IN_EXE)))
-            .args(args);
-        run(&mut cmd)
+        run(run_stand_in(self.dir.path()).args(args))
     }
 
     /// `cargo-gpubench report ARGS` in `work/`, with `PATH` set to `path`.

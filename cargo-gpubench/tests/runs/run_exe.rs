@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::support::fake_harness::{passed_record, Fake};
-use crate::support::{cargo_gpubench, entry, exe_arg, latest_run, manifest, record, run};
+use crate::support::{cargo_gpubench, entry, exe_arg, latest_run, manifest, record, run, schema};
 use cargo_gpubench::store::manifest::{BenchStatus, RunStatus};
 use gpubench_record::failure::FailureKind;
 use gpubench_record::id::file_stem_for_id;
@@ -567,16 +567,6 @@ fn history_exports_carry_the_figures_of_the_benchmarks_that_ran() {
         "{v}"
     );
     assert!(latency["lower_value"].as_f64().unwrap() <= latency["value"].as_f64().unwrap());
-}
-
-/// A schema of `docs/schema/`.
-fn schema(name: &str) -> jsonschema::Validator {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../docs/schema")
-        .join(name);
-    let text = std::fs::read_to_string(&path).unwrap();
-    jsonschema::validator_for(&serde_json::from_str(&text).unwrap())
-        .unwrap_or_else(|e| panic!("{} is not a schema: {e}", path.display()))
 }
 
 fn assert_valid(v: &jsonschema::Validator, doc: &serde_json::Value, what: &str) {

@@ -8,7 +8,7 @@ use gpubench_record::measurement::MeasurementConfig;
 use gpubench_record::record::RawRecord;
 use gpubench_record::testing::{sample, RecordBuilder};
 
-use super::{cargo_gpubench, exe_arg, prepare_record, stand_in, STAND_IN_EXE};
+use super::{prepare_record, run_stand_in, stand_in, STAND_IN_EXE};
 
 /// The stand-in harness. `--list` prints the ids; `--bench --exact <id>` does what the
 /// id says. Records to hand back are prepared by the test in `records/<id with / as _>/`.
@@ -93,12 +93,8 @@ impl Fake {
 
     /// `cargo-gpubench run --exe <fake>` in `work/`, with the fake libtorch.
     pub fn command(&self) -> std::process::Command {
-        let mut cmd = cargo_gpubench();
-        cmd.current_dir(self.dir.path().join("work"))
-            .env("LIBTORCH", self.dir.path().join("libtorch"))
-            .env("FAKE_EXPECT_LIB", self.dir.path().join("libtorch/lib"))
-            .arg("run")
-            .arg(exe_arg(&self.exe()));
+        let mut cmd = run_stand_in(self.dir.path());
+        cmd.env("FAKE_EXPECT_LIB", self.dir.path().join("libtorch/lib"));
         cmd
     }
 }

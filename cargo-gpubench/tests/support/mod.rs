@@ -136,6 +136,27 @@ pub fn stand_in(dir: &Path, script: &str) -> PathBuf {
     bin
 }
 
+/// A [`stand_in`] running [`REPLAY_HARNESS`] that lists `ids`. Returns `bin/`.
+#[cfg(unix)]
+pub fn replay_stand_in(dir: &Path, ids: &[&str]) -> PathBuf {
+    let bin = stand_in(dir, REPLAY_HARNESS);
+    let listing: String = ids.iter().map(|id| format!("{id}: benchmark\n")).collect();
+    std::fs::write(bin.join("ids"), listing).unwrap();
+    bin
+}
+
+/// `cargo-gpubench run --exe=<the stand-in of dir>` in `work/`, with the fake
+/// libtorch; arguments to add follow.
+#[cfg(unix)]
+pub fn run_stand_in(dir: &Path) -> Command {
+    let mut cmd = cargo_gpubench();
+    cmd.current_dir(dir.join("work"))
+        .env("LIBTORCH", dir.join("libtorch"))
+        .arg("run")
+        .arg(exe_arg(&dir.join("bin").join(STAND_IN_EXE)));
+    cmd
+}
+
 /// Prepares `record` for the stand-in in `bin` to hand back, in
 /// `records/<id with / as _>/`; with a `fails` marker (it then exits 101) when
 /// `fails`.
