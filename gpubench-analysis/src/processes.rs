@@ -156,11 +156,11 @@ pub const RUN_FLOOR_DEVICE: f64 = 0.01;
 /// every process of a run at the same speed. Half the default host noise threshold.
 pub const RUN_FLOOR_HOST: f64 = 0.25;
 /// The least half-width, relative, of the interval of work on the CPU device (on a
-/// host that served its threads; a contended one gets [`RUN_FLOOR_HOST`]): on an idle
+/// host that served its threads; a contended one gets [`RUN_FLOOR_HOST`]): on a
 /// 2-core machine a matmul's runs moved by 1.7% (standard deviation) where their
-/// processes alone would move them by 0.8%, and with the processes' own interval
-/// 74% of 1,260 ordered pairs of runs had the second run's figure inside the first's
-/// interval; with this floor 96%. Half the default CPU noise threshold
+/// processes alone would move them by 1.0%; with this floor 96% of 1,260 ordered pairs
+/// of runs had the other run's figure inside a run's 95% interval
+/// (`scripts/cpu-drift --judge`). Half the default CPU noise threshold
 /// ([`crate::compare::DEFAULT_CPU_NOISE_THRESHOLD`]).
 pub const RUN_FLOOR_CPU: f64 = 0.05;
 

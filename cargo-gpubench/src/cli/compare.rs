@@ -186,8 +186,8 @@ pub struct VerdictArgs {
     pub host_noise_threshold: f64,
 
     /// Noise threshold of benchmarks run on the CPU device: the routine's work on the
-    /// host's cores drifts between runs by more than a run's processes show (on an idle
-    /// 2-core machine unchanged code read up to 7% apart), so smaller changes of it are
+    /// host's cores drifts between runs by more than a run's processes show (on a
+    /// 2-core machine 36 runs of unchanged code spanned 8%), so smaller changes of it are
     /// no change. A host too busy to serve the benchmark's threads needs
     /// --host-noise-threshold.
     #[arg(
