@@ -61,6 +61,9 @@ pub struct Bencher {
     pub(crate) paired: Option<crate::paired::Hook>,
     /// Why a routine handed to the driver of a paired process has no measurement.
     pub(crate) not_measured: Option<String>,
+    /// In a paired process, the account of this side's own memory, begun when the
+    /// side opened.
+    pub(crate) own_memory: Option<Rc<crate::paired::OwnMemory>>,
 }
 
 impl Bencher {
@@ -77,6 +80,7 @@ impl Bencher {
             eager_compiled: None,
             paired: None,
             not_measured: None,
+            own_memory: None,
         }
     }
 
@@ -221,7 +225,8 @@ impl Bencher {
             self.id
         );
         let engine = Engine::new(self.backend.as_ref(), &self.config)
-            .with_telemetry(self.telemetry.as_ref());
+            .with_telemetry(self.telemetry.as_ref())
+            .with_own_memory(self.own_memory.as_deref());
         match self.paired.take() {
             // Smoke runs make one call: nothing to alternate.
             Some(hook) if self.is_measuring() => {

@@ -583,6 +583,9 @@ fn run_case(
         host,
     } = watches;
     backend.reset_memory();
+    // A side of a paired process shares the allocator with the other side: its
+    // memory is what its own code allocates from here on.
+    let own_memory = paired.map(|_| Rc::new(crate::paired::OwnMemory::begin(Rc::clone(backend))));
     let watching = host.start();
     let log = telemetry.as_ref().map(Telemetry::start);
     let fingerprint = Fingerprint {
@@ -595,6 +598,7 @@ fn run_case(
     bencher.memory_peak(memory_peak);
     bencher.telemetry(telemetry.as_ref().ok().cloned());
     bencher.paired = paired;
+    bencher.own_memory = own_memory;
     LAST_PANIC.with(|p| p.borrow_mut().take());
     LAST_OOM.with(|o| o.borrow_mut().take());
     OOM_DEVICE.with(|d| *d.borrow_mut() = Some(Rc::clone(backend)));
@@ -688,6 +692,9 @@ fn write_record(dir: &Path, record: &RawRecord) -> std::io::Result<()> {
     std::fs::write(&tmp, record.to_json_pretty())?;
     std::fs::rename(&tmp, dir.join(format!("{stem}.json")))
 }
+
+#[cfg(test)]
+mod paired_memory_tests;
 
 #[cfg(test)]
 mod oom_tests {

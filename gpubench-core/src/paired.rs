@@ -12,13 +12,16 @@ use gpubench_record::paired::{AbiSample, AbiSide, PairedBenchmark, PairedError, 
 
 use crate::engine::{Begun, Engine, EngineOptions, Workload};
 
+mod own_memory;
+pub(crate) use own_memory::OwnMemory;
+
 pub use gpubench_record::paired::{ReadyFn, ABI_VERSION};
 
 /// Where a paired process's driver waits for a side.
 #[derive(Clone, Copy)]
 pub(crate) struct Hook {
-    ready: ReadyFn,
-    user: *mut c_void,
+    pub(crate) ready: ReadyFn,
+    pub(crate) user: *mut c_void,
 }
 
 /// A side while the driver uses it, behind [`AbiSide::ctx`].
@@ -53,6 +56,8 @@ impl Side<'_, '_, '_> {
 unsafe extern "C" fn warm_up(ctx: *mut c_void) -> f64 {
     // SAFETY: `ctx` is the `Side` of `measure`, alive while the driver holds it.
     let side = unsafe { &mut *ctx.cast::<Side<'_, '_, '_>>() };
+    let engine = side.engine;
+    let _own = engine.own_memory().map(OwnMemory::active);
     side.guarded(|s| {
         let begun = s.engine.begin(s.workload);
         let (warmup, estimate) = s.engine.warm_up(s.workload);
@@ -70,6 +75,8 @@ unsafe extern "C" fn sample(ctx: *mut c_void, iters: u64, out: *mut AbiSample) -
     if side.begun.is_none() {
         return 1;
     }
+    let engine = side.engine;
+    let _own = engine.own_memory().map(OwnMemory::active);
     let taken = side.guarded(|s| {
         let sample = s.engine.steady_sample(s.workload, iters.max(1));
         s.samples.push(sample.clone());
@@ -114,9 +121,17 @@ pub(crate) fn measure(
         warm_up,
         sample,
     };
+    // While the driver holds this side, the other side runs: what is allocated then
+    // is not this side's, save in the calls the driver makes of it.
+    if let Some(own) = engine.own_memory() {
+        own.leave();
+    }
     // SAFETY: the driver's callback, given to `open` with its `user` pointer; `abi`
     // and `side` outlive the call.
     unsafe { (hook.ready)(hook.user, &abi) };
+    if let Some(own) = engine.own_memory() {
+        own.enter();
+    }
     if let Some(p) = side.panic.take() {
         panic::resume_unwind(p);
     }

@@ -232,6 +232,7 @@ pub fn memory_stats(device: usize) -> Result<gpubench_record::measurement::Memor
         reserved_bytes: u(raw.reserved_current),
         alloc_retries: u(raw.num_alloc_retries),
         num_ooms: u(raw.num_ooms),
+        reserved_shared: false,
     })
 }
 

@@ -381,6 +381,14 @@ pub struct MemoryStats {
     pub alloc_retries: u64,
     /// Out-of-memory errors raised.
     pub num_ooms: u64,
+    /// Whether the reserved figures, the retries and the OOMs are the whole
+    /// process's, shared with the other revision of a paired process (`cargo
+    /// gpubench ab`), while the allocated figures are this side's own: both sides
+    /// share one caching allocator, and a segment one side's freed blocks left
+    /// cached is reused by the other, so reserved bytes cannot be told apart.
+    /// Absent (false) in a run, where the process held the benchmark alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reserved_shared: bool,
 }
 
 /// Device memory still allocated after the routine's outputs were dropped, read

@@ -61,6 +61,7 @@ pub fn measurement(device_ns: f64) -> Measurement {
             reserved_bytes: 1 << 31,
             alloc_retries: 0,
             num_ooms: 0,
+            reserved_shared: false,
         }),
         stop_reason: StopReason::Converged,
         flags: vec![Flag::DeviceBound],

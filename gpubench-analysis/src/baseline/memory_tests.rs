@@ -29,6 +29,7 @@ fn record(id: &str, peak: u64, held: Option<u64>, seed: u64) -> RawRecord {
             reserved_bytes: peak + 16 * MIB,
             alloc_retries: 0,
             num_ooms: 0,
+            reserved_shared: false,
         });
         m.memory_growth = held.map(|b| MemoryGrowth {
             calls: 1000,
@@ -127,6 +128,40 @@ fn memory_round_trips_through_a_saved_baseline_and_old_files_load_without_it() {
     assert!(!text.contains("\"memory\""));
     let back = BaselineEntry::from_json(&text, "old.json").unwrap();
     assert!(back.memory().is_none());
+}
+
+#[test]
+fn shared_reserved_bytes_of_a_paired_side_survive_a_saved_baseline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = BaselineStore::for_workspace(tmp.path());
+    let mut rec = record("mm", 80 * MIB, Some(0), 1);
+    for m in rec.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+        if let Some(s) = m.memory.as_mut() {
+            s.reserved_shared = true;
+        }
+    }
+    store.save("ab", std::slice::from_ref(&rec)).unwrap();
+    let loaded = store.load("ab").unwrap();
+    let memory = loaded[0].memory().unwrap();
+    assert!(memory.iter().all(|p| p.reserved_shared));
+    // Judged against it, peak reserved is left out, saying why.
+    let set = compare_with_baseline(
+        std::slice::from_ref(&record("mm", 80 * MIB, Some(0), 2)),
+        &loaded,
+        &BaselineCompareOptions::default(),
+    )
+    .unwrap();
+    let ComparisonOutcome::Compared {
+        memory: Some(m), ..
+    } = &set.comparisons[0].outcome
+    else {
+        panic!("{set:?}");
+    };
+    assert!(m.figure(MemoryFigure::PeakReserved).is_none());
+    assert_eq!(m.left_out.len(), 1);
+    // A plain process's file says nothing of it.
+    let plain = BaselineEntry::from_record(&record("mm", 80 * MIB, Some(0), 1)).unwrap();
+    assert!(!plain.to_json_pretty().contains("reserved_shared"));
 }
 
 #[test]

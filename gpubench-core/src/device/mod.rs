@@ -45,6 +45,10 @@ pub trait DeviceBackend {
     fn timer(&self) -> Option<Box<dyn DeviceTimer + '_>>;
     /// Frees cached memory and resets peak statistics before a benchmark.
     fn reset_memory(&self);
+    /// Resets the peak statistics to what is held now, keeping the cache (which
+    /// [`Self::reset_memory`] also frees): cheap enough between two samples. Nothing
+    /// where there is no allocator.
+    fn reset_memory_peak(&self);
     /// Allocator statistics, or `None` where there is no device allocator (CPU).
     fn memory(&self) -> Option<MemoryStats>;
     /// Queues about `duration` of device work without waiting for it; `false` where

@@ -260,6 +260,9 @@ impl DeviceBackend for SimulatedDevice {
     fn reset_memory(&self) {
         self.queue().memory.reset_peak();
     }
+    fn reset_memory_peak(&self) {
+        self.queue().memory.reset_peak();
+    }
     fn memory(&self) -> Option<MemoryStats> {
         Some(self.queue().memory.stats())
     }
@@ -442,6 +445,7 @@ impl SimAllocator {
             reserved_bytes: self.reserved(),
             alloc_retries: self.retries,
             num_ooms: self.ooms,
+            reserved_shared: false,
         }
     }
 

@@ -162,6 +162,12 @@ impl DeviceBackend for TorchDevice {
         }
     }
 
+    fn reset_memory_peak(&self) {
+        if let Some(i) = self.cuda_index() {
+            let _ = shim::memory_reset_peak(i);
+        }
+    }
+
     fn memory(&self) -> Option<MemoryStats> {
         shim::memory_stats(self.cuda_index()?).ok()
     }

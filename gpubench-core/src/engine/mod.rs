@@ -11,12 +11,13 @@ use std::time::{Duration, Instant};
 use gpubench_analysis::memory_trace;
 use gpubench_analysis::stats::{median, median_estimate_with, BootstrapConfig};
 use gpubench_record::measurement::{
-    ColdCall, Flag, Measurement, MeasurementConfig, MemoryGrowth, NaiveLoop, RunMode, Sample,
-    StopReason, Throughput, WarmupPoint,
+    ColdCall, Flag, Measurement, MeasurementConfig, MemoryGrowth, MemoryStats, NaiveLoop, RunMode,
+    Sample, StopReason, Throughput, WarmupPoint,
 };
 use gpubench_record::memory_snapshot::PeakMemory;
 
 use crate::device::{DeviceBackend, DeviceTimer};
+use crate::paired::OwnMemory;
 use crate::telemetry::Telemetry;
 
 #[cfg(test)]
@@ -118,6 +119,8 @@ pub struct Engine<'a> {
     setup_batch: Cell<Option<u64>>,
     /// The GPU's clock is read after every steady-state sample, when there is one.
     telemetry: Option<&'a Telemetry>,
+    /// A side of a paired process reads its own memory, not the process's.
+    own_memory: Option<&'a OwnMemory>,
 }
 
 /// What the first step of a measurement found ([`Engine::begin`]).
@@ -144,6 +147,27 @@ impl<'a> Engine<'a> {
             timer: RefCell::new(device.timer()),
             setup_batch: Cell::new(None),
             telemetry: None,
+            own_memory: None,
+        }
+    }
+
+    /// Reads memory through `own` (a side of a paired process, which shares the
+    /// allocator with the other side) instead of the device's process-wide figures.
+    pub(crate) fn with_own_memory(mut self, own: Option<&'a OwnMemory>) -> Self {
+        self.own_memory = own;
+        self
+    }
+
+    /// The account of a paired side's own memory, when this engine keeps one.
+    pub(crate) fn own_memory(&self) -> Option<&'a OwnMemory> {
+        self.own_memory
+    }
+
+    /// The allocator's statistics: the side's own in a paired process.
+    fn memory(&self) -> Option<MemoryStats> {
+        match self.own_memory {
+            Some(own) => own.stats(),
+            None => self.device.memory(),
         }
     }
 
@@ -165,7 +189,7 @@ impl<'a> Engine<'a> {
                 samples: vec![],
                 naive: vec![],
                 throughput: options.throughput,
-                memory: self.device.memory(),
+                memory: self.memory(),
                 memory_growth: None,
                 stop_reason: StopReason::Smoke,
                 flags: vec![],
@@ -234,7 +258,7 @@ impl<'a> Engine<'a> {
         // device work and the naive loops are the engine's, and only the first
         // process runs them (on an H200 they lifted its peak by up to 80 MiB over the
         // other processes', whose peaks agreed to the byte).
-        let memory = self.device.memory();
+        let memory = self.memory();
         let per_iter = median(
             &samples
                 .iter()
@@ -321,7 +345,9 @@ impl<'a> Engine<'a> {
     /// reached by then (warm-up and samples ran), so a one-time cache is already
     /// filled, and one that fills late fills in one stretch only, which
     /// [`MemoryGrowth::per_call`] leaves out. `None` where the device has no
-    /// allocator to read (the CPU): growth there is unknown, not zero.
+    /// allocator to read (the CPU): growth there is unknown, not zero. In a paired
+    /// process the other side is idle through the stretches, so the growth is this
+    /// side's, and the bytes read are its own ([`OwnMemory`]).
     fn memory_growth(
         &self,
         workload: &mut dyn Workload,
@@ -329,7 +355,7 @@ impl<'a> Engine<'a> {
     ) -> Option<MemoryGrowth> {
         let allocated = || {
             self.device.synchronize();
-            self.device.memory().map(|m| m.allocated_bytes)
+            self.memory().map(|m| m.allocated_bytes)
         };
         workload.release();
         let start_bytes = allocated()?;

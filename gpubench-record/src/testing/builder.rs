@@ -279,6 +279,7 @@ pub fn memory(
         reserved_bytes,
         alloc_retries: 0,
         num_ooms: 0,
+        reserved_shared: false,
     }
 }
 
