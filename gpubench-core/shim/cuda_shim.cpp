@@ -10,6 +10,7 @@
 #include "frames.h"
 #include "guard.h"
 
+#include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -33,13 +34,50 @@ namespace {
 using gpubench::guarded;
 using gpubench::write_error;
 
+// A CUDA graph that can also undo a capture that did not end. When
+// cudaStreamEndCapture fails (the routine synchronised, read a value back, ...),
+// CUDAGraph::capture_end throws before its own clean-up: the CUDA generators stay in
+// capture mode (the next random op outside a capture then fails with "Offset
+// increment outside graph capture encountered unexpectedly"), the caching allocator
+// keeps routing the stream's allocations through the capture's private pool, and
+// the runtime's last error stays set. In one process of `cargo gpubench ab` the
+// other revision shares all three, so they are put back here, from the graph's own
+// (protected) state.
+struct Graph : at::cuda::CUDAGraph {
+  void abandon(cudaStream_t stream) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &status) == cudaSuccess &&
+        status != cudaStreamCaptureStatusNone) {
+      cudaGraph_t left = nullptr;
+      if (cudaStreamEndCapture(stream, &left) == cudaSuccess && left != nullptr) {
+        cudaGraphDestroy(left);
+      }
+    }
+    if (!capture_ended_ && capture_dev_ != UNDEFINED_DEVICE) {
+      try {
+        c10::cuda::CUDACachingAllocator::endAllocateToPool(capture_dev_, mempool_id_);
+      } catch (...) {
+        // capture_end got as far as closing the pool.
+      }
+      try {
+        c10::cuda::CUDACachingAllocator::releasePool(capture_dev_, mempool_id_);
+      } catch (...) {
+      }
+    }
+    for (auto& entry : captured_generator_states_) {
+      entry.first->capturing_ = false;
+    }
+    (void)cudaGetLastError();
+  }
+};
+
 // A routine's capture: the side stream it runs on while captured (capture on the
 // default stream is refused), the guard that makes it current, and the graph.
 struct Capture {
   c10::DeviceIndex device;
   c10::cuda::CUDAStream stream;
   std::optional<c10::cuda::CUDAStreamGuard> guard;
-  std::unique_ptr<at::cuda::CUDAGraph> graph;
+  std::unique_ptr<Graph> graph;
   bool captured = false;
 
   Capture(c10::DeviceIndex d, c10::cuda::CUDAStream s) : device(d), stream(s) {}
@@ -59,7 +97,7 @@ void record_allocation_stacks(bool clear_history) {
 extern "C" {
 
 // The ABI version of this library; the Rust side refuses another.
-int gpubench_cuda_shim_version() { return 3; }
+int gpubench_cuda_shim_version() { return 4; }
 
 // Makes a side stream of `device` current (for the warm-up and the capture that
 // follow). Returns null and fills `err` on failure.
@@ -81,33 +119,46 @@ int gpubench_capture_begin(void* state, char* err, size_t err_len) {
   return guarded(err, err_len, [&] {
     auto* c = static_cast<Capture*>(state);
     c->stream.synchronize();
-    c->graph = std::make_unique<at::cuda::CUDAGraph>();
+    c->graph = std::make_unique<Graph>();
     c->graph->capture_begin();
   });
 }
 
 // Ends the capture and makes the previous stream current again. Fails (with the
 // reason) when the routine did something a graph cannot hold; the capture is ended
-// either way.
+// either way, and gpubench_capture_abandon then undoes what the failure left.
 int gpubench_capture_end(void* state, char* err, size_t err_len) {
   auto* c = static_cast<Capture*>(state);
   int rc = guarded(err, err_len, [&] {
     c->graph->capture_end();
     c->captured = true;
   });
-  if (rc != 0) {
-    try {
-      c->graph->reset();
-    } catch (...) {
-    }
-    c->graph.reset();
-  }
   try {
     c->stream.synchronize();
   } catch (...) {
   }
   c->guard.reset();
   return rc;
+}
+
+// Undoes what a capture that did not end left behind (Graph::abandon) and drops its
+// graph; the process is then as it was before gpubench_capture_begin.
+void gpubench_capture_abandon(void* state) {
+  auto* c = static_cast<Capture*>(state);
+  c->captured = false;
+  if (c->graph) {
+    try {
+      c->graph->abandon(c->stream.stream());
+    } catch (...) {
+    }
+    try {
+      c->graph->reset();
+    } catch (...) {
+    }
+    c->graph.reset();
+  }
+  c->guard.reset();
+  (void)cudaGetLastError();
 }
 
 // Replays the captured graph `times` times on the current stream.

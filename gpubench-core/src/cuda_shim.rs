@@ -15,7 +15,7 @@ use crate::device::DeviceProfile;
 use crate::shim::call;
 
 /// The ABI version of `shim/cuda_shim.cpp` this build expects.
-const ABI_VERSION: c_int = 3;
+const ABI_VERSION: c_int = 4;
 
 #[cfg(gpubench_cuda_shim)]
 static LIBRARY: &[u8] = include_bytes!(env!("GPUBENCH_CUDA_SHIM"));
@@ -38,6 +38,7 @@ pub struct CudaShim {
     capture_end: StateFn,
     capture_replay: ReplayFn,
     capture_free: FreeStateFn,
+    capture_abandon: FreeStateFn,
     profile_start: ErrFn,
     profile_stop: StopFn,
     free_text: FreeTextFn,
@@ -99,6 +100,9 @@ fn load() -> Result<CudaShim, String> {
             capture_end: std::mem::transmute::<*mut c_void, StateFn>(sym("gpubench_capture_end")?),
             capture_replay: std::mem::transmute::<*mut c_void, ReplayFn>(sym(
                 "gpubench_capture_replay",
+            )?),
+            capture_abandon: std::mem::transmute::<*mut c_void, FreeStateFn>(sym(
+                "gpubench_capture_abandon",
             )?),
             capture_free: std::mem::transmute::<*mut c_void, FreeStateFn>(sym(
                 "gpubench_capture_free",
@@ -202,6 +206,14 @@ impl CudaShim {
         let times = c_int::try_from(times).unwrap_or(c_int::MAX);
         // SAFETY: a live capture.
         call(|e, l| unsafe { (self.capture_replay)(c.raw, times, e, l) })
+    }
+
+    /// Undoes what a capture that did not end left in the process (the CUDA
+    /// generators in capture mode, the allocator's pool, the last error) and drops
+    /// its graph.
+    pub fn capture_abandon(&self, c: &Capture) {
+        // SAFETY: a live capture.
+        unsafe { (self.capture_abandon)(c.raw) }
     }
 
     /// Frees a capture and its graph.

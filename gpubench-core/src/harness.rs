@@ -659,6 +659,7 @@ fn run_case(
         host: None,
         host_unavailable: None,
         pairing: None,
+        unpaired: None,
     };
     match (telemetry, log) {
         (Ok(t), Ok(log)) => t.finish(log, &mut round),

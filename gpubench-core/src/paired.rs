@@ -370,6 +370,135 @@ mod tests {
             .is_some_and(|w| w.contains("took no sample")));
     }
 
+    /// Two sides of one paired process on one simulated device, opened as the
+    /// driver opens them: the inner side from inside the outer side's `ready`.
+    struct Nest {
+        inner: Option<Bencher>,
+        inner_routine: Option<Box<dyn FnMut()>>,
+        outer_side: *const AbiSide,
+        pairs: usize,
+    }
+
+    unsafe extern "C" fn outer_ready(user: *mut c_void, side: *const AbiSide) {
+        let nest = user.cast::<Nest>();
+        // SAFETY: the test's `Nest`, alive for the call; no reference is held across
+        // the inner side's own use of it.
+        let (mut inner, routine) = unsafe {
+            (*nest).outer_side = side;
+            (
+                (*nest).inner.take().expect("an inner side"),
+                (*nest).inner_routine.take().expect("an inner routine"),
+            )
+        };
+        inner.iter(routine);
+        // SAFETY: as above.
+        unsafe { (*nest).inner = Some(inner) };
+    }
+
+    unsafe extern "C" fn inner_ready(user: *mut c_void, side: *const AbiSide) {
+        let nest = user.cast::<Nest>();
+        // SAFETY: both sides are alive while this call lasts.
+        let (outer, inner, pairs) = unsafe { (&*(*nest).outer_side, &*side, (*nest).pairs) };
+        for s in [inner, outer] {
+            assert!(unsafe { (s.warm_up)(s.ctx) } >= 0.0, "a side failed its warm-up");
+        }
+        for _ in 0..pairs {
+            for s in [outer, inner, inner, outer] {
+                let mut out = AbiSample::default();
+                assert_eq!(unsafe { (s.sample)(s.ctx, 2, &mut out) }, 0, "a sample failed");
+            }
+        }
+    }
+
+    fn sim_config() -> MeasurementConfig {
+        MeasurementConfig {
+            mode: RunMode::Bench,
+            warmup_time_s: 0.01,
+            measurement_time_s: 0.05,
+            sample_target_s: 0.001,
+            min_samples: 2,
+            max_samples: 10,
+            processes: ProcessPolicy::single(),
+            ..MeasurementConfig::quick()
+        }
+    }
+
+    #[test]
+    fn a_side_whose_capture_fails_leaves_the_other_side_intact() {
+        let _serial = crate::engine_tests::SERIAL
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let device = Rc::new(crate::device::SimulatedDevice::new());
+        let shared: Rc<dyn DeviceBackend> = device.clone();
+        let mut nest = Nest {
+            inner: None,
+            inner_routine: None,
+            outer_side: std::ptr::null(),
+            pairs: 4,
+        };
+        let user: *mut c_void = (&mut nest as *mut Nest).cast();
+        // The inner side, finished first, reads a value back in every call (as a
+        // training step that logs `loss.item()` does): its capture fails.
+        let mut inner = Bencher::new("reads_back", Rc::clone(&shared), sim_config());
+        inner.paired = Some(Hook {
+            ready: inner_ready,
+            user,
+        });
+        let d = Rc::clone(&device);
+        nest.inner = Some(inner);
+        nest.inner_routine = Some(Box::new(move || {
+            d.launch_kernel("reduce", std::time::Duration::from_micros(50));
+            d.wait_idle();
+        }));
+        // The outer side draws random numbers in every call, as `randn` does: a
+        // generator left in capture mode would fail it.
+        let mut outer = Bencher::new("draws", Rc::clone(&shared), sim_config());
+        outer.paired = Some(Hook {
+            ready: outer_ready,
+            user,
+        });
+        let d = Rc::clone(&device);
+        outer.iter(|| d.launch_random(std::time::Duration::from_micros(50)));
+
+        let outer_m = outer.measurement.take().expect("the outer side was measured");
+        let inner_m = nest
+            .inner
+            .as_mut()
+            .and_then(|b| b.measurement.take())
+            .expect("the inner side was measured");
+        assert_eq!(outer_m.samples.len(), 8, "{:?}", outer.not_measured);
+        assert_eq!(inner_m.samples.len(), 8);
+        let inner_k = inner_m.kernel.as_ref().expect("inner kernel time");
+        assert_eq!(inner_k.method, gpubench_record::kernels::KernelMethod::Profiler);
+        assert!(inner_k
+            .not_capturable
+            .as_deref()
+            .is_some_and(|w| w.contains("synchronised")));
+        assert_eq!(
+            inner_k
+                .counters
+                .and_then(|c| c.per_call(gpubench_record::kernels::Counter::Syncs)),
+            Some(1.0)
+        );
+        let outer_k = outer_m.kernel.as_ref().unwrap_or_else(|| {
+            panic!(
+                "the outer side lost its kernel time: {:?}",
+                outer_m.kernel_unavailable
+            )
+        });
+        assert_eq!(
+            outer_k.method,
+            gpubench_record::kernels::KernelMethod::GraphReplay,
+            "the outer side's routine is captured as on its own"
+        );
+        assert_eq!(
+            outer_k
+                .counters
+                .and_then(|c| c.per_call(gpubench_record::kernels::Counter::Syncs)),
+            Some(0.0)
+        );
+    }
+
     #[test]
     fn a_panic_in_the_routine_during_a_sample_is_resumed_in_the_benchmark() {
         let mut driver = Driver {

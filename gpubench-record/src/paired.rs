@@ -137,6 +137,24 @@ pub type OpenFn =
 /// `gpubench_paired_free`.
 pub type FreeFn = unsafe extern "C" fn(text: *mut c_char);
 
+/// Why a round of an `ab` benchmark measured its side alone, in a process of its
+/// own, instead of beside the other revision: pairing it failed, so from that round
+/// on each revision of the benchmark runs alone (base and head in turn, the first
+/// side alternating by round) and the verdict rests on separate processes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unpaired {
+    /// The round whose paired process failed.
+    pub failed_round: u32,
+    /// The side that failed in it; absent when the process itself ended (a crash, a
+    /// time-out) before either side said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_side: Option<Role>,
+    /// In the user's words: `the base failed beside the head (setup): …`.
+    pub reason: String,
+    /// The failed side's error as it came, for whoever digs deeper.
+    pub error: String,
+}
+
 /// What a round of a paired record keeps of the process it shared with the other
 /// side: enough to judge the pair from the two records alone.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -125,6 +125,10 @@ pub struct Round {
     /// one side of a paired process (`cargo gpubench ab`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairing: Option<crate::paired::Pairing>,
+    /// Why this process of a `cargo gpubench ab` benchmark measured one side alone:
+    /// pairing the benchmark failed in an earlier (or this) round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unpaired: Option<crate::paired::Unpaired>,
 }
 
 impl Round {
@@ -141,6 +145,7 @@ impl Round {
             host: None,
             host_unavailable: None,
             pairing: None,
+            unpaired: None,
         }
     }
 
@@ -397,6 +402,7 @@ impl From<RawRecordV1> for RawRecord {
             host: None,
             host_unavailable: None,
             pairing: None,
+            unpaired: None,
         };
         RawRecord::new(&v1.id, &v1.name, v1.arg, v1.fingerprint, v1.config, round)
     }

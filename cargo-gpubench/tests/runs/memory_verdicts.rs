@@ -129,6 +129,42 @@ fn a_planted_leak_is_a_memory_regression_everywhere_the_run_is_shown() {
     assert_eq!(growth["basis"], "granularity");
 }
 
+/// A bounded cache (64 KiB kept per call until 3.5 GiB are held, then the oldest
+/// dropped): every process of the run had filled it before its second stretch of
+/// calls, so the median holds nothing per call; the peak says it all, and every
+/// output names it with its size.
+#[test]
+fn a_bounded_cache_is_named_with_its_size_in_the_terminal_and_the_report() {
+    let b = Bench::new();
+    b.measure(Some((196 << 10, 0)), 1);
+    b.run(&["--save-baseline", "main"]).expect_code(0);
+    let mut r = RecordBuilder::from(record("mm/64", "NVIDIA H200", 1.0, 2));
+    let peak = 3584 * MIB;
+    r = r
+        .memory(gpubench_record::testing::memory(peak, peak + 20 * MIB, peak, peak + 20 * MIB))
+        // Grew by 64 KiB a call in the first stretch, then no more: full.
+        .memory_growth(500, peak, peak + 500 * TENSOR, peak + 500 * TENSOR);
+    prepare_record(&b.dir.path().join("bin"), &r.build(), false);
+    let ran = b.run(&[]).expect_code(4);
+    assert!(
+        ran.stdout.contains("a bounded cache"),
+        "the terminal names it: {}",
+        ran.stdout
+    );
+    assert!(
+        bench_pages_mention(&b, "a bounded cache"),
+        "the report's benchmark page names it"
+    );
+    let json = b.run(&["--format", "json"]).expect_code(4);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_valid("run-summary.schema.json", &v);
+    let memory = &v["benchmarks"][0]["comparison"]["memory"];
+    assert!(
+        memory["bounded_cache"]["size_bytes"].as_f64().unwrap() > 3e9,
+        "{memory:#}"
+    );
+}
+
 /// Whether a page of the report under `report/` says `words`.
 fn bench_pages_mention(b: &Bench, words: &str) -> bool {
     fn walk(dir: &std::path::Path, words: &str) -> bool {

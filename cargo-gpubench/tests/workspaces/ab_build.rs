@@ -62,6 +62,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 /// `CARGO_MANIFEST_DIR` and a module beside itself, which a library build must find
 /// as the bench target's build does.
 fn bench_source(suffix: &str, planted_adds: u32) -> String {
+    let leaves_state = suffix == "v2";
     format!(
         r#"mod common;
 
@@ -82,6 +83,31 @@ fn adds(b: &mut Bencher) {{
 fn planted(b: &mut Bencher) {{
     let x = Tensor::ones([ab_fixture::SIZE], (Kind::Float, b.device()));
     b.iter(|| (0..PLANTED_ADDS).fold(&x + 0.0, |acc, _| &acc + 1.0));
+}}
+
+/// The head leaves process state behind in its set-up; the base's set-up fails when
+/// it finds it, as the CUDA generator a failed graph capture leaves in capture mode
+/// fails the next `randn`: only when the two share a process with the head first.
+#[gpu_bench]
+fn poisoned(b: &mut Bencher) {{
+    if {leaves_state} {{
+        std::env::set_var("AB_FIXTURE_POISON", "1");
+    }} else if std::env::var_os("AB_FIXTURE_POISON").is_some() {{
+        panic!("state left behind by the other revision");
+    }}
+    let x = Tensor::ones([ab_fixture::SIZE], (Kind::Float, b.device()));
+    b.iter(|| &x - 1.0);
+}}
+
+/// The head exits with 75 (the code a paired process once used to say "cannot pair")
+/// when asked to.
+#[gpu_bench]
+fn exits_75(b: &mut Bencher) {{
+    if {leaves_state} && std::env::var_os("AB_FIXTURE_EXIT_75").is_some() {{
+        std::process::exit(75);
+    }}
+    let x = Tensor::ones([ab_fixture::SIZE], (Kind::Float, b.device()));
+    b.iter(|| &x * 3.0);
 }}
 
 #[gpu_bench]
@@ -203,8 +229,14 @@ fn base_and_head_build_as_libraries_that_list_their_own_benchmarks() {
         base_lib.display()
     );
     // Both loaded into this one process, as the paired driver loads them.
-    assert_eq!(listed_ids(base_lib), ["adds", "planted", "scales_v1"]);
-    assert_eq!(listed_ids(head_lib), ["adds", "planted", "scales_v2"]);
+    assert_eq!(
+        listed_ids(base_lib),
+        ["adds", "exits_75", "planted", "poisoned", "scales_v1"]
+    );
+    assert_eq!(
+        listed_ids(head_lib),
+        ["adds", "exits_75", "planted", "poisoned", "scales_v2"]
+    );
 
     assert!(
         head_s * 4.0 < base_s,
@@ -238,6 +270,52 @@ fn base_and_head_build_as_libraries_that_list_their_own_benchmarks() {
     assert!(!stdout.contains("scales_v2"), "{stdout}");
 
     ab_judges_the_planted_slowdown(&ws, &target_dir, &first);
+    a_benchmark_that_exits_75_fails_alone(&ws, &target_dir, &first);
+}
+
+/// A head benchmark that exits with 75 is that benchmark's failure, recorded against
+/// the head, and the `ab` run completes: the code is no signal between the paired
+/// process and `ab`.
+fn a_benchmark_that_exits_75_fails_alone(ws: &Path, target_dir: &Path, base: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cargo-gpubench"))
+        .current_dir(ws)
+        .env("CARGO_TARGET_DIR", target_dir)
+        .env("AB_FIXTURE_EXIT_75", "1")
+        .args(["gpubench", "ab", "--base", base, "--device", "cpu", "--quick"])
+        .args(["--format", "json", "--no-report", "--processes", "2"])
+        .args(["--exact", "exits_75", "adds"])
+        .output()
+        .expect("cargo-gpubench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"));
+    assert_eq!(out.status.code(), Some(1), "a benchmark failed\n{stderr}\n{v:#}");
+    assert_eq!(v["status"], "completed", "{v:#}");
+    let status = |id: &str| {
+        v["benchmarks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["id"] == id)
+            .map(|b| b["status"].clone())
+    };
+    assert_eq!(status("exits_75"), Some("failed".into()), "{v:#}");
+    assert_eq!(status("adds"), Some("passed".into()), "the other benchmark ran: {v:#}");
+    let run = PathBuf::from(v["run_dir"].as_str().unwrap());
+    let stem = gpubench_record::id::file_stem_for_id("exits_75");
+    let base_record =
+        gpubench_record::record::RawRecord::read(&run.join("base").join(format!("{stem}.json")))
+            .unwrap();
+    assert!(base_record.passed(), "the base passed alone: {base_record:?}");
+    let head_record =
+        gpubench_record::record::RawRecord::read(&run.join(format!("{stem}.json"))).unwrap();
+    let failure = head_record.failure().expect("the head failed");
+    assert!(
+        failure.message.contains("75"),
+        "its exit code is named: {}",
+        failure.message
+    );
 }
 
 /// `cargo gpubench ab` on the CPU against the fixture's first commit: the planted 2×
@@ -323,6 +401,60 @@ fn ab_judges_the_planted_slowdown(ws: &Path, target_dir: &Path, base: &str) {
             "the head's new benchmark is measured alone and listed as new"
         );
         if paired {
+            // The base of `poisoned` fails beside the head once the head opens first
+            // (round 2): from then on each side runs alone, and it is judged.
+            let poisoned = v["benchmarks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|b| b["id"] == "poisoned")
+                .unwrap();
+            assert_eq!(poisoned["status"], "passed", "{poisoned:#}");
+            assert!(
+                ["no_change", "ambiguous"].contains(&verdict(&v, "poisoned").as_str()),
+                "poisoned is judged: {poisoned:#}"
+            );
+            let note = poisoned["comparison"]["comparison"]["note"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(
+                note.contains("judged on separate processes")
+                    && note.contains("the base")
+                    && note.contains("failed beside the head"),
+                "{note}"
+            );
+            assert!(
+                stderr.contains("poisoned: the base") && stderr.contains("separate processes"),
+                "said once while running: {stderr}"
+            );
+            assert!(
+                !missing.iter().any(|m| m["id"] == "poisoned"),
+                "no missing evidence: {missing:?}"
+            );
+            let run = std::path::PathBuf::from(v["run_dir"].as_str().unwrap());
+            let stem = gpubench_record::id::file_stem_for_id("poisoned");
+            let base_record =
+                gpubench_record::record::RawRecord::read(&run.join("base").join(format!("{stem}.json")))
+                    .unwrap();
+            assert!(base_record.passed(), "the base passed alone: {base_record:?}");
+            let unpaired: Vec<_> = base_record
+                .rounds
+                .iter()
+                .filter_map(|r| r.unpaired.as_ref())
+                .collect();
+            assert_eq!(unpaired.len(), 4, "rounds 2 to 5 alone");
+            assert_eq!(unpaired[0].failed_round, 2);
+            assert_eq!(
+                unpaired[0].failed_side,
+                Some(gpubench_record::paired::Role::Base)
+            );
+            assert!(
+                unpaired[0]
+                    .error
+                    .contains("state left behind by the other revision"),
+                "the raw error is kept: {}",
+                unpaired[0].error
+            );
             // Each process gave a paired ratio of the planted benchmark's head over
             // its base: about 2.
             let run = std::path::PathBuf::from(v["run_dir"].as_str().unwrap());

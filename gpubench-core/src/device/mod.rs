@@ -71,6 +71,15 @@ pub trait DeviceBackend {
     /// Ends the capture and makes the previous stream current; `Err` says why the
     /// work could not be captured (it synchronised, read back, ...).
     fn capture_end(&self) -> Result<(), String>;
+    /// Undoes what a capture that did not end left behind, after
+    /// [`Self::capture_end`] returned `Err` (or the routine failed while captured).
+    /// libtorch's CUDA graphs leave the CUDA generator in capture mode (the next
+    /// random op outside a capture fails: "Offset increment outside graph capture
+    /// encountered unexpectedly"), the allocator's private pool open and the
+    /// runtime's last error set; in a paired process of `cargo gpubench ab` the
+    /// other revision shares all of it. Afterwards the device is as it was before
+    /// [`Self::capture_begin`].
+    fn capture_abandon(&self);
     /// Replays the captured work `times` times, back to back.
     fn capture_replay(&self, times: u32) -> Result<(), String>;
     /// Frees the capture.

@@ -43,6 +43,10 @@ struct Queue {
     /// graph take when replayed (1 past the end): graphs of the same calls replay
     /// at different speeds on a GPU.
     graph_slowdowns: Vec<f64>,
+    /// Whether the random generator is in capture mode: set when a capture begins,
+    /// cleared when it ends, and left set by a capture that failed to end until
+    /// [`DeviceBackend::capture_abandon`], as libtorch's CUDA generator is.
+    generator_capturing: bool,
     /// Whether the profiler has run, and graph replays since it first did.
     profiled: bool,
     replays_after_profiling: u64,
@@ -74,6 +78,7 @@ impl SimulatedDevice {
                 graph: None,
                 captures: 0,
                 graph_slowdowns: Vec::new(),
+                generator_capturing: false,
                 profiled: false,
                 replays_after_profiling: 0,
             }),
@@ -104,6 +109,23 @@ impl SimulatedDevice {
             kernels.push((name.to_string(), work));
         }
         q.busy_until = q.busy_until.max(now) + work;
+    }
+
+    /// Queues a kernel that draws random numbers (as `randn` does), advancing the
+    /// generator. Outside a capture it panics with libtorch's message when a capture
+    /// that failed left the generator in capture mode.
+    pub fn launch_random(&self, work: Duration) {
+        {
+            let q = self.queue();
+            if q.capturing.is_none() && q.generator_capturing {
+                drop(q);
+                panic!(
+                    "Offset increment outside graph capture encountered unexpectedly \
+                     (simulated: a failed capture left the generator in capture mode)"
+                );
+            }
+        }
+        self.launch_kernel("simulated_random", work);
     }
 
     /// Blocks until the queue drains, like `.item()` or a copy to the host. While
@@ -325,12 +347,17 @@ impl DeviceBackend for SimulatedDevice {
         Ok(())
     }
     fn capture_begin(&self) -> Result<(), String> {
-        self.queue().capturing = Some(Ok(Vec::new()));
+        let mut q = self.queue();
+        q.capturing = Some(Ok(Vec::new()));
+        q.generator_capturing = true;
         Ok(())
     }
     fn capture_end(&self) -> Result<(), String> {
         let mut q = self.queue();
+        // A capture that fails leaves the generator in capture mode, as libtorch's
+        // CUDAGraph::capture_end does when cudaStreamEndCapture fails.
         let graph = q.capturing.take().ok_or("no capture was started")??;
+        q.generator_capturing = false;
         let slowdown = q.graph_slowdowns.get(q.captures).copied().unwrap_or(1.0);
         q.graph = Some(
             graph
@@ -340,6 +367,11 @@ impl DeviceBackend for SimulatedDevice {
         );
         q.captures += 1;
         Ok(())
+    }
+    fn capture_abandon(&self) {
+        let mut q = self.queue();
+        q.capturing = None;
+        q.generator_capturing = false;
     }
     fn capture_replay(&self, times: u32) -> Result<(), String> {
         let graph = {

@@ -286,6 +286,15 @@ impl DeviceBackend for TorchDevice {
         shim.capture_replay(c.as_ref().ok_or("nothing was captured")?, times)
     }
 
+    fn capture_abandon(&self) {
+        if let (Ok((_, shim)), Some(c)) = (
+            self.cuda_shim(no_kernel_timing),
+            self.capture.borrow().as_ref(),
+        ) {
+            shim.capture_abandon(c);
+        }
+    }
+
     fn capture_free(&self) {
         if let (Ok((_, shim)), Some(c)) = (self.cuda_shim(no_kernel_timing), self.capture.take()) {
             shim.capture_free(c);

@@ -175,6 +175,7 @@ impl Engine<'_> {
         workload.prepare(k);
         if let Err(why) = self.device.capture_begin() {
             let _ = self.device.capture_end();
+            self.device.capture_abandon();
             workload.release();
             return Err(why);
         }
@@ -182,6 +183,12 @@ impl Engine<'_> {
             panic::catch_unwind(AssertUnwindSafe(|| workload.run_discarding(k)))
         });
         let ended = self.device.capture_end();
+        if ran.is_err() || ended.is_err() {
+            // What the failed capture left (the generator in capture mode, ...) would
+            // break the next random op of this routine, or of the other revision in a
+            // paired process.
+            self.device.capture_abandon();
+        }
         workload.release();
         self.device.synchronize();
         match (ran, ended) {

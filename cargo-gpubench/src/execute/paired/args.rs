@@ -18,11 +18,15 @@ pub struct PairedArgs {
     pub list: Option<PathBuf>,
     /// The base revision's library; without it the head's benchmark is measured
     /// alone (one the base lacks).
-    #[arg(long, value_name = "LIB", requires = "head")]
+    #[arg(long, value_name = "LIB", requires_all = ["id", "config", "record_dir"])]
     pub base: Option<PathBuf>,
     /// The head revision's library.
     #[arg(long, value_name = "LIB", requires_all = ["id", "config", "record_dir"])]
     pub head: Option<PathBuf>,
+    /// Measure only this side's library, alone in this process (a benchmark whose
+    /// pairing failed runs each side so from then on).
+    #[arg(long, value_name = "SIDE", value_parser = ["base", "head"])]
+    pub alone: Option<String>,
     /// The benchmark id.
     #[arg(long, value_name = "ID")]
     pub id: Option<String>,

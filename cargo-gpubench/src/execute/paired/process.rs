@@ -11,8 +11,10 @@
 //!
 //! It exits 0 when both sides passed, [`EXIT_BENCHMARK_FAILED`] when a side failed
 //! (its record says how), [`EXIT_USAGE`] on bad arguments, and [`EXIT_UNPAIRABLE`]
-//! when a library cannot be paired (no record is written: the caller falls back to
-//! separate processes).
+//! when a library cannot be paired: no record is written, but [`UNPAIRABLE_FILE`]
+//! with the reason, which is what the caller goes by (the benchmark's own code runs
+//! in this process and may exit with any code, 75 included; it cannot write that
+//! file by accident), falling back to separate processes.
 
 use std::path::{Path, PathBuf};
 
@@ -29,14 +31,29 @@ use super::library::{Opened, PairedLibrary};
 /// The exit code of a paired process whose libraries cannot be paired.
 pub const EXIT_UNPAIRABLE: i32 = 75;
 
+/// The file under `--record-dir` that says a library cannot be paired, and why.
+pub const UNPAIRABLE_FILE: &str = "unpairable.txt";
+
+/// Says under `dir` that the libraries cannot be paired, and why; the exit code.
+fn unpairable(dir: &Path, why: &str) -> i32 {
+    eprintln!("error: {why}");
+    if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(dir.join(UNPAIRABLE_FILE), why)) {
+        eprintln!("error: failed to write {}: {e}", dir.join(UNPAIRABLE_FILE).display());
+        return EXIT_USAGE;
+    }
+    EXIT_UNPAIRABLE
+}
+
 /// What one paired process measures.
 #[derive(Debug, Clone)]
 pub struct ProcessPlan {
     /// The base revision's library; `None` for a benchmark only the head has,
     /// measured alone.
     pub base: Option<PathBuf>,
-    /// The head revision's library.
-    pub head: PathBuf,
+    /// The head revision's library; `None` when the base is measured alone.
+    pub head: Option<PathBuf>,
+    /// The one side this process measures alone, when it measures one.
+    pub alone: Option<Role>,
     /// The benchmark id.
     pub id: String,
     /// Which process of the benchmark this is (1 for the first).
@@ -81,9 +98,17 @@ impl ProcessPlan {
     fn of(args: &crate::execute::paired::args::PairedArgs) -> Result<Self, String> {
         let need = |what: &str| format!("a paired process needs {what}");
         let config = args.config.as_deref().ok_or_else(|| need("--config"))?;
+        let alone = match (args.alone.as_deref(), &args.base, &args.head) {
+            (Some("base"), Some(_), _) => Some(Role::Base),
+            (Some("base"), None, _) => return Err(need("--base with --alone base")),
+            (None, Some(_), Some(_)) => None,
+            (Some(_), _, Some(_)) | (None, None, Some(_)) => Some(Role::Head),
+            (_, _, None) => return Err(need("--head")),
+        };
         Ok(ProcessPlan {
             base: args.base.clone(),
-            head: args.head.clone().ok_or_else(|| need("--head"))?,
+            head: args.head.clone(),
+            alone,
             id: args.id.clone().ok_or_else(|| need("--id"))?,
             round: args.round.max(1),
             device: args.device.clone(),
@@ -118,15 +143,12 @@ pub fn list(library: &Path) -> i32 {
 /// Runs `plan`; its exit code (module docs).
 pub fn run(plan: &ProcessPlan) -> i32 {
     let load = |p: &Path| PairedLibrary::load(p);
-    let Some(base_path) = &plan.base else {
+    let (Some(base_path), Some(head_path), None) = (&plan.base, &plan.head, plan.alone) else {
         return run_alone(plan);
     };
-    let (base, head) = match (load(base_path), load(&plan.head)) {
+    let (base, head) = match (load(base_path), load(head_path)) {
         (Ok(b), Ok(h)) => (b, h),
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!("error: {e}");
-            return EXIT_UNPAIRABLE;
-        }
+        (Err(e), _) | (_, Err(e)) => return unpairable(&plan.record_dir, &e.to_string()),
     };
     let base_first = plan.round % 2 == 1;
     let request = |role| PairedRequest {
@@ -219,31 +241,42 @@ pub fn run(plan: &ProcessPlan) -> i32 {
     }
 }
 
-/// A benchmark only the head has: measured alone, in a process of its own, with the
-/// driver's loop; only `head/` is written.
+/// One side measured alone, in a process of its own, with the driver's loop: a
+/// benchmark only the head has, or one side of a benchmark whose pairing failed. Only
+/// that side's folder is written.
 fn run_alone(plan: &ProcessPlan) -> i32 {
-    let head = match PairedLibrary::load(&plan.head) {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_UNPAIRABLE;
-        }
+    let role = plan.alone.unwrap_or(Role::Head);
+    let path = match role {
+        Role::Base => plan.base.as_ref(),
+        Role::Head => plan.head.as_ref(),
+    };
+    let Some(path) = path else {
+        eprintln!("error: a paired process needs the {} library", role.as_str());
+        return EXIT_USAGE;
+    };
+    let library = match PairedLibrary::load(path) {
+        Ok(l) => l,
+        Err(e) => return unpairable(&plan.record_dir, &e.to_string()),
     };
     let request = PairedRequest {
         id: plan.id.clone(),
-        role: Role::Head,
+        role,
         device: plan.device.clone(),
         config: plan.config.clone(),
         round: plan.round,
     };
-    let opened = head
+    let opened = library
         .open(&request, &mut |side| {
             driver::alone(&mut LibrarySide(side), &plan.config);
         })
         .map_err(|e| e.to_string());
     let record = record_of(opened, &plan.id, plan.round, &plan.config);
-    if let Err(e) = write(&plan.record_dir, Role::Head, &record) {
-        eprintln!("error: failed to write the head record of {}: {e}", plan.id);
+    if let Err(e) = write(&plan.record_dir, role, &record) {
+        eprintln!(
+            "error: failed to write the {} record of {}: {e}",
+            role.as_str(),
+            plan.id
+        );
         return EXIT_USAGE;
     }
     if record.passed() {

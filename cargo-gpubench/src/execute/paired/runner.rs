@@ -12,7 +12,7 @@ use gpubench_record::paired::{PairedBenchmark, Role};
 use gpubench_record::record::RawRecord;
 use thiserror::Error;
 
-use super::process::EXIT_UNPAIRABLE;
+use super::process::{EXIT_UNPAIRABLE, UNPAIRABLE_FILE};
 use crate::execute::paired::args::PAIRED_SUBCOMMAND;
 use crate::execute::process::{self, ChildEnv, Ending, Finished};
 use crate::execute::runner::{classify, now_rfc3339, Outcome, RunOptions};
@@ -112,43 +112,113 @@ pub fn run(
     record_dir: &Path,
     stop: &AtomicBool,
 ) -> Result<PairedOutcome, PairedRunError> {
-    let exe = this_binary()?;
-    let mut cmd = Command::new(&exe);
-    cmd.arg(PAIRED_SUBCOMMAND);
-    if let Some(base) = base {
-        cmd.arg("--base").arg(base);
-    }
-    cmd.arg("--head")
-        .arg(head)
-        .args(["--id", id, "--round", &round.to_string()])
-        .arg("--config")
-        .arg(serde_json::to_string(&opts.config()).expect("plain data serialises"))
-        .arg("--record-dir")
-        .arg(record_dir);
-    if let Some(device) = &opts.device {
-        cmd.args(["--device", device]);
-    }
-    env.apply(&mut cmd);
-    crate::console::detail(format_args!(
-        "paired round {round} of {id}: {}",
-        process::shell_line(&cmd)
-    ));
-    let finished =
-        process::run(cmd, opts.timeout, stop, process::TAIL_BYTES).map_err(|source| {
-            PairedRunError::Spawn {
+    let mut libraries: Vec<(&str, &Path)> = base.map(|b| ("--base", b)).into_iter().collect();
+    libraries.push(("--head", head));
+    let process = Process {
+        id,
+        round,
+        opts,
+        env,
+        record_dir,
+        stop,
+    };
+    let finished = process.start(&libraries, None)?;
+    Ok(PairedOutcome {
+        base: base.map(|_| process.side(Role::Base, &finished)),
+        head: process.side(Role::Head, &finished),
+        finished,
+    })
+}
+
+/// Runs round `round` of benchmark `id` of one side's `library` alone, in a process of
+/// its own (a benchmark whose pairing failed), and classifies its record.
+#[allow(clippy::too_many_arguments)]
+pub fn run_alone(
+    role: Role,
+    library: &Path,
+    id: &str,
+    round: u32,
+    opts: &RunOptions,
+    env: &ChildEnv,
+    record_dir: &Path,
+    stop: &AtomicBool,
+) -> Result<(Outcome, Finished), PairedRunError> {
+    let process = Process {
+        id,
+        round,
+        opts,
+        env,
+        record_dir,
+        stop,
+    };
+    let flag = match role {
+        Role::Base => "--base",
+        Role::Head => "--head",
+    };
+    let finished = process.start(&[(flag, library)], Some(role))?;
+    Ok((process.side(role, &finished), finished))
+}
+
+/// One process of a benchmark's round, before and after it ran.
+struct Process<'a> {
+    id: &'a str,
+    round: u32,
+    opts: &'a RunOptions,
+    env: &'a ChildEnv,
+    record_dir: &'a Path,
+    stop: &'a AtomicBool,
+}
+
+impl Process<'_> {
+    /// Starts this binary as `__paired` with `libraries` (flag and path) and waits.
+    fn start(
+        &self,
+        libraries: &[(&str, &Path)],
+        alone: Option<Role>,
+    ) -> Result<Finished, PairedRunError> {
+        let exe = this_binary()?;
+        let mut cmd = Command::new(&exe);
+        cmd.arg(PAIRED_SUBCOMMAND);
+        for (flag, path) in libraries {
+            cmd.arg(flag).arg(path);
+        }
+        if let Some(role) = alone {
+            cmd.args(["--alone", role.as_str()]);
+        }
+        cmd.args(["--id", self.id, "--round", &self.round.to_string()])
+            .arg("--config")
+            .arg(serde_json::to_string(&self.opts.config()).expect("plain data serialises"))
+            .arg("--record-dir")
+            .arg(self.record_dir);
+        if let Some(device) = &self.opts.device {
+            cmd.args(["--device", device]);
+        }
+        self.env.apply(&mut cmd);
+        crate::console::detail(format_args!(
+            "paired round {} of {}: {}",
+            self.round,
+            self.id,
+            process::shell_line(&cmd)
+        ));
+        let finished = process::run(cmd, self.opts.timeout, self.stop, process::TAIL_BYTES)
+            .map_err(|source| PairedRunError::Spawn {
                 exe: exe.display().to_string(),
                 source,
-            }
-        })?;
-    if finished.ending == Ending::Exited(EXIT_UNPAIRABLE) {
-        return Err(PairedRunError::Unpairable {
-            why: last_error(&finished.stderr_tail),
-        });
+            })?;
+        // The driver's own word, not the exit code: the benchmark's code runs in
+        // that process and may exit with any code.
+        if let Ok(why) = std::fs::read_to_string(self.record_dir.join(UNPAIRABLE_FILE)) {
+            return Err(PairedRunError::Unpairable { why });
+        }
+        Ok(finished)
     }
-    let side = |role: Role| {
-        let path = record_dir
+
+    /// `role`'s record from a process that `finished`, classified as a run's.
+    fn side(&self, role: Role, finished: &Finished) -> Outcome {
+        let path = self
+            .record_dir
             .join(role.as_str())
-            .join(format!("{}.json", file_stem_for_id(id)));
+            .join(format!("{}.json", file_stem_for_id(self.id)));
         let written = path
             .exists()
             .then(|| RawRecord::read(&path).map_err(|e| e.to_string()));
@@ -161,13 +231,14 @@ pub fn run(
             },
             _ => finished.clone(),
         };
-        classify(id, &finished_for_side, written, opts, now_rfc3339())
-    };
-    Ok(PairedOutcome {
-        base: base.map(|_| side(Role::Base)),
-        head: side(Role::Head),
-        finished,
-    })
+        classify(
+            self.id,
+            &finished_for_side,
+            written,
+            self.opts,
+            now_rfc3339(),
+        )
+    }
 }
 
 /// The last `error: …` line of a child's stderr, or its last line.
