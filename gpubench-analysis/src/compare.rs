@@ -29,7 +29,7 @@
 //! |---|---|
 //! | [`Verdict::Regressed`] | `p < α` and the whole interval lies above `+t` |
 //! | [`Verdict::Improved`] | `p < α` and the whole interval lies below `1/(1+t) − 1` (≈ `−t`) |
-//! | [`Verdict::NoChange`] | the whole interval lies within those bounds (significant or not: a real change smaller than the threshold is no change worth reporting) |
+//! | [`Verdict::NoChange`] | the whole interval lies within those bounds (significant or not: a real change smaller than the threshold is no change worth reporting; when significant and excluding no change, [`Comparison::certain_under_threshold`] says so) |
 //! | [`Verdict::Ambiguous`] | anything else: the interval straddles `±t` or is wider than the band; or a side has fewer than [`MIN_PROCESSES_PER_SIDE`] processes ([`MIN_PROCESSES_HOST`] for host-bound work on a GPU), when the change and its interval say nothing of the next run |
 //!
 //! # The CPU device
@@ -83,11 +83,63 @@
 //! and cancels in it, so [`compare_paired`] judges those per-process log ratios
 //! alone, by a one-sample Student's t (the paired t-test): the change is the
 //! geometric mean ratio `exp(mean) − 1` with its interval `exp(mean ± t·s/√n) − 1`,
-//! the threshold the larger of the noise threshold and [`SPREAD_MULTIPLE`] × `s`
-//! (a change smaller than one process's ratio differs from the next is not one the
-//! next run would show), and the verdict by the table above. The host-bound
-//! threshold does not apply: the host's mode is the same on both sides. With one
-//! process the verdict is ambiguous, since one process says nothing of the next.
+//! the threshold the larger of [`CompareConfig::paired_noise_threshold`] (±1%) and
+//! [`SPREAD_MULTIPLE`] × `s` (a change smaller than one process's ratio differs
+//! from the next is not one the next run would show), and the verdict by the table
+//! above. Kernel time's paired ratios are judged the same way. The other noise
+//! thresholds do not apply: they allow for drift between separate processes (clocks
+//! and heat, ±2%; the host's dispatch mode, ±50%), which pairing cancels. What it
+//! does not cancel is a bias of the pairing itself (what balanced blocks leave of
+//! the order effect, the two revisions' code layout): more processes do not average
+//! it away, so the threshold has a floor. With one process the verdict is
+//! ambiguous, since one process says nothing of the next.
+//!
+//! Calibrated in `benches/calibration.rs` (its paired table) on per-process log
+//! ratios drawn as the change plus `N(0, sd²)` plus, for the "+ order" models, a
+//! bias of 0.1–0.33% against the head in every process (a quarter of the order
+//! effect measured unbalanced on the H200), under `ab`'s policy (5 to 10
+//! processes), 10,000 comparisons a row; "detectable" is the median of
+//! [`Comparison::detectable`] on identical code:
+//!
+//! | paired model (H200) | identical: regressed or improved | identical: no change | 1.75% slower: regressed | detectable |
+//! |---|---|---|---|---|
+//! | device-bound, sd 0.1% + order | 0% | 100% | 100% | ±1.11% |
+//! | device-bound, sd 0.3% + order | 0% | 99.8% | 100% | ±1.27% |
+//! | device-bound, sd 0.3% (8192³ matmul) | 0% | 100% | 99.2% | ±1.29% |
+//! | launch-bound, sd 0.5% + order | 0% | 91.5% | 93.3% | ±1.45% |
+//! | launch-bound, sd 1% + order | 0.07% | 76.2% | 37.1% | ±2.26% |
+//! | host-bound, sd 1.5% (add of 1M floats) | 0.29% | 83.6% | 10.3% | ±3.02% |
+//! | host-bound, sd 2.9% (SDPA/128 pilot) | 0.42% | 95.0% | 2.0% | ±5.94% |
+//!
+//! At ±2% (the run's threshold, which pairing used before it had its own) the 1.75%
+//! slowdown — the H200's MLP step with a 3% larger batch, which `ab` read at +1.73%
+//! to +1.77% with intervals of ±0.02–0.04% in 4 of 4 runs — was caught in 0.2–3.1% of
+//! comparisons of the device-bound models; at ±0.5% the sd 0.5% launch-bound model
+//! is "no change" in 59%; at ±0.25% the order bias alone is called regressed in
+//! 1.1–1.9%, past the 1% target.
+//!
+//! # Certain, but under the threshold
+//!
+//! A "no change" whose interval excludes no change at all (and whose p-value is
+//! significant) is a real change smaller than the threshold: +0.6% [+0.5%, +0.7%]
+//! under ±1%. The verdict stays [`Verdict::NoChange`], so no gate moves, and
+//! [`Comparison::certain_under_threshold`] says it, for the outputs to show.
+//!
+//! # What a comparison could detect
+//!
+//! [`Comparison::detectable`] is the smallest change the comparison could have
+//! called regressed: on the log scale, with `T = ln(1 + threshold)` and `h` the
+//! half-width of the change's interval, `D = T + h`, reported as `exp(D) − 1` (its
+//! mirror image `exp(−D) − 1` is the smallest improvement). A change read at `d`
+//! has the interval `d ± h`, which lies wholly beyond `T` exactly when `d > D`, so a
+//! reading beyond `D` is regressed (or improved) and one within `T − h` is no
+//! change; between the two, ambiguous. Under a significance stricter than the
+//! interval's one-sided level, `D` is at least the change that significance needs.
+//! A true change of `D` is read beyond it in about half of runs like this one; one
+//! of about `T + 2h` in 95% (the calibration's "min found" tracks it). "No change"
+//! therefore says the change lies within the threshold; "could detect" says how
+//! large a change this run's noise would have let through. Absent when no verdict
+//! was possible (too few processes).
 
 use std::fmt;
 
@@ -117,6 +169,14 @@ pub const DEFAULT_NOISE_THRESHOLD: f64 = 0.02;
 /// called none of 1,260 pairs of unchanged runs on a 2-core machine regressed or
 /// improved.
 pub const DEFAULT_CPU_NOISE_THRESHOLD: f64 = 0.10;
+/// Default noise threshold of a paired comparison (`cargo gpubench ab`): ±1%, as
+/// criterion's. Pairing cancels the drift between processes that the ±2% is for;
+/// what is left is the per-process ratio's own noise (covered by the spread term)
+/// and biases no number of processes removes (what balanced blocks leave of the
+/// order effect, the two revisions' code layout). With such a bias of up to 0.33%,
+/// unchanged code got a verdict in at most 0.42% of paired comparisons and a 1.75%
+/// slowdown of device-bound work was caught in over 99% (module docs, "Paired").
+pub const DEFAULT_PAIRED_NOISE_THRESHOLD: f64 = 0.01;
 /// Fewest processes on each side for a verdict other than [`Verdict::Ambiguous`]: one
 /// process cannot show how much the next one differs.
 pub const MIN_PROCESSES_PER_SIDE: usize = crate::processes::MIN_PROCESSES;
@@ -163,10 +223,20 @@ pub struct CompareConfig {
     /// default [`DEFAULT_CPU_NOISE_THRESHOLD`] (also for settings written before it).
     #[serde(default = "default_cpu_noise_threshold")]
     pub cpu_noise_threshold: f64,
+    /// Noise threshold of a paired comparison ([`compare_paired`]: base and head
+    /// measured in the same processes), in place of every other noise threshold;
+    /// default [`DEFAULT_PAIRED_NOISE_THRESHOLD`] (also for settings written before
+    /// it).
+    #[serde(default = "default_paired_noise_threshold")]
+    pub paired_noise_threshold: f64,
 }
 
 fn default_cpu_noise_threshold() -> f64 {
     DEFAULT_CPU_NOISE_THRESHOLD
+}
+
+fn default_paired_noise_threshold() -> f64 {
+    DEFAULT_PAIRED_NOISE_THRESHOLD
 }
 
 impl Default for CompareConfig {
@@ -180,6 +250,7 @@ impl Default for CompareConfig {
             spread_multiple: SPREAD_MULTIPLE,
             host_noise_threshold: DEFAULT_HOST_NOISE_THRESHOLD,
             cpu_noise_threshold: DEFAULT_CPU_NOISE_THRESHOLD,
+            paired_noise_threshold: DEFAULT_PAIRED_NOISE_THRESHOLD,
         }
     }
 }
@@ -198,6 +269,8 @@ impl CompareConfig {
             "host noise threshold must be a finite number of at least 0"
         } else if !(self.cpu_noise_threshold.is_finite() && self.cpu_noise_threshold >= 0.0) {
             "CPU noise threshold must be a finite number of at least 0"
+        } else if !(self.paired_noise_threshold.is_finite() && self.paired_noise_threshold >= 0.0) {
+            "paired noise threshold must be a finite number of at least 0"
         } else if self.resamples == 0 {
             "resamples must be at least 1"
         } else if !(self.spread_multiple.is_finite() && self.spread_multiple >= 0.0) {
@@ -279,6 +352,26 @@ pub struct Comparison {
     /// host noise threshold.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub contended: bool,
+    /// Whether base and head were measured in the same processes and the verdict
+    /// rests on their per-process ratios ([`compare_paired`]); the noise threshold is
+    /// then [`CompareConfig::paired_noise_threshold`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paired: bool,
+    /// Whether the verdict is no change although the change is certain: significant,
+    /// its interval excluding no change, yet lying within the threshold. A real change
+    /// smaller than the threshold; the verdict (and so the gate) stays no change, and
+    /// the outputs say it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub certain_under_threshold: bool,
+    /// The smallest change this comparison could have called regressed (its mirror
+    /// image, `1/(1 + x) − 1`, improved): on the log scale, the threshold plus the
+    /// half-width of the change's interval, the smallest true change whose interval
+    /// of this width lies wholly beyond the threshold (at least the change a
+    /// significance stricter than the interval's would need). Module docs, "What a
+    /// comparison could detect". Absent when no verdict was possible (too few
+    /// processes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detectable: Option<f64>,
 }
 
 /// Which side of a comparison.
@@ -439,7 +532,7 @@ fn compare_by(
         Bound::Device | Bound::Cpu => MIN_PROCESSES_PER_SIDE,
         Bound::Host => MIN_PROCESSES_HOST,
     };
-    let (change, p_value, verdict, note) = if nb.min(nc) < needed {
+    let (change, p_value, verdict, note, resolution) = if nb.min(nc) < needed {
         // Too few processes for a verdict. With two on each side the interval is
         // still the processes' own (so it agrees with the estimates shown beside
         // it); with one, nothing is known of how processes differ and it comes
@@ -476,11 +569,13 @@ fn compare_by(
             "{short}: a verdict on {} work needs {needed} on each side, {why}",
             bound.label()
         );
-        (change, p_value, Verdict::Ambiguous, Some(note))
+        (change, p_value, Verdict::Ambiguous, Some(note), None)
     } else {
         let (change, p_value, log_interval) = welch_log(&yb, &yc, config.confidence);
         let verdict = decide(log_interval, p_value, log_threshold, config.significance);
-        (change, p_value, verdict, None)
+        let test = welch_test(&yb, &yc);
+        let resolution = Resolution::of(&test, verdict, p_value, log_threshold, config);
+        (change, p_value, verdict, None, Some(resolution))
     };
     Ok(Comparison {
         change,
@@ -496,6 +591,9 @@ fn compare_by(
         significance: config.significance,
         note,
         contended,
+        paired: false,
+        certain_under_threshold: resolution.is_some_and(|r| r.certain_under_threshold),
+        detectable: resolution.map(|r| r.detectable),
     })
 }
 
@@ -503,11 +601,7 @@ fn compare_by(
 /// change of the geometric mean with its interval, the one-sided p-value of "no
 /// change" (module docs), and the interval on the log scale.
 fn welch_log(yb: &[f64], yc: &[f64], confidence: f64) -> (Estimate, f64, (f64, f64)) {
-    let side = |ys: &[f64]| {
-        let s = sample_sd(ys);
-        (mean(ys), s * s, ys.len())
-    };
-    let test = TTest::welch(side(yb), side(yc));
+    let test = welch_test(yb, yc);
     let (d, se) = (test.diff, test.se);
     let t = test.quantile(confidence);
     let p_value = test.one_sided_p().clamp(0.0, 1.0);
@@ -518,6 +612,52 @@ fn welch_log(yb: &[f64], yc: &[f64], confidence: f64) -> (Estimate, f64, (f64, f
         confidence,
     };
     (change, p_value, (d - t * se, d + t * se))
+}
+
+/// Welch's t of the log process medians `yc` against `yb` (two or more each).
+fn welch_test(yb: &[f64], yc: &[f64]) -> TTest {
+    let side = |ys: &[f64]| {
+        let s = sample_sd(ys);
+        (mean(ys), s * s, ys.len())
+    };
+    TTest::welch(side(yb), side(yc))
+}
+
+/// What a comparison with a verdict could tell beyond the verdict (module docs, "What
+/// a comparison could detect").
+#[derive(Debug, Clone, Copy)]
+struct Resolution {
+    /// [`Comparison::certain_under_threshold`].
+    certain_under_threshold: bool,
+    /// [`Comparison::detectable`].
+    detectable: f64,
+}
+
+impl Resolution {
+    /// Of the t-test `test` on the log scale, which ended in `verdict` with
+    /// `p_value`, under the log threshold `log_threshold`.
+    fn of(
+        test: &TTest,
+        verdict: Verdict,
+        p_value: f64,
+        log_threshold: f64,
+        config: &CompareConfig,
+    ) -> Self {
+        let half_width = test.quantile(config.confidence) * test.se;
+        let excludes_zero = test.diff.abs() > half_width;
+        // A significance stricter than the interval's needs a larger change to call.
+        let significant = if config.significance < 0.5 {
+            test.quantile(1.0 - 2.0 * config.significance) * test.se
+        } else {
+            0.0
+        };
+        Resolution {
+            certain_under_threshold: verdict == Verdict::NoChange
+                && excludes_zero
+                && p_value < config.significance,
+            detectable: (log_threshold + half_width).max(significant).exp_m1(),
+        }
+    }
 }
 
 /// The change of the median within pooled samples, by a joint bootstrap of both
@@ -592,10 +732,10 @@ pub fn compare_paired(
     let d = log_ratios.iter().sum::<f64>() / n as f64;
     let spread = (n >= 2).then(|| sample_sd(log_ratios));
     let log_threshold = config
-        .noise_threshold
+        .paired_noise_threshold
         .ln_1p()
         .max(config.spread_multiple * spread.unwrap_or(0.0));
-    let (change, p_value, verdict, note) = match spread {
+    let (change, p_value, verdict, note, resolution) = match spread {
         Some(s) => {
             let test = TTest {
                 diff: d,
@@ -613,7 +753,8 @@ pub fn compare_paired(
                 confidence: config.confidence,
             };
             let verdict = decide(interval, p_value, log_threshold, config.significance);
-            (change, p_value, verdict, None)
+            let resolution = Resolution::of(&test, verdict, p_value, log_threshold, config);
+            (change, p_value, verdict, None, Some(resolution))
         }
         None => (
             Estimate {
@@ -629,6 +770,7 @@ pub fn compare_paired(
                  nothing of how the next one differs (run more with --processes)"
                     .to_string(),
             ),
+            None,
         ),
     };
     Ok(Comparison {
@@ -640,11 +782,14 @@ pub fn compare_paired(
         baseline_processes: n,
         current_processes: n,
         spread,
-        noise_threshold: config.noise_threshold,
+        noise_threshold: config.paired_noise_threshold,
         threshold: log_threshold.exp_m1(),
         significance: config.significance,
         note,
         contended: false,
+        paired: true,
+        certain_under_threshold: resolution.is_some_and(|r| r.certain_under_threshold),
+        detectable: resolution.map(|r| r.detectable),
     })
 }
 

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args};
+use gpubench_analysis::compare::DEFAULT_PAIRED_NOISE_THRESHOLD;
 
-use super::compare::{Format, VerdictArgs};
+use super::compare::{parse_noise_threshold, Format, VerdictArgs};
 use super::run::{ProcessArgs, SelectArgs, TargetArgs};
 
 /// Options of `cargo gpubench ab`.
@@ -111,9 +112,34 @@ pub struct AbArgs {
     #[arg(long, env = "GPUBENCH_NO_REPORT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub no_report: bool,
 
+    /// Noise threshold of a paired verdict (base and head in the same processes),
+    /// for every benchmark in place of --noise-threshold, --host-noise-threshold and
+    /// --cpu-noise-threshold, which are for drift between processes that pairing
+    /// cancels (those apply when base and head run in processes of their own). The
+    /// threshold is still at least 1.5 times the spread of the per-process ratios.
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        env = "GPUBENCH_PAIRED_NOISE_THRESHOLD",
+        default_value_t = DEFAULT_PAIRED_NOISE_THRESHOLD,
+        value_parser = parse_noise_threshold,
+        help_heading = "Baselines"
+    )]
+    pub paired_noise_threshold: f64,
+
     /// How the comparison of head with base decides and gates.
     #[command(flatten)]
     pub verdicts: VerdictArgs,
+}
+
+impl AbArgs {
+    /// How the head is judged against the base: the verdict options, with the paired
+    /// noise threshold.
+    pub fn settings(&self) -> crate::compare::VerdictSettings {
+        let mut settings = self.verdicts.settings();
+        settings.config.paired_noise_threshold = self.paired_noise_threshold;
+        settings
+    }
 }
 
 /// What `ab --help` says at length.
@@ -124,8 +150,11 @@ pub const AB_ABOUT: &str = "Judge a change by its base and head revisions measur
     60% on a cloud GPU machine, the clocks it starts at — is shared by both and \
     cancels in their ratio. Each process gives one ratio of head to base; the change, \
     its interval and the verdict come from those ratios over several processes (a \
-    paired t-test on their logarithms), with the noise threshold of device-bound work \
-    for every benchmark.\n\n\
+    paired t-test on their logarithms), with the paired noise threshold \
+    (--paired-noise-threshold, 1%) for every benchmark: the drift between processes \
+    that the other noise thresholds allow for cancels. Each verdict comes with the \
+    smallest change the run could have detected, and a change that is certain but \
+    under the threshold is shown as such (its verdict stays no change).\n\n\
     The head is the working tree (or --head REV), the base the merge-base with the \
     default branch (or --base REV), checked out as a git worktree under \
     <target-dir>/gpubench/ab/. Each revision's bench targets are built as loadable \

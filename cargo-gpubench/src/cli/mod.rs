@@ -77,7 +77,10 @@ use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand};
         idles and clocks up between calls: a rested-GPU figure, often faster than \
         calls back to back. A verdict (on time, kernel time or counts): regressed or \
         improved: the whole 90% interval of the change lies beyond the threshold; no \
-        change: it lies inside; ambiguous: neither, or too few processes; not \
+        change: it lies inside (certain, under the threshold when it also excludes 0: \
+        a real change smaller than the threshold); could detect (ab): the smallest \
+        change a verdict could have called, its threshold plus its interval's \
+        half-width; ambiguous: neither, or too few processes; not \
         compared: recorded on another device model; new: not in the baseline; missing \
         evidence: a baseline benchmark not run or gone, one not compared, or a gated metric \
         a side lacks (it fails the gate unless --allow-missing lets its kind pass). A run: \

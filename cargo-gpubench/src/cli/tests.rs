@@ -409,3 +409,48 @@ fn settings_mismatch_help_names_every_setting_a_comparison_checks() {
         assert!(help.contains(words), "{words} missing from: {help}");
     }
 }
+
+#[test]
+fn ab_has_a_paired_noise_threshold_of_its_own() {
+    use gpubench_analysis::compare::DEFAULT_PAIRED_NOISE_THRESHOLD;
+    let parse = |argv: &[&str]| {
+        let cli =
+            Cli::parse_from_cargo(["cargo-gpubench", "ab"].iter().chain(argv).copied()).unwrap();
+        cli.ab_args().unwrap().settings()
+    };
+    let settings = parse(&[]);
+    assert_eq!(
+        settings.config.paired_noise_threshold,
+        DEFAULT_PAIRED_NOISE_THRESHOLD
+    );
+    assert_eq!(settings.config, CompareConfig::default());
+    // A percentage or a fraction; the run's thresholds stay as they are.
+    let settings = parse(&[
+        "--paired-noise-threshold",
+        "0.5%",
+        "--noise-threshold",
+        "3%",
+    ]);
+    assert_eq!(settings.config.paired_noise_threshold, 0.005);
+    assert_eq!(settings.config.noise_threshold, 0.03);
+    let settings = parse(&["--paired-noise-threshold=0.02"]);
+    assert_eq!(settings.config.paired_noise_threshold, 0.02);
+    // Only `ab` pairs, so only `ab` has it.
+    let err =
+        Cli::parse_from_cargo(["cargo-gpubench", "--paired-noise-threshold", "1%"]).unwrap_err();
+    assert_eq!(err.exit_code(), 2);
+    let err = Cli::parse_from_cargo(["cargo-gpubench", "ab", "--paired-noise-threshold=-1%"])
+        .unwrap_err();
+    assert!(err.to_string().contains("at least 0"), "{err}");
+    // It reads GPUBENCH_PAIRED_NOISE_THRESHOLD.
+    let ab = Cli::command();
+    let ab = ab.find_subcommand("ab").unwrap();
+    let arg = ab
+        .get_arguments()
+        .find(|a| a.get_id() == "paired_noise_threshold")
+        .unwrap();
+    assert_eq!(
+        arg.get_env().unwrap().to_string_lossy(),
+        "GPUBENCH_PAIRED_NOISE_THRESHOLD"
+    );
+}

@@ -432,6 +432,62 @@ impl RunComparison {
         Ok(comparison)
     }
 
+    /// Whether this is `ab`'s judgement of a head against its base, whose summaries
+    /// show the smallest change each benchmark could have detected.
+    pub fn is_ab(&self) -> bool {
+        self.baseline.kind == SourceKind::Revision
+    }
+
+    /// The thresholds of the paired verdicts in words, `the paired noise threshold
+    /// ±1%`, adding the others where some benchmarks ran in processes of their own;
+    /// `None` when no time verdict is paired.
+    pub fn paired_threshold_text(&self) -> Option<String> {
+        let compared: Vec<&Comparison> = self
+            .set
+            .comparisons
+            .iter()
+            .filter_map(|b| match &b.outcome {
+                ComparisonOutcome::Compared { comparison, .. } => Some(comparison),
+                _ => None,
+            })
+            .collect();
+        let paired = compared.iter().filter(|c| c.paired).count();
+        if paired == 0 {
+            return None;
+        }
+        let config = &self.settings.config;
+        let mut text = format!(
+            "the paired noise threshold ±{}",
+            crate::format::plain_percent(config.paired_noise_threshold)
+        );
+        if paired < compared.len() {
+            text.push_str(&format!(
+                " (in processes of their own: ±{}, host-bound ±{})",
+                crate::format::plain_percent(config.noise_threshold),
+                crate::format::plain_percent(config.host_noise_threshold)
+            ));
+        }
+        Some(text)
+    }
+
+    /// What the smallest change each benchmark could have detected is (the `could
+    /// detect` column of an `ab` summary), for the line under its table; `None` for
+    /// other comparisons.
+    pub fn detectable_note(&self) -> Option<String> {
+        if !self.is_ab() {
+            return None;
+        }
+        let threshold = match self.paired_threshold_text() {
+            Some(paired) => format!("{paired}, or 1.5 times the spread of the per-process ratios"),
+            None => "the noise threshold, or 1.5 times the spread between processes".to_string(),
+        };
+        Some(format!(
+            "each verdict's threshold ({threshold}, whichever is larger) plus the \
+             half-width of its change's interval: a change read beyond it is regressed or \
+             improved; \"no change\" says the change lies within the threshold"
+        ))
+    }
+
     /// Benchmark `id`'s comparison, when the baseline has it.
     pub fn get(&self, id: &str) -> Option<&BenchmarkComparison> {
         self.set.comparisons.iter().find(|c| c.id == id)
@@ -711,6 +767,33 @@ pub fn change_text(change: &Estimate) -> String {
     )
 }
 
+/// A verdict in words: its label, or for a change that is certain but under the
+/// threshold, `no change (certain, under ±1%)`, so it does not read as nothing.
+pub fn verdict_text(c: &Comparison) -> String {
+    if c.certain_under_threshold {
+        format!(
+            "{} (certain, under ±{})",
+            c.verdict.label(),
+            crate::format::plain_percent(c.threshold)
+        )
+    } else {
+        c.verdict.label().to_string()
+    }
+}
+
+/// `±1.03%`: the smallest change `c` could have detected
+/// ([`Comparison::detectable`]), when a verdict was possible.
+pub fn detectable_text(c: &Comparison) -> Option<String> {
+    let p = c.detectable? * 100.0;
+    Some(if !p.is_finite() {
+        "—".to_string()
+    } else if p >= 10.0 {
+        format!("±{p:.0}%")
+    } else {
+        format!("±{p:.2}%")
+    })
+}
+
 /// The word for a benchmark's outcome: a verdict, `failed` or `not compared`.
 pub fn outcome_word(outcome: &ComparisonOutcome) -> &'static str {
     match outcome {
@@ -819,5 +902,7 @@ pub fn trip_reasons(b: &BenchmarkComparison, settings: &VerdictSettings) -> Vec<
         .collect()
 }
 
+#[cfg(test)]
+pub(crate) mod paired_fixture;
 #[cfg(test)]
 mod tests;

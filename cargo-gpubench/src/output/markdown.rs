@@ -17,8 +17,8 @@ use gpubench_record::kernels::Counter;
 use gpubench_record::units::format_ns;
 
 use crate::compare::{
-    change_text, counter_changes, counters_text, gpu_changes, kernel_comparison, memory_comparison,
-    outcome_word, RunComparison,
+    change_text, counter_changes, counters_text, detectable_text, gpu_changes, kernel_comparison,
+    memory_comparison, outcome_word, verdict_text, RunComparison,
 };
 use crate::exit_code::Exit;
 use crate::format::{figure, plain_percent, plural, shorten, spread_percent};
@@ -174,13 +174,17 @@ impl MarkdownSummary<'_> {
                 } else {
                     String::new()
                 };
+                // Paired verdicts (`ab`) have a threshold of their own.
+                let noise = c.paired_threshold_text().unwrap_or_else(|| {
+                    format!(
+                        "noise threshold ±{} (host-bound ±{}{cpu})",
+                        plain_percent(s.config.noise_threshold),
+                        plain_percent(s.config.host_noise_threshold)
+                    )
+                });
                 parts.push(format!(
-                    "**Gate:** `--fail-on {} --gate-on {}`, significance {}, noise threshold ±{} (host-bound ±{}{cpu})",
-                    s.fail_on,
-                    s.gate,
-                    s.config.significance,
-                    plain_percent(s.config.noise_threshold),
-                    plain_percent(s.config.host_noise_threshold)
+                    "**Gate:** `--fail-on {} --gate-on {}`, significance {}, {noise}",
+                    s.fail_on, s.gate, s.config.significance,
                 ));
             }
             None => parts.push("**Baseline:** none".to_string()),
@@ -215,10 +219,20 @@ impl MarkdownSummary<'_> {
         } else {
             "Verdict"
         };
+        // `ab` shows what each verdict could have seen.
+        let detectable_column = c.is_ab();
+        let detectable = if detectable_column {
+            " Could detect |"
+        } else {
+            ""
+        };
         let mut header = format!(
-            "| Benchmark | Baseline | Current | Change [{confidence:.0}% CI] | Processes (spread) | {verdict} |"
+            "| Benchmark | Baseline | Current | Change [{confidence:.0}% CI] |{detectable} Processes (spread) | {verdict} |"
         );
-        let mut rule = "| :-- | --: | --: | --: | --: | :-- |".to_string();
+        let mut rule = format!(
+            "| :-- | --: | --: | --: |{} --: | :-- |",
+            if detectable_column { " --: |" } else { "" }
+        );
         if kernel_column {
             header.push_str(&format!(" Kernel time [{confidence:.0}% CI] |"));
             rule.push_str(" --: |");
@@ -248,14 +262,18 @@ impl MarkdownSummary<'_> {
                     .map(processes_cell)
                     .unwrap_or_else(dash)
             };
+            let mut could_detect = dash();
             let (baseline, now, change, procs, verdict) = match c.get(&e.id).map(|b| &b.outcome) {
-                Some(o @ ComparisonOutcome::Compared { comparison: x, .. }) => {
-                    let word = outcome_word(o);
+                Some(ComparisonOutcome::Compared { comparison: x, .. }) => {
+                    let word = verdict_text(x);
                     let word = if x.verdict == Verdict::Regressed {
                         format!("**{word}**")
                     } else {
-                        word.to_string()
+                        word
                     };
+                    if let Some(d) = detectable_text(x) {
+                        could_detect = d;
+                    }
                     let spread = x
                         .spread
                         .map(|s| format!(" (±{})", spread_percent(s)))
@@ -286,8 +304,14 @@ impl MarkdownSummary<'_> {
                     status_word(e, c).to_string(),
                 ),
             };
-            // A row folds only when every verdict it holds says nothing changed.
-            let unremarkable = verdict == Verdict::NoChange.label()
+            // A row folds only when every verdict it holds says nothing changed (a
+            // change certain but under the threshold is no change too).
+            let unremarkable = outcome(e)
+                .and_then(|o| match o {
+                    ComparisonOutcome::Compared { comparison, .. } => Some(comparison.verdict),
+                    _ => None,
+                })
+                .is_some_and(|v| v == Verdict::NoChange)
                 && outcome(e)
                     .and_then(kernel_comparison)
                     .is_none_or(|k| k.verdict == Verdict::NoChange)
@@ -297,8 +321,13 @@ impl MarkdownSummary<'_> {
                 && outcome(e)
                     .and_then(memory_comparison)
                     .is_none_or(|m| m.verdict() == Verdict::NoChange);
+            let detectable = if detectable_column {
+                format!(" {could_detect} |")
+            } else {
+                String::new()
+            };
             let mut line = format!(
-                "| {} | {baseline} | {now} | {change} | {procs} | {verdict} |",
+                "| {} | {baseline} | {now} | {change} |{detectable} {procs} | {verdict} |",
                 cell_code(&e.name)
             );
             if kernel_column {
@@ -306,9 +335,9 @@ impl MarkdownSummary<'_> {
                     .and_then(kernel_comparison)
                     .map(|k| {
                         let word = if k.verdict == Verdict::Regressed {
-                            format!("**{}**", k.verdict.label())
+                            format!("**{}**", verdict_text(k))
                         } else {
-                            k.verdict.label().to_string()
+                            verdict_text(k)
                         };
                         format!("{} {word}", change_text(&k.change))
                     })
@@ -340,6 +369,9 @@ impl MarkdownSummary<'_> {
             format!("{n} more benchmark{} with no change", plural(n))
         });
         let _ = writeln!(out, "\n**Verdicts:** {}.", c.counts_text());
+        if let Some(note) = c.detectable_note() {
+            let _ = writeln!(out, "\n**Could detect:** {}.", text(&note));
+        }
         if let Some(gpu) = c.gpu_counts_text() {
             let _ = writeln!(out, "\n**On the GPU's own work:** {}.", text(&gpu));
         }

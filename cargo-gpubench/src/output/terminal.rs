@@ -16,8 +16,8 @@ use gpubench_record::kernels::Counter;
 use gpubench_record::units::{format_bytes, format_ns};
 
 use crate::compare::{
-    change_text, counter_changes, counters_text, gpu_changes, kernel_comparison, memory_comparison,
-    outcome_word, RunComparison,
+    change_text, counter_changes, counters_text, detectable_text, gpu_changes, kernel_comparison,
+    memory_comparison, outcome_word, verdict_text, RunComparison,
 };
 use crate::console::{Console, Tone};
 use crate::exit_code::Exit;
@@ -231,6 +231,9 @@ pub fn render_comparison(
     console: Console,
 ) -> String {
     let mut out = comparison_line(c);
+    if let Some(note) = c.detectable_note() {
+        let _ = writeln!(out, "  could detect: {note}");
+    }
     if let Some(gpu) = c.gpu_counts_text() {
         let _ = writeln!(out, "  on the GPU's own work: {gpu}");
     }
@@ -369,11 +372,12 @@ fn listed(ids: &[String], shown: usize) -> String {
     text
 }
 
-/// The change column's cell: `+12.3% [+10.1%, +14.6%] regressed`, `new`, ...
+/// The change column's cell: `+12.3% [+10.1%, +14.6%] regressed`, `+0.6% [+0.5%,
+/// +0.7%] no change (certain, under ±1%)`, `new`, ...
 fn change_cell(e: &SummaryEntry, comparison: &RunComparison) -> Cell {
     match comparison.get(&e.id).map(|b| &b.outcome) {
         Some(o @ ComparisonOutcome::Compared { comparison: c, .. }) => Cell::toned(
-            format!("{} {}", change_text(&c.change), outcome_word(o)),
+            format!("{} {}", change_text(&c.change), verdict_text(c)),
             outcome_tone(o),
         ),
         // The status column says how it failed.
@@ -486,6 +490,21 @@ pub fn render_table(
         for (r, e) in rows.iter_mut().zip(entries) {
             r.insert(at, change_cell(e, c));
         }
+        // `ab` shows what each verdict could have seen (the line under the table
+        // says what the figure is).
+        if c.is_ab() {
+            at += 1;
+            header.insert(at, "could detect".into());
+            for (r, o) in rows.iter_mut().zip(&outcomes) {
+                let cell = match o {
+                    Some(ComparisonOutcome::Compared { comparison, .. }) => {
+                        detectable_text(comparison).unwrap_or_else(dash)
+                    }
+                    _ => dash(),
+                };
+                r.insert(at, cell.into());
+            }
+        }
         if outcomes
             .iter()
             .flatten()
@@ -496,7 +515,7 @@ pub fn render_table(
             for (r, o) in rows.iter_mut().zip(&outcomes) {
                 let cell = match o.and_then(kernel_comparison) {
                     Some(k) => Cell::toned(
-                        format!("{} {}", change_text(&k.change), k.verdict.label()),
+                        format!("{} {}", change_text(&k.change), verdict_text(k)),
                         verdict_tone(k.verdict),
                     ),
                     None => dash().into(),

@@ -94,8 +94,8 @@ mod tests {
     use rand_pcg::Pcg64Mcg;
 
     use super::*;
-    use crate::compare::Verdict;
-    use crate::synthetic::{GpuLikeSamples, ProcessShift};
+    use crate::compare::{Verdict, DEFAULT_PAIRED_NOISE_THRESHOLD};
+    use crate::synthetic::{GpuLikeSamples, ProcessShift, SyntheticKernels};
     use gpubench_record::paired::Role;
 
     /// Base and head of a launch-bound benchmark in the same 5 processes: each
@@ -167,6 +167,58 @@ mod tests {
         let (base, head) = pair(1.0, 2);
         let set = compare_paired_records(&[base], &[head], &Default::default()).unwrap();
         assert_eq!(set.comparisons[0].verdict(), Some(Verdict::NoChange));
+    }
+
+    #[test]
+    fn kernel_time_is_judged_on_the_paired_threshold_too() {
+        // The H200's MLP step: +1.75% in every process, kernel time alike.
+        let factor = 1.0175f64;
+        let (mut base, mut head) = pair(factor, 4);
+        let mut rng = Pcg64Mcg::seed_from_u64(5);
+        let kernels = SyntheticKernels::one("gemm", 50_000.0);
+        kernels.attach(&mut base, &mut rng);
+        kernels.scaled(factor).attach(&mut head, &mut rng);
+        let wobble = [0.0002, -0.0003, 0.0001, 0.0003, -0.0002];
+        for ((b, h), w) in base.rounds.iter_mut().zip(&mut head.rounds).zip(wobble) {
+            for r in [b, h] {
+                r.pairing.as_mut().unwrap().kernel_log_ratio = Some(factor.ln() + w);
+            }
+        }
+        let judge = |paired_noise_threshold| {
+            let options = BaselineCompareOptions {
+                config: CompareConfig {
+                    paired_noise_threshold,
+                    ..CompareConfig::default()
+                },
+                ..BaselineCompareOptions::default()
+            };
+            let set = compare_paired_records(
+                std::slice::from_ref(&base),
+                std::slice::from_ref(&head),
+                &options,
+            )
+            .unwrap();
+            let ComparisonOutcome::Compared {
+                comparison, kernel, ..
+            } = &set.comparisons[0].outcome
+            else {
+                panic!("{set:?}");
+            };
+            (
+                comparison.clone(),
+                *kernel.clone().expect("kernel time compared"),
+            )
+        };
+        let (time, kernel) = judge(DEFAULT_PAIRED_NOISE_THRESHOLD);
+        assert!(time.paired && kernel.paired, "{kernel:?}");
+        assert_eq!(time.verdict, Verdict::Regressed, "{time:?}");
+        assert_eq!(kernel.verdict, Verdict::Regressed, "{kernel:?}");
+        assert!(kernel.detectable.unwrap() < 0.0105, "{kernel:?}");
+        // Under a run's ±2% both would be no change, certain but under the threshold.
+        let (time, kernel) = judge(0.02);
+        assert_eq!(time.verdict, Verdict::NoChange, "{time:?}");
+        assert_eq!(kernel.verdict, Verdict::NoChange, "{kernel:?}");
+        assert!(time.certain_under_threshold && kernel.certain_under_threshold);
     }
 
     #[test]

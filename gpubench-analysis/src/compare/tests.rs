@@ -295,6 +295,12 @@ fn a_significant_change_below_the_threshold_is_no_change() {
     .unwrap();
     assert!(c.p_value < 0.01, "{c:?}");
     assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
+    // It is certain, though under the threshold: the outputs say so.
+    assert!(c.certain_under_threshold, "{c:?}");
+    assert!(
+        c.change.lower > 0.0 && c.change.upper < c.threshold,
+        "{c:?}"
+    );
     // A clean 2% step straddles the 2% threshold.
     let c = compare_processes(
         &quiet.draw_processes(6, 30, &mut rng),
@@ -304,6 +310,19 @@ fn a_significant_change_below_the_threshold_is_no_change() {
     )
     .unwrap();
     assert_eq!(c.verdict, Verdict::Ambiguous, "{c:?}");
+    assert!(!c.certain_under_threshold, "{c:?}");
+    // No change whose interval holds 0 is not certain.
+    let c = compare_processes(
+        &quiet.draw_processes(6, 30, &mut rng),
+        &quiet.draw_processes(6, 30, &mut rng),
+        Bound::Device,
+        &CompareConfig::default(),
+    )
+    .unwrap();
+    assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
+    if c.change.contains(0.0) {
+        assert!(!c.certain_under_threshold, "{c:?}");
+    }
 }
 
 #[test]
@@ -370,6 +389,10 @@ fn bad_input_is_an_error_not_a_panic() {
         },
         CompareConfig {
             cpu_noise_threshold: -0.1,
+            ..cfg
+        },
+        CompareConfig {
+            paired_noise_threshold: f64::INFINITY,
             ..cfg
         },
     ] {
@@ -515,4 +538,170 @@ fn paired_ratios_judge_what_the_processes_share_away() {
     // Nothing, or a ratio that is no number, is an error.
     assert!(compare_paired(&[], 1.0, 1.0, &config).is_err());
     assert!(compare_paired(&[f64::NAN, 0.0], 1.0, 1.0, &config).is_err());
+}
+
+/// Per-process log ratios `ln(1 + x)` of `changes`.
+fn log_ratios(changes: &[f64]) -> Vec<f64> {
+    changes.iter().map(|x| x.ln_1p()).collect()
+}
+
+#[test]
+fn paired_verdicts_have_a_threshold_of_their_own() {
+    let config = CompareConfig::default();
+    assert_eq!(
+        config.paired_noise_threshold,
+        DEFAULT_PAIRED_NOISE_THRESHOLD
+    );
+    // The H200's MLP step with a 3% larger batch: +1.73% to +1.77% with ±0.02–0.04%
+    // intervals. Over 5 processes that is regressed: pairing cancelled the drift
+    // the ±2% of separate processes is for.
+    let mlp = log_ratios(&[0.0172, 0.0177, 0.0174, 0.0178, 0.0173]);
+    let c = compare_paired(&mlp, 10_000.0, 10_175.0, &config).unwrap();
+    assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+    assert!(c.paired && !c.certain_under_threshold, "{c:?}");
+    assert!((c.change.upper - c.change.lower) / 2.0 < 0.0004, "{c:?}");
+    assert!((c.threshold - 0.01).abs() < 1e-12, "{c:?}");
+    assert_eq!(c.noise_threshold, DEFAULT_PAIRED_NOISE_THRESHOLD);
+    // Under a run's ±2% it was "no change": shown as certain but under the threshold.
+    let old = CompareConfig {
+        paired_noise_threshold: DEFAULT_NOISE_THRESHOLD,
+        ..config
+    };
+    let c = compare_paired(&mlp, 10_000.0, 10_175.0, &old).unwrap();
+    assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
+    assert!(c.certain_under_threshold, "{c:?}");
+    // The unpaired noise thresholds do not touch a paired verdict.
+    let loose = CompareConfig {
+        noise_threshold: 0.05,
+        host_noise_threshold: 0.5,
+        ..config
+    };
+    let c = compare_paired(&mlp, 10_000.0, 10_175.0, &loose).unwrap();
+    assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+
+    // Identical code whose per-process ratios spread by 0.3% (device-bound A/A on
+    // the H200): no change, and not a certain one.
+    let same = log_ratios(&[0.003, -0.003, 0.0033, -0.0033, 0.0]);
+    assert!((sample_sd(&same) - 0.003).abs() < 0.0003);
+    let c = compare_paired(&same, 10_000.0, 10_000.0, &config).unwrap();
+    assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
+    assert!(!c.certain_under_threshold, "{c:?}");
+    // The spread rule still holds: ratios spread by 1% need a change beyond 1.5%.
+    let launch = log_ratios(&[0.01, -0.01, 0.012, -0.012, 0.0]);
+    let c = compare_paired(&launch, 1.0, 1.0, &config).unwrap();
+    let sd = sample_sd(&launch);
+    assert!(
+        (c.threshold - (SPREAD_MULTIPLE * sd).exp_m1()).abs() < 1e-12,
+        "{c:?}"
+    );
+    assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
+}
+
+#[test]
+fn paired_settings_written_before_the_paired_threshold_read_its_default() {
+    let mut json = serde_json::to_value(CompareConfig::default()).unwrap();
+    json.as_object_mut()
+        .unwrap()
+        .remove("paired_noise_threshold");
+    let config: CompareConfig = serde_json::from_value(json).unwrap();
+    assert_eq!(config, CompareConfig::default());
+    // And a comparison written before the new fields reads them as absent.
+    let c = compare_paired(&log_ratios(&[0.01, 0.011]), 1.0, 1.0, &config).unwrap();
+    let mut json = serde_json::to_value(&c).unwrap();
+    for key in ["paired", "certain_under_threshold", "detectable"] {
+        json.as_object_mut().unwrap().remove(key);
+    }
+    let old: Comparison = serde_json::from_value(json).unwrap();
+    assert!(!old.paired && !old.certain_under_threshold && old.detectable.is_none());
+    // Absent flags are not written.
+    let c = compare_paired(&[0.0, 0.0], 1.0, 1.0, &config).unwrap();
+    let text = serde_json::to_string(&c).unwrap();
+    assert!(!text.contains("certain_under_threshold"), "{text}");
+}
+
+/// The ratios of `base` moved as a whole so their mean is `ln(1 + change)`: the same
+/// spread, so the same interval width.
+fn moved_to(base: &[f64], change: f64) -> Vec<f64> {
+    let shift = change.ln_1p() - mean(base);
+    base.iter().map(|x| x + shift).collect()
+}
+
+#[test]
+fn the_detectable_change_is_where_the_verdict_turns() {
+    let config = CompareConfig::default();
+    // Paired: a change read just beyond the detectable one is regressed, one just
+    // short of it is not (its interval reaches into the threshold).
+    let same = log_ratios(&[0.003, -0.003, 0.0033, -0.0033, 0.0]);
+    let c = compare_paired(&same, 1.0, 1.0, &config).unwrap();
+    let d = c.detectable.unwrap();
+    // The threshold plus the interval's half-width, on the log scale.
+    let half_width = (c.change.upper.ln_1p() - c.change.lower.ln_1p()) / 2.0;
+    assert!(
+        (d.ln_1p() - c.threshold.ln_1p() - half_width).abs() < 1e-12,
+        "{c:?}"
+    );
+    for (change, verdict) in [
+        (d * 1.001, Verdict::Regressed),
+        (d * 0.999, Verdict::Ambiguous),
+    ] {
+        let r = moved_to(&same, change);
+        let c = compare_paired(&r, 1.0, 1.0, &config).unwrap();
+        assert_eq!(c.verdict, verdict, "{change}: {c:?}");
+        assert!((c.detectable.unwrap() - d).abs() < 1e-12);
+    }
+    // Mirrored, an improvement of 1/(1 + d) − 1.
+    let r = moved_to(&same, 1.0 / (1.0 + d * 1.001) - 1.0);
+    let c = compare_paired(&r, 1.0, 1.0, &config).unwrap();
+    assert_eq!(c.verdict, Verdict::Improved, "{c:?}");
+
+    // Unpaired: the same, moving the current side's processes as a whole.
+    let base: Vec<Vec<f64>> = [100.0, 100.4, 99.7, 100.2, 99.9]
+        .iter()
+        .map(|&m| vec![m])
+        .collect();
+    let c = compare_processes(&base, &base, Bound::Device, &config).unwrap();
+    let d = c.detectable.unwrap();
+    assert!(d > DEFAULT_NOISE_THRESHOLD, "{c:?}");
+    for (change, verdict) in [
+        (d * 1.001, Verdict::Regressed),
+        (d * 0.999, Verdict::Ambiguous),
+    ] {
+        let now: Vec<Vec<f64>> = base.iter().map(|g| vec![g[0] * (1.0 + change)]).collect();
+        let c = compare_processes(&base, &now, Bound::Device, &config).unwrap();
+        assert_eq!(c.verdict, verdict, "{change}: {c:?}");
+    }
+    // A significance stricter than the interval's needs more.
+    let strict = CompareConfig {
+        significance: 0.0001,
+        ..config
+    };
+    let usual = compare_paired(&same, 1.0, 1.0, &config).unwrap();
+    let c = compare_paired(&same, 1.0, 1.0, &strict).unwrap();
+    assert!(c.detectable > usual.detectable, "{c:?}");
+}
+
+#[test]
+fn no_detectable_change_without_a_possible_verdict() {
+    let config = CompareConfig::default();
+    // One paired process: no verdict whatever it read.
+    let c = compare_paired(&[0.05], 1.0, 1.05, &config).unwrap();
+    assert_eq!(c.detectable, None, "{c:?}");
+    // Three host-bound processes a side: no verdict either.
+    let three: Vec<Vec<f64>> = [6.0e3, 6.1e3, 6.2e3].iter().map(|&m| vec![m]).collect();
+    let c = compare_processes(&three, &three, Bound::Host, &config).unwrap();
+    assert_eq!(
+        (c.verdict, c.detectable),
+        (Verdict::Ambiguous, None),
+        "{c:?}"
+    );
+    // Five: a verdict, and what it could have seen (beyond the host's ±50%).
+    let five: Vec<Vec<f64>> = [6.0e3, 6.1e3, 6.2e3, 6.05e3, 6.15e3]
+        .iter()
+        .map(|&m| vec![m])
+        .collect();
+    let c = compare_processes(&five, &five, Bound::Host, &config).unwrap();
+    assert!(
+        c.detectable.unwrap() > DEFAULT_HOST_NOISE_THRESHOLD,
+        "{c:?}"
+    );
 }

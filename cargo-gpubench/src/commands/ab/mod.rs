@@ -116,6 +116,7 @@ pub fn run(args: &AbArgs, command_line: &[OsString]) -> Result<Exit> {
         all_targets: args.targets.packages.is_empty() && args.targets.benches.is_empty(),
         format: args.format,
         verdicts: &args.verdicts,
+        settings: args.settings(),
         report_dir: (!args.no_report)
             .then(|| crate::output::html::run_report::report_dir(store.dir())),
         summary_file: args.verdicts.summary_file.as_ref().map(|p| cwd.join(p)),

@@ -67,6 +67,9 @@ pub struct Session<'a> {
     pub all_targets: bool,
     pub format: Format,
     pub verdicts: &'a VerdictArgs,
+    /// How the head is judged: the verdict options with `ab`'s paired noise
+    /// threshold.
+    pub settings: VerdictSettings,
     pub report_dir: Option<PathBuf>,
     pub summary_file: Option<PathBuf>,
     pub libtorch_lib: PathBuf,
@@ -321,7 +324,7 @@ impl Session<'_> {
     }
 
     fn settings(&self) -> VerdictSettings {
-        self.verdicts.settings()
+        self.settings
     }
 
     /// Writes `t`'s records: the head's as the run's, the base's under `base/`.

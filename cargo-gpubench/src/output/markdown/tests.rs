@@ -498,8 +498,10 @@ fn a_cpu_run_four_percent_from_its_baseline_is_no_change_and_the_gate_line_says_
         .lines()
         .find(|l| l.starts_with("| `matmul/matmul_f32/256` |"))
         .unwrap_or_else(|| panic!("{md}"));
+    // Its interval excludes no change but lies within the CPU's ±10%: certain, and
+    // still no change.
     assert!(
-        row.contains("-4.0%") && row.ends_with("| no change |"),
+        row.contains("-4.0%") && row.ends_with("| no change (certain, under ±10%) |"),
         "{row}"
     );
     assert!(md.contains("**Result: no regression**"), "{md}");
@@ -513,4 +515,44 @@ fn a_cpu_run_four_percent_from_its_baseline_is_no_change_and_the_gate_line_says_
     let md = render(&c);
     assert!(md.contains("(host-bound ±50%, CPU ±2%)"), "{md}");
     assert!(md.contains("| improved |"), "{md}");
+}
+
+#[test]
+fn ab_shows_the_paired_threshold_certain_changes_and_what_it_could_detect() {
+    use crate::compare::paired_fixture::{ab_comparison, MATMUL, MLP};
+    let (head, c) = ab_comparison(CompareConfig::default());
+    let entries: Vec<SummaryEntry> = head.iter().map(entry).collect();
+    let md = MarkdownSummary {
+        subject: "`ab`: working tree against base `abc1234`",
+        report: None,
+        entries: &entries,
+        comparison: Some(&c),
+        exit: Exit::of_verdicts(false, false, c.gate_tripped),
+    }
+    .render();
+    // The gate line names the paired threshold, not the run's ±2%.
+    assert!(
+        md.contains("significance 0.05, the paired noise threshold ±1%\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| Change [90% CI] | Could detect | Processes (spread) |"),
+        "{md}"
+    );
+    let row = |id: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| `matmul/{id}` |")))
+            .unwrap_or_else(|| panic!("{md}"))
+            .to_string()
+    };
+    assert!(row(MLP).contains("| ±1.02% |") && row(MLP).ends_with("| **regressed** |"));
+    assert!(
+        row(MATMUL).ends_with("| no change (certain, under ±1%) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("**Could detect:** each verdict's threshold (the paired noise threshold ±1%"),
+        "{md}"
+    );
+    insta::assert_snapshot!(md);
 }

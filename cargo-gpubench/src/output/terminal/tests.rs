@@ -508,3 +508,139 @@ fn verbose_adds_each_processs_median() {
     assert!(verbose.starts_with(normal.lines().next().unwrap()));
     assert!(verbose.ends_with(&normal[normal.find("\n5 benchmarks").unwrap()..]));
 }
+
+/// `ab`'s summary of the paired fixture ([`crate::compare::paired_fixture`]).
+fn ab_summary(config: gpubench_analysis::CompareConfig) -> RunSummary {
+    let (head, c) = crate::compare::paired_fixture::ab_comparison(config);
+    let entries = head.iter().map(|r| entry(r, BenchStatus::Passed)).collect();
+    RunSummary::new(
+        "r1".into(),
+        "/t/runs/r1".into(),
+        RunStatus::Completed,
+        2.5,
+        entries,
+    )
+    .with_comparison(c)
+}
+
+#[test]
+fn ab_shows_the_paired_threshold_certain_changes_and_what_it_could_detect() {
+    use crate::compare::paired_fixture::{ADD, MATMUL, MLP};
+    let out = ab_summary(Default::default()).render_human(Console::default());
+    let row = |id: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("suite/{id} ")))
+            .unwrap_or_else(|| panic!("no {id}: {out}"))
+            .to_string()
+    };
+    let cells_of = |line: &str| -> Vec<String> {
+        line.split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    let cells = |id: &str| cells_of(&row(id));
+    // The column follows the change.
+    let header = cells_of(out.lines().next().unwrap());
+    assert_eq!(header[2..4], ["change vs abc1234", "could detect"], "{out}");
+    // +1.75% within ±0.03%: regressed under the paired ±1%; it could have seen a
+    // change of 1% and its interval's half-width.
+    assert_eq!(
+        cells(MLP)[2..4],
+        ["+1.8% [+1.7%, +1.8%] regressed", "±1.02%"],
+        "{out}"
+    );
+    // +0.6% within ±0.05%: certain, and still no change.
+    assert_eq!(
+        cells(MATMUL)[2],
+        "+0.6% [+0.6%, +0.6%] no change (certain, under ±1%)",
+        "{out}"
+    );
+    // Unchanged: plain no change, and the change it would have needed.
+    assert_eq!(
+        cells(ADD)[2..4],
+        ["+0.0% [-0.3%, +0.3%] no change", "±1.30%"],
+        "{out}"
+    );
+    // The line under the table says what the figure is, with the paired threshold.
+    assert!(
+        out.contains(
+            "  could detect: each verdict's threshold (the paired noise threshold ±1%, or \
+             1.5 times the spread of the per-process ratios, whichever is larger) plus the \
+             half-width of its change's interval: a change read beyond it is regressed or \
+             improved; \"no change\" says the change lies within the threshold\n"
+        ),
+        "{out}"
+    );
+    // Under a run's ±2% the +1.75% was no change, certain: shown as such.
+    let old = gpubench_analysis::CompareConfig {
+        paired_noise_threshold: 0.02,
+        ..Default::default()
+    };
+    let out = ab_summary(old).render_human(Console::default());
+    let mlp = out
+        .lines()
+        .find(|l| l.starts_with(&format!("suite/{MLP} ")))
+        .unwrap();
+    assert!(
+        mlp.contains("] no change (certain, under ±2%)  ±2.03%"),
+        "{out}"
+    );
+    assert!(out.contains("the paired noise threshold ±2%"), "{out}");
+}
+
+#[test]
+fn a_run_against_a_baseline_has_no_detectable_column() {
+    let out = judged().render_human(Console::default());
+    assert!(!out.contains("could detect"), "{out}");
+}
+
+#[test]
+fn ab_json_carries_the_paired_threshold_and_what_each_verdict_could_detect() {
+    use crate::compare::paired_fixture::{MATMUL, MLP};
+    let s = ab_summary(Default::default());
+    let v: serde_json::Value = serde_json::from_str(&s.to_json_pretty()).unwrap();
+    assert_eq!(
+        v["comparison"]["settings"]["config"]["paired_noise_threshold"],
+        0.01
+    );
+    let time = |id: &str| {
+        let b = v["benchmarks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["id"] == id)
+            .unwrap_or_else(|| panic!("{v}"));
+        b["comparison"]["comparison"].clone()
+    };
+    let mlp = time(MLP);
+    assert_eq!(
+        (&mlp["verdict"], &mlp["paired"]),
+        (&"regressed".into(), &true.into())
+    );
+    assert_eq!(mlp["noise_threshold"], 0.01);
+    let detectable = mlp["detectable"].as_f64().unwrap();
+    assert!(detectable > 0.01 && detectable < 0.0105, "{mlp}");
+    // A flag that is false is left out; the certain change carries it.
+    assert!(mlp.get("certain_under_threshold").is_none(), "{mlp}");
+    let matmul = time(MATMUL);
+    assert_eq!(matmul["verdict"], "no_change");
+    assert_eq!(matmul["certain_under_threshold"], true);
+    // docs/schema says what the fields are, and the schema can tell a wrong one.
+    let schema_of = || {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../docs/schema/run-summary.schema.json");
+        let text = std::fs::read_to_string(path).unwrap();
+        jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).unwrap()
+    };
+    let schema = schema_of();
+    let errors: Vec<String> = schema.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut wrong = v.clone();
+    wrong["benchmarks"][0]["comparison"]["comparison"]["detectable"] = "1%".into();
+    assert!(!schema.is_valid(&wrong));
+    let mut wrong = v.clone();
+    wrong["comparison"]["settings"]["config"]["paired_noise_threshold"] = (-0.01).into();
+    assert!(!schema.is_valid(&wrong));
+}

@@ -188,12 +188,13 @@ fn estimate_facts(fig: &Figures) -> Vec<Fact> {
     facts
 }
 
-/// The change against the baseline and the baseline's own figure.
+/// The change against the baseline, the smallest change the comparison could have
+/// detected, and the baseline's own figure.
 fn comparison_facts(
     c: &gpubench_analysis::Comparison,
     fig: &Figures,
     bound: Option<Bound>,
-) -> [Fact; 2] {
+) -> Vec<Fact> {
     let e = c.change;
     let pct = |x: f64| {
         format::percent_change(x)
@@ -206,7 +207,18 @@ fn comparison_facts(
     let from_spread = c
         .spread
         .is_some_and(|s| (SPREAD_MULTIPLE * s).exp_m1() >= c.threshold * (1.0 - 1e-9));
-    let threshold = if c.threshold <= c.noise_threshold * (1.0 + 1e-9) {
+    let threshold = if c.paired && c.threshold <= c.noise_threshold * (1.0 + 1e-9) {
+        format!(
+            "paired noise threshold ±{} (--paired-noise-threshold)",
+            pct(c.threshold)
+        )
+    } else if c.paired {
+        format!(
+            "threshold ±{} (the spread of the per-process ratios; paired noise threshold ±{})",
+            pct(c.threshold),
+            pct(c.noise_threshold)
+        )
+    } else if c.threshold <= c.noise_threshold * (1.0 + 1e-9) {
         format!("noise threshold ±{}", pct(c.threshold))
     } else if from_spread {
         format!(
@@ -223,28 +235,48 @@ fn comparison_facts(
         };
         format!("threshold ±{} ({whose})", pct(c.threshold))
     };
-    [
-        fact(
-            "change vs baseline",
-            format::percent_change(e.point),
-            format!(
-                "{:.0}% interval {}; {} (one-sided); {threshold}",
-                e.confidence * 100.0,
-                format::percent_interval(e.lower, e.upper),
-                p_value(c.p_value),
-            ),
+    let certain = if c.certain_under_threshold {
+        "; certain, but under the threshold: no change"
+    } else {
+        ""
+    };
+    let mut facts = vec![fact(
+        "change vs baseline",
+        format::percent_change(e.point),
+        format!(
+            "{:.0}% interval {}; {} (one-sided); {threshold}{certain}",
+            e.confidence * 100.0,
+            format::percent_interval(e.lower, e.upper),
+            p_value(c.p_value),
         ),
-        fact(
-            "baseline",
-            format::duration(c.baseline_estimate),
+    )];
+    if let Some(d) = crate::compare::detectable_text(c) {
+        // Both on the log scale the verdict is decided on.
+        let half_width = ((1.0 + e.upper) / (1.0 + e.lower)).sqrt() - 1.0;
+        let fine = |x: f64| format!("{:.2}%", x * 100.0);
+        facts.push(fact(
+            "could detect",
+            d,
             format!(
-                "{} process{} of {} time",
-                c.baseline_processes,
-                if c.baseline_processes == 1 { "" } else { "es" },
-                fig.compared_kind.label()
+                "the smallest change this comparison could have called: the threshold ±{} \
+                 plus the interval's half-width ±{}; a change read beyond it is regressed \
+                 or improved, and \"no change\" says the change lies within the threshold",
+                fine(c.threshold),
+                fine(half_width)
             ),
+        ));
+    }
+    facts.push(fact(
+        "baseline",
+        format::duration(c.baseline_estimate),
+        format!(
+            "{} process{} of {} time",
+            c.baseline_processes,
+            if c.baseline_processes == 1 { "" } else { "es" },
+            fig.compared_kind.label()
         ),
-    ]
+    ));
+    facts
 }
 
 /// The mean, the outliers, the samples and why the first process stopped.

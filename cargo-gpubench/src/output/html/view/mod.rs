@@ -193,3 +193,6 @@ fn build_one(b: &ReportBenchmark) -> (BenchmarkView, SummaryRow) {
     let row = summary_row(b, &summary, &view, fig.as_ref());
     (view, row)
 }
+
+#[cfg(test)]
+mod tests;

@@ -165,14 +165,27 @@ fn processes_cell(f: &Figures) -> Cell {
     }
 }
 
-/// The change against the baseline with its interval, when compared.
+/// The change against the baseline with its interval, when compared; whether it is
+/// certain but under the threshold, and the smallest change it could have detected.
 fn change_cell(b: &ReportBenchmark) -> Cell {
     compared(b)
-        .map(|c| c.change)
-        .map(|e| Cell {
-            text: format::percent_change(e.point),
-            detail: format::percent_interval(e.lower, e.upper),
-            sort: format!("{}", e.point),
+        .map(|c| {
+            let e = c.change;
+            let mut detail = vec![format::percent_interval(e.lower, e.upper)];
+            if c.certain_under_threshold {
+                detail.push(format!(
+                    "certain, under ±{}",
+                    format::plain_percent(c.threshold)
+                ));
+            }
+            if let Some(d) = crate::compare::detectable_text(c) {
+                detail.push(format!("could detect {d}"));
+            }
+            Cell {
+                text: format::percent_change(e.point),
+                detail: detail.join("; "),
+                sort: format!("{}", e.point),
+            }
         })
         .unwrap_or_default()
 }
