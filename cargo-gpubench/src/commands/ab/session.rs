@@ -9,18 +9,25 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use gpubench_analysis::baseline::{compare_paired_records, is_paired, Missing, MissingKind};
+use gpubench_analysis::baseline::{
+    compare_paired_records, is_paired, BenchmarkComparison, ComparisonOutcome, Missing,
+    MissingKind,
+};
 use gpubench_analysis::processes::{Bound, DecideRounds, ProcessStats, RoundDecision};
 use gpubench_analysis::summary::BenchmarkSummary;
 use gpubench_analysis::{BaselineEntry, RecordAnalysis};
+use gpubench_record::failure::Failure;
+use gpubench_record::protocol::EXIT_BENCHMARK_FAILED;
+use gpubench_record::paired::{Role, Unpaired};
 use gpubench_record::record::RawRecord;
 
 use super::plan::Plan;
 use crate::build::revision::Revision;
 use crate::cli::{Format, VerdictArgs};
+use crate::console;
 use crate::commands::present;
 use crate::compare::{Absences, RunComparison, VerdictSettings};
-use crate::execute::paired::runner as paired_runner;
+use crate::execute::paired::runner::{self as paired_runner, PairedRunError};
 use crate::execute::process::{ChildEnv, Finished};
 use crate::execute::progress::Progress;
 use crate::execute::runner::{self, Outcome, RunOptions};
@@ -83,6 +90,8 @@ struct Tracked {
     head_record: Option<RawRecord>,
     entry: ManifestBenchmark,
     done: bool,
+    /// Why each side of this benchmark runs alone, once pairing it failed.
+    unpaired: Option<Unpaired>,
 }
 
 impl Session<'_> {
@@ -113,6 +122,7 @@ impl Session<'_> {
                 base_record: None,
                 head_record: None,
                 done: false,
+                unpaired: None,
             })
             .collect();
         let mut manifest = self.manifest(&run, started, &tracked, plan, command_line);
@@ -137,6 +147,12 @@ impl Session<'_> {
                 let (base, head, finished) = self
                     .measure(t, round, &incoming)
                     .with_context(|| format!("failed to run benchmark {name}"))?;
+                if let (Some(u), true) = (&t.unpaired, u_is_new(t, round)) {
+                    console::note(format_args!(
+                        "{name}: {}; it is judged on separate processes",
+                        u.reason
+                    ));
+                }
                 let seconds = finished.elapsed.as_secs_f64();
                 t.entry.duration_s = Some(t.entry.duration_s.unwrap_or(0.0) + seconds);
                 let interrupted = matches!(head, Outcome::Interrupted);
@@ -243,16 +259,24 @@ impl Session<'_> {
 
     /// One round of `t`: a paired process, or base and head in processes of their
     /// own (base first in odd rounds); `(base, head, how the last process ended)`.
+    /// A paired process in which a side failed (or that ended before either side
+    /// said) is not the benchmark's result: the round is measured again with each
+    /// side alone, and so is every later round of it (`t.unpaired` says why), so one
+    /// revision's failure never costs the other its figures.
     fn measure(
         &self,
-        t: &Tracked,
+        t: &mut Tracked,
         round: u32,
         incoming: &Path,
     ) -> Result<(Option<Outcome>, Outcome, Finished)> {
         match &self.mode {
             Mode::Paired => {
+                let base = t.base.as_ref().map(|b| b.exe.as_path());
+                if let (Some(base), Some(unpaired)) = (base, &t.unpaired) {
+                    return self.alone(base, &t.head, round, incoming, unpaired);
+                }
                 let ran = paired_runner::run(
-                    t.base.as_ref().map(|b| b.exe.as_path()),
+                    base,
                     &t.head.exe,
                     &t.head.id,
                     round,
@@ -260,8 +284,38 @@ impl Session<'_> {
                     self.env,
                     incoming,
                     self.stop,
-                )?;
-                Ok((ran.base, ran.head, ran.finished))
+                );
+                let (ran, base) = match (ran, base) {
+                    (Ok(ran), None) => return Ok((ran.base, ran.head, ran.finished)),
+                    (Err(PairedRunError::Unpairable { why }), None) => {
+                        let (head, finished) = unloadable(&t.head.id, why, self.opts);
+                        return Ok((None, head, finished));
+                    }
+                    (Ok(ran), Some(base)) => (ran, base),
+                    (Err(PairedRunError::Unpairable { why }), Some(base)) => {
+                        let unpaired = Unpaired {
+                            failed_round: round,
+                            failed_side: None,
+                            reason: format!(
+                                "the two revisions could not share a process ({})",
+                                first_line(&why)
+                            ),
+                            error: why,
+                        };
+                        let measured = self.alone(base, &t.head, round, incoming, &unpaired);
+                        t.unpaired = Some(unpaired);
+                        return measured;
+                    }
+                    (Err(e), _) => return Err(e.into()),
+                };
+                match unpaired_of(&ran, round, self.base, self.head) {
+                    None => Ok((ran.base, ran.head, ran.finished)),
+                    Some(unpaired) => {
+                        let measured = self.alone(base, &t.head, round, incoming, &unpaired);
+                        t.unpaired = Some(unpaired);
+                        measured
+                    }
+                }
             }
             Mode::Separate { .. } => {
                 let run_one = |b: &Benchmark, dir: &str| -> Result<(Outcome, Finished)> {
@@ -288,6 +342,48 @@ impl Session<'_> {
                 Ok((base.map(|b| b.0), head.0, finished))
             }
         }
+    }
+
+    /// Round `round` of a benchmark whose pairing failed: each side's library alone in
+    /// a process of its own, the base first in odd rounds (so the order balances over
+    /// rounds, as in a run's `ab` without pairing), each record saying why.
+    fn alone(
+        &self,
+        base: &Path,
+        head: &Benchmark,
+        round: u32,
+        incoming: &Path,
+        unpaired: &Unpaired,
+    ) -> Result<(Option<Outcome>, Outcome, Finished)> {
+        let run_one = |role: Role, library: &Path| -> Result<(Outcome, Finished)> {
+            let dir = incoming.join(format!("alone-{}", role.as_str()));
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("failed to create {}", dir.display()))?;
+            let (mut outcome, finished) = match paired_runner::run_alone(
+                role, library, &head.id, round, self.opts, self.env, &dir, self.stop,
+            ) {
+                Ok(ran) => ran,
+                // That side's library cannot be used even alone: its failure, not the
+                // run's.
+                Err(PairedRunError::Unpairable { why }) => unloadable(&head.id, why, self.opts),
+                Err(e) => return Err(e.into()),
+            };
+            if let Outcome::Recorded(record) = &mut outcome {
+                for r in &mut record.rounds {
+                    r.round = round;
+                    r.unpaired = Some(unpaired.clone());
+                }
+            }
+            Ok((outcome, finished))
+        };
+        let (base, head) = if round % 2 == 1 {
+            let base = run_one(Role::Base, base)?;
+            (base, run_one(Role::Head, &head.exe)?)
+        } else {
+            let head = run_one(Role::Head, &head.exe)?;
+            (run_one(Role::Base, base)?, head)
+        };
+        Ok((Some(base.0), head.0, head.1))
     }
 
     /// Whether `t` needs another round after `round`: never before the policy's
@@ -423,8 +519,40 @@ impl Session<'_> {
             .iter()
             .filter_map(|r| BaselineEntry::from_record(r).ok())
             .collect();
-        let set = compare_paired_records(&base, &head, &settings.options())
+        let mut set = compare_paired_records(&base, &head, &settings.options())
             .context("failed to judge the head against the base")?;
+        for t in tracked {
+            let (Some(u), Some(c)) = (
+                &t.unpaired,
+                set.comparisons.iter_mut().find(|c| c.id == t.head.id),
+            ) else {
+                continue;
+            };
+            if let ComparisonOutcome::Compared { comparison, .. } = &mut c.outcome {
+                let said = format!("judged on separate processes: {}", u.reason);
+                comparison.note = Some(match comparison.note.take() {
+                    Some(n) => format!("{said}; {n}"),
+                    None => said,
+                });
+            }
+        }
+        // A benchmark the base failed on (alone too, when pairing failed) has nothing
+        // to be judged against: it says so where its verdict would be.
+        for r in base.iter().filter(|r| !r.passed()) {
+            if head.iter().any(|h| h.id == r.id) && !set.comparisons.iter().any(|c| c.id == r.id)
+            {
+                let why = r
+                    .failure()
+                    .map(|f| format!("{}: {}", f.kind.label(), first_line(&f.message)))
+                    .unwrap_or_else(|| "no measurement".into());
+                set.comparisons.push(BenchmarkComparison {
+                    id: r.id.clone(),
+                    outcome: ComparisonOutcome::NotCompared {
+                        reason: format!("the base failed ({why})"),
+                    },
+                });
+            }
+        }
         let mut absences = Absences::of_run(manifest);
         absences.side = self.head.describe();
         absences.unusable_baseline = base
@@ -482,4 +610,87 @@ fn fold(record: &mut Option<RawRecord>, outcome: Outcome) -> Result<()> {
             .context("failed to add a round to the record")?,
     }
     Ok(())
+}
+
+/// Whether `t`'s pairing failed in this very round (so it is said once).
+fn u_is_new(t: &Tracked, round: u32) -> bool {
+    t.unpaired.as_ref().is_some_and(|u| u.failed_round == round)
+}
+
+/// Why a paired process is no result for its benchmark, when a side failed in it or
+/// it ended before either side said; `None` when both sides passed (or the run was
+/// interrupted, which is no one's failure).
+fn unpaired_of(
+    ran: &paired_runner::PairedOutcome,
+    round: u32,
+    base: &Revision,
+    head: &Revision,
+) -> Option<Unpaired> {
+    let failure = |o: &Option<Outcome>| match o {
+        Some(Outcome::Recorded(r)) => r.failure().cloned(),
+        _ => None,
+    };
+    if matches!(ran.head, Outcome::Interrupted) || matches!(ran.base, Some(Outcome::Interrupted)) {
+        return None;
+    }
+    let base_failure = failure(&ran.base);
+    let head_failure = failure(&Some(ran.head.clone()));
+    // A side that stopped because the other failed first says so; the other is the
+    // one that failed.
+    let other_first = |f: &Failure| f.message.contains("the other side failed first");
+    let (role, failure) = match (&base_failure, &head_failure) {
+        (None, None) => return None,
+        (Some(f), None) => (Some(Role::Base), f),
+        (None, Some(f)) => (Some(Role::Head), f),
+        (Some(b), Some(h)) if other_first(h) && !other_first(b) => (Some(Role::Base), b),
+        (Some(b), Some(h)) if other_first(b) && !other_first(h) => (Some(Role::Head), h),
+        // Both failed alike: the process ended (a crash, a time-out) before either
+        // side could say which.
+        (Some(b), Some(_)) => (None, b),
+    };
+    let what = format!("{}: {}", failure.kind.label(), first_line(&failure.message));
+    let reason = match role {
+        Some(Role::Base) => format!(
+            "the base ({}) failed beside the head ({what})",
+            base.describe()
+        ),
+        Some(Role::Head) => format!(
+            "the head ({}) failed beside the base ({what})",
+            head.describe()
+        ),
+        None => format!("the paired process ended before either side said ({what})"),
+    };
+    Some(Unpaired {
+        failed_round: round,
+        failed_side: role,
+        reason,
+        error: failure.message.chars().take(4000).collect(),
+    })
+}
+
+/// The first line of `text`, at most 160 characters.
+fn first_line(text: &str) -> String {
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    if line.chars().count() > 160 {
+        format!("{}…", line.chars().take(159).collect::<String>())
+    } else {
+        line.to_string()
+    }
+}
+
+/// A side whose library could not be loaded for benchmark `id`, even alone: a failed
+/// record saying why (set-up), as a process that ended at once.
+fn unloadable(id: &str, why: String, opts: &RunOptions) -> (Outcome, Finished) {
+    let failure = Failure::new(
+        gpubench_record::failure::FailureKind::Setup,
+        format!("its library cannot be loaded: {why}"),
+    );
+    let record = runner::synthesized(id, failure, opts, runner::now_rfc3339());
+    let finished = Finished {
+        ending: crate::execute::process::Ending::Exited(EXIT_BENCHMARK_FAILED),
+        elapsed: std::time::Duration::ZERO,
+        stdout_tail: String::new(),
+        stderr_tail: String::new(),
+    };
+    (Outcome::Recorded(Box::new(record)), finished)
 }

@@ -513,12 +513,21 @@ fn resource_facts(
         .as_ref()
         .and_then(|c| memory_comparison(&c.outcome))
     {
+        // A bounded cache in one phrase first (it explains the peak and the growth),
+        // then every figure, then what was left out and why.
+        let cache = c.bounded_cache.is_some().then(|| c.describe());
+        let figures = c.figures.iter().map(|f| f.describe());
+        let left_out = c
+            .left_out
+            .iter()
+            .map(|l| format!("{} not judged: {}", l.figure.label(), l.reason));
         facts.push(fact(
             "memory vs baseline",
             c.verdict().label(),
-            c.figures
-                .iter()
-                .map(|f| f.describe())
+            cache
+                .into_iter()
+                .chain(figures)
+                .chain(left_out)
                 .collect::<Vec<_>>()
                 .join("; "),
         ));
