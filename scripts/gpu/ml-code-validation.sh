@@ -6,7 +6,7 @@
 #             the planted revision compared with it (and N more of the base: A/A)
 #   PLANT=N   N `ab` of the base against the planted commit
 #   SELF=N    N `ab` of the base against a commit that changes only a comment
-#   QUICK=1   every `ab` and run with --quick
+#   QUICK=1   every `ab` with --quick; QUICK_PLAIN=1 every plain run
 # Every summary lands under $OUT/ml-code with its wall time and exit code, bundled
 # into one tarball; scripts/gpu/analyse-ml-code.py makes the tables.
 set -uo pipefail
@@ -17,8 +17,9 @@ mkdir -p "$R"
 TORCH_DIR="$(python3 -c 'import os, torch; print(os.path.dirname(torch.__file__))')"
 export LD_LIBRARY_PATH="$TORCH_DIR/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,power.limit --format=csv > "$R/nvidia-smi.csv" 2>&1
-quick=()
+quick=() plain_quick=()
 [ "${QUICK:-0}" = 1 ] && quick=(--quick)
+[ "${QUICK_PLAIN:-0}" = 1 ] && plain_quick=(--quick)
 common=(--device "${DEVICE:-cuda:0}" --format json --no-report --fail-on never)
 timed() { # name, then the command
     local name=$1; shift
@@ -33,16 +34,17 @@ ab() { # name, the libraries' directory
 }
 if [ "${PLAIN:-0}" -gt 0 ]; then
     timed plain-base "$B/cargo-gpubench" run --exe "$B/base/ml_code" --out-dir "$R/plain" \
-        --baselines-dir "$R/baselines" --save-baseline base "${quick[@]}" "${common[@]}"
+        --baselines-dir "$R/baselines" --save-baseline base "${plain_quick[@]}" "${common[@]}"
     for i in $(seq 1 "$PLAIN"); do
         timed "plain-planted-$i" "$B/cargo-gpubench" run --exe "$B/planted/ml_code" \
-            --out-dir "$R/plain" --baselines-dir "$R/baselines" --baseline base "${quick[@]}" "${common[@]}"
+            --out-dir "$R/plain" --baselines-dir "$R/baselines" --baseline base "${plain_quick[@]}" "${common[@]}"
         timed "plain-self-$i" "$B/cargo-gpubench" run --exe "$B/base/ml_code" \
-            --out-dir "$R/plain" --baselines-dir "$R/baselines" --baseline base "${quick[@]}" "${common[@]}"
+            --out-dir "$R/plain" --baselines-dir "$R/baselines" --baseline base "${plain_quick[@]}" "${common[@]}"
     done
 fi
 for i in $(seq 1 "${PLANT:-0}"); do ab "ab-plant-$i" "$B/ab-plant"; done
 for i in $(seq 1 "${SELF:-0}"); do ab "ab-self-$i" "$B/ab-self"; done
 cat "$R/times.txt"
-python3 "$(dirname "$0")/analyse-ml-code.py" "$R" | tee "$R/analysis.txt"
-tar -C "$OUT" -czf "$OUT/ml-code.tar.gz" --exclude='*/report' ml-code
+python3 "$(dirname "$0")/analyse-ml-code.py" "$R" > "$R/analysis.txt"
+tail -40 "$R/analysis.txt"
+tar -C "$OUT" -czf "$OUT/ml-code${TAG:+-$TAG}.tar.gz" --exclude='*/report' ml-code

@@ -43,6 +43,9 @@ struct Queue {
     /// graph take when replayed (1 past the end): graphs of the same calls replay
     /// at different speeds on a GPU.
     graph_slowdowns: Vec<f64>,
+    /// Whether the allocator reads nothing (until the first allocation, which clears
+    /// it), as CUDA's caching allocator starts with the process's first tensor.
+    lazy_allocator: bool,
     /// Whether the random generator is in capture mode: set when a capture begins,
     /// cleared when it ends, and left set by a capture that failed to end until
     /// [`DeviceBackend::capture_abandon`], as libtorch's CUDA generator is.
@@ -79,6 +82,7 @@ impl SimulatedDevice {
                 captures: 0,
                 graph_slowdowns: Vec::new(),
                 generator_capturing: false,
+                lazy_allocator: false,
                 profiled: false,
                 replays_after_profiling: 0,
             }),
@@ -165,6 +169,7 @@ impl SimulatedDevice {
         let id = q.memory.allocate(bytes, at)?;
         q.allocations.0 += 1;
         q.allocations.1 += bytes;
+        q.lazy_allocator = false;
         Ok(id)
     }
 
@@ -185,6 +190,12 @@ impl SimulatedDevice {
     /// when a new segment does not fit even after the cache is emptied.
     pub fn set_capacity(&self, bytes: u64) {
         self.queue().memory.capacity = Some(bytes);
+    }
+
+    /// Makes the allocator read nothing ([`DeviceBackend::memory`] is `None`) until
+    /// the first allocation, as CUDA's does until the process's first tensor.
+    pub fn set_lazy_allocator(&self, lazy: bool) {
+        self.queue().lazy_allocator = lazy;
     }
 
     /// Records where blocks are allocated from now on.
@@ -286,7 +297,11 @@ impl DeviceBackend for SimulatedDevice {
         self.queue().memory.reset_peak();
     }
     fn memory(&self) -> Option<MemoryStats> {
-        Some(self.queue().memory.stats())
+        let q = self.queue();
+        if q.lazy_allocator {
+            return None;
+        }
+        Some(q.memory.stats())
     }
     fn memory_snapshot(&self) -> Result<MemorySnapshot, String> {
         Ok(self.snapshot())

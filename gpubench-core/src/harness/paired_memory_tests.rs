@@ -127,6 +127,9 @@ fn each_side_of_a_paired_process_records_its_own_memory() {
         .unwrap_or_else(|e| e.into_inner());
     install_panic_hook();
     let sim = Rc::new(SimulatedDevice::new());
+    // A fresh process: the allocator reads nothing until the base, opened first,
+    // allocates its weight.
+    sim.set_lazy_allocator(true);
     let device: Rc<dyn DeviceBackend> = sim.clone();
     let d = Rc::clone(&sim);
     let base = case("cache", move |b| {

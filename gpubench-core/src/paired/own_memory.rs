@@ -67,13 +67,22 @@ impl OwnMemory {
         if a.others.is_some() {
             return;
         }
-        let Some(now) = self.device.memory() else {
-            return;
+        // No statistics yet: CUDA starts its allocator lazily, with the process's first
+        // tensor, so nothing is allocated by anyone and the other side holds nothing.
+        // (The side opened first in a fresh process starts so; counting its set-up
+        // as the other side's made its own figures miss its tensors on an H200.) On a
+        // device without an allocator the account stays empty.
+        let allocated = match self.device.memory() {
+            Some(now) => {
+                // The peak since the last reset, by either side, before this one
+                // resets it.
+                a.process_peak_reserved = a.process_peak_reserved.max(now.peak_reserved_bytes);
+                self.device.reset_memory_peak();
+                now.allocated_bytes
+            }
+            None => 0,
         };
-        // The peak since the last reset, by either side, before this one resets it.
-        a.process_peak_reserved = a.process_peak_reserved.max(now.peak_reserved_bytes);
-        a.others = Some(now.allocated_bytes.saturating_sub(a.resident));
-        self.device.reset_memory_peak();
+        a.others = Some(allocated.saturating_sub(a.resident));
         self.account.set(a);
     }
 
