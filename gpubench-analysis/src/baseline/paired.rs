@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::compare::{compare_paired, CompareConfig, Comparison};
+use gpubench_record::kernels::KernelMethod;
 use gpubench_record::paired::Pairing;
 use gpubench_record::record::RawRecord;
 
@@ -44,12 +45,51 @@ pub fn compare_paired_records(
         };
         let ratios: Vec<f64> = pairings.iter().map(|p| p.log_ratio).collect();
         *comparison = paired(&ratios, comparison, &options.config)?;
+        // Kernel time by graph replay on one side and by the profiler on the other
+        // (a routine that syncs on one side only cannot be captured there) are two
+        // measures, not one measure twice: no ratio of them is a change.
+        let base_record = base.iter().find(|r| r.id == b.id);
+        if let Some(why) = base_record.and_then(|r| methods_differ(r, record)) {
+            *kernel = None;
+            let note = format!("kernel time not compared: {why}");
+            comparison.note = Some(match comparison.note.take() {
+                Some(n) => format!("{n}; {note}"),
+                None => note,
+            });
+            continue;
+        }
         let kernel_ratios: Option<Vec<f64>> = pairings.iter().map(|p| p.kernel_log_ratio).collect();
         if let (Some(ratios), Some(k)) = (kernel_ratios, kernel.as_mut()) {
             **k = paired(&ratios, k, &options.config)?;
         }
     }
     Ok(set)
+}
+
+/// Why the kernel times of `base` and `head` are not one measure: each side's
+/// processes timed its kernels by another method (module docs of
+/// [`gpubench_record::kernels`]); `None` when they agree.
+fn methods_differ(base: &RawRecord, head: &RawRecord) -> Option<String> {
+    let method = |r: &RawRecord| {
+        r.measurements().find_map(|m| {
+            m.kernel
+                .as_ref()
+                .map(|k| (k.method, k.not_capturable.clone()))
+        })
+    };
+    let ((b, b_why), (h, h_why)) = (method(base)?, method(head)?);
+    if b == h {
+        return None;
+    }
+    let side = |m: KernelMethod, why: Option<String>| match why {
+        Some(why) => format!("{} ({why})", m.label()),
+        None => m.label().to_string(),
+    };
+    Some(format!(
+        "the base's is timed by {}, the head's by {}",
+        side(b, b_why),
+        side(h, h_why)
+    ))
 }
 
 /// The paired verdict of `ratios`, with the sides' typical times of `unpaired`.
@@ -167,6 +207,57 @@ mod tests {
         let (base, head) = pair(1.0, 2);
         let set = compare_paired_records(&[base], &[head], &Default::default()).unwrap();
         assert_eq!(set.comparisons[0].verdict(), Some(Verdict::NoChange));
+    }
+
+    #[test]
+    fn kernel_times_by_two_methods_are_not_compared() {
+        // The head added a read-back: its routine cannot be captured, so its kernel
+        // time comes from the profiler while the base's comes from graph replay.
+        let (mut base, mut head) = pair(1.0, 6);
+        let mut rng = Pcg64Mcg::seed_from_u64(7);
+        let kernels = SyntheticKernels::one("gemm", 50_000.0);
+        kernels.attach(&mut base, &mut rng);
+        kernels.scaled(0.95).attach(&mut head, &mut rng);
+        for (b, h) in base.rounds.iter_mut().zip(&mut head.rounds) {
+            for r in [b, h] {
+                r.pairing.as_mut().unwrap().kernel_log_ratio = Some(0.95f64.ln());
+            }
+        }
+        let judged = |head: &RawRecord| {
+            let set = compare_paired_records(
+                std::slice::from_ref(&base),
+                std::slice::from_ref(head),
+                &Default::default(),
+            )
+            .unwrap();
+            let ComparisonOutcome::Compared {
+                comparison, kernel, ..
+            } = set.comparisons[0].outcome.clone()
+            else {
+                panic!("{set:?}");
+            };
+            (comparison, kernel)
+        };
+        let (_, kernel) = judged(&head);
+        assert_eq!(
+            kernel.map(|k| k.verdict),
+            Some(Verdict::Improved),
+            "one method"
+        );
+        for r in &mut head.rounds {
+            let k = r.measurement.as_mut().unwrap().kernel.as_mut().unwrap();
+            k.method = KernelMethod::Profiler;
+            k.not_capturable = Some("the routine synchronised".into());
+        }
+        let (comparison, kernel) = judged(&head);
+        assert!(kernel.is_none(), "no verdict across methods: {kernel:?}");
+        let note = comparison.note.unwrap_or_default();
+        assert!(
+            note.contains("kernel time not compared")
+                && note.contains("CUDA-graph replay")
+                && note.contains("profiler (the routine synchronised)"),
+            "{note}"
+        );
     }
 
     #[test]
