@@ -582,6 +582,11 @@ fn run_case(
         gpu: telemetry,
         host,
     } = watches;
+    if paired.is_some() {
+        // Before either side's memory is counted: what the libraries keep for the
+        // process (cuBLAS's workspaces) is neither side's.
+        backend.warm_libraries();
+    }
     backend.reset_memory();
     // A side of a paired process shares the allocator with the other side: its
     // memory is what its own code allocates from here on.

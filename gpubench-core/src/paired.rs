@@ -400,12 +400,19 @@ mod tests {
         // SAFETY: both sides are alive while this call lasts.
         let (outer, inner, pairs) = unsafe { (&*(*nest).outer_side, &*side, (*nest).pairs) };
         for s in [inner, outer] {
-            assert!(unsafe { (s.warm_up)(s.ctx) } >= 0.0, "a side failed its warm-up");
+            assert!(
+                unsafe { (s.warm_up)(s.ctx) } >= 0.0,
+                "a side failed its warm-up"
+            );
         }
         for _ in 0..pairs {
             for s in [outer, inner, inner, outer] {
                 let mut out = AbiSample::default();
-                assert_eq!(unsafe { (s.sample)(s.ctx, 2, &mut out) }, 0, "a sample failed");
+                assert_eq!(
+                    unsafe { (s.sample)(s.ctx, 2, &mut out) },
+                    0,
+                    "a sample failed"
+                );
             }
         }
     }
@@ -460,7 +467,10 @@ mod tests {
         let d = Rc::clone(&device);
         outer.iter(|| d.launch_random(std::time::Duration::from_micros(50)));
 
-        let outer_m = outer.measurement.take().expect("the outer side was measured");
+        let outer_m = outer
+            .measurement
+            .take()
+            .expect("the outer side was measured");
         let inner_m = nest
             .inner
             .as_mut()
@@ -469,7 +479,10 @@ mod tests {
         assert_eq!(outer_m.samples.len(), 8, "{:?}", outer.not_measured);
         assert_eq!(inner_m.samples.len(), 8);
         let inner_k = inner_m.kernel.as_ref().expect("inner kernel time");
-        assert_eq!(inner_k.method, gpubench_record::kernels::KernelMethod::Profiler);
+        assert_eq!(
+            inner_k.method,
+            gpubench_record::kernels::KernelMethod::Profiler
+        );
         assert!(inner_k
             .not_capturable
             .as_deref()

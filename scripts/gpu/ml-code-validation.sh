@@ -3,7 +3,8 @@
 # scripts/gpu/ml-code-build.sh: the runs behind docs/gpu-validation.md's "Verdicts on
 # ordinary ML code" section (examples/benches/ml_code.rs).
 #   PLAIN=N   a plain run of the base saved as baseline `base`, then N plain runs of
-#             the planted revision compared with it (and N more of the base: A/A)
+#             the planted revision compared with it (and N more of the base, A/A,
+#             unless PLAIN_SELF=0)
 #   PLANT=N   N `ab` of the base against the planted commit
 #   SELF=N    N `ab` of the base against a commit that changes only a comment
 #   QUICK=1   every `ab` with --quick; QUICK_PLAIN=1 every plain run
@@ -38,6 +39,7 @@ if [ "${PLAIN:-0}" -gt 0 ]; then
     for i in $(seq 1 "$PLAIN"); do
         timed "plain-planted-$i" "$B/cargo-gpubench" run --exe "$B/planted/ml_code" \
             --out-dir "$R/plain" --baselines-dir "$R/baselines" --baseline base "${plain_quick[@]}" "${common[@]}"
+        [ "${PLAIN_SELF:-1}" = 1 ] || continue
         timed "plain-self-$i" "$B/cargo-gpubench" run --exe "$B/base/ml_code" \
             --out-dir "$R/plain" --baselines-dir "$R/baselines" --baseline base "${plain_quick[@]}" "${common[@]}"
     done

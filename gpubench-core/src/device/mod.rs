@@ -110,6 +110,13 @@ pub trait DeviceBackend {
     fn memory_trace_stop(&self) -> Result<AllocatorTrace, String> {
         Err("this device's allocator keeps no trace of allocations".into())
     }
+    /// Makes the device's libraries allocate what they keep for the whole process
+    /// (cuBLAS's workspaces, one per thread that multiplies: the benchmark's and
+    /// autograd's) before a paired process's sides open: otherwise the side that
+    /// computes first holds them in its memory figures (68 MB of an MLP training
+    /// step on an H200), and that side is the base in one process and the head in
+    /// the next.
+    fn warm_libraries(&self) {}
     /// Caps the allocator at `fraction` of the device's memory; returns the cap in
     /// bytes.
     fn cap_memory(&self, _fraction: f64) -> Result<u64, String> {

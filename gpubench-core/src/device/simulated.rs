@@ -43,6 +43,9 @@ struct Queue {
     /// graph take when replayed (1 past the end): graphs of the same calls replay
     /// at different speeds on a GPU.
     graph_slowdowns: Vec<f64>,
+    /// A workspace the first kernel allocates and keeps for the process, as cuBLAS
+    /// does (bytes), and whether it was allocated.
+    workspace: (u64, bool),
     /// Whether the allocator reads nothing (until the first allocation, which clears
     /// it), as CUDA's caching allocator starts with the process's first tensor.
     lazy_allocator: bool,
@@ -83,6 +86,7 @@ impl SimulatedDevice {
                 graph_slowdowns: Vec::new(),
                 generator_capturing: false,
                 lazy_allocator: false,
+                workspace: (0, false),
                 profiled: false,
                 replays_after_profiling: 0,
             }),
@@ -98,9 +102,27 @@ impl SimulatedDevice {
         self.launch_kernel(DEFAULT_KERNEL, work);
     }
 
+    /// Makes the first kernel launched allocate `bytes` that stay allocated for the
+    /// process, as cuBLAS's workspace does ([`DeviceBackend::warm_libraries`]
+    /// allocates it beforehand).
+    pub fn set_workspace(&self, bytes: u64) {
+        self.queue().workspace = (bytes, false);
+    }
+
+    /// Allocates the workspace, once.
+    fn ensure_workspace(&self) {
+        let (bytes, made) = self.queue().workspace;
+        if bytes > 0 && !made {
+            self.queue().workspace.1 = true;
+            // Kept for the process: never released.
+            let _ = self.try_allocate(bytes, "workspace");
+        }
+    }
+
     /// Queues a kernel called `name` taking `work`, like a kernel launch; while
     /// capturing, records it into the graph instead.
     pub fn launch_kernel(&self, name: &str, work: Duration) {
+        self.ensure_workspace();
         let now = Instant::now();
         let mut q = self.queue();
         if let Some(capture) = &mut q.capturing {
@@ -320,6 +342,9 @@ impl DeviceBackend for SimulatedDevice {
             .memory
             .take_trace()
             .ok_or_else(|| "the allocator's trace was not started".into())
+    }
+    fn warm_libraries(&self) {
+        self.ensure_workspace();
     }
     fn cap_memory(&self, fraction: f64) -> Result<u64, String> {
         let bytes = (fraction * SIMULATED_MEMORY_BYTES as f64) as u64;

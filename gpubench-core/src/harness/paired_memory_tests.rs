@@ -130,6 +130,9 @@ fn each_side_of_a_paired_process_records_its_own_memory() {
     // A fresh process: the allocator reads nothing until the base, opened first,
     // allocates its weight.
     sim.set_lazy_allocator(true);
+    // And a library that keeps a workspace from the first kernel on, as cuBLAS does:
+    // the head, warmed first, would hold it.
+    sim.set_workspace(32 * MIB);
     let device: Rc<dyn DeviceBackend> = sim.clone();
     let d = Rc::clone(&sim);
     let base = case("cache", move |b| {
@@ -197,6 +200,13 @@ fn each_side_of_a_paired_process_records_its_own_memory() {
     assert_eq!(
         head_mem.peak_allocated_bytes,
         head_growth.start_bytes + TEMPORARY
+    );
+    // Not the library's workspace, which the head's warm-up (the first compute in
+    // the process) would have made had the process not warmed the libraries first.
+    let kept = entries.borrow().len() as u64;
+    assert!(
+        head_mem.peak_allocated_bytes <= HEAD_WEIGHT + kept * ENTRY + TEMPORARY,
+        "the head holds the workspace: {head_mem:?}"
     );
 
     // Judged as `ab` judges them: the head's cache is a regression; the reserved
