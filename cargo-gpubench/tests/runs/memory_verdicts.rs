@@ -141,7 +141,12 @@ fn a_bounded_cache_is_named_with_its_size_in_the_terminal_and_the_report() {
     let mut r = RecordBuilder::from(record("mm/64", "NVIDIA H200", 1.0, 2));
     let peak = 3584 * MIB;
     r = r
-        .memory(gpubench_record::testing::memory(peak, peak + 20 * MIB, peak, peak + 20 * MIB))
+        .memory(gpubench_record::testing::memory(
+            peak,
+            peak + 20 * MIB,
+            peak,
+            peak + 20 * MIB,
+        ))
         // Grew by 64 KiB a call in the first stretch, then no more: full.
         .memory_growth(500, peak, peak + 500 * TENSOR, peak + 500 * TENSOR);
     prepare_record(&b.dir.path().join("bin"), &r.build(), false);

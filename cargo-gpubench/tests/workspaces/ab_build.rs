@@ -281,7 +281,9 @@ fn a_benchmark_that_exits_75_fails_alone(ws: &Path, target_dir: &Path, base: &st
         .current_dir(ws)
         .env("CARGO_TARGET_DIR", target_dir)
         .env("AB_FIXTURE_EXIT_75", "1")
-        .args(["gpubench", "ab", "--base", base, "--device", "cpu", "--quick"])
+        .args([
+            "gpubench", "ab", "--base", base, "--device", "cpu", "--quick",
+        ])
         .args(["--format", "json", "--no-report", "--processes", "2"])
         .args(["--exact", "exits_75", "adds"])
         .output()
@@ -290,7 +292,11 @@ fn a_benchmark_that_exits_75_fails_alone(ws: &Path, target_dir: &Path, base: &st
     let stderr = String::from_utf8_lossy(&out.stderr);
     let v: serde_json::Value = serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("{e}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"));
-    assert_eq!(out.status.code(), Some(1), "a benchmark failed\n{stderr}\n{v:#}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a benchmark failed\n{stderr}\n{v:#}"
+    );
     assert_eq!(v["status"], "completed", "{v:#}");
     let status = |id: &str| {
         v["benchmarks"]
@@ -301,13 +307,20 @@ fn a_benchmark_that_exits_75_fails_alone(ws: &Path, target_dir: &Path, base: &st
             .map(|b| b["status"].clone())
     };
     assert_eq!(status("exits_75"), Some("failed".into()), "{v:#}");
-    assert_eq!(status("adds"), Some("passed".into()), "the other benchmark ran: {v:#}");
+    assert_eq!(
+        status("adds"),
+        Some("passed".into()),
+        "the other benchmark ran: {v:#}"
+    );
     let run = PathBuf::from(v["run_dir"].as_str().unwrap());
     let stem = gpubench_record::id::file_stem_for_id("exits_75");
     let base_record =
         gpubench_record::record::RawRecord::read(&run.join("base").join(format!("{stem}.json")))
             .unwrap();
-    assert!(base_record.passed(), "the base passed alone: {base_record:?}");
+    assert!(
+        base_record.passed(),
+        "the base passed alone: {base_record:?}"
+    );
     let head_record =
         gpubench_record::record::RawRecord::read(&run.join(format!("{stem}.json"))).unwrap();
     let failure = head_record.failure().expect("the head failed");
@@ -433,10 +446,14 @@ fn ab_judges_the_planted_slowdown(ws: &Path, target_dir: &Path, base: &str) {
             );
             let run = std::path::PathBuf::from(v["run_dir"].as_str().unwrap());
             let stem = gpubench_record::id::file_stem_for_id("poisoned");
-            let base_record =
-                gpubench_record::record::RawRecord::read(&run.join("base").join(format!("{stem}.json")))
-                    .unwrap();
-            assert!(base_record.passed(), "the base passed alone: {base_record:?}");
+            let base_record = gpubench_record::record::RawRecord::read(
+                &run.join("base").join(format!("{stem}.json")),
+            )
+            .unwrap();
+            assert!(
+                base_record.passed(),
+                "the base passed alone: {base_record:?}"
+            );
             let unpaired: Vec<_> = base_record
                 .rounds
                 .iter()

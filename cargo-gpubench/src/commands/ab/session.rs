@@ -10,23 +10,22 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use gpubench_analysis::baseline::{
-    compare_paired_records, is_paired, BenchmarkComparison, ComparisonOutcome, Missing,
-    MissingKind,
+    compare_paired_records, is_paired, BenchmarkComparison, ComparisonOutcome, Missing, MissingKind,
 };
 use gpubench_analysis::processes::{Bound, DecideRounds, ProcessStats, RoundDecision};
 use gpubench_analysis::summary::BenchmarkSummary;
 use gpubench_analysis::{BaselineEntry, RecordAnalysis};
 use gpubench_record::failure::Failure;
-use gpubench_record::protocol::EXIT_BENCHMARK_FAILED;
 use gpubench_record::paired::{Role, Unpaired};
+use gpubench_record::protocol::EXIT_BENCHMARK_FAILED;
 use gpubench_record::record::RawRecord;
 
 use super::plan::Plan;
 use crate::build::revision::Revision;
 use crate::cli::{Format, VerdictArgs};
-use crate::console;
 use crate::commands::present;
 use crate::compare::{Absences, RunComparison, VerdictSettings};
+use crate::console;
 use crate::execute::paired::runner::{self as paired_runner, PairedRunError};
 use crate::execute::process::{ChildEnv, Finished};
 use crate::execute::progress::Progress;
@@ -539,8 +538,7 @@ impl Session<'_> {
         // A benchmark the base failed on (alone too, when pairing failed) has nothing
         // to be judged against: it says so where its verdict would be.
         for r in base.iter().filter(|r| !r.passed()) {
-            if head.iter().any(|h| h.id == r.id) && !set.comparisons.iter().any(|c| c.id == r.id)
-            {
+            if head.iter().any(|h| h.id == r.id) && !set.comparisons.iter().any(|c| c.id == r.id) {
                 let why = r
                     .failure()
                     .map(|f| format!("{}: {}", f.kind.label(), first_line(&f.message)))
@@ -670,7 +668,11 @@ fn unpaired_of(
 
 /// The first line of `text`, at most 160 characters.
 fn first_line(text: &str) -> String {
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
     if line.chars().count() > 160 {
         format!("{}…", line.chars().take(159).collect::<String>())
     } else {

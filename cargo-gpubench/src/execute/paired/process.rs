@@ -37,8 +37,13 @@ pub const UNPAIRABLE_FILE: &str = "unpairable.txt";
 /// Says under `dir` that the libraries cannot be paired, and why; the exit code.
 fn unpairable(dir: &Path, why: &str) -> i32 {
     eprintln!("error: {why}");
-    if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(dir.join(UNPAIRABLE_FILE), why)) {
-        eprintln!("error: failed to write {}: {e}", dir.join(UNPAIRABLE_FILE).display());
+    if let Err(e) =
+        std::fs::create_dir_all(dir).and_then(|()| std::fs::write(dir.join(UNPAIRABLE_FILE), why))
+    {
+        eprintln!(
+            "error: failed to write {}: {e}",
+            dir.join(UNPAIRABLE_FILE).display()
+        );
         return EXIT_USAGE;
     }
     EXIT_UNPAIRABLE
@@ -251,7 +256,10 @@ fn run_alone(plan: &ProcessPlan) -> i32 {
         Role::Head => plan.head.as_ref(),
     };
     let Some(path) = path else {
-        eprintln!("error: a paired process needs the {} library", role.as_str());
+        eprintln!(
+            "error: a paired process needs the {} library",
+            role.as_str()
+        );
         return EXIT_USAGE;
     };
     let library = match PairedLibrary::load(path) {
