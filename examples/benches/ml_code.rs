@@ -73,18 +73,20 @@ fn train_step(b: &mut Bencher) {
 }
 
 /// A device-bound training step over a batch in micro-batches (gradients
-/// accumulated, one optimizer step): on a GPU 32 micro-batches of 1024 rows through a
+/// accumulated, one optimizer step): on a GPU 32 micro-batches of 4096 rows through a
 /// bf16 MLP of width 4096. The planted head trains on a 3.1% larger batch, 33
 /// micro-batches: 3% more of the same kernels. (A batch of 4096 rows grown to 4224 in
 /// one piece, width 1024, took 1.1% longer on an H200, and 32768 to 33792 rows at
 /// width 4096 0.6%: cuBLAS fills its last wave of tiles rather than adding one, so
-/// more rows in one matmul need not be more time.)
+/// more rows in one matmul need not be more time. Micro-batches of 1024 rows were
+/// +3.1% in kernel time, but their 960 launches a step took the host longer than the
+/// GPU's 13 ms: launch-bound, its time ratios spread ±5-15% between processes.)
 #[gpu_bench]
 fn big_batch_step(b: &mut Bencher) {
     let device = b.device();
     let mut vs = nn::VarStore::new(device);
     let (width, rows, kind) = if device.is_cuda() {
-        (4096, 1024, Kind::BFloat16)
+        (4096, 4096, Kind::BFloat16)
     } else {
         (64, 32, Kind::Float)
     };
