@@ -225,7 +225,9 @@ pub fn render_human(report: &HistoryReport, console: Console) -> String {
 
 /// The Markdown table, e.g. for a pull-request comment or a job summary.
 pub fn render_markdown(report: &HistoryReport) -> String {
-    let cell = |s: &str| s.replace('|', "\\|");
+    // Commit subjects and ids are anyone's text: escaped as every Markdown summary
+    // escapes it (no links, HTML, mentions or control bytes get through).
+    let cell = |s: &str| crate::output::markdown::text(s);
     let mut out = format!("### gpubench history\n\n{}\n\n", cell(&header_line(report)));
     out.push_str(&format!("| {} |\n", HEADER.join(" | ")));
     out.push_str("|---|---|---:|---|---|\n");

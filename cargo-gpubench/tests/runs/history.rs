@@ -20,6 +20,8 @@ const BASELINE_DIR: &str = "gpubench/baselines/main";
 const VERSIONS: usize = 15;
 /// The commit (1-based) whose baseline has the +5% step.
 const STEP_AT: usize = 8;
+/// What the step's commit subject adds to `baseline 8`.
+const HOSTILE: &str = "\u{1b}[31m<script>@here [x](h://e)";
 /// The commit from which `add_1m` launches two kernels per call instead of one.
 const COUNTER_STEP_AT: usize = 11;
 
@@ -103,8 +105,15 @@ fn fixture_seeded(dir: &Path, seed: u64) {
                 .into_bytes();
             files.push(newer);
         }
+        // The step's commit has a subject nobody should see rendered: HTML, a
+        // mention, a link and a terminal escape sequence.
+        let subject = if k == STEP_AT {
+            format!("baseline {k} {HOSTILE}")
+        } else {
+            format!("baseline {k}")
+        };
         commits.push(FixtureCommit {
-            subject: format!("baseline {k}"),
+            subject,
             files: Some(files),
         });
         if k == 4 || k == 9 {
@@ -175,7 +184,11 @@ fn history_finds_steps_drifts_and_exact_changes_in_real_noise() {
         at.abs_diff(STEP_AT) <= 1,
         "step found at commit {at}, planted at {STEP_AT}"
     );
-    assert_eq!(c.commit.subject, format!("baseline {at}"));
+    assert!(
+        c.commit.subject.starts_with(&format!("baseline {at}")),
+        "{}",
+        c.commit.subject
+    );
     assert!(
         (c.change.change - 0.05).abs() < 0.015,
         "size {}",
@@ -317,6 +330,11 @@ fn history_command_prints_json_tables_and_the_page() {
     let (_, markdown, _) = run(&["--format", "markdown"]);
     assert!(markdown.contains("| fixture/step |"), "{markdown}");
     assert!(markdown.contains("+5."), "{markdown}");
+    // The step's commit subject, escaped as every Markdown summary escapes text.
+    assert!(markdown.contains("\\<script\\>"), "{markdown}");
+    for raw in ["<script>", "@here", "[x](h", "\u{1b}"] {
+        assert!(!markdown.contains(raw), "{raw:?} got through: {markdown}");
+    }
 
     let page = std::fs::read_to_string(tmp.path().join("out/history/index.html")).unwrap();
     let stem = file_stem_for_id("fixture/step");

@@ -34,6 +34,17 @@ pub enum ExportError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The directory to export into holds files an export did not write.
+    #[error(
+        "{path} holds files `ab --export-libraries` did not write ({found}): export into \
+         an empty or new directory, or move them away"
+    )]
+    NotOurs {
+        /// The directory.
+        path: String,
+        /// The first such files.
+        found: String,
+    },
     /// The directory holds no index, or one that cannot be read.
     #[error("{path} is not a directory of libraries `ab --export-libraries` wrote: {why}")]
     NotExported {
@@ -66,7 +77,9 @@ pub struct ExportedRevision {
     pub libraries: Vec<ExportedLibrary>,
 }
 
-/// Copies `libraries` of `revision` into `dir` (made afresh) with the index.
+/// Copies `libraries` of `revision` into `dir` with the index, replacing an earlier
+/// export there; a `dir` that holds anything else is refused
+/// ([`ExportError::NotOurs`]).
 pub fn write(
     dir: &Path,
     revision: ManifestRevision,
@@ -81,7 +94,7 @@ pub fn write(
         }
     };
     if dir.exists() {
-        std::fs::remove_dir_all(dir).map_err(io("replace", dir))?;
+        clear_export(dir)?;
     }
     std::fs::create_dir_all(dir).map_err(io("create", dir))?;
     let mut index = ExportedRevision {
@@ -106,6 +119,85 @@ pub fn write(
     let text = serde_json::to_string_pretty(&index).expect("plain data serialises");
     let path = dir.join(INDEX_FILE);
     std::fs::write(&path, text + "\n").map_err(io("write", &path))
+}
+
+/// Checks that [`write`] may export into `dir`: it is absent, empty, or holds an
+/// earlier export and nothing else. `ab` checks both sides' directories before it
+/// writes either.
+pub fn check_target(dir: &Path) -> Result<(), ExportError> {
+    if dir.exists() {
+        ours_in(dir)?;
+    }
+    Ok(())
+}
+
+/// Removes an earlier export from `dir`: the files its index names and the index,
+/// nothing else. A directory that holds anything an export did not write is
+/// refused, and nothing in it is touched.
+fn clear_export(dir: &Path) -> Result<(), ExportError> {
+    for path in ours_in(dir)? {
+        if path.exists() {
+            std::fs::remove_file(&path).map_err(|source| ExportError::Io {
+                action: "replace",
+                path: path.display().to_string(),
+                source,
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// The files of an earlier export in `dir` (its libraries and index), or
+/// [`ExportError::NotOurs`] when the directory holds anything else.
+fn ours_in(dir: &Path) -> Result<Vec<PathBuf>, ExportError> {
+    let io = |action, path: &Path| {
+        let path = path.display().to_string();
+        move |source| ExportError::Io {
+            action,
+            path,
+            source,
+        }
+    };
+    let entries: Vec<String> = std::fs::read_dir(dir)
+        .map_err(io("read", dir))?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_, _>>()
+        .map_err(io("read", dir))?;
+    if entries.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ours: Vec<String> = match read(dir) {
+        Ok((_, libraries)) => libraries
+            .iter()
+            .filter_map(|l| l.path.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .chain([INDEX_FILE.to_string()])
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    let foreign: Vec<&String> = entries.iter().filter(|e| !ours.contains(e)).collect();
+    if !foreign.is_empty() {
+        let mut found: Vec<String> = foreign.iter().take(3).map(|s| s.to_string()).collect();
+        if foreign.len() > 3 {
+            found.push(format!("and {} more", foreign.len() - 3));
+        }
+        return Err(ExportError::NotOurs {
+            path: dir.display().to_string(),
+            found: found.join(", "),
+        });
+    }
+    Ok(ours.iter().map(|name| dir.join(name)).collect())
+}
+
+/// Whether `file` names a file in the index's own directory: a plain name, no
+/// folder, no `..`, not absolute.
+fn is_plain_name(file: &str) -> bool {
+    let path = Path::new(file);
+    let mut parts = path.components();
+    matches!(
+        (parts.next(), parts.next()),
+        (Some(std::path::Component::Normal(_)), None)
+    )
 }
 
 /// Reads what [`write`] wrote in `dir`: the revision and its libraries, with paths.
@@ -133,6 +225,14 @@ pub fn read(dir: &Path) -> Result<(ManifestRevision, Vec<BenchLibrary>), ExportE
         serde_json::from_value(value).map_err(|e| not(format!("{INDEX_FILE}: {e}")))?;
     let mut libraries = Vec::new();
     for lib in index.libraries {
+        // The index names files beside it; one elsewhere would load code the export
+        // never held.
+        if !is_plain_name(&lib.file) {
+            return Err(not(format!(
+                "its {INDEX_FILE} names `{}`, which is not a file beside it",
+                lib.file
+            )));
+        }
         let path: PathBuf = dir.join(&lib.file);
         if !path.is_file() {
             return Err(not(format!("{} is missing", path.display())));
@@ -185,5 +285,68 @@ mod tests {
         std::fs::remove_file(dir.join("libgpubench_ab_x.so")).unwrap();
         let err = read(&dir).unwrap_err().to_string();
         assert!(err.contains("is missing"), "{err}");
+    }
+
+    fn export_into(dir: &Path, built: &Path) -> Result<(), ExportError> {
+        write(
+            dir,
+            ManifestRevision {
+                label: "1a2b3c4".into(),
+                commit: None,
+                dirty: false,
+            },
+            &[BenchLibrary {
+                package: "p".into(),
+                target: "t".into(),
+                path: built.to_path_buf(),
+            }],
+        )
+    }
+
+    #[test]
+    fn an_export_replaces_only_what_an_export_wrote() {
+        let tmp = tempfile::tempdir().unwrap();
+        let built = tmp.path().join("libgpubench_ab_x.so");
+        std::fs::write(&built, b"library").unwrap();
+        let dir = tmp.path().join("out/base");
+        export_into(&dir, &built).unwrap();
+        // Again over its own export: replaced.
+        export_into(&dir, &built).unwrap();
+        assert!(read(&dir).is_ok());
+        // A file of the user's beside it: refused, and nothing removed.
+        std::fs::write(dir.join("notes.txt"), b"mine").unwrap();
+        let err = export_into(&dir, &built).unwrap_err().to_string();
+        assert!(
+            err.contains("did not write (notes.txt)") && err.contains("empty or new directory"),
+            "{err}"
+        );
+        assert!(dir.join("notes.txt").is_file());
+        assert!(dir.join("libgpubench_ab_x.so").is_file());
+        // A directory of the user's with no index at all: refused too.
+        let theirs = tmp.path().join("theirs");
+        std::fs::create_dir_all(theirs.join("data")).unwrap();
+        let err = export_into(&theirs, &built).unwrap_err().to_string();
+        assert!(err.contains("did not write (data)"), "{err}");
+        assert!(theirs.join("data").is_dir());
+    }
+
+    #[test]
+    fn an_index_that_names_a_file_elsewhere_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let built = tmp.path().join("libgpubench_ab_x.so");
+        std::fs::write(&built, b"library").unwrap();
+        let dir = tmp.path().join("out/base");
+        export_into(&dir, &built).unwrap();
+        let index = dir.join(INDEX_FILE);
+        let text = std::fs::read_to_string(&index).unwrap();
+        for elsewhere in [
+            "../../libgpubench_ab_x.so",
+            "/tmp/libgpubench_ab_x.so",
+            "sub/x.so",
+        ] {
+            std::fs::write(&index, text.replace("libgpubench_ab_x.so", elsewhere)).unwrap();
+            let err = read(&dir).unwrap_err().to_string();
+            assert!(err.contains("not a file beside it"), "{elsewhere}: {err}");
+        }
     }
 }

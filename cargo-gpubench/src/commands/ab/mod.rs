@@ -219,6 +219,11 @@ fn built(args: &AbArgs, stop: &AtomicBool) -> Result<Ready> {
         };
         if let (Some(dir), Some((b, h))) = (&args.export_libraries, &libraries) {
             let dir = cwd.join(dir);
+            // Both sides' directories first: never half an export over someone's files.
+            for side in ["base", "head"] {
+                library::export::check_target(&dir.join(side))
+                    .context("failed to export the libraries")?;
+            }
             for (side, revision, libs) in [("base", &base, b), ("head", &head, h)] {
                 library::export::write(&dir.join(side), manifest_revision(revision), libs)
                     .with_context(|| {

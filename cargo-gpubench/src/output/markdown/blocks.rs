@@ -147,7 +147,9 @@ pub fn cell_code(s: &str) -> String {
 }
 
 /// `s` as plain Markdown text: characters that would format or break a table are
-/// escaped.
+/// escaped, a line break becomes a space, other control bytes (a terminal's escape
+/// sequences) are dropped, and an `@` is followed by a zero-width space, so a commit
+/// subject's `@here` or `@someone` notifies nobody.
 pub fn text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -157,6 +159,8 @@ pub fn text(s: &str) -> String {
                 out.push(c);
             }
             '\n' | '\r' => out.push(' '),
+            '@' => out.push_str("@\u{200B}"),
+            c if c.is_control() && c != '\t' => {}
             _ => out.push(c),
         }
     }

@@ -311,6 +311,9 @@ fn names_and_messages_cannot_break_the_markdown() {
     assert_eq!(code("x|y"), "`x|y`");
     assert_eq!(cell_code("x|y"), "`x\\|y`");
     assert_eq!(text("*bold* <b> | #1"), "\\*bold\\* \\<b\\> \\| \\#1");
+    // A mention notifies nobody; a terminal's escape sequence loses its control byte.
+    assert_eq!(text("ping @here"), "ping @\u{200B}here");
+    assert_eq!(text("\u{1b}[31mred\u{7}"), "\\[31mred");
     assert_eq!(plain_percent(0.02), "2%");
     assert_eq!(plain_percent(0.025), "2.5%");
 }
