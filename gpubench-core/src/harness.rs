@@ -752,7 +752,8 @@ mod oom_tests {
         )
     }
 
-    fn case(id: &str, run: impl Fn(&mut Bencher) + 'static) -> Case {
+    /// A registered benchmark `id` whose body is `run`.
+    pub(super) fn case(id: &str, run: impl Fn(&mut Bencher) + 'static) -> Case {
         Case {
             id: id.into(),
             name: id.into(),

@@ -14,6 +14,7 @@ use gpubench_analysis::memory::MemoryFigure;
 use gpubench_record::measurement::{MeasurementConfig, ProcessPolicy, RunMode};
 use gpubench_record::paired::{AbiSample, AbiSide};
 
+use super::oom_tests::case;
 use super::*;
 use crate::device::simulated::BlockId;
 use crate::device::SimulatedDevice;
@@ -229,16 +230,5 @@ fn each_side_of_a_paired_process_records_its_own_memory() {
     assert_eq!(memory.left_out[0].figure, MemoryFigure::PeakReserved);
     for id in entries.borrow_mut().drain(..) {
         sim.release(id);
-    }
-}
-
-fn case(id: &str, run: impl Fn(&mut Bencher) + 'static) -> Case {
-    Case {
-        id: id.into(),
-        name: id.into(),
-        arg: None,
-        ignore: false,
-        location: "test.rs:1".into(),
-        run: Box::new(run),
     }
 }

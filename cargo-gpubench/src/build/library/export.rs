@@ -85,18 +85,10 @@ pub fn write(
     revision: ManifestRevision,
     libraries: &[BenchLibrary],
 ) -> Result<(), ExportError> {
-    let io = |action, path: &Path| {
-        let path = path.display().to_string();
-        move |source| ExportError::Io {
-            action,
-            path,
-            source,
-        }
-    };
     if dir.exists() {
         clear_export(dir)?;
     }
-    std::fs::create_dir_all(dir).map_err(io("create", dir))?;
+    std::fs::create_dir_all(dir).map_err(io_error("create", dir))?;
     let mut index = ExportedRevision {
         format_version: INDEX_FORMAT_VERSION,
         revision,
@@ -109,7 +101,7 @@ pub fn write(
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| format!("{}-{}.so", lib.package, lib.target));
         let to = dir.join(&file);
-        std::fs::copy(&lib.path, &to).map_err(io("copy a library to", &to))?;
+        std::fs::copy(&lib.path, &to).map_err(io_error("copy a library to", &to))?;
         index.libraries.push(ExportedLibrary {
             package: lib.package.clone(),
             target: lib.target.clone(),
@@ -118,7 +110,17 @@ pub fn write(
     }
     let text = serde_json::to_string_pretty(&index).expect("plain data serialises");
     let path = dir.join(INDEX_FILE);
-    std::fs::write(&path, text + "\n").map_err(io("write", &path))
+    std::fs::write(&path, text + "\n").map_err(io_error("write", &path))
+}
+
+/// The error of an I/O `action` on `path`, for `map_err`.
+fn io_error(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ExportError {
+    let path = path.display().to_string();
+    move |source| ExportError::Io {
+        action,
+        path,
+        source,
+    }
 }
 
 /// Checks that [`write`] may export into `dir`: it is absent, empty, or holds an
@@ -137,11 +139,7 @@ pub fn check_target(dir: &Path) -> Result<(), ExportError> {
 fn clear_export(dir: &Path) -> Result<(), ExportError> {
     for path in ours_in(dir)? {
         if path.exists() {
-            std::fs::remove_file(&path).map_err(|source| ExportError::Io {
-                action: "replace",
-                path: path.display().to_string(),
-                source,
-            })?;
+            std::fs::remove_file(&path).map_err(io_error("replace", &path))?;
         }
     }
     Ok(())
@@ -150,19 +148,11 @@ fn clear_export(dir: &Path) -> Result<(), ExportError> {
 /// The files of an earlier export in `dir` (its libraries and index), or
 /// [`ExportError::NotOurs`] when the directory holds anything else.
 fn ours_in(dir: &Path) -> Result<Vec<PathBuf>, ExportError> {
-    let io = |action, path: &Path| {
-        let path = path.display().to_string();
-        move |source| ExportError::Io {
-            action,
-            path,
-            source,
-        }
-    };
     let entries: Vec<String> = std::fs::read_dir(dir)
-        .map_err(io("read", dir))?
+        .map_err(io_error("read", dir))?
         .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
         .collect::<Result<_, _>>()
-        .map_err(io("read", dir))?;
+        .map_err(io_error("read", dir))?;
     if entries.is_empty() {
         return Ok(Vec::new());
     }

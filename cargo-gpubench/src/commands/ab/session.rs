@@ -146,7 +146,8 @@ impl Session<'_> {
                 let (base, head, finished) = self
                     .measure(t, round, &incoming)
                     .with_context(|| format!("failed to run benchmark {name}"))?;
-                if let (Some(u), true) = (&t.unpaired, u_is_new(t, round)) {
+                // Said once: in the round whose paired process failed.
+                if let Some(u) = t.unpaired.as_ref().filter(|u| u.failed_round == round) {
                     console::note(format_args!(
                         "{name}: {}; it is judged on separate processes",
                         u.reason
@@ -274,47 +275,38 @@ impl Session<'_> {
                 if let (Some(base), Some(unpaired)) = (base, &t.unpaired) {
                     return self.alone(base, &t.head, round, incoming, unpaired);
                 }
-                let ran = paired_runner::run(
-                    base,
-                    &t.head.exe,
-                    &t.head.id,
-                    round,
-                    self.opts,
-                    self.env,
-                    incoming,
-                    self.stop,
-                );
+                let ran = self
+                    .process(&t.head.id, round, incoming)
+                    .run(base, &t.head.exe);
                 let (ran, base) = match (ran, base) {
                     (Ok(ran), None) => return Ok((ran.base, ran.head, ran.finished)),
                     (Err(PairedRunError::Unpairable { why }), None) => {
                         let (head, finished) = unloadable(&t.head.id, why, self.opts);
                         return Ok((None, head, finished));
                     }
-                    (Ok(ran), Some(base)) => (ran, base),
-                    (Err(PairedRunError::Unpairable { why }), Some(base)) => {
-                        let unpaired = Unpaired {
-                            failed_round: round,
-                            failed_side: None,
-                            reason: format!(
-                                "the two revisions could not share a process ({})",
-                                first_line(&why)
-                            ),
-                            error: why,
-                        };
-                        let measured = self.alone(base, &t.head, round, incoming, &unpaired);
-                        t.unpaired = Some(unpaired);
-                        return measured;
-                    }
-                    (Err(e), _) => return Err(e.into()),
+                    (ran, Some(base)) => (ran, base),
+                    (Err(e), None) => return Err(e.into()),
                 };
-                match unpaired_of(&ran, round, self.base, self.head) {
-                    None => Ok((ran.base, ran.head, ran.finished)),
-                    Some(unpaired) => {
-                        let measured = self.alone(base, &t.head, round, incoming, &unpaired);
-                        t.unpaired = Some(unpaired);
-                        measured
-                    }
-                }
+                // Why this process is no result for the benchmark, when it is none.
+                let unpaired = match ran {
+                    Ok(ran) => match unpaired_of(&ran, round, self.base, self.head) {
+                        None => return Ok((ran.base, ran.head, ran.finished)),
+                        Some(unpaired) => unpaired,
+                    },
+                    Err(PairedRunError::Unpairable { why }) => Unpaired {
+                        failed_round: round,
+                        failed_side: None,
+                        reason: format!(
+                            "the two revisions could not share a process ({})",
+                            first_line(&why)
+                        ),
+                        error: why,
+                    },
+                    Err(e) => return Err(e.into()),
+                };
+                let measured = self.alone(base, &t.head, round, incoming, &unpaired);
+                t.unpaired = Some(unpaired);
+                measured
             }
             Mode::Separate { .. } => {
                 let run_one = |b: &Benchmark, dir: &str| -> Result<(Outcome, Finished)> {
@@ -343,6 +335,24 @@ impl Session<'_> {
         }
     }
 
+    /// Round `round` of benchmark `id` in a process of its own, its records under
+    /// `record_dir`.
+    fn process<'p>(
+        &'p self,
+        id: &'p str,
+        round: u32,
+        record_dir: &'p Path,
+    ) -> paired_runner::Process<'p> {
+        paired_runner::Process {
+            id,
+            round,
+            opts: self.opts,
+            env: self.env,
+            record_dir,
+            stop: self.stop,
+        }
+    }
+
     /// Round `round` of a benchmark whose pairing failed: each side's library alone in
     /// a process of its own, the base first in odd rounds (so the order balances over
     /// rounds, as in a run's `ab` without pairing), each record saying why.
@@ -358,15 +368,14 @@ impl Session<'_> {
             let dir = incoming.join(format!("alone-{}", role.as_str()));
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("failed to create {}", dir.display()))?;
-            let (mut outcome, finished) = match paired_runner::run_alone(
-                role, library, &head.id, round, self.opts, self.env, &dir, self.stop,
-            ) {
-                Ok(ran) => ran,
-                // That side's library cannot be used even alone: its failure, not the
-                // run's.
-                Err(PairedRunError::Unpairable { why }) => unloadable(&head.id, why, self.opts),
-                Err(e) => return Err(e.into()),
-            };
+            let (mut outcome, finished) =
+                match self.process(&head.id, round, &dir).run_alone(role, library) {
+                    Ok(ran) => ran,
+                    // That side's library cannot be used even alone: its failure, not the
+                    // run's.
+                    Err(PairedRunError::Unpairable { why }) => unloadable(&head.id, why, self.opts),
+                    Err(e) => return Err(e.into()),
+                };
             if let Outcome::Recorded(record) = &mut outcome {
                 for r in &mut record.rounds {
                     r.round = round;
@@ -610,11 +619,6 @@ fn fold(record: &mut Option<RawRecord>, outcome: Outcome) -> Result<()> {
     Ok(())
 }
 
-/// Whether `t`'s pairing failed in this very round (so it is said once).
-fn u_is_new(t: &Tracked, round: u32) -> bool {
-    t.unpaired.as_ref().is_some_and(|u| u.failed_round == round)
-}
-
 /// Why a paired process is no result for its benchmark, when a side failed in it or
 /// it ended before either side said; `None` when both sides passed (or the run was
 /// interrupted, which is no one's failure).
@@ -624,15 +628,15 @@ fn unpaired_of(
     base: &Revision,
     head: &Revision,
 ) -> Option<Unpaired> {
-    let failure = |o: &Option<Outcome>| match o {
+    let failure = |o: Option<&Outcome>| match o {
         Some(Outcome::Recorded(r)) => r.failure().cloned(),
         _ => None,
     };
     if matches!(ran.head, Outcome::Interrupted) || matches!(ran.base, Some(Outcome::Interrupted)) {
         return None;
     }
-    let base_failure = failure(&ran.base);
-    let head_failure = failure(&Some(ran.head.clone()));
+    let base_failure = failure(ran.base.as_ref());
+    let head_failure = failure(Some(&ran.head));
     // A side that stopped because the other failed first says so; the other is the
     // one that failed.
     let other_first = |f: &Failure| f.message.contains("the other side failed first");

@@ -98,78 +98,52 @@ pub fn list(
     }
 }
 
-/// Runs round `round` of benchmark `id` of both libraries in one paired process (of
-/// the head alone without `base`) and classifies each side's record. `record_dir`
-/// must be empty.
-#[allow(clippy::too_many_arguments)]
-pub fn run(
-    base: Option<&Path>,
-    head: &Path,
-    id: &str,
-    round: u32,
-    opts: &RunOptions,
-    env: &ChildEnv,
-    record_dir: &Path,
-    stop: &AtomicBool,
-) -> Result<PairedOutcome, PairedRunError> {
-    let mut libraries: Vec<(&str, &Path)> = base.map(|b| ("--base", b)).into_iter().collect();
-    libraries.push(("--head", head));
-    let process = Process {
-        id,
-        round,
-        opts,
-        env,
-        record_dir,
-        stop,
-    };
-    let finished = process.start(&libraries, None)?;
-    Ok(PairedOutcome {
-        base: base.map(|_| process.side(Role::Base, &finished)),
-        head: process.side(Role::Head, &finished),
-        finished,
-    })
-}
-
-/// Runs round `round` of benchmark `id` of one side's `library` alone, in a process of
-/// its own (a benchmark whose pairing failed), and classifies its record.
-#[allow(clippy::too_many_arguments)]
-pub fn run_alone(
-    role: Role,
-    library: &Path,
-    id: &str,
-    round: u32,
-    opts: &RunOptions,
-    env: &ChildEnv,
-    record_dir: &Path,
-    stop: &AtomicBool,
-) -> Result<(Outcome, Finished), PairedRunError> {
-    let process = Process {
-        id,
-        round,
-        opts,
-        env,
-        record_dir,
-        stop,
-    };
-    let flag = match role {
-        Role::Base => "--base",
-        Role::Head => "--head",
-    };
-    let finished = process.start(&[(flag, library)], Some(role))?;
-    Ok((process.side(role, &finished), finished))
-}
-
-/// One process of a benchmark's round, before and after it ran.
-struct Process<'a> {
-    id: &'a str,
-    round: u32,
-    opts: &'a RunOptions,
-    env: &'a ChildEnv,
-    record_dir: &'a Path,
-    stop: &'a AtomicBool,
+/// One round of one benchmark in a process of this binary as `__paired`: where its
+/// records go and how it runs.
+pub struct Process<'a> {
+    /// The benchmark id.
+    pub id: &'a str,
+    /// Which process of the benchmark this is (1 for the first).
+    pub round: u32,
+    /// How to run and measure.
+    pub opts: &'a RunOptions,
+    /// The libtorch environment.
+    pub env: &'a ChildEnv,
+    /// Where the records go; must be empty.
+    pub record_dir: &'a Path,
+    /// Ctrl-C.
+    pub stop: &'a AtomicBool,
 }
 
 impl Process<'_> {
+    /// Runs both libraries in one paired process (the head alone without `base`) and
+    /// classifies each side's record.
+    pub fn run(&self, base: Option<&Path>, head: &Path) -> Result<PairedOutcome, PairedRunError> {
+        let mut libraries: Vec<(&str, &Path)> = base.map(|b| ("--base", b)).into_iter().collect();
+        libraries.push(("--head", head));
+        let finished = self.start(&libraries, None)?;
+        Ok(PairedOutcome {
+            base: base.map(|_| self.side(Role::Base, &finished)),
+            head: self.side(Role::Head, &finished),
+            finished,
+        })
+    }
+
+    /// Runs one side's `library` alone, in a process of its own (a benchmark whose
+    /// pairing failed), and classifies its record.
+    pub fn run_alone(
+        &self,
+        role: Role,
+        library: &Path,
+    ) -> Result<(Outcome, Finished), PairedRunError> {
+        let flag = match role {
+            Role::Base => "--base",
+            Role::Head => "--head",
+        };
+        let finished = self.start(&[(flag, library)], Some(role))?;
+        Ok((self.side(role, &finished), finished))
+    }
+
     /// Starts this binary as `__paired` with `libraries` (flag and path) and waits.
     fn start(
         &self,
