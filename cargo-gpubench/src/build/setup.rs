@@ -29,6 +29,9 @@ use crate::build::libtorch::{self, LibtorchSource, LIBTORCH_VERSION};
 /// ship: with them the kernel-timing shim is built.
 pub const CUDA_CRT_WHEEL: &str = "nvidia-cuda-crt==13.0.88";
 
+/// PyTorch's index of CPU-only wheels: the same libtorch without the CUDA libraries.
+pub const CPU_WHEELS: &str = "https://download.pytorch.org/whl/cpu";
+
 /// The marker of a finished installation.
 const MARKER: &str = ".installed";
 
@@ -144,7 +147,8 @@ fn libtorch_root(args: &SetupOptions) -> Result<PathBuf> {
         .with_context(|| format!("failed to write {}", venv.join(MARKER).display()))?;
     crate::console::status(format_args!(
         "libtorch {LIBTORCH_VERSION} is set up ({}); cargo gpubench builds and runs \
-         with it from now on",
+         with it from now on. The first build compiles tch's C++ bindings (torch-sys) \
+         against it: several minutes, once per target directory",
         root.join("lib").display()
     ));
     Ok(root)
@@ -243,8 +247,21 @@ fn install(venv: &Path, python: &OsString, cuda_headers: bool) -> Result<()> {
     if cuda_headers {
         wheels.push(CUDA_CRT_WHEEL.to_string());
     }
+    let index = std::env::var("PIP_INDEX_URL").ok();
+    let what = if index.as_deref().is_some_and(|i| i.contains("/whl/cpu")) {
+        "PyTorch's CPU-only torch wheel (PIP_INDEX_URL), a few hundred MB, once per \
+         machine (pip shows each file)"
+            .to_string()
+    } else {
+        format!(
+            "PyPI's torch wheel and the CUDA libraries it needs, about 2.5 GB to download \
+             and 5 GB on disk, once per machine (minutes on a fast link; pip shows each \
+             file); a machine without a GPU can take PyTorch's CPU wheels instead, a few \
+             hundred MB: PIP_INDEX_URL={CPU_WHEELS} with --no-cuda-headers"
+        )
+    };
     crate::console::status(format_args!(
-        "installing {} with pip (about 5 GB, a few minutes)",
+        "installing {} with pip: {what}",
         wheels.join(" ")
     ));
     let mut cmd = Command::new(&pip);

@@ -1,17 +1,24 @@
 //! The CI templates of `.github/workflows/`, held to what they promise a user who
 //! copies them: every cargo gpubench command in them parses with the real command
 //! line, their GPUBENCH_* variables are options with values that parse, they install
-//! cargo-gpubench from the repository the packages name and set up libtorch with
-//! the CUDA headers before building, the matrix comes from `PARTS` alone, and every
-//! `run:` script passes shellcheck. `fresh_install` runs their install steps in a
-//! fresh directory (ignored by default: it takes many minutes).
+//! cargo-gpubench at the revision of the gpubench-core in the user's Cargo.lock
+//! (`revision`, which also keeps the README's pinned revision current) and set up
+//! libtorch (with the CUDA headers where they build for a GPU) before building, the
+//! CPU template judges pull requests with `ab` on a hosted runner, baselines go to a
+//! branch of their own and never to `main` (`baselines_branch`), the matrix comes
+//! from `PARTS` alone, and every `run:` script passes shellcheck. `fresh_install`
+//! runs their install and gate steps in a fresh repository (ignored by default: it
+//! builds from scratch, many minutes).
 
+mod baselines_branch;
 mod fresh_install;
+mod revision;
 mod shell;
 mod workflow;
 
 use std::process::{Command, Stdio};
 
+use cargo_gpubench::build::setup;
 use cargo_gpubench::cli::{Cli, Command as Subcommand};
 use clap::{CommandFactory, FromArgMatches};
 
@@ -20,6 +27,7 @@ use workflow::{Job, Step, Workflow};
 /// GitHub's own variables a `run:` script reads, with representative values.
 const RUNNER_ENV: &[(&str, &str)] = &[
     ("HOME", "/home/runner"),
+    ("GITHUB_SHA", "0a1b2c3d4e5f60718293a4b5c6d7e8f901234567"),
     ("GITHUB_EVENT_NAME", "pull_request"),
     ("GITHUB_WORKSPACE", "/home/runner/work/repo/repo"),
     ("RUNNER_TEMP", "/home/runner/work/_temp"),
@@ -37,8 +45,18 @@ const RUNNER_ENV: &[(&str, &str)] = &[
     ),
 ];
 
-/// GPUBENCH_* variables of the templates that are theirs, not cargo gpubench options.
+/// GPUBENCH_* variables of the templates that are theirs, not cargo gpubench options:
+/// the repository and revision cargo-gpubench is installed from, which the step
+/// [`FIND_REVISION`] puts in the job's environment.
 const TEMPLATE_VARIABLES: &[&str] = &["GPUBENCH_GIT", "GPUBENCH_REV"];
+
+/// The step that reads the revision of cargo-gpubench from the gpubench-core of the
+/// user's Cargo.lock, before any job installs it.
+const FIND_REVISION: &str = "Find the revision of cargo-gpubench";
+
+/// How every job installs cargo-gpubench, from what [`FIND_REVISION`] found.
+const INSTALL: &str =
+    r#"cargo install --locked --git "$GPUBENCH_GIT" --rev "$GPUBENCH_REV" cargo-gpubench"#;
 
 /// A gpubench command line of a template.
 #[derive(Debug)]
@@ -322,6 +340,7 @@ fn parsed(file: &str) -> Vec<(Found, Vec<Cli>)> {
 #[test]
 fn every_gpubench_command_of_the_templates_parses_with_the_real_command_line() {
     let expected: &[(&str, &[&str])] = &[
+        ("gpubench-cpu.yml", &["setup", "ab"]),
         (
             "gpubench-matrix.yml",
             &["setup", "archive", "setup", "run", "merge"],
@@ -369,39 +388,88 @@ fn the_merge_is_checked_as_a_push_and_as_a_pull_request_would_run_it() {
 
 #[test]
 fn the_pull_request_is_judged_by_ab_against_its_base_commit_with_the_history_checked_out() {
-    let wf = workflow::template("gpubench.yml");
-    let found = parsed("gpubench.yml");
-    let (ab, _) = found
-        .iter()
-        .find(|(_, clis)| subcommand(&clis[0]) == "ab")
-        .expect("gpubench.yml runs `cargo gpubench ab`");
-    let job = wf.jobs.iter().find(|j| j.id == ab.job).unwrap();
-    let step = &job.steps[ab.step];
-    let base = step.env.iter().find(|(k, _)| k == "GPUBENCH_AB_BASE");
-    assert_eq!(
-        base.map(|(_, v)| v.as_str()),
-        Some("${{ github.event.pull_request.base.sha }}"),
-        "{}: the base is the pull request's base commit",
-        ab.at
-    );
-    // The base commit is only in the checkout with the history.
-    let checkout = job.steps[..ab.step]
-        .iter()
-        .find(|s| {
-            s.uses
-                .as_deref()
-                .is_some_and(|u| u.starts_with("actions/checkout@"))
-        })
-        .expect("the job checks out the repository before ab");
-    assert!(
-        checkout
-            .with
+    for file in ["gpubench.yml", "gpubench-cpu.yml"] {
+        let wf = workflow::template(file);
+        let found = parsed(file);
+        let (ab, _) = found
             .iter()
-            .any(|(k, v)| k == "fetch-depth" && v == "0"),
-        "{}: the checkout has no `fetch-depth: 0`, so the base commit is not there: {:?}",
-        ab.at,
-        checkout.with
+            .find(|(_, clis)| subcommand(&clis[0]) == "ab")
+            .unwrap_or_else(|| panic!("{file} runs `cargo gpubench ab`"));
+        let job = wf.jobs.iter().find(|j| j.id == ab.job).unwrap();
+        let step = &job.steps[ab.step];
+        let base = step.env.iter().find(|(k, _)| k == "GPUBENCH_AB_BASE");
+        assert_eq!(
+            base.map(|(_, v)| v.as_str()),
+            Some("${{ github.event.pull_request.base.sha }}"),
+            "{}: the base is the pull request's base commit",
+            ab.at
+        );
+        // The base commit is only in the checkout with the history.
+        let checkout = job.steps[..ab.step]
+            .iter()
+            .find(|s| {
+                s.uses
+                    .as_deref()
+                    .is_some_and(|u| u.starts_with("actions/checkout@"))
+            })
+            .expect("the job checks out the repository before ab");
+        assert!(
+            checkout
+                .with
+                .iter()
+                .any(|(k, v)| k == "fetch-depth" && v == "0"),
+            "{}: the checkout has no `fetch-depth: 0`, so the base commit is not there: {:?}",
+            ab.at,
+            checkout.with
+        );
+    }
+}
+
+/// The CPU template needs nothing but GitHub: hosted runners, the CPU device, pull
+/// requests judged by `ab` (paired: the runner's speed cancels), no baseline saved
+/// (a hosted runner's CPU changes from job to job, so a baseline would be judged
+/// against another machine), and no CUDA wheels or headers installed.
+#[test]
+fn the_cpu_template_gates_pull_requests_with_ab_on_a_hosted_runner() {
+    let wf = workflow::template("gpubench-cpu.yml");
+    let on = &wf.doc["on"];
+    assert!(
+        on["push"].is_badvalue() && !on["pull_request"].is_badvalue(),
+        "gpubench-cpu.yml runs on pull requests only: {on:?}"
     );
+    for (id, job) in wf.doc["jobs"].as_hash().unwrap() {
+        assert_eq!(
+            workflow::scalar(&job["runs-on"]).as_deref(),
+            Some("ubuntu-latest"),
+            "gpubench-cpu.yml: job {id:?} runs on a GitHub-hosted runner"
+        );
+    }
+    let found = parsed("gpubench-cpu.yml");
+    for (f, clis) in &found {
+        let job = wf.jobs.iter().find(|j| j.id == f.job).unwrap();
+        let device = job.env.iter().find(|(k, _)| k == "GPUBENCH_DEVICE");
+        assert_eq!(device.map(|(_, v)| v.as_str()), Some("cpu"), "{}", f.at);
+        for cli in clis {
+            match subcommand(cli) {
+                "ab" => {}
+                "setup" => {
+                    let args = cli.setup_args().unwrap();
+                    assert!(args.no_cuda_headers && args.no_cargo_config, "{}", f.at);
+                    // PyTorch's CPU wheels, not PyPI's 3 GB of CUDA libraries.
+                    let step = &job.steps[f.step];
+                    assert!(
+                        step.env
+                            .iter()
+                            .any(|(k, v)| k == "PIP_INDEX_URL" && v == setup::CPU_WHEELS),
+                        "{}: {:?}",
+                        f.at,
+                        step.env
+                    );
+                }
+                other => panic!("{}: `{}` ({other}) in the CPU template", f.at, f.written),
+            }
+        }
+    }
 }
 
 #[test]
@@ -419,32 +487,21 @@ fn the_templates_gpubench_variables_are_options_whose_values_parse() {
     );
 }
 
+/// A template pins no revision of its own, which would drift from the user's
+/// dependency: every job that calls `cargo gpubench` reads the revision from the
+/// gpubench-core of Cargo.lock after the checkout, with one script in every template
+/// (`revision` runs it), and installs cargo-gpubench at it.
 #[test]
-fn the_templates_install_cargo_gpubench_from_the_packages_repository_at_a_pinned_commit() {
-    let mut installs = Vec::new();
+fn every_job_installs_cargo_gpubench_at_the_revision_of_the_gpubench_core_in_cargo_lock() {
+    let mut finds = Vec::new();
     for wf in workflow::templates() {
-        let get = |k: &str| {
-            wf.env
-                .iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_else(|| panic!("{}: no workflow env {k}", wf.file))
-        };
-        assert_eq!(
-            get("GPUBENCH_GIT"),
-            env!("CARGO_PKG_REPOSITORY"),
-            "{}: GPUBENCH_GIT is not the packages' `repository`",
-            wf.file
-        );
-        let rev = get("GPUBENCH_REV");
-        assert!(
-            rev.len() == 40 && rev.chars().all(|c| c.is_ascii_hexdigit()),
-            "{}: GPUBENCH_REV {rev:?} is not a full commit id",
-            wf.file
-        );
-        installs.push((wf.file.clone(), get("GPUBENCH_GIT"), rev));
-
-        // Every job calling `cargo gpubench` installs it first, from there.
+        for name in TEMPLATE_VARIABLES {
+            assert!(
+                !wf.env.iter().any(|(k, _)| k == name),
+                "{}: the workflow sets {name}: the revision comes from Cargo.lock",
+                wf.file
+            );
+        }
         let found = gpubench_commands(&wf).unwrap();
         for job in &wf.jobs {
             let Some(first) = found
@@ -455,28 +512,74 @@ fn the_templates_install_cargo_gpubench_from_the_packages_repository_at_a_pinned
             else {
                 continue;
             };
-            let install = job.steps[..first]
-                .iter()
-                .filter_map(|s| s.run.as_deref())
-                .find(|r| r.contains("cargo install"))
-                .unwrap_or_else(|| {
-                    panic!("{}: job {} never installs cargo-gpubench", wf.file, job.id)
-                });
+            let before = &job.steps[..first];
+            let at = |what: &str, p: &dyn Fn(&workflow::Step) -> bool| {
+                before.iter().position(p).unwrap_or_else(|| {
+                    panic!(
+                        "{}: job {} has no {what} before `cargo gpubench`",
+                        wf.file, job.id
+                    )
+                })
+            };
+            let checkout = at("checkout", &|s| {
+                s.uses
+                    .as_deref()
+                    .is_some_and(|u| u.starts_with("actions/checkout@"))
+            });
+            let find = at(FIND_REVISION, &|s| s.name.as_deref() == Some(FIND_REVISION));
+            let install = at("install", &|s| {
+                s.run
+                    .as_deref()
+                    .is_some_and(|r| r.contains("cargo install"))
+            });
+            assert!(
+                checkout < find && find < install,
+                "{}: job {}: checkout, {FIND_REVISION:?}, install, in that order",
+                wf.file,
+                job.id
+            );
             assert_eq!(
-                install.trim(),
-                r#"cargo install --locked --git "$GPUBENCH_GIT" --rev "$GPUBENCH_REV" cargo-gpubench"#,
+                before[install].run.as_deref().map(str::trim),
+                Some(INSTALL),
                 "{}: job {}",
                 wf.file,
                 job.id
             );
+            // Its outputs key the caches.
+            assert_eq!(before[find].id.as_deref(), Some("gpubench"));
+            finds.push((
+                format!("{}: {}", wf.file, job.id),
+                before[find].run.clone().unwrap(),
+            ));
         }
     }
-    assert!(
-        installs
-            .windows(2)
-            .all(|w| w[0].1 == w[1].1 && w[0].2 == w[1].2),
-        "the templates install different cargo-gpubench: {installs:?}"
-    );
+    assert_eq!(finds.len(), 3, "{finds:?}");
+    for (at, script) in &finds[1..] {
+        assert_eq!(
+            script, &finds[0].1,
+            "{at} reads the revision unlike {}",
+            finds[0].0
+        );
+    }
+    // What the step exports reaches every later step: no option may read it.
+    let mut options = Vec::new();
+    collect_env_options(&Cli::command(), &[], &mut options);
+    for name in TEMPLATE_VARIABLES {
+        assert!(
+            !options.iter().any(|o| &o.env == name),
+            "{name} is read by a cargo gpubench option"
+        );
+    }
+}
+
+/// Whether `job` measures on the CPU (`GPUBENCH_DEVICE: cpu` in its scope).
+fn on_cpu(wf: &Workflow, job: &Job) -> bool {
+    wf.env
+        .iter()
+        .chain(&job.env)
+        .rev()
+        .find(|(k, _)| k == "GPUBENCH_DEVICE")
+        .is_some_and(|(_, v)| v == "cpu")
 }
 
 #[test]
@@ -489,8 +592,9 @@ fn every_job_sets_up_libtorch_before_it_builds_or_runs_benchmarks() {
             for (f, clis) in found.iter().filter(|(f, _)| f.job == job.id) {
                 let cli = &clis[0];
                 if let Some(args) = cli.setup_args() {
-                    // Without the CUDA headers the kernel-timing shim is not built.
-                    setup = Some(!args.no_cuda_headers);
+                    // Without the CUDA headers the kernel-timing shim is not built:
+                    // only a job that measures on the CPU goes without them.
+                    setup = Some(!args.no_cuda_headers || on_cpu(&wf, job));
                 } else if builds(cli) {
                     builds_seen += 1;
                     assert_eq!(
@@ -723,4 +827,59 @@ fn the_demo_shows_cargos_build_progress_and_runs_a_valid_command() {
     let mut argv = vec!["cargo-gpubench".to_string()];
     argv.extend(gpubench.iter().filter(|w| *w != "\"$@\"").cloned());
     parse_cli(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+}
+
+/// The first setup, the slow step of a first run and of a CI job on an empty cache,
+/// says what it downloads, how much, and what the first build will take after it;
+/// with PyTorch's CPU index (the CPU template's), that it takes the CPU wheel.
+#[test]
+fn the_first_setup_says_what_it_downloads_and_what_the_first_build_takes() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    // A stand-in python: `-m venv DIR` makes a pip that lays out a torch package.
+    let python = tmp.path().join("python3");
+    std::fs::write(
+        &python,
+        "#!/bin/sh\n[ \"$1 $2\" = \"-m venv\" ] || exit 9\nmkdir -p \"$3/bin\"\n\
+         cat > \"$3/bin/pip\" <<EOF\n#!/bin/sh\n\
+         mkdir -p \"$3/lib/python3.12/site-packages/torch/lib\"\n\
+         : > \"$3/lib/python3.12/site-packages/torch/lib/libtorch_cpu.so\"\nEOF\n\
+         chmod +x \"$3/bin/pip\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let setup = |venv: &str, index: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cargo-gpubench"));
+        cmd.args(["gpubench", "setup", "--no-cargo-config", "--venv"])
+            .arg(tmp.path().join(venv))
+            .arg("--python")
+            .arg(&python)
+            .env_remove("PIP_INDEX_URL");
+        if let Some(index) = index {
+            cmd.env("PIP_INDEX_URL", index);
+        }
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        stderr
+    };
+    let said = setup("gpu", None);
+    for needle in [
+        "about 2.5 GB to download and 5 GB on disk, once per machine",
+        setup::CPU_WHEELS,
+        "The first build compiles tch's C++ bindings (torch-sys) against it: several minutes",
+    ] {
+        assert!(said.contains(needle), "{needle:?} not in:\n{said}");
+    }
+    let said = setup("cpu", Some(setup::CPU_WHEELS));
+    assert!(
+        said.contains("CPU-only torch wheel") && !said.contains("2.5 GB"),
+        "{said}"
+    );
+    // Set up already: nothing to download, nothing said about it.
+    let again = setup("cpu", Some(setup::CPU_WHEELS));
+    assert!(
+        again.contains("already set up") && !again.contains("wheel"),
+        "{again}"
+    );
 }

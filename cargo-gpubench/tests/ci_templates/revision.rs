@@ -1,0 +1,354 @@
+//! Which cargo-gpubench a user gets. The templates read it from the gpubench-core of
+//! the user's Cargo.lock (the step [`FIND_REVISION`], run here on lock files of each
+//! kind: a git dependency at a revision or a branch, a path dependency, none), so
+//! the subcommand matches the harness it reads. The README's dependency line and
+//! install command pin the revision a new user starts from: that pin must be a
+//! commit of this repository's history no more than [`PIN_MAX_BEHIND`] commits of
+//! shipped code behind HEAD (`.ci/pin` moves it to HEAD).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::workflow;
+use crate::{FIND_REVISION, TEMPLATE_VARIABLES};
+
+/// How many commits that change what a user builds (the crates' sources, manifests
+/// and the report templates, not their tests, benches or docs) may follow the
+/// README's pinned revision before the pin must move: past it, new users start
+/// from a cargo-gpubench that lacks what the guide describes.
+const PIN_MAX_BEHIND: usize = 15;
+
+/// What a user builds of this repository, as git pathspecs: the commits that touch
+/// these are the ones [`PIN_MAX_BEHIND`] counts.
+const SHIPPED: &[&str] = &[
+    "Cargo.toml",
+    "Cargo.lock",
+    "templates",
+    "cargo-gpubench/Cargo.toml",
+    "cargo-gpubench/src",
+    ":(glob)gpubench-*/**",
+    ":(exclude,glob)**/tests/**",
+    ":(exclude,glob)**/benches/**",
+    ":(exclude,glob)**/*.md",
+];
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("cargo-gpubench is inside the workspace")
+        .to_path_buf()
+}
+
+fn git(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("git runs")
+}
+
+fn git_ok(dir: &Path, args: &[&str]) -> String {
+    let out = git(dir, args);
+    assert!(
+        out.status.success(),
+        "git {args:?} in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// The script of the templates' [`FIND_REVISION`] step (one script in all of them:
+/// the main tests check that).
+fn find_revision_script() -> String {
+    let wf = workflow::template("gpubench-cpu.yml");
+    wf.jobs
+        .iter()
+        .flat_map(|j| &j.steps)
+        .find(|s| s.name.as_deref() == Some(FIND_REVISION))
+        .and_then(|s| s.run.clone())
+        .expect("gpubench-cpu.yml finds the revision")
+}
+
+/// What the step did in a workspace whose Cargo.lock is `lock`.
+struct Found {
+    ok: bool,
+    /// stdout and stderr.
+    log: String,
+    /// What it appended to GITHUB_ENV and GITHUB_OUTPUT.
+    env: String,
+    output: String,
+    /// The arguments cargo was called with.
+    cargo: String,
+}
+
+fn find_revision(lock: &str) -> Found {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("Cargo.lock"), lock).unwrap();
+    // A stand-in cargo that logs what it was asked: the lock file stays the one
+    // under test (the fresh-install test runs the real one).
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let cargo_log = tmp.path().join("cargo.log");
+    std::fs::write(
+        bin.join("cargo"),
+        format!("#!/bin/sh\necho \"$@\" >> '{}'\n", cargo_log.display()),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(bin.join("cargo"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+    }
+    let (env, output) = (tmp.path().join("env"), tmp.path().join("output"));
+    let path = std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let out = Command::new("bash")
+        .args(["--noprofile", "--norc", "-eo", "pipefail", "-c"])
+        .arg(find_revision_script())
+        .current_dir(&ws)
+        .env("PATH", path)
+        .env("GITHUB_ENV", &env)
+        .env("GITHUB_OUTPUT", &output)
+        .output()
+        .expect("bash runs");
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    Found {
+        ok: out.status.success(),
+        log: format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        env: read(&env),
+        output: read(&output),
+        cargo: read(&cargo_log),
+    }
+}
+
+const SHA: &str = "57a177be53b38ac674259dc5ecf70c1d070e341e";
+
+/// A Cargo.lock with gpubench-core from `source` (none: a path dependency) between
+/// packages of other sources.
+fn lock(source: Option<&str>) -> String {
+    let source = source
+        .map(|s| format!("source = \"{s}\"\n"))
+        .unwrap_or_default();
+    format!(
+        "# This file is automatically @generated by Cargo.\nversion = 4\n\n\
+         [[package]]\nname = \"anyhow\"\nversion = \"1.0.100\"\n\
+         source = \"registry+https://github.com/rust-lang/crates.io-index\"\n\
+         checksum = \"a23eb6b1614318a8071c9b2521f36b424b2c83db5eb3a0fead4a6c0809af6e61\"\n\n\
+         [[package]]\nname = \"gpubench-core\"\nversion = \"0.1.0\"\n{source}\
+         dependencies = [\n \"anyhow\",\n \"gpubench-macros\",\n]\n\n\
+         [[package]]\nname = \"gpubench-macros\"\nversion = \"0.1.0\"\n\
+         source = \"git+https://example.com/other.git?rev=1111111#1111111111111111111111111111111111111111\"\n"
+    )
+}
+
+#[test]
+fn the_revision_is_the_locked_commit_of_gpubench_core_and_its_repository() {
+    let url = env!("CARGO_PKG_REPOSITORY");
+    let found = find_revision(&lock(Some(&format!("git+{url}?rev=57a177b#{SHA}"))));
+    assert!(found.ok, "{}", found.log);
+    // Cargo.lock is brought up to date with Cargo.toml (or made) first.
+    assert_eq!(found.cargo, "metadata --format-version 1\n");
+    assert_eq!(
+        found.env,
+        format!("GPUBENCH_GIT={url}\nGPUBENCH_REV={SHA}\n"),
+        "{}",
+        found.log
+    );
+    assert_eq!(found.output, format!("rev={SHA}\n"));
+    let names: Vec<&str> = found
+        .env
+        .lines()
+        .filter_map(|l| l.split('=').next())
+        .collect();
+    assert_eq!(names, TEMPLATE_VARIABLES);
+
+    // A branch or tag dependency: the commit the lock holds, not the branch's tip.
+    let found = find_revision(&lock(Some(&format!(
+        "git+ssh://git@example.com/team/cargo-gpubench.git?branch=main#{SHA}"
+    ))));
+    assert!(found.ok, "{}", found.log);
+    assert_eq!(
+        found.env,
+        format!("GPUBENCH_GIT=ssh://git@example.com/team/cargo-gpubench.git\nGPUBENCH_REV={SHA}\n")
+    );
+    let found = find_revision(&lock(Some(&format!("git+file:///srv/git/gpubench#{SHA}"))));
+    assert_eq!(
+        found.env,
+        format!("GPUBENCH_GIT=file:///srv/git/gpubench\nGPUBENCH_REV={SHA}\n"),
+        "{}",
+        found.log
+    );
+}
+
+#[test]
+fn a_path_dependency_or_none_fails_with_the_line_to_use_instead() {
+    let path = find_revision(&lock(None));
+    // From a crates.io release, once there is one: not installable with --git.
+    let registry = find_revision(&lock(Some(
+        "registry+https://github.com/rust-lang/crates.io-index",
+    )));
+    let none = find_revision("version = 4\n");
+    for (what, found) in [("path", path), ("registry", registry), ("none", none)] {
+        assert!(!found.ok, "{what}: {}", found.log);
+        assert!(found.env.is_empty(), "{what}: {}", found.env);
+        assert!(
+            found
+                .log
+                .contains("::error file=Cargo.toml::gpubench-core is not a git dependency"),
+            "{what}: {}",
+            found.log
+        );
+        assert!(
+            found.log.contains(&format!(
+                "gpubench-core = {{ git = \"{}\", rev = \"<commit>\" }}",
+                env!("CARGO_PKG_REPOSITORY")
+            )),
+            "{what}: the message shows the line to write: {}",
+            found.log
+        );
+    }
+}
+
+/// The revisions and repositories the README's install command and dependency line
+/// name.
+fn readme_pins(readme: &str) -> (Vec<String>, Vec<String>) {
+    let after = |marker: &str, stop: &[char]| -> Vec<String> {
+        readme
+            .match_indices(marker)
+            .map(|(i, _)| {
+                readme[i + marker.len()..]
+                    .split(stop)
+                    .next()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    let mut revs = after("rev = \"", &['"']);
+    revs.extend(after("--rev ", &[' ', '\n']));
+    let mut repos = after("git = \"", &['"']);
+    repos.extend(after("--git ", &[' ', '\n']));
+    (revs, repos)
+}
+
+/// How many commits of shipped code lie between `pin` and HEAD in `repo`, or why
+/// that cannot be said.
+fn shipped_commits_behind(repo: &Path, pin: &str) -> Result<usize, String> {
+    if git(repo, &["cat-file", "-e", &format!("{pin}^{{commit}}")])
+        .status
+        .success()
+    {
+        if !git(repo, &["merge-base", "--is-ancestor", pin, "HEAD"])
+            .status
+            .success()
+        {
+            return Err(format!("{pin} is not an ancestor of HEAD"));
+        }
+    } else {
+        let shallow = git_ok(repo, &["rev-parse", "--is-shallow-repository"]);
+        return Err(if shallow == "true" {
+            format!("{pin} is not in this shallow clone: `git fetch --unshallow` and test again")
+        } else {
+            format!("{pin} is no commit of this repository")
+        });
+    }
+    let mut args = vec!["rev-list".to_string(), format!("{pin}..HEAD"), "--".into()];
+    args.extend(SHIPPED.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    Ok(git_ok(repo, &args).lines().count())
+}
+
+#[test]
+fn the_readmes_pinned_revision_is_recent_enough() {
+    let root = repo_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let (revs, repos) = readme_pins(&readme);
+    assert_eq!(
+        revs.len(),
+        2,
+        "README.md: the install command and the dependency line each pin a revision: {revs:?}"
+    );
+    assert_eq!(revs[0], revs[1], "README.md pins two revisions");
+    let pin = &revs[0];
+    assert!(
+        pin.len() == 40 && pin.chars().all(|c| c.is_ascii_hexdigit()),
+        "README.md: {pin:?} is not a full commit id"
+    );
+    assert_eq!(repos.len(), 2, "{repos:?}");
+    for repo in &repos {
+        assert_eq!(repo, env!("CARGO_PKG_REPOSITORY"), "README.md");
+    }
+    match shipped_commits_behind(&root, pin) {
+        Ok(n) if n <= PIN_MAX_BEHIND => {}
+        Ok(n) => panic!(
+            "README.md pins cargo-gpubench {pin}, {n} commits of shipped code behind HEAD (at \
+             most {PIN_MAX_BEHIND}): new users would start without them. Run `.ci/pin` (it pins \
+             HEAD) and commit README.md"
+        ),
+        Err(e) => panic!("README.md pins cargo-gpubench {pin}, and {e}. Run `.ci/pin`"),
+    }
+}
+
+/// The count and `.ci/pin` on a repository of their own: commits of shipped code
+/// count and others do not, an old pin fails, and `.ci/pin` moves both of the
+/// README's revisions to HEAD.
+#[test]
+fn a_pin_behind_by_more_commits_of_shipped_code_fails_and_ci_pin_moves_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path();
+    git_ok(repo, &["init", "-q", "-b", "main"]);
+    git_ok(repo, &["config", "user.name", "t"]);
+    git_ok(repo, &["config", "user.email", "t@example.com"]);
+    let commit = |file: &str, text: &str| {
+        let path = repo.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        git_ok(repo, &["add", "-A"]);
+        git_ok(repo, &["commit", "-q", "-m", file]);
+        git_ok(repo, &["rev-parse", "HEAD"])
+    };
+    let pin = commit("gpubench-core/src/lib.rs", "0");
+    commit("gpubench-core/src/lib.rs", "1");
+    commit("cargo-gpubench/src/main.rs", "2");
+    commit("gpubench-analysis/tests/t.rs", "test");
+    commit("docs/guide/ci.md", "docs");
+    commit("gpubench-core/README.md", "docs");
+    assert_eq!(shipped_commits_behind(repo, &pin), Ok(2));
+    for i in 0..PIN_MAX_BEHIND {
+        commit("templates/report.html", &i.to_string());
+    }
+    assert_eq!(shipped_commits_behind(repo, &pin), Ok(PIN_MAX_BEHIND + 2));
+    let err = shipped_commits_behind(repo, "0123456789012345678901234567890123456789").unwrap_err();
+    assert!(err.contains("no commit of this repository"), "{err}");
+
+    // `.ci/pin`, copied into the repository, pins its HEAD in its README.
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    std::fs::create_dir_all(repo.join(".ci")).unwrap();
+    std::fs::copy(repo_root().join(".ci/pin"), repo.join(".ci/pin")).unwrap();
+    std::fs::write(repo.join("README.md"), &readme).unwrap();
+    let head = commit("Cargo.toml", "[workspace]\n");
+    let out = Command::new(repo.join(".ci/pin"))
+        .current_dir(repo.join("docs"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pinned = std::fs::read_to_string(repo.join("README.md")).unwrap();
+    assert_eq!(readme_pins(&pinned).0, [head.clone(), head.clone()]);
+    assert_eq!(shipped_commits_behind(repo, &head), Ok(0));
+    // Only the revisions changed.
+    let (old, _) = readme_pins(&readme);
+    assert_eq!(pinned, readme.replace(&old[0], &head));
+}
