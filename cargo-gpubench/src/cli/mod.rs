@@ -304,8 +304,8 @@ Exit codes:
        an input cut short or a --partition part missing (--allow-missing not-run
        lets that pass)
   2    bad input: an unknown run, a benchmark in two inputs (or measured on two
-       device models), a run still being written, a corrupt or newer file, a
-       --baseline that is not saved
+       device models), a run still being written, an `ab` run (merge folds
+       plain runs only), a corrupt or newer file, a --baseline that is not saved
   4    compared with the baseline, a benchmark tripped the --fail-on gate
        (regressed, by default)
   5    a file could not be read or written, another run holds the output

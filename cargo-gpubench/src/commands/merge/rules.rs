@@ -4,6 +4,12 @@
 //! * **A run still being written is refused**: its manifest says `running` and its
 //!   cargo gpubench is alive, so merging it would fold in half a part.
 //! * **The same run given twice is refused** (same run id), naming both places.
+//! * **An `ab` run is refused**, alone or with others, the reason naming the run and
+//!   its revisions: its verdicts rest on base and head paired in each process, and a
+//!   merged run (the head's records as a plain run's) would drop the base, the
+//!   pairing and the verdicts. Mixing it with plain runs, or with `ab` runs of other
+//!   revisions, would in addition fold measurements of different code; the refusal
+//!   names that first, since it is the larger mistake.
 //! * **A benchmark id in two inputs is refused.** Merging folds *disjoint* parts of a
 //!   suite (the runs of `--partition K/N`, or runs of different filters) into one
 //!   run; it never pools two measurements of one benchmark, nor picks one of them:
@@ -46,8 +52,8 @@ use crate::execute::partition::Partition;
 use crate::execute::select::natural_cmp;
 use crate::format::plural;
 use crate::store::manifest::{
-    ManifestArchive, ManifestBenchmark, ManifestExecutable, MergedPart, RunManifest, RunStatus,
-    Selection, MANIFEST_FORMAT_VERSION,
+    ManifestAb, ManifestArchive, ManifestBenchmark, ManifestExecutable, ManifestRevision,
+    MergedPart, RunManifest, RunStatus, Selection, MANIFEST_FORMAT_VERSION,
 };
 use crate::store::runs::RunDir;
 
@@ -73,6 +79,18 @@ pub enum MergeError {
         first: String,
         /// Where it was found again.
         second: String,
+    },
+    /// An `ab` run among the inputs.
+    #[error("run `{run}` is an `ab` run ({subject}): {why}; merge folds the parts of a plain run only, so it refuses `ab` runs rather than drop their base, their pairing and their verdicts. {fix}")]
+    AbRun {
+        /// Its run id.
+        run: String,
+        /// `head (…) against base (…)`.
+        subject: String,
+        /// What is wrong with merging it with the others.
+        why: String,
+        /// What to do instead.
+        fix: String,
     },
     /// A benchmark measured on two device models.
     #[error("benchmark `{name}` was measured on {first_model} in run `{first_run}` and on {second_model} in run `{second_run}`: results from different device models are never pooled; merge runs of one device model (each benchmark in one run), and compare the two with `cargo gpubench compare run:{first_run} run:{second_run} --allow-device-mismatch`")]
@@ -175,6 +193,10 @@ pub fn plan(parts: &[Part]) -> Result<Plan, MergeError> {
         }
     }
 
+    if let Some(refusal) = ab_refusal(parts) {
+        return Err(refusal);
+    }
+
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     let mut benchmarks = Vec::new();
     for (i, part) in parts.iter().enumerate() {
@@ -252,6 +274,65 @@ pub fn plan(parts: &[Part]) -> Result<Plan, MergeError> {
         warnings,
         notes,
     })
+}
+
+/// Why an `ab` input cannot be merged, the worst reason first: mixed with a plain
+/// run, then with an `ab` run of other revisions, then alone.
+fn ab_refusal(parts: &[Part]) -> Option<MergeError> {
+    let (first_ab, ab) = parts
+        .iter()
+        .find_map(|p| p.manifest.ab.as_ref().map(|ab| (p, ab)))?;
+    let refuse = |why: String, fix: &str| MergeError::AbRun {
+        run: first_ab.manifest.run_id.clone(),
+        subject: ab.subject(),
+        why,
+        fix: fix.to_string(),
+    };
+    let each_alone = "Show each `ab` run on its own (`cargo gpubench report run:ID`), or \
+                      measure again with one `cargo gpubench ab` (--processes N for a \
+                      tighter interval)";
+    if let Some(plain) = parts.iter().find(|p| p.manifest.ab.is_none()) {
+        return Some(refuse(
+            format!(
+                "run `{}` is a plain run, measured without a base to pair with",
+                plain.manifest.run_id
+            ),
+            "Leave the `ab` run out of the merge.",
+        ));
+    }
+    let revisions = |a: &ManifestAb| (revision_key(&a.base), revision_key(&a.head));
+    if let Some((other, other_ab)) = parts.iter().find_map(|p| {
+        p.manifest
+            .ab
+            .as_ref()
+            .filter(|o| revisions(o) != revisions(ab))
+            .map(|o| (p, o))
+    }) {
+        let which = if revision_key(&other_ab.base) != revision_key(&ab.base) {
+            "base"
+        } else {
+            "head"
+        };
+        return Some(refuse(
+            format!(
+                "run `{}` judged {} with another {which}, so their verdicts answer different \
+                 questions",
+                other.manifest.run_id,
+                other_ab.subject()
+            ),
+            each_alone,
+        ));
+    }
+    Some(refuse(
+        "a merge would keep only the head's records".to_string(),
+        each_alone,
+    ))
+}
+
+/// What names a revision of an `ab` run: its commit (with whether it had changes
+/// not committed), else its label.
+fn revision_key(r: &ManifestRevision) -> (String, bool) {
+    (r.commit.clone().unwrap_or_else(|| r.label.clone()), r.dirty)
 }
 
 fn status_word(status: RunStatus) -> &'static str {

@@ -283,3 +283,71 @@ fn mixed_settings_are_warned_about_and_several_models_noted() {
         "a merged run with a quick part is in part a quick run"
     );
 }
+
+/// `part` as an `ab` run of `head` against `base` (commits).
+fn ab_part(run_id: &str, ids: &[&str], base: &str, head: &str) -> Part {
+    let revision = |commit: &str| ManifestRevision {
+        label: commit.to_string(),
+        commit: Some(commit.to_string()),
+        dirty: false,
+        libraries: Vec::new(),
+    };
+    let mut p = part(run_id, None, ids, H200);
+    p.manifest.ab = Some(ManifestAb {
+        base: revision(base),
+        head: revision(head),
+        paired: true,
+        unpaired_reason: None,
+    });
+    p
+}
+
+#[test]
+fn ab_runs_are_refused_naming_the_run_the_reason_and_what_to_do() {
+    let refusal = |parts: &[Part]| match plan(parts) {
+        Err(e @ MergeError::AbRun { .. }) => e.to_string(),
+        other => panic!("not refused as an ab run: {other:?}"),
+    };
+    // Alone, or with another of the same revisions: the base and the verdicts
+    // would be dropped.
+    let same = [
+        ab_part("x", &["add"], "base0001", "head0001"),
+        ab_part("y", &["mul"], "base0001", "head0001"),
+    ];
+    let e = refusal(&same);
+    assert!(
+        e.contains("run `x` is an `ab` run (head (head0001) against base (base0001))")
+            && e.contains("only the head's records")
+            && e.contains("cargo gpubench report run:ID"),
+        "{e}"
+    );
+    refusal(&same[..1]);
+    // With an ab run of another base: named, with the other base.
+    let e = refusal(&[
+        ab_part("x", &["add"], "base0001", "head0001"),
+        ab_part("y", &["mul"], "base0002", "head0001"),
+    ]);
+    assert!(
+        e.contains("run `y` judged head (head0001) against base (base0002) with another base"),
+        "{e}"
+    );
+    // With a plain run, in either order: named, and the way out is to leave it out.
+    for parts in [
+        [
+            ab_part("x", &["add"], "base0001", "head0001"),
+            part("p", None, &["mul"], H200),
+        ],
+        [
+            part("p", None, &["mul"], H200),
+            ab_part("x", &["add"], "base0001", "head0001"),
+        ],
+    ] {
+        let e = refusal(&parts);
+        assert!(
+            e.contains("run `x` is an `ab` run")
+                && e.contains("run `p` is a plain run")
+                && e.contains("Leave the `ab` run out"),
+            "{e}"
+        );
+    }
+}
