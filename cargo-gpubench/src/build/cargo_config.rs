@@ -4,11 +4,18 @@
 //! `cargo bench` and `cargo test` build and run with no environment set, and with
 //! the environment `cargo gpubench` builds with: switching between them rebuilds
 //! nothing. `cargo gpubench` reads the same `LIBTORCH` back ([`configured_libtorch`]).
+//!
+//! What it did not write stays as it was: other keys and tables, comments (an
+//! inline one after a value it replaces too), the file's permissions. A `LIBTORCH`
+//! it replaces is said ([`Written::replaced`]); a read-only file, or one cargo could
+//! not parse, is refused with the file named rather than replaced.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use toml_edit::{Array, DocumentMut, Item, Table, Value};
+
+use crate::exit_code::UsageError;
 
 /// The rustflags entry that makes bench executables find libtorch at run time.
 const RPATH_FLAG: &str = "-Clink-arg=-Wl,-rpath,";
@@ -75,6 +82,27 @@ pub fn configured_libtorch(dir: &Path) -> Option<ConfiguredLibtorch> {
     })
 }
 
+/// Refuses a cargo configuration file that applies in `dir` and is not TOML, naming
+/// it and the parse error: cargo cannot read the workspace past it (`cargo
+/// locate-project` and every build fail), so nothing that asks cargo about the
+/// workspace can go on.
+pub fn check_parses(dir: &Path) -> Result<()> {
+    for file in config_files(dir) {
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("failed to read {}", file.display()))?;
+        if let Err(e) = text.parse::<DocumentMut>() {
+            return Err(UsageError(format!(
+                "{} is not valid TOML, and cargo reads it for every build here: fix it \
+                 (or move it away), then run the command again: {}",
+                file.display(),
+                e.to_string().trim_end()
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
 /// What [`write_libtorch`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Written {
@@ -82,6 +110,8 @@ pub struct Written {
     pub file: PathBuf,
     /// Whether it changed (false: it already said so).
     pub changed: bool,
+    /// The `LIBTORCH` it replaced, as the file wrote it, when the file set another.
+    pub replaced: Option<String>,
     /// A reason the rpath may not apply (a `[target]` table of the file with its own
     /// `rustflags`, which cargo then uses instead of `[build]`'s).
     pub caveat: Option<String>,
@@ -90,7 +120,8 @@ pub struct Written {
 /// Sets `[env] LIBTORCH = libtorch_root` and an rpath to `lib_dir` in `[build]
 /// rustflags` of `workspace_root/.cargo/config.toml` (created if missing; the rest
 /// of the file, comments included, kept; an rpath this wrote before replaced),
-/// written to a temporary file and renamed over it.
+/// written to a temporary file with the file's permissions and renamed over it. A
+/// read-only file that would change is refused, left as it is.
 pub fn write_libtorch(
     workspace_root: &Path,
     libtorch_root: &Path,
@@ -118,7 +149,20 @@ pub fn write_libtorch(
     let text_of = |p: &Path| p.to_string_lossy().into_owned();
 
     let env = table(&mut doc, "env", &file)?;
-    env["LIBTORCH"] = toml_edit::value(text_of(libtorch_root));
+    let new_value = text_of(libtorch_root);
+    let replaced = env.get("LIBTORCH").and_then(|old| match old.as_str() {
+        Some(same) if same == new_value => None,
+        Some(other) => Some(other.to_string()),
+        // `{ value = "…", relative = true }`: as written, without its comments.
+        None => {
+            let mut shown = old.clone();
+            if let Some(v) = shown.as_value_mut() {
+                v.decor_mut().clear();
+            }
+            Some(shown.to_string().trim().to_string())
+        }
+    });
+    set_keeping_decor(env, "LIBTORCH", Value::from(new_value));
 
     let build = table(&mut doc, "build", &file)?;
     let mut flags = match build.get("rustflags") {
@@ -135,7 +179,7 @@ pub fn write_libtorch(
     };
     flags.retain(|v| !v.as_str().is_some_and(|s| s.starts_with(RPATH_FLAG)));
     flags.push(format!("{RPATH_FLAG}{}", text_of(lib_dir)));
-    build["rustflags"] = toml_edit::value(flags);
+    set_keeping_decor(build, "rustflags", Value::Array(flags));
 
     let caveat = doc
         .get("target")
@@ -157,21 +201,50 @@ pub fn write_libtorch(
     let after = doc.to_string();
     let changed = after != before;
     if changed {
+        let permissions = match std::fs::metadata(&file) {
+            Ok(m) => Some(m.permissions()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e).with_context(|| format!("failed to read {}", file.display())),
+        };
+        if permissions.as_ref().is_some_and(|p| p.readonly()) {
+            return Err(UsageError(format!(
+                "{} is read-only, so setup leaves it as it is: make it writable (chmod u+w) \
+                 and run `cargo gpubench setup` again, or pass --no-cargo-config and set \
+                 LIBTORCH={} yourself",
+                file.display(),
+                libtorch_root.display()
+            ))
+            .into());
+        }
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("failed to create {}", dir.display()))?;
         let tmp = dir.join(format!(".config.toml.gpubench-{}", std::process::id()));
-        std::fs::write(&tmp, &after)
-            .with_context(|| format!("failed to write {}", tmp.display()))?;
-        std::fs::rename(&tmp, &file).with_context(|| {
-            let _ = std::fs::remove_file(&tmp);
-            format!("failed to write {}", file.display())
-        })?;
+        let written = std::fs::write(&tmp, &after).and_then(|()| match permissions {
+            Some(p) => std::fs::set_permissions(&tmp, p),
+            None => Ok(()),
+        });
+        written
+            .and_then(|()| std::fs::rename(&tmp, &file))
+            .with_context(|| {
+                let _ = std::fs::remove_file(&tmp);
+                format!("failed to write {}", file.display())
+            })?;
     }
     Ok(Written {
         file,
         changed,
+        replaced,
         caveat,
     })
+}
+
+/// Sets `key` of `table` to `value`, keeping what surrounds the old value (an inline
+/// comment after it) when there was one.
+fn set_keeping_decor(table: &mut Table, key: &str, mut value: Value) {
+    if let Some(old) = table.get(key).and_then(Item::as_value) {
+        *value.decor_mut() = old.decor().clone();
+    }
+    table[key] = Item::Value(value);
 }
 
 /// The table `name` of `doc`, made when missing.
@@ -263,6 +336,78 @@ mod tests {
         );
         assert!(
             err.contains("config.toml") && err.contains("--no-cargo-config"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn what_setup_did_not_write_stays_and_a_libtorch_it_replaces_is_said() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join(".cargo/config.toml");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(
+            &file,
+            "[env]\n# ours\nLIBTORCH = \"/team/torch\" # the team's build\n\n[build]\nrustflags = [\"-Cdebuginfo=1\"] # keep\n",
+        )
+        .unwrap();
+        let w = write_libtorch(tmp.path(), Path::new("/t"), Path::new("/t/lib")).unwrap();
+        assert_eq!(w.replaced.as_deref(), Some("/team/torch"));
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            text.contains("# ours\nLIBTORCH = \"/t\" # the team's build\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "rustflags = [\"-Cdebuginfo=1\", \"-Clink-arg=-Wl,-rpath,/t/lib\"] # keep\n"
+            ),
+            "{text}"
+        );
+        // Its own value again: nothing replaced.
+        let w = write_libtorch(tmp.path(), Path::new("/t"), Path::new("/t/lib")).unwrap();
+        assert_eq!((w.changed, w.replaced), (false, None));
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_read_only_file_is_refused_and_a_writable_one_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join(".cargo/config.toml");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let before = "[alias]\nb = \"bench\"\n";
+        std::fs::write(&file, before).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let err = write_libtorch(tmp.path(), Path::new("/t"), Path::new("/t/lib")).unwrap_err();
+        assert!(err.downcast_ref::<UsageError>().is_some(), "{err:#}");
+        let err = format!("{err:#}");
+        assert!(
+            err.contains("config.toml is read-only") && err.contains("--no-cargo-config"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+        let mode = |f: &Path| std::fs::metadata(f).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&file), 0o444);
+
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let w = write_libtorch(tmp.path(), Path::new("/t"), Path::new("/t/lib")).unwrap();
+        assert!(w.changed);
+        assert_eq!(mode(&file), 0o640);
+    }
+
+    #[test]
+    fn a_file_that_is_not_toml_is_named_with_the_parse_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        std::fs::create_dir_all(ws.join(".cargo")).unwrap();
+        check_parses(&ws).unwrap();
+        std::fs::write(ws.join(".cargo/config.toml"), "[env\nLIBTORCH = \"/t\"\n").unwrap();
+        let err = check_parses(&ws.join("crates/a")).unwrap_err();
+        assert!(err.downcast_ref::<UsageError>().is_some(), "{err:#}");
+        let err = format!("{err:#}");
+        assert!(
+            err.contains("ws/.cargo/config.toml is not valid TOML")
+                && err.contains("line 1, column 5"),
             "{err}"
         );
     }

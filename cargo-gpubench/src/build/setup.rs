@@ -24,6 +24,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::build::cargo_config;
 use crate::build::libtorch::{self, LibtorchSource, LIBTORCH_VERSION};
+use crate::exit_code::UsageError;
 
 /// The wheel whose `crt/` headers the torch wheel's CUDA headers include but do not
 /// ship: with them the kernel-timing shim is built.
@@ -63,7 +64,8 @@ pub fn run(args: &SetupOptions) -> Result<()> {
     if args.no_cargo_config {
         return Ok(());
     }
-    let Some(workspace) = workspace_root() else {
+    let cwd = std::env::current_dir().context("failed to read the current directory")?;
+    let Some(workspace) = workspace_root(&cwd)? else {
         crate::console::note(format_args!(
             "not in a cargo workspace, so no .cargo/config.toml was written: run `cargo \
              gpubench setup` again in your workspace for plain `cargo bench` and `cargo test` \
@@ -72,6 +74,14 @@ pub fn run(args: &SetupOptions) -> Result<()> {
         return Ok(());
     };
     let written = cargo_config::write_libtorch(&workspace, &root, &root.join("lib"))?;
+    if let Some(old) = &written.replaced {
+        crate::console::warning(format_args!(
+            "{} set LIBTORCH to {old}; it now names {} (put the old one back, or pass \
+             --no-cargo-config next time to leave the file alone)",
+            written.file.display(),
+            root.display()
+        ));
+    }
     crate::console::status(format_args!(
         "{} {}: LIBTORCH in [env] and its lib/ as the executables' rpath in [build] \
          rustflags, so plain `cargo bench` and `cargo test` build and run with it, and \
@@ -98,6 +108,23 @@ fn libtorch_root(args: &SetupOptions) -> Result<PathBuf> {
                  include/; a torch package's directory, e.g. .venv/lib/python3.*/site-packages/torch)",
                 dir.display()
             );
+        }
+        match torch_version(&dir) {
+            Some(v) if v == LIBTORCH_VERSION => {}
+            Some(v) => {
+                return Err(UsageError(format!(
+                    "--libtorch {} is libtorch {v} (so say its version files), but this \
+                     cargo-gpubench's tch needs libtorch {LIBTORCH_VERSION}: give a libtorch \
+                     {LIBTORCH_VERSION} directory, or leave --libtorch out to install one",
+                    dir.display()
+                ))
+                .into())
+            }
+            None => crate::console::warning(format_args!(
+                "--libtorch {} has neither version.py nor build-version, so its version is \
+                 not known; tch's build checks it is {LIBTORCH_VERSION}",
+                dir.display()
+            )),
         }
         crate::console::status(format_args!(
             "using the libtorch in {} (--libtorch)",
@@ -130,7 +157,8 @@ fn libtorch_root(args: &SetupOptions) -> Result<PathBuf> {
     }
     if args.venv.is_none() && !args.force {
         let cwd = std::env::current_dir().context("failed to read the current directory")?;
-        let search = libtorch::Search::from_env(vec![workspace_root().unwrap_or(cwd)], vec![]);
+        let root = workspace_root(&cwd).ok().flatten().unwrap_or(cwd);
+        let search = libtorch::Search::from_env(vec![root], vec![]);
         if let Some((root, source)) = at_hand(&search, !args.no_cuda_headers) {
             crate::console::status(format_args!(
                 "using libtorch {LIBTORCH_VERSION} from {source} ({}): no second copy \
@@ -175,21 +203,9 @@ fn at_hand(search: &libtorch::Search, cuda_headers: bool) -> Option<(PathBuf, Li
 }
 
 /// The version of the libtorch in `root`, without a local part (`2.11.0` of
-/// `2.11.0+cu130`): a torch package's `version.py`, or a libtorch archive's
-/// `build-version`.
+/// `2.11.0+cu130`), as [`libtorch::libtorch_version`] reads it.
 pub fn torch_version(root: &Path) -> Option<String> {
-    let from_py = std::fs::read_to_string(root.join("version.py"))
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find_map(|l| l.strip_prefix("__version__"))
-                .and_then(|rest| rest.split(['\'', '"']).nth(1).map(str::to_string))
-        });
-    let version = from_py.or_else(|| {
-        std::fs::read_to_string(root.join("build-version"))
-            .ok()
-            .map(|t| t.trim().to_string())
-    })?;
+    let version = libtorch::libtorch_version(&root.join("lib"))?;
     Some(version.split('+').next().unwrap_or_default().to_string())
 }
 
@@ -209,19 +225,38 @@ fn has_cuda_headers(root: &Path) -> bool {
     })
 }
 
-/// The root of the cargo workspace around the current directory, if there is one.
-fn workspace_root() -> Option<PathBuf> {
+/// The root of the cargo workspace around `dir`, `None` when there is none. A
+/// cargo configuration that is not TOML, or any other reason cargo cannot read the
+/// workspace, is an error naming the file and the cause: read as "not in a
+/// workspace" it would leave the workspace unconfigured while saying all is well.
+fn workspace_root(dir: &Path) -> Result<Option<PathBuf>> {
+    cargo_config::check_parses(dir)?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let out = Command::new(cargo)
+    let out = Command::new(&cargo)
         .args(["locate-project", "--workspace", "--message-format", "plain"])
-        .stderr(std::process::Stdio::null())
+        .current_dir(dir)
         .output()
-        .ok()?;
+        .with_context(|| {
+            format!(
+                "failed to run {} locate-project",
+                Path::new(&cargo).display()
+            )
+        })?;
     if !out.status.success() {
-        return None;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if stderr.contains("could not find `Cargo.toml`") {
+            return Ok(None);
+        }
+        return Err(UsageError(format!(
+            "cargo could not read the workspace around {}, so its .cargo/config.toml was \
+             not written: {}",
+            dir.display(),
+            stderr.trim().trim_start_matches("error: ")
+        ))
+        .into());
     }
-    let manifest = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
-    manifest.parent().map(Path::to_path_buf)
+    let manifest = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    Ok(manifest.parent().map(Path::to_path_buf))
 }
 
 /// Creates the virtual environment and installs the wheels, with pip's own progress
@@ -429,6 +464,41 @@ chmod +x "$3/bin/pip"
         );
         assert!(
             err.contains("--libtorch") && err.contains("not a libtorch directory"),
+            "{err}"
+        );
+        // One whose version files say another version: refused, naming it.
+        let old = fake_torch(&tmp.path().join("old"), "2.0.0+cpu", false);
+        let err = libtorch_root(&args(old)).unwrap_err();
+        assert!(err.downcast_ref::<UsageError>().is_some(), "{err:#}");
+        let err = format!("{err:#}");
+        assert!(
+            err.contains("old/torch is libtorch 2.0.0")
+                && err.contains(&format!("needs libtorch {LIBTORCH_VERSION}")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_cargo_config_cargo_cannot_parse_is_an_error_not_no_workspace() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(workspace_root(tmp.path()).unwrap(), None);
+        let ws = tmp.path().join("ws");
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        std::fs::write(
+            ws.join("Cargo.toml"),
+            "[package]\nname = \"ws\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )
+        .unwrap();
+        std::fs::write(ws.join("src/lib.rs"), "").unwrap();
+        assert_eq!(workspace_root(&ws).unwrap(), Some(ws.clone()));
+        std::fs::create_dir_all(ws.join(".cargo")).unwrap();
+        std::fs::write(ws.join(".cargo/config.toml"), "[env\n").unwrap();
+        let err = workspace_root(&ws).unwrap_err();
+        assert_eq!(crate::error::exit_for(&err), crate::exit_code::Exit::Usage);
+        let err = format!("{err:#}");
+        assert!(
+            err.contains("ws/.cargo/config.toml is not valid TOML")
+                && err.contains("unclosed table"),
             "{err}"
         );
     }
