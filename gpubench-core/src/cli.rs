@@ -171,11 +171,83 @@ pub struct HarnessArgs {
     pub unstable: Vec<String>,
 }
 
+/// What the harness says instead of clap's error when `argv` (the whole command
+/// line) gave it an option it does not know: an option of `cargo gpubench`
+/// ([`protocol::SUBCOMMAND_OPTIONS`]) is named as such with the command that takes
+/// it; any other unknown option gets a note that `cargo bench` hands what follows
+/// `--` to every bench target. `None` for other errors.
+pub fn unknown_option_help(err: &clap::Error, argv: &[String]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if err.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(given)) = err.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let name = given.split('=').next().unwrap_or(given);
+    if protocol::SUBCOMMAND_OPTIONS.contains(&name) {
+        // `--save-baseline main` or `--save-baseline=main`: the value goes with it.
+        let with_value = format!("{name}=");
+        let wanted = match argv
+            .iter()
+            .position(|a| a == name || a.starts_with(&with_value))
+        {
+            Some(i) if argv[i].contains('=') => argv[i].clone(),
+            Some(i) => match argv.get(i + 1).filter(|v| !v.starts_with('-')) {
+                Some(v) => format!("{name} {v}"),
+                None => name.to_string(),
+            },
+            None => name.to_string(),
+        };
+        return Some(format!(
+            "error: {name} is an option of `cargo gpubench`, not of this bench executable \
+             (what follows `cargo bench --` goes to the bench executables, which measure \
+             but keep no baselines): run `cargo gpubench {wanted}`"
+        ));
+    }
+    Some(format!(
+        "{}\nnote: `cargo bench -- OPTIONS` hands OPTIONS to every bench target of the \
+         package (a library's or binary's libtest harness too, which rejects the options \
+         of gpubench); give one target with `cargo bench --bench NAME -- OPTIONS`, or run \
+         `cargo gpubench OPTIONS` (see `--help` for this executable's options)",
+        err.render().to_string().trim_end()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;
 
     use super::*;
+
+    fn help_for(argv: &[&str]) -> Option<String> {
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        let err = HarnessArgs::try_parse_from(&argv).expect_err("the options are refused");
+        unknown_option_help(&err, &argv)
+    }
+
+    #[test]
+    fn an_option_of_cargo_gpubench_is_named_with_the_command_that_takes_it() {
+        let help = help_for(&["bench", "--bench", "--save-baseline", "main"]).unwrap();
+        assert!(
+            help.starts_with("error: --save-baseline is an option of `cargo gpubench`")
+                && help.ends_with("run `cargo gpubench --save-baseline main`"),
+            "{help}"
+        );
+        let help = help_for(&["bench", "--baseline=main", "--bench"]).unwrap();
+        assert!(
+            help.ends_with("run `cargo gpubench --baseline=main`"),
+            "{help}"
+        );
+        // Any other unknown option: clap's error, and why cargo bench handed it over.
+        let help = help_for(&["bench", "--bench", "--sample-size", "10"]).unwrap();
+        assert!(
+            help.contains("--sample-size") && help.contains("cargo bench --bench NAME -- OPTIONS"),
+            "{help}"
+        );
+        // Not an unknown option: clap's own error stands.
+        assert!(help_for(&["bench", "--min-samples", "x"]).is_none());
+    }
 
     #[test]
     fn help_states_the_protocol_exit_codes() {

@@ -100,7 +100,19 @@ pub fn bench_device() -> tch::Device {
 /// ```
 pub fn main() {
     take_down_group_on_sigterm();
-    let args = HarnessArgs::parse();
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let args = match HarnessArgs::try_parse_from(&argv) {
+        Ok(args) => args,
+        Err(e) => match crate::cli::unknown_option_help(&e, &argv) {
+            Some(help) => {
+                eprintln!("{help}");
+                std::process::exit(EXIT_USAGE);
+            }
+            None => e.exit(),
+        },
+    };
     let code = run(args);
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
@@ -323,7 +335,8 @@ fn probe_cases(size: u64, args: &HarnessArgs) -> Result<Vec<Case>, String> {
     Ok(vec![bench.probe_case(size)])
 }
 
-/// `--memory-fraction` and `--memory-history` on the device's allocator.
+/// `--memory-fraction` and `--memory-history` on the device's allocator; a
+/// fraction out of range or that cannot be set is an error.
 fn prepare_allocator(backend: &dyn DeviceBackend, args: &HarnessArgs) -> Result<(), String> {
     if let Some(f) = args.memory_fraction {
         if !(f > 0.0 && f <= 1.0) {
@@ -336,10 +349,17 @@ fn prepare_allocator(backend: &dyn DeviceBackend, args: &HarnessArgs) -> Result<
             .cap_memory(f)
             .map_err(|e| format!("failed to cap device memory at {f} (--memory-fraction): {e}"))?;
     }
+    // As `--memory-peak-snapshot` does, a device that cannot record history (the
+    // CPU has no caching allocator) runs its benchmarks without it and says so:
+    // history only adds where blocks came from to a snapshot, and none is lost.
     if args.memory_history {
-        backend
-            .record_memory_history()
-            .map_err(|e| format!("failed to record allocation history (--memory-history): {e}"))?;
+        if let Err(e) = backend.record_memory_history() {
+            eprintln!(
+                "note: no allocation history (--memory-history / {}): {e}; the benchmarks \
+                 run without it",
+                gpubench_record::protocol::MEMORY_HISTORY_VAR
+            );
+        }
     }
     Ok(())
 }

@@ -379,3 +379,40 @@ fn check_device_answers_once_whether_the_device_is_there() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cuda:7") || err.contains("CUDA"), "{err}");
 }
+
+#[test]
+fn memory_history_on_the_cpu_measures_without_it_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        &["--bench", "--exact", "adds", "--memory-history"],
+        &[
+            ("GPUBENCH_RECORD_DIR", dir.path().to_str().unwrap()),
+            ("GPUBENCH_QUICK", "1"),
+            ("GPUBENCH_MEASUREMENT_TIME", "0.2"),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("note: no allocation history (--memory-history / GPUBENCH_MEMORY_HISTORY)")
+            && stderr.contains("run without it"),
+        "{stderr}"
+    );
+    let record = RawRecord::read(
+        &dir.path()
+            .join(format!("{}.json", file_stem_for_id("adds"))),
+    )
+    .unwrap();
+    assert!(record.passed(), "{:?}", record.failure());
+}
+
+#[test]
+fn an_option_of_cargo_gpubench_given_to_cargo_bench_names_the_command_that_takes_it() {
+    let out = run(&["--bench", "--save-baseline", "main"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("run `cargo gpubench --save-baseline main`"),
+        "{stderr}"
+    );
+}

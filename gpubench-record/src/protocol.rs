@@ -76,3 +76,19 @@ pub fn handshake_line() -> String {
 pub fn is_handshake(stdout: &str) -> bool {
     stdout.lines().any(|l| l.trim_end() == handshake_line())
 }
+
+/// Options of `cargo gpubench` that a bench executable does not take, and that people
+/// pass to `cargo bench --` (criterion takes `--save-baseline` and `--baseline`
+/// there): a harness given one says it is `cargo gpubench`'s, with the command that
+/// takes it, instead of rejecting it as an unknown option.
+pub const SUBCOMMAND_OPTIONS: [&str; 9] = [
+    "--save-baseline",
+    "--baseline",
+    "--fail-on",
+    "--gate-on",
+    "--processes",
+    "--out-dir",
+    "--baselines-dir",
+    "--partition",
+    "--no-report",
+];

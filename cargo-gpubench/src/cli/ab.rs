@@ -142,6 +142,52 @@ impl AbArgs {
     }
 }
 
+/// The bench executable's memory options (read from their variables, which a run's
+/// processes inherit) that `ab` does not honour: its paired processes measure base
+/// and head through their libraries, where no harness reads them.
+const UNSUPPORTED_HARNESS_VARS: [(&str, &str); 2] = [
+    (
+        gpubench_record::protocol::MEMORY_HISTORY_VAR,
+        "--memory-history",
+    ),
+    (
+        gpubench_record::protocol::MEMORY_PEAK_SNAPSHOT_VAR,
+        "--memory-peak-snapshot",
+    ),
+];
+
+/// Refuses the harness's memory options set for `ab` (`var` reads the
+/// environment), rather than run without them as if they held.
+pub fn refuse_unsupported_harness_vars(
+    var: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Result<(), crate::exit_code::UsageError> {
+    let set = |name: &str| {
+        var(name).is_some_and(|v| {
+            let v = v.to_string_lossy().trim().to_ascii_lowercase();
+            !matches!(v.as_str(), "" | "0" | "false" | "no" | "n" | "off")
+        })
+    };
+    match UNSUPPORTED_HARNESS_VARS.iter().find(|(name, _)| set(name)) {
+        None => Ok(()),
+        Some((name, flag)) => Err(crate::exit_code::UsageError(format!(
+            "{name} is set ({flag} of the bench executables), but `cargo gpubench ab` does \
+             not honour it: its processes measure base and head through their libraries, \
+             which take no allocator history or snapshots. Unset it for `ab`, and run \
+             `cargo gpubench` on one revision with it to see what holds memory"
+        ))),
+    }
+}
+
+/// `ab`'s `--processes`, whose default is not a run's
+/// ([`gpubench_record::measurement::ProcessPolicy::paired`]).
+pub const PROCESSES_HELP: &str = "Processes per benchmark, each giving one paired ratio \
+    of head to base: N, or MIN..MAX to let `ab` decide [default: 5..10, going past 5 \
+    while the paired change's interval is wider than ±1%; 5 with --quick]";
+
+/// `ab`'s `--quick`.
+pub const QUICK_HELP: &str = "Shorter warm-up and measurement bounds and 5 processes \
+    per benchmark (for smoke runs and CI)";
+
 /// What `ab --help` says at length.
 pub const AB_ABOUT: &str = "Judge a change by its base and head revisions measured side \
     by side: each benchmark's two revisions run in the same process, their samples \
@@ -173,7 +219,8 @@ Exit codes:
   0    every benchmark passed on both revisions and the --fail-on gate did not trip
   1    a benchmark failed (on either revision)
   2    usage error or bad input: a bad option, an unknown revision, no git repository,
-       no benchmark matched
+       no benchmark matched, GPUBENCH_MEMORY_HISTORY or GPUBENCH_MEMORY_PEAK_SNAPSHOT
+       set (ab does not honour them)
   3    a revision's bench targets failed to build as executables (a library that
        fails to build only means they are not paired)
   4    the head regressed against the base (the --fail-on gate tripped), or
@@ -181,3 +228,39 @@ Exit codes:
   5    setup error: libtorch not found, git or cargo could not be run, results or
        the report could not be written
   130  interrupted (Ctrl-C or SIGTERM)";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_harness_memory_options_are_refused_for_ab_when_set() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| std::ffi::OsString::from(v))
+            }
+        };
+        assert!(refuse_unsupported_harness_vars(env(&[])).is_ok());
+        assert!(refuse_unsupported_harness_vars(env(&[
+            ("GPUBENCH_MEMORY_HISTORY", "0"),
+            ("GPUBENCH_MEMORY_PEAK_SNAPSHOT", "false"),
+        ]))
+        .is_ok());
+        let e = refuse_unsupported_harness_vars(env(&[("GPUBENCH_MEMORY_PEAK_SNAPSHOT", "1")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("GPUBENCH_MEMORY_PEAK_SNAPSHOT is set (--memory-peak-snapshot")
+                && e.contains("does not honour it")
+                && e.contains("Unset it"),
+            "{e}"
+        );
+        let e = refuse_unsupported_harness_vars(env(&[("GPUBENCH_MEMORY_HISTORY", "yes")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("GPUBENCH_MEMORY_HISTORY is set"), "{e}");
+    }
+}

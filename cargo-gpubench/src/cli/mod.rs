@@ -13,7 +13,7 @@ mod run;
 #[cfg(test)]
 mod tests;
 
-pub use ab::AbArgs;
+pub use ab::{refuse_unsupported_harness_vars, AbArgs};
 pub use archive::ArchiveArgs;
 pub use capacity::CapacityArgs;
 pub use compare::{BaselineArgs, CompareArgs, Format, ReportArgs, VerdictArgs};

@@ -454,3 +454,16 @@ fn ab_has_a_paired_noise_threshold_of_its_own() {
         "GPUBENCH_PAIRED_NOISE_THRESHOLD"
     );
 }
+
+#[test]
+fn the_options_a_harness_names_as_cargo_gpubenchs_are_options_of_a_run() {
+    let cmd = Cli::command();
+    let longs: Vec<&str> = cmd.get_arguments().filter_map(|a| a.get_long()).collect();
+    for option in gpubench_record::protocol::SUBCOMMAND_OPTIONS {
+        let name = option.trim_start_matches("--");
+        assert!(
+            longs.contains(&name),
+            "{option} is not an option of `cargo gpubench`: {longs:?}"
+        );
+    }
+}

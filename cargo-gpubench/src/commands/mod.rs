@@ -23,6 +23,7 @@ use crate::exit_code::Exit;
 /// Runs the subcommand `cli` names; `command_line` is recorded in a run's manifest.
 pub fn dispatch(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
     if let Some(args) = cli.ab_args() {
+        crate::cli::refuse_unsupported_harness_vars(|v| std::env::var_os(v))?;
         return ab::run(args, command_line);
     }
     if let Some(args) = cli.archive_args() {
