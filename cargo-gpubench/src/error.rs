@@ -192,7 +192,9 @@ fn record(e: &RecordError) -> Exit {
 fn manifest(e: &ManifestError) -> Exit {
     match e {
         ManifestError::Io { .. } => Exit::Setup,
-        ManifestError::Parse { .. } | ManifestError::TooNew { .. } => Exit::Usage,
+        ManifestError::Parse { .. }
+        | ManifestError::TooNew { .. }
+        | ManifestError::RepeatedBenchmark { .. } => Exit::Usage,
     }
 }
 

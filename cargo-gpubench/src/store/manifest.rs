@@ -34,6 +34,18 @@ pub enum ManifestError {
         /// The cause.
         source: serde_json::Error,
     },
+    /// A benchmark listed twice: no cargo-gpubench writes that (one record file per
+    /// id), so the file was edited or damaged, and every figure of that benchmark
+    /// would count twice.
+    #[error("run manifest {path} lists benchmark `{id}` {times} times, but a run measures each benchmark once (one record file per id): the file was edited or damaged; remove the repeated entries, or run the benchmarks again")]
+    RepeatedBenchmark {
+        /// The file.
+        path: String,
+        /// The benchmark's id.
+        id: String,
+        /// How many times it is listed.
+        times: usize,
+    },
     /// Written by a newer cargo-gpubench.
     #[error("run manifest {path} has format_version {found}, newer than the {supported} this cargo-gpubench reads: upgrade cargo-gpubench")]
     TooNew {
@@ -396,7 +408,7 @@ impl RunManifest {
         s
     }
 
-    /// Reads a manifest, refusing newer format versions.
+    /// Reads a manifest, refusing newer format versions and a benchmark listed twice.
     pub fn read(path: &Path) -> Result<Self, ManifestError> {
         let p = || path.display().to_string();
         let text = std::fs::read_to_string(path)
@@ -414,7 +426,20 @@ impl RunManifest {
                 supported: MANIFEST_FORMAT_VERSION,
             });
         }
-        serde_json::from_value(value).map_err(|source| ManifestError::Parse { path: p(), source })
+        let manifest: RunManifest = serde_json::from_value(value)
+            .map_err(|source| ManifestError::Parse { path: p(), source })?;
+        let mut seen = std::collections::BTreeMap::<&str, usize>::new();
+        for b in &manifest.benchmarks {
+            *seen.entry(b.id.as_str()).or_default() += 1;
+        }
+        if let Some((id, times)) = seen.into_iter().find(|(_, n)| *n > 1) {
+            return Err(ManifestError::RepeatedBenchmark {
+                path: p(),
+                id: id.to_string(),
+                times,
+            });
+        }
+        Ok(manifest)
     }
 }
 

@@ -616,3 +616,33 @@ fn a_baseline_saved_from_partial_runs_is_the_whole_suites() {
     assert_eq!(files("per-part"), whole);
     assert_eq!(files("merged"), whole);
 }
+
+#[test]
+fn a_run_whose_manifest_lists_a_benchmark_twice_is_refused_not_counted_twice() {
+    let fake = Fake::new();
+    let work = fake.dir.path().join("work");
+    let store = work.join("target/gpubench");
+    let dir = run_part(&fake, &store, None, &["passes", "matmul/64"], &save("main")).unwrap();
+    let mut m = manifest(&dir);
+    let repeated = m.benchmarks[0].clone();
+    m.benchmarks.push(repeated.clone());
+    std::fs::write(dir.join("manifest.json"), m.to_json_pretty()).unwrap();
+    let ran = run(cargo_gpubench()
+        .current_dir(&work)
+        .args(["compare", "main", "latest"])
+        .args([
+            "--baselines-dir",
+            "baselines",
+            "--out-dir",
+            "target/gpubench",
+        ]))
+    .expect_code(2);
+    assert!(
+        ran.stderr.contains(&format!(
+            "lists benchmark `{}` 2 times, but a run measures each benchmark once",
+            repeated.id
+        )) && ran.stderr.contains("manifest.json"),
+        "{}",
+        ran.stderr
+    );
+}
