@@ -123,6 +123,9 @@ pub fn write(bundle: &Bundle, output: &Path) -> Result<Written, ArchiveError> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "archive".into());
+    // `-o dist/benches.tar.gz` into a `dist/` not made yet: made, as cargo's
+    // `--artifact-dir` is.
+    std::fs::create_dir_all(dir).map_err(io("create the directory", dir))?;
     // Beside the output, so the rename stays on one filesystem; removed on error.
     let partial = tempfile::Builder::new()
         .prefix(&format!(".{name}."))

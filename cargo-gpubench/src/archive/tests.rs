@@ -179,6 +179,16 @@ fn a_failed_archive_leaves_no_file_under_its_name() {
     assert_eq!(left.len(), 1, "the temporary file is removed: {left:?}");
 }
 
+#[test]
+fn an_archive_into_a_directory_not_made_yet_makes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = bundle(&tmp.path().join("ws"));
+    let file = tmp.path().join("dist/nightly/benches.tar.gz");
+    let written = pack::write(&bundle, &file).unwrap();
+    assert!(written.bytes > 0);
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), written.bytes);
+}
+
 /// A gzipped tar of `entries` (name, bytes), names written as given, even unsafe ones.
 fn raw_archive(path: &Path, entries: &[(&str, &[u8])]) {
     let mut tar = tar::Builder::new(GzEncoder::new(
