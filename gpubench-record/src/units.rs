@@ -1,10 +1,20 @@
 //! Human-readable durations, sizes and ratios for terminal and report output.
 
 /// Formats nanoseconds with a unit that keeps 3–4 significant digits: `812 ns`,
-/// `12.3 µs`, `1.446 ms`, `2.51 s`.
+/// `12.3 µs`, `1.446 ms`, `2.51 s`; past 100,000 s (a day) in scientific notation,
+/// `1.000e299 s`, so a corrupt or absurd figure prints as a number and not as
+/// hundreds of digits; a negative one with its sign before the same.
 pub fn format_ns(ns: f64) -> String {
     if !ns.is_finite() {
         return "n/a".into();
+    }
+    if ns < 0.0 {
+        return format!("-{}", format_ns(-ns));
+    }
+    // -0.0 prints as `-0.000`.
+    let ns = ns + 0.0;
+    if ns >= 99_999.95e9 {
+        return format!("{:.3e} s", ns / 1e9);
     }
     // Units and digits are decided on the value as it will print: 999.97 µs shows as
     // `1.000 ms`, and 99.999 µs as `100.0 µs`, not `1000.0 µs` or `100.00 µs`.
@@ -58,6 +68,18 @@ mod tests {
         assert_eq!(format_ns(99_999.0), "100.0 µs");
         assert_eq!(format_ns(999_970.0), "1.000 ms");
         assert_eq!(format_ns(9.9996), "10.00 ns");
+    }
+
+    #[test]
+    fn huge_and_negative_durations_print_as_numbers_not_hundreds_of_digits() {
+        assert_eq!(format_ns(1e308), "1.000e299 s");
+        assert_eq!(format_ns(f64::MAX), "1.798e299 s");
+        assert_eq!(format_ns(99_999.9e9), "99999.9 s");
+        assert_eq!(format_ns(1.5e14), "1.500e5 s");
+        assert_eq!(format_ns(-2.5e6), "-2.500 ms");
+        assert_eq!(format_ns(-1e308), "-1.000e299 s");
+        assert_eq!(format_ns(-0.0), "0.000 ns");
+        assert_eq!(format_ns(5e-324), "0.000 ns");
     }
 
     #[test]
