@@ -102,6 +102,7 @@ impl Known<'_> {
             Known::Discover(e) => match e {
                 DiscoverError::Metadata(_) => Exit::Setup,
                 DiscoverError::UnknownPackage { .. }
+                | DiscoverError::NotInWorkspace { .. }
                 | DiscoverError::NoManifest { .. }
                 | DiscoverError::NotAGpubenchPackage { .. }
                 | DiscoverError::UnknownBench { .. }

@@ -17,6 +17,12 @@ pub enum DiscoverError {
     /// `cargo metadata` failed.
     #[error("failed to read the workspace with cargo metadata: {0}")]
     Metadata(#[source] cargo_metadata::Error),
+    /// No `Cargo.toml` in the current directory or above it.
+    #[error("{dir} is not in a cargo workspace (no Cargo.toml in it or above it): run cargo gpubench in your workspace, or pass --manifest-path PATH/Cargo.toml (or --exe / --archive to run benchmarks built elsewhere)")]
+    NotInWorkspace {
+        /// Where cargo looked from.
+        dir: String,
+    },
     /// `--manifest-path` names no file.
     #[error("--manifest-path {path} {why}: pass the path of the workspace's Cargo.toml, or leave it out to use the workspace of the current directory")]
     NoManifest {
@@ -150,7 +156,25 @@ fn metadata(cargo: &Path, manifest_path: Option<&Path>) -> Result<Metadata, Disc
         }
         cmd.manifest_path(path);
     }
-    cmd.exec().map_err(DiscoverError::Metadata)
+    cmd.exec().map_err(|e| match &e {
+        // A mistake in where it was run, said as such (a usage error) rather than as
+        // cargo's failure (a setup error).
+        cargo_metadata::Error::CargoMetadata { stderr }
+            if manifest_path.is_none() && not_in_workspace(stderr) =>
+        {
+            DiscoverError::NotInWorkspace {
+                dir: std::env::current_dir()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_else(|_| "the current directory".into()),
+            }
+        }
+        _ => DiscoverError::Metadata(e),
+    })
+}
+
+/// Whether cargo's `stderr` says it found no `Cargo.toml` to start from.
+fn not_in_workspace(stderr: &str) -> bool {
+    stderr.contains("could not find `Cargo.toml`")
 }
 
 /// Selects the bench targets of workspace members that depend on gpubench-core (as a

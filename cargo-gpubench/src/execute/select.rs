@@ -193,8 +193,24 @@ pub fn explain_empty(all: &[Benchmark], filter: &Filter) -> SelectError {
                 .join(", --skip ")
         )
     } else if named == 0 {
+        let suggestions: Vec<(&String, String)> = filter
+            .patterns
+            .iter()
+            .filter_map(|p| closest_name(p, all, filter.exact).map(|c| (p, c)))
+            .collect();
+        let hint = match suggestions.as_slice() {
+            [] => String::new(),
+            [(_, c)] if filter.patterns.len() == 1 => format!("; did you mean `{c}`?"),
+            many => format!(
+                "; did you mean {}?",
+                many.iter()
+                    .map(|(p, c)| format!("`{c}` (for `{p}`)"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
         format!(
-            "no benchmark matches {} {} ({} listed; see --list)",
+            "no benchmark matches {} {} ({} listed; see --list){hint}",
             if filter.exact {
                 "exactly"
             } else {
@@ -214,6 +230,30 @@ pub fn explain_empty(all: &[Benchmark], filter: &Filter) -> SelectError {
         format!("the {ignored} matching benchmark(s) are marked ignored; pass --include-ignored to run them")
     };
     SelectError::NothingSelected { why }
+}
+
+/// The benchmark name closest to `pattern` that a filter could mean, when one is
+/// within a typo of it (an edit per three characters, at least one): with `exact`
+/// whole ids and `<target>/<id>` names, else also their leading parts (`matmul` of
+/// `matmul/4096`), which a substring filter selects with.
+fn closest_name(pattern: &str, all: &[Benchmark], exact: bool) -> Option<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for b in all {
+        names.insert(b.qualified());
+        names.insert(b.id.clone());
+        if !exact {
+            for (i, _) in b.id.match_indices('/') {
+                names.insert(b.id[..i].to_string());
+            }
+        }
+    }
+    let most = (pattern.chars().count() / 3).max(1);
+    names
+        .into_iter()
+        .map(|n| (strsim::damerau_levenshtein(pattern, &n), n))
+        .filter(|(d, _)| *d <= most)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n)
 }
 
 #[cfg(test)]
@@ -321,6 +361,32 @@ mod tests {
         assert!(err.to_string().contains("--include-ignored"), "{err}");
         let err = explain_empty(&all(), &filter(&["nope"], false, Ignored::Skip));
         assert!(err.to_string().contains("`nope`"), "{err}");
+    }
+
+    #[test]
+    fn a_filter_one_typo_from_a_name_suggests_it() {
+        let err = |patterns: &[&str], exact: bool| {
+            explain_empty(&all(), &filter(patterns, exact, Ignored::Skip)).to_string()
+        };
+        let e = err(&["matmlu"], false);
+        assert!(
+            e.ends_with("(4 listed; see --list); did you mean `matmul`?"),
+            "{e}"
+        );
+        // --exact wants a whole id.
+        let e = err(&["matmul/409"], true);
+        assert!(e.ends_with("did you mean `matmul/4096`?"), "{e}");
+        let e = err(&["conv/con2d"], true);
+        assert!(e.ends_with("did you mean `conv/conv2d`?"), "{e}");
+        // Several filters: each suggestion says which it is for.
+        let e = err(&["matmlu", "cnv2d"], false);
+        assert!(
+            e.ends_with("did you mean `matmul` (for `matmlu`), `conv2d` (for `cnv2d`)?"),
+            "{e}"
+        );
+        // Nothing close: no guess.
+        let e = err(&["attention"], false);
+        assert!(!e.contains("did you mean"), "{e}");
     }
 
     #[test]

@@ -22,3 +22,4 @@ mod report_render;
 mod report_run;
 mod report_speed;
 mod run_exe;
+mod usage;
