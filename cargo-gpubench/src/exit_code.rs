@@ -6,7 +6,7 @@
 //! |------|---------|
 //! | 0    | every selected benchmark passed (or `--list` succeeded), and the `--fail-on` gate did not trip |
 //! | 1    | at least one benchmark failed: panic, out of memory, crash, timeout, bad exit code |
-//! | 2    | usage error or bad input: a bad option, an unknown package or bench target, no benchmark matched, two benchmarks share an id, a bad or unknown baseline name, a file where a baseline's directory goes, a corrupt or newer baseline, record, manifest or comparison file, a file that is not a gpubench archive or a damaged or newer one |
+//! | 2    | usage error or bad input: a bad option, not in a cargo workspace, an unknown package or bench target, no benchmark matched, two benchmarks share an id, a bad or unknown baseline name, a file where a baseline's directory goes, a corrupt or newer baseline, record, manifest or comparison file, a file that is not a gpubench archive or a damaged or newer one |
 //! | 3    | the bench targets failed to build |
 //! | 4    | regression found: the comparison with the baseline tripped the `--fail-on` gate, on a verdict or on missing evidence (a baseline benchmark not run, gone or not compared, a gated metric one side lacks) that `--allow-missing` does not let pass |
 //! | 5    | setup error: libtorch not found (or not the version an archive was built against), cargo or a bench executable could not be run, another run holds the lock, results or the HTML report could not be written; `doctor` found something that makes results unreliable |
@@ -94,11 +94,11 @@ Exit codes:
   0    every selected benchmark passed (or --list succeeded) and the --fail-on gate
        did not trip
   1    at least one benchmark failed (panic, out of memory, crash, timeout, bad exit code)
-  2    usage error or bad input: bad option, unknown package or bench target,
-       no benchmark matched, two benchmarks share an id, a bad or unknown baseline
-       name, a file where a baseline's directory goes, a corrupt or newer baseline,
-       record, manifest or comparison file, a file that is not a gpubench archive
-       or a damaged or newer one
+  2    usage error or bad input: bad option, not in a cargo workspace, unknown
+       package or bench target, no benchmark matched, two benchmarks share an id,
+       a bad or unknown baseline name, a file where a baseline's directory goes, a
+       corrupt or newer baseline, record, manifest or comparison file, a file that
+       is not a gpubench archive or a damaged or newer one
   3    the bench targets failed to build
   4    regression found: the comparison with the baseline tripped --fail-on
        (default: a benchmark regressed), or evidence is missing (a baseline

@@ -61,6 +61,10 @@ pub struct SetupOptions {
 /// Runs `cargo gpubench setup`.
 pub fn run(args: &SetupOptions) -> Result<()> {
     let root = libtorch_root(args)?;
+    let libtorch_env = std::env::var_os("LIBTORCH").filter(|v| !v.is_empty());
+    if let Some(why) = shadowing_env(libtorch_env.as_deref().map(Path::new), &root) {
+        crate::console::warning(format_args!("{why}"));
+    }
     if args.no_cargo_config {
         return Ok(());
     }
@@ -200,6 +204,30 @@ fn at_hand(search: &libtorch::Search, cuda_headers: bool) -> Option<(PathBuf, Li
         && torch_version(&root).as_deref() == Some(LIBTORCH_VERSION)
         && (!cuda_headers || has_cuda_headers(&root)))
     .then_some((root, found.source))
+}
+
+/// Why the `LIBTORCH` of the environment (`env`) keeps builds and benchmarks from
+/// the libtorch `root` this setup ends with, when it does: cargo gpubench and tch's
+/// build take the variable first, so one naming no libtorch, or another version
+/// than tch's, breaks every build after a setup that went well.
+fn shadowing_env(env: Option<&Path>, root: &Path) -> Option<String> {
+    let dir = env.filter(|d| *d != root)?;
+    let what = if !libtorch::has_libtorch(&dir.join("lib")) {
+        "no libtorch (its lib/ has no libtorch_cpu)".to_string()
+    } else {
+        match torch_version(dir) {
+            Some(v) if v == LIBTORCH_VERSION => return None,
+            Some(v) => format!("libtorch {v}"),
+            None => return None,
+        }
+    };
+    Some(format!(
+        "LIBTORCH is set to {} in this environment, which holds {what}: cargo gpubench \
+         and tch's build use it before the libtorch {LIBTORCH_VERSION} set up here ({}); \
+         unset it, or set it to that directory",
+        dir.display(),
+        root.display()
+    ))
 }
 
 /// The version of the libtorch in `root`, without a local part (`2.11.0` of
@@ -476,6 +504,25 @@ chmod +x "$3/bin/pip"
                 && err.contains(&format!("needs libtorch {LIBTORCH_VERSION}")),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_libtorch_variable_of_another_version_is_named_as_what_builds_will_use() {
+        let tmp = tempfile::tempdir().unwrap();
+        let good = fake_torch(&tmp.path().join("good"), LIBTORCH_VERSION, false);
+        let other = fake_torch(&tmp.path().join("other"), LIBTORCH_VERSION, false);
+        let old = fake_torch(&tmp.path().join("old"), "2.0.0", false);
+        assert_eq!(shadowing_env(None, &good), None);
+        assert_eq!(shadowing_env(Some(&good), &good), None);
+        assert_eq!(shadowing_env(Some(&other), &good), None);
+        let why = shadowing_env(Some(&old), &good).unwrap();
+        assert!(
+            why.contains("old/torch in this environment, which holds libtorch 2.0.0")
+                && why.contains("unset it"),
+            "{why}"
+        );
+        let why = shadowing_env(Some(&tmp.path().join("gone")), &good).unwrap();
+        assert!(why.contains("which holds no libtorch"), "{why}");
     }
 
     #[test]
