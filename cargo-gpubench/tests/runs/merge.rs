@@ -646,3 +646,39 @@ fn a_run_whose_manifest_lists_a_benchmark_twice_is_refused_not_counted_twice() {
         ran.stderr
     );
 }
+
+#[test]
+fn an_ab_run_is_refused_before_anything_is_written() {
+    use cargo_gpubench::store::manifest::{ManifestAb, ManifestRevision};
+    let fake = Fake::new();
+    let work = fake.dir.path().join("work");
+    let (a, b) = two_runs(&fake);
+    // `b` as `ab` stores it: the head's records, with the revisions in its manifest.
+    let mut m = manifest(&b);
+    let revision = |label: &str| ManifestRevision {
+        label: label.into(),
+        commit: Some(format!("{label}0000")),
+        dirty: false,
+        libraries: Vec::new(),
+    };
+    m.ab = Some(ManifestAb {
+        base: revision("1a2b3c4d"),
+        head: revision("5e6f7a8b"),
+        paired: true,
+        unpaired_reason: None,
+    });
+    std::fs::write(b.join("manifest.json"), m.to_json_pretty()).unwrap();
+    let out = work.join("merged");
+    let ran = merge(&fake, &["./a", "./b"], &out, &[]).expect_code(2);
+    assert!(
+        ran.stderr.contains(&format!(
+            "run `{}` is an `ab` run (head (5e6f7a8b) against base (1a2b3c4d))",
+            m.run_id
+        )) && ran
+            .stderr
+            .contains(&format!("run `{}` is a plain run", manifest(&a).run_id)),
+        "{}",
+        ran.stderr
+    );
+    assert!(!out.join("runs").exists(), "nothing is written");
+}
