@@ -119,7 +119,7 @@ use std::time::Instant;
 
 use gpubench_analysis::baseline::{compare_with_baseline, BaselineCompareOptions, BaselineEntry};
 use gpubench_analysis::compare::{
-    compare_cpu_processes, compare_processes, CompareConfig, Verdict, SPREAD_MULTIPLE,
+    compare_cpu_processes, compare_processes, CompareConfig, Contention, Verdict, SPREAD_MULTIPLE,
 };
 use gpubench_analysis::processes::{
     Bound, RoundDecision, RUN_FLOOR_CPU, RUN_FLOOR_DEVICE, RUN_FLOOR_HOST,
@@ -290,7 +290,7 @@ fn rates(
         let b = draw_side(model, factor, sizing, &mut rng);
         processes += a.len() + b.len();
         let compared = match model.bound {
-            Bound::Cpu => compare_cpu_processes(&a, &b, model.contended, cfg),
+            Bound::Cpu => compare_cpu_processes(&a, &b, Contention::both(model.contended), cfg),
             bound => compare_processes(&a, &b, bound, cfg),
         };
         let verdict = compared.expect("synthetic samples are valid").verdict;

@@ -67,6 +67,23 @@
 //! 10%) unchanged code gets a verdict in 0.1% of comparisons and a 2× slowdown is
 //! caught in 95%.
 //!
+//! Only one side contended is another matter: one run's processes waited for a core
+//! and the other's did not, so the wait alone can make any change (on a 2-core
+//! machine, unchanged code read +72.4% [+53.9%, +93.2%] with this run contended in
+//! 4 of 4 processes and the baseline in none). Such a pair is never called regressed
+//! or improved: the verdict is [`Verdict::Ambiguous`] with a note naming `cargo
+//! gpubench ab`, which measures both revisions in the same processes under the same
+//! load. "No change" stands, under the contended threshold.
+//!
+//! # Too noisy to judge
+//!
+//! The spread term can widen the threshold without bound: processes of a busy host
+//! 2× apart give ±100%, under which "no change" (`+7.1% [−38.4%, +86.4%]`) says
+//! nothing a user would accept. Beyond [`MAX_NO_CHANGE_THRESHOLD`] (±50%, the widest
+//! noise threshold the rule sets itself) "no change" becomes [`Verdict::Ambiguous`],
+//! "too noisy to judge", with the fix (`cargo gpubench ab`, or a quieter machine);
+//! a regression or improvement beyond even that threshold stands.
+//!
 //! Calibrated in `benches/calibration.rs` on synthetic samples with the per-process
 //! shifts measured on an H200 (device-bound: 1% between processes; launch-bound: 14%
 //! between processes, or two modes), at the numbers of processes `cargo gpubench` runs
@@ -191,6 +208,13 @@ pub const MIN_PROCESSES_PER_SIDE: usize = crate::processes::MIN_PROCESSES;
 /// The threshold is at least this many pooled standard deviations of the log process
 /// medians; see the module docs and `benches/calibration.rs`.
 pub const SPREAD_MULTIPLE: f64 = 1.5;
+/// The widest threshold under which a comparison says [`Verdict::NoChange`]: ±50%,
+/// the widest noise threshold the rule sets by design (host-bound work, contended CPU
+/// work). A threshold the processes' spread pushes beyond it (±100% when processes
+/// of a busy host lie 2× apart) is no claim a user would accept: such a comparison
+/// is [`Verdict::Ambiguous`], "too noisy to judge", naming `cargo gpubench ab` (module
+/// docs, "Too noisy to judge").
+pub const MAX_NO_CHANGE_THRESHOLD: f64 = 0.5;
 /// Default noise threshold of a benchmark whose time rests on the host's dispatch
 /// speed: ±50%. On an H200 that speed drifted by up to 45% between runs of unchanged
 /// code, every process of a run alike, which no number of processes in one run can
@@ -345,14 +369,17 @@ pub struct Comparison {
     /// between processes); absent when neither side has two processes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spread: Option<f64>,
-    /// The noise threshold asked for.
+    /// The noise threshold of the rule that judged it: [`CompareConfig::noise_threshold`]
+    /// for device-bound work, at least the CPU's or the host's for theirs, the paired
+    /// one for a paired comparison (what a page says "noise threshold" of).
     pub noise_threshold: f64,
     /// The threshold the verdict used: the noise threshold, or the spread between
     /// processes when that is larger.
     pub threshold: f64,
     /// The significance level the verdict used.
     pub significance: f64,
-    /// Why the verdict is ambiguous whatever the data, when it is (too few processes).
+    /// Why the verdict is ambiguous whatever the change, when it is: too few processes,
+    /// a threshold too wide to say "no change" under, or only one side contended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// Whether work on the CPU device was judged as contended (a side ran on a host
@@ -478,34 +505,83 @@ pub fn compare_processes(
     bound: Bound,
     config: &CompareConfig,
 ) -> Result<Comparison, CompareError> {
-    compare_by(baseline, current, bound, false, config)
+    compare_by(baseline, current, bound, Contention::default(), config)
 }
 
-/// [`compare_processes`] of work on the CPU device ([`Bound::Cpu`]); `contended` when a
-/// process of either side ran on a host whose CPUs could not serve its threads
+/// Which sides of a comparison of CPU work ran on a host that could not serve their
+/// threads (a process of the side was flagged contended, see [`crate::host`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Contention {
+    /// A process of the baseline was contended.
+    pub baseline: bool,
+    /// A process of the current run was contended.
+    pub current: bool,
+}
+
+impl Contention {
+    /// Both sides alike: contended, or not.
+    pub fn both(contended: bool) -> Self {
+        Contention {
+            baseline: contended,
+            current: contended,
+        }
+    }
+
+    /// Whether either side was contended.
+    pub fn any(self) -> bool {
+        self.baseline || self.current
+    }
+
+    /// The note of a change that only one side's contention may explain, when one
+    /// side was contended and the other not.
+    fn one_sided_note(self) -> Option<&'static str> {
+        match (self.baseline, self.current) {
+            (true, false) => Some(
+                "the baseline's processes waited for a core (contended) and this run's did \
+                 not, so the change may be that wait rather than the code: judge it with \
+                 `cargo gpubench ab`, or measure both sides on a quiet host",
+            ),
+            (false, true) => Some(
+                "this run's processes waited for a core (contended) and the baseline's did \
+                 not, so the change may be that wait rather than the code: judge it with \
+                 `cargo gpubench ab`, or measure both sides on a quiet host",
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// [`compare_processes`] of work on the CPU device ([`Bound::Cpu`]); `contention` says
+/// which sides had a process on a host whose CPUs could not serve its threads
 /// ([`crate::host`]). Its time then holds a share of waiting for a core, which moves
 /// with the other work from one run to the next where the run's own processes need
-/// not show it, so the threshold is at least the host noise threshold (module docs,
-/// "The CPU device").
+/// not show it, so the threshold is at least the host noise threshold; and when only
+/// one side waited, that wait alone can make any change, so such a pair is never
+/// called regressed or improved (module docs, "The CPU device").
 pub fn compare_cpu_processes(
     baseline: &[Vec<f64>],
     current: &[Vec<f64>],
-    contended: bool,
+    contention: Contention,
     config: &CompareConfig,
 ) -> Result<Comparison, CompareError> {
-    compare_by(baseline, current, Bound::Cpu, contended, config)
+    compare_by(baseline, current, Bound::Cpu, contention, config)
 }
 
-/// The rule of the module docs; `contended` matters only on the CPU device.
+/// The rule of the module docs; `contention` matters only on the CPU device.
 fn compare_by(
     baseline: &[Vec<f64>],
     current: &[Vec<f64>],
     bound: Bound,
-    contended: bool,
+    contention: Contention,
     config: &CompareConfig,
 ) -> Result<Comparison, CompareError> {
     config.validate()?;
-    let contended = contended && bound == Bound::Cpu;
+    let contention = if bound == Bound::Cpu {
+        contention
+    } else {
+        Contention::default()
+    };
+    let contended = contention.any();
     let was = check_processes(baseline, Side::Baseline)?;
     let now = check_processes(current, Side::Current)?;
     let (nb, nc) = (was.len(), now.len());
@@ -583,7 +659,13 @@ fn compare_by(
         let verdict = decide(log_interval, p_value, log_threshold, config.significance);
         let test = welch_test(&yb, &yc);
         let resolution = Resolution::of(&test, verdict, p_value, log_threshold, config);
-        (change, p_value, verdict, None, Some(resolution))
+        let (verdict, note) = match contention.one_sided_note() {
+            Some(why) if matches!(verdict, Verdict::Regressed | Verdict::Improved) => {
+                (Verdict::Ambiguous, Some(why.to_string()))
+            }
+            _ => too_noisy_to_judge(verdict, threshold),
+        };
+        (change, p_value, verdict, note, Some(resolution))
     };
     Ok(Comparison {
         change,
@@ -594,7 +676,7 @@ fn compare_by(
         baseline_processes: nb,
         current_processes: nc,
         spread,
-        noise_threshold: config.noise_threshold,
+        noise_threshold: noise,
         threshold,
         significance: config.significance,
         note,
@@ -699,6 +781,25 @@ fn compare_within(baseline: &[f64], current: &[f64], config: &CompareConfig) -> 
     )
 }
 
+/// A "no change" under a threshold wider than [`MAX_NO_CHANGE_THRESHOLD`] (its
+/// processes spread that much) claims more than the data hold: it becomes
+/// [`Verdict::Ambiguous`], with the note that says so and the fix. Other verdicts
+/// pass: a change beyond even that threshold is one.
+fn too_noisy_to_judge(verdict: Verdict, threshold: f64) -> (Verdict, Option<String>) {
+    if verdict != Verdict::NoChange || threshold <= MAX_NO_CHANGE_THRESHOLD {
+        return (verdict, None);
+    }
+    let note = format!(
+        "too noisy to judge: its processes spread so far that only a change beyond \
+         ±{:.0}% could be told from noise, and \"no change\" needs a threshold within \
+         ±{:.0}%; judge it with `cargo gpubench ab` (both revisions in the same \
+         processes), or measure on a quieter machine",
+        100.0 * threshold,
+        100.0 * MAX_NO_CHANGE_THRESHOLD
+    );
+    (Verdict::Ambiguous, Some(note))
+}
+
 /// The table of the module docs, on the log scale: `interval` is the log ratio's and
 /// `threshold` is `ln(1 + t)`.
 fn decide(interval: (f64, f64), p_value: f64, threshold: f64, significance: f64) -> Verdict {
@@ -762,7 +863,8 @@ pub fn compare_paired(
             };
             let verdict = decide(interval, p_value, log_threshold, config.significance);
             let resolution = Resolution::of(&test, verdict, p_value, log_threshold, config);
-            (change, p_value, verdict, None, Some(resolution))
+            let (verdict, note) = too_noisy_to_judge(verdict, log_threshold.exp_m1());
+            (change, p_value, verdict, note, Some(resolution))
         }
         None => (
             Estimate {

@@ -244,10 +244,16 @@ pub fn run(args: HarnessArgs) -> i32 {
     // Opened once per process; without a GPU or NVML each round only says why.
     let telemetry = Telemetry::for_device(backend.as_ref());
     fingerprint.gpu = telemetry.as_ref().ok().map(|t| t.state.clone());
-    let host = HostWatch::new(ThreadRequest::from_env(
+    let host = match HostWatch::new(ThreadRequest::from_env(
         fingerprint.device.on_cpu(),
         args.cpu_threads,
-    ));
+    )) {
+        Ok(host) => host,
+        Err(why) => {
+            eprintln!("error: {why}");
+            return EXIT_USAGE;
+        }
+    };
     let started = Instant::now();
     let filtered_out = total - selected.len();
     let (mut passed, mut failed, mut ignored) = (0, 0, 0);
@@ -547,7 +553,7 @@ pub(crate) fn run_paired(
     let mut fingerprint = fingerprint::collect(backend.as_ref());
     let telemetry = Telemetry::for_device(backend.as_ref());
     fingerprint.gpu = telemetry.as_ref().ok().map(|t| t.state.clone());
-    let host = HostWatch::new(ThreadRequest::from_env(fingerprint.device.on_cpu(), None));
+    let host = HostWatch::new(ThreadRequest::from_env(fingerprint.device.on_cpu(), None))?;
     Ok(run_case(
         case,
         &backend,
@@ -754,7 +760,7 @@ mod oom_tests {
         let backend: Rc<dyn DeviceBackend> = device.clone();
         let fingerprint = fingerprint::collect(backend.as_ref());
         let telemetry = Err("no telemetry in tests".to_string());
-        let host = HostWatch::new(ThreadRequest::from_env(false, None));
+        let host = HostWatch::new(ThreadRequest::from_env(false, None)).unwrap();
         run_case(
             case,
             &backend,
@@ -843,7 +849,7 @@ mod oom_tests {
             Rc::new(crate::device::TorchDevice::new(tch::Device::Cpu));
         let fingerprint = fingerprint::collect(backend.as_ref());
         let telemetry = Err("no telemetry in tests".to_string());
-        let host = HostWatch::new(ThreadRequest::from_env(false, None));
+        let host = HostWatch::new(ThreadRequest::from_env(false, None)).unwrap();
         let add = case("add", |b| {
             let x = tch::Tensor::ones([16], (tch::Kind::Float, tch::Device::Cpu));
             b.iter(|| &x + 1.0);

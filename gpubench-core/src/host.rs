@@ -2,18 +2,23 @@
 //! (how many the harness sets, and why), and the host's readings at the start and end
 //! of each benchmark, which flag a process the host could not serve *contended*.
 //!
-//! On the CPU device the routine's work is split over libtorch's intra-op threads.
-//! When other work keeps the cores busy, some of those threads wait for a core and
-//! every call waits for the last of them: the figure becomes the scheduler's (8 or
-//! 16 ms per call for any matmul size on a busy 2-core machine). So the harness gives
-//! libtorch only the cores the host has free ([`gpubench_record::host::free_cores`])
-//! unless the user chose: `--cpu-threads` / `GPUBENCH_CPU_THREADS`, their own
-//! `OMP_NUM_THREADS`, or `tch::set_num_threads` in the benchmark. On a GPU libtorch's
-//! default stays; the host is read all the same.
+//! On the CPU device the routine's work is split over libtorch's intra-op threads,
+//! and their number moves its figures, so it must not move between runs: by default
+//! half the CPUs the process may use ([`default_cpu_threads`]), whatever the load;
+//! the baseline's count when `cargo gpubench` compares with (or saves over) one that
+//! has another ([`BASELINE_CPU_THREADS_VAR`]); unless the user chose:
+//! `--cpu-threads` / `GPUBENCH_CPU_THREADS` (at most the CPUs the process may use),
+//! their own `OMP_NUM_THREADS`, or `tch::set_num_threads` in the benchmark. The
+//! default leaves half the cores to other work, since when other work keeps the
+//! cores busy some threads wait for a core and every call waits for the last of them
+//! (8 or 16 ms per call for any matmul size on a busy 2-core machine). On a GPU
+//! libtorch's default stays; the host is read all the same.
 
-use gpubench_analysis::host::{free_cores_now, read_cpus, read_now};
-use gpubench_record::host::{HostCpus, HostReading, HostTelemetry, ThreadSource};
-use gpubench_record::protocol::{CPU_THREADS_VAR, FREE_CORES_VAR};
+use gpubench_analysis::host::{read_cpus, read_now};
+use gpubench_record::host::{
+    default_cpu_threads, HostCpus, HostReading, HostTelemetry, ThreadSource,
+};
+use gpubench_record::protocol::{BASELINE_CPU_THREADS_VAR, CPU_THREADS_VAR};
 use gpubench_record::record::Round;
 
 /// The intra-op threads this process gives libtorch, and why.
@@ -27,7 +32,7 @@ pub struct ThreadChoice {
 }
 
 /// What chooses the intra-op threads, as this process found it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ThreadRequest {
     /// Whether the benchmarks run on the CPU device.
     pub on_cpu: bool,
@@ -35,15 +40,29 @@ pub struct ThreadRequest {
     pub option: Option<u32>,
     /// Whether the user set `OMP_NUM_THREADS` (libtorch reads it itself).
     pub omp_num_threads: bool,
-    /// The run's free cores, from `cargo gpubench`
-    /// ([`gpubench_record::protocol::FREE_CORES_VAR`]).
-    pub run_free_cores: Option<u32>,
+    /// The baseline's count, from `cargo gpubench` ([`BASELINE_CPU_THREADS_VAR`]).
+    pub baseline: Option<u32>,
+    /// The CPUs this process may use.
+    pub available: u32,
+}
+
+impl Default for ThreadRequest {
+    fn default() -> Self {
+        ThreadRequest {
+            on_cpu: false,
+            option: None,
+            omp_num_threads: false,
+            baseline: None,
+            available: 1,
+        }
+    }
 }
 
 impl ThreadRequest {
     /// What this process asks for on the device `on_cpu` says: `option` as parsed
-    /// from `--cpu-threads`, else [`CPU_THREADS_VAR`]; the run's free cores from
-    /// [`FREE_CORES_VAR`]; and whether `OMP_NUM_THREADS` is set.
+    /// from `--cpu-threads`, else [`CPU_THREADS_VAR`]; the baseline's count from
+    /// [`BASELINE_CPU_THREADS_VAR`]; whether `OMP_NUM_THREADS` is set; and the CPUs
+    /// this process may use.
     pub fn from_env(on_cpu: bool, option: Option<u32>) -> Self {
         let count = |var: &str| {
             std::env::var(var)
@@ -55,27 +74,41 @@ impl ThreadRequest {
             on_cpu,
             option: option.or_else(|| count(CPU_THREADS_VAR)),
             omp_num_threads: count("OMP_NUM_THREADS").is_some(),
-            run_free_cores: count(FREE_CORES_VAR),
+            baseline: count(BASELINE_CPU_THREADS_VAR),
+            available: std::thread::available_parallelism().map_or(1, |n| n.get()) as u32,
         }
     }
 
     /// The choice, in order: a GPU keeps libtorch's default (the option is for the
-    /// CPU device); then the option; the user's `OMP_NUM_THREADS`; the run's free
-    /// cores; else the cores `free_now` finds free on the host now (called only
-    /// then).
-    pub fn choose(self, free_now: impl FnOnce() -> u32) -> ThreadChoice {
+    /// CPU device); then the option, refused when it is more than the CPUs this
+    /// process may use (so many threads only wait for cores, and tens of thousands
+    /// take the process past its timeout just starting); the user's
+    /// `OMP_NUM_THREADS`; the baseline's count (at most the CPUs); else
+    /// [`default_cpu_threads`].
+    pub fn choose(self) -> Result<ThreadChoice, String> {
+        let available = self.available.max(1);
         let (set, from) = if !self.on_cpu {
             (None, ThreadSource::Libtorch)
         } else if let Some(n) = self.option {
+            if n > available {
+                return Err(format!(
+                    "{CPU_THREADS_VAR}={n} (--cpu-threads) asks for more intra-op threads than \
+                     the {available} CPU{} this process may use: the threads beyond them only \
+                     wait for a core; set it to at most {available}, or unset it for \
+                     {} (half the CPUs)",
+                    if available == 1 { "" } else { "s" },
+                    default_cpu_threads(available)
+                ));
+            }
             (Some(n.max(1)), ThreadSource::Option)
         } else if self.omp_num_threads {
             (None, ThreadSource::OmpNumThreads)
-        } else if let Some(n) = self.run_free_cores {
-            (Some(n.max(1)), ThreadSource::FreeCores)
+        } else if let Some(n) = self.baseline {
+            (Some(n.clamp(1, available)), ThreadSource::Baseline)
         } else {
-            (Some(free_now().max(1)), ThreadSource::FreeCores)
+            (Some(default_cpu_threads(available)), ThreadSource::HalfCpus)
         };
-        ThreadChoice { set, from }
+        Ok(ThreadChoice { set, from })
     }
 }
 
@@ -96,13 +129,14 @@ pub struct Watching {
 }
 
 impl HostWatch {
-    /// The watch of a process whose benchmarks run as `request` says.
-    pub fn new(request: ThreadRequest) -> Self {
-        HostWatch {
+    /// The watch of a process whose benchmarks run as `request` says; `Err` when the
+    /// request is refused ([`ThreadRequest::choose`]).
+    pub fn new(request: ThreadRequest) -> Result<Self, String> {
+        Ok(HostWatch {
             cpus: read_cpus(),
-            choice: request.choose(free_cores_now),
+            choice: request.choose()?,
             on_cpu: request.on_cpu,
-        }
+        })
     }
 
     /// Before a benchmark: sets libtorch's intra-op threads (again: a benchmark before
@@ -158,41 +192,73 @@ mod tests {
     fn cpu() -> ThreadRequest {
         ThreadRequest {
             on_cpu: true,
+            available: 2,
             ..ThreadRequest::default()
         }
     }
 
-    fn never() -> u32 {
-        panic!("the host is read only when nothing else chose")
-    }
-
     #[test]
-    fn the_cpu_device_gets_the_free_cores_unless_the_user_chose() {
-        // Nothing chosen: the cores the host has free now.
-        let c = cpu().choose(|| 1);
-        assert_eq!((c.set, c.from), (Some(1), ThreadSource::FreeCores));
-        // cargo gpubench's count for the whole run wins over a reading now.
-        let run = ThreadRequest {
-            run_free_cores: Some(2),
+    fn the_cpu_device_gets_half_the_cpus_whatever_the_load_unless_chosen() {
+        // Nothing chosen: half the CPUs, at least one, the same in every run.
+        let c = cpu().choose().unwrap();
+        assert_eq!((c.set, c.from), (Some(1), ThreadSource::HalfCpus));
+        let big = ThreadRequest {
+            available: 16,
             ..cpu()
         };
-        assert_eq!(run.choose(never).set, Some(2));
+        assert_eq!(big.choose().unwrap().set, Some(8));
+        let one = ThreadRequest {
+            available: 1,
+            ..cpu()
+        };
+        assert_eq!(one.choose().unwrap().set, Some(1));
+        // The baseline's count, so the run compares with it; never more than the CPUs.
+        let baseline = ThreadRequest {
+            baseline: Some(2),
+            ..cpu()
+        };
+        let c = baseline.choose().unwrap();
+        assert_eq!((c.set, c.from), (Some(2), ThreadSource::Baseline));
+        let wider = ThreadRequest {
+            baseline: Some(8),
+            ..cpu()
+        };
+        assert_eq!(wider.choose().unwrap().set, Some(2));
         // The user's OMP_NUM_THREADS: libtorch reads it, the harness leaves it.
         let omp = ThreadRequest {
             omp_num_threads: true,
-            ..run
+            ..baseline
         };
-        let c = omp.choose(never);
+        let c = omp.choose().unwrap();
         assert_eq!((c.set, c.from), (None, ThreadSource::OmpNumThreads));
         // GPUBENCH_CPU_THREADS over everything.
         let option = ThreadRequest {
-            option: Some(3),
+            option: Some(2),
             ..omp
         };
-        let c = option.choose(never);
-        assert_eq!((c.set, c.from), (Some(3), ThreadSource::Option));
-        // Never fewer than one.
-        assert_eq!(cpu().choose(|| 0).set, Some(1));
+        let c = option.choose().unwrap();
+        assert_eq!((c.set, c.from), (Some(2), ThreadSource::Option));
+    }
+
+    #[test]
+    fn more_threads_than_cpus_are_refused_naming_the_variable_and_the_fix() {
+        let huge = ThreadRequest {
+            option: Some(99999),
+            ..cpu()
+        };
+        let why = huge.choose().unwrap_err();
+        assert!(
+            why.starts_with("GPUBENCH_CPU_THREADS=99999 (--cpu-threads)")
+                && why.contains("the 2 CPUs this process may use")
+                && why.contains("set it to at most 2"),
+            "{why}"
+        );
+        // On a GPU the option is not used, so not refused either.
+        let gpu = ThreadRequest {
+            on_cpu: false,
+            ..huge
+        };
+        assert_eq!(gpu.choose().unwrap().from, ThreadSource::Libtorch);
     }
 
     #[test]
@@ -204,7 +270,8 @@ mod tests {
         let watch = HostWatch::new(ThreadRequest {
             option: Some(2),
             ..cpu()
-        });
+        })
+        .unwrap();
         let watching = watch.start();
         assert_eq!(tch::get_num_threads(), 2);
         tch::set_num_threads(1);
@@ -220,7 +287,7 @@ mod tests {
         assert_eq!(watch.finish(watching, &mut round), 2);
         assert_eq!(round.host.unwrap().threads_from, ThreadSource::Option);
         // On a GPU one thread works on the host, whatever libtorch's pool holds.
-        let gpu = HostWatch::new(ThreadRequest::default());
+        let gpu = HostWatch::new(ThreadRequest::default()).unwrap();
         let watching = gpu.start();
         let mut round = Round::first("2026-01-01T00:00:02Z".into());
         gpu.finish(watching, &mut round);
@@ -236,10 +303,11 @@ mod tests {
         let gpu = ThreadRequest {
             on_cpu: false,
             option: Some(3),
-            omp_num_threads: false,
-            run_free_cores: Some(2),
+            baseline: Some(2),
+            available: 4,
+            ..ThreadRequest::default()
         };
-        let c = gpu.choose(never);
+        let c = gpu.choose().unwrap();
         assert_eq!((c.set, c.from), (None, ThreadSource::Libtorch));
     }
 }

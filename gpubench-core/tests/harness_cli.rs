@@ -184,12 +184,16 @@ fn bench_mode_measures_and_writes_a_record() {
             "a CPU run mentions {quiet}: {printed}"
         );
     }
-    // The host is read: the cores it had free are the intra-op threads, in the
-    // record and its settings, and printed; contended exactly when the readings say
-    // the host could not serve them (this test cannot choose the host's load).
+    // The host is read: half the CPUs the process may use are the intra-op threads,
+    // whatever the load, in the record and its settings, and printed; contended
+    // exactly when the readings say the host could not serve them (this test cannot
+    // choose the host's load).
     let host = record.rounds[0].host.as_ref().expect("the host was read");
-    assert_eq!(host.threads_from, ThreadSource::FreeCores);
-    assert!(host.intra_op_threads >= 1 && host.intra_op_threads <= host.cpus.available);
+    assert_eq!(host.threads_from, ThreadSource::HalfCpus);
+    assert_eq!(
+        host.intra_op_threads,
+        gpubench_record::host::default_cpu_threads(host.cpus.available)
+    );
     assert_eq!(host.working_threads, host.intra_op_threads);
     assert_eq!(record.config.cpu_threads, Some(host.intra_op_threads));
     assert!(
@@ -205,8 +209,9 @@ fn bench_mode_measures_and_writes_a_record() {
 }
 
 #[test]
-fn the_cpu_threads_are_the_option_omp_num_threads_or_the_runs_free_cores() {
+fn the_cpu_threads_are_the_option_omp_num_threads_the_baselines_or_half_the_cpus() {
     let dir = tempfile::tempdir().unwrap();
+    let available = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let host_of = |envs: &[(&str, &str)]| {
         let mut envs = envs.to_vec();
         envs.extend([
@@ -229,17 +234,32 @@ fn the_cpu_threads_are_the_option_omp_num_threads_or_the_runs_free_cores() {
         assert_eq!(record.config.cpu_threads, Some(host.intra_op_threads));
         (host.intra_op_threads, host.threads_from)
     };
+    let all = available.to_string();
     assert_eq!(
-        host_of(&[("GPUBENCH_CPU_THREADS", "3"), ("OMP_NUM_THREADS", "2")]),
-        (3, ThreadSource::Option)
+        host_of(&[
+            ("GPUBENCH_CPU_THREADS", &all),
+            ("OMP_NUM_THREADS", "1"),
+            ("GPUBENCH_BASELINE_CPU_THREADS", "1")
+        ]),
+        (available, ThreadSource::Option)
     );
     assert_eq!(
-        host_of(&[("OMP_NUM_THREADS", "2"), ("GPUBENCH_FREE_CORES", "1")]),
-        (2, ThreadSource::OmpNumThreads)
+        host_of(&[
+            ("OMP_NUM_THREADS", "1"),
+            ("GPUBENCH_BASELINE_CPU_THREADS", &all)
+        ]),
+        (1, ThreadSource::OmpNumThreads)
     );
     assert_eq!(
-        host_of(&[("GPUBENCH_FREE_CORES", "3")]),
-        (3, ThreadSource::FreeCores)
+        host_of(&[("GPUBENCH_BASELINE_CPU_THREADS", &all)]),
+        (available, ThreadSource::Baseline)
+    );
+    assert_eq!(
+        host_of(&[]),
+        (
+            gpubench_record::host::default_cpu_threads(available),
+            ThreadSource::HalfCpus
+        )
     );
     // A count that is no count is refused, naming the option.
     let out = run(
@@ -252,6 +272,21 @@ fn the_cpu_threads_are_the_option_omp_num_threads_or_the_runs_free_cores() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // So is one beyond the CPUs, at once, where it used to start that many threads
+    // and hang each process to its timeout.
+    let started = std::time::Instant::now();
+    let out = run(
+        &["--bench", "--exact", "sized/8"],
+        &[("GPUBENCH_CPU_THREADS", "99999")],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("GPUBENCH_CPU_THREADS=99999")
+            && err.contains(&format!("set it to at most {available}")),
+        "{err}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
 }
 
 #[test]

@@ -47,8 +47,15 @@ pub struct HostReading {
 #[serde(rename_all = "snake_case")]
 pub enum ThreadSource {
     /// The cores the host had free when the run started ([`free_cores`]): the default
-    /// on the CPU device.
+    /// on the CPU device of records written before [`ThreadSource::HalfCpus`]. It
+    /// followed the load, so consecutive runs got different counts.
     FreeCores,
+    /// Half the CPUs the process may use, at least one ([`default_cpu_threads`]): the
+    /// default on the CPU device, which the load does not move.
+    HalfCpus,
+    /// The count of the baseline the run is compared with (or saves over), so the two
+    /// compare ([`crate::protocol::BASELINE_CPU_THREADS_VAR`]).
+    Baseline,
     /// `--cpu-threads` / `GPUBENCH_CPU_THREADS`.
     Option,
     /// The user's `OMP_NUM_THREADS`, which libtorch reads itself.
@@ -64,6 +71,8 @@ impl ThreadSource {
     pub fn label(self) -> &'static str {
         match self {
             ThreadSource::FreeCores => "the cores the host had free",
+            ThreadSource::HalfCpus => "half the CPUs it may use",
+            ThreadSource::Baseline => "the baseline's",
             ThreadSource::Option => "GPUBENCH_CPU_THREADS",
             ThreadSource::OmpNumThreads => "OMP_NUM_THREADS",
             ThreadSource::Benchmark => "set by the benchmark",
@@ -138,6 +147,14 @@ pub fn contention_text(cpus: HostCpus, others: u32, working: u32) -> String {
         ));
     }
     text
+}
+
+/// The intra-op threads on the CPU device when nothing else chooses: half the CPUs
+/// the process may use (`available`), at least one. Fixed for a machine whatever its
+/// load, so runs compare; and on a shared host the other half is left to other work,
+/// so a moderate load does not make the benchmark's threads wait for a core.
+pub fn default_cpu_threads(available: u32) -> u32 {
+    available.div_ceil(2).max(1)
 }
 
 /// `1 intra-op thread (the cores the host had free)`.

@@ -21,12 +21,12 @@ pub const GIT_COMMIT_VAR: &str = "GPUBENCH_GIT_COMMIT";
 /// argument.
 pub const DEVICE_VAR: &str = "GPUBENCH_DEVICE";
 
-/// The environment variable holding the cores the host had free when `cargo gpubench`
-/// started the run ([`crate::host::free_cores`]): the intra-op threads a benchmark on
-/// the CPU device gets when neither `GPUBENCH_CPU_THREADS` nor `OMP_NUM_THREADS` sets
-/// them, so every process of a run measures with the same number. Without it a
-/// harness reads the host when it starts.
-pub const FREE_CORES_VAR: &str = "GPUBENCH_FREE_CORES";
+/// The environment variable holding the intra-op threads of the baseline a run is
+/// compared with (or saves over), set by `cargo gpubench`: a benchmark on the CPU
+/// device gets them when neither `GPUBENCH_CPU_THREADS` nor `OMP_NUM_THREADS` sets
+/// them, so the run measures as its baseline did. Without it a harness takes
+/// [`crate::host::default_cpu_threads`].
+pub const BASELINE_CPU_THREADS_VAR: &str = "GPUBENCH_BASELINE_CPU_THREADS";
 
 /// The environment variable (and `--cpu-threads`) that sets libtorch's intra-op
 /// threads on the CPU device.

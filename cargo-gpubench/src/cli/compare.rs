@@ -118,8 +118,9 @@ pub struct BaselineArgs {
     )]
     pub no_baseline: bool,
 
-    /// Save the measurements as baseline NAME, after comparing (one file per
-    /// benchmark that passed; failed ones and other benchmarks keep their files).
+    /// Save the measurements as baseline NAME (one file per benchmark that passed;
+    /// failed ones and other benchmarks keep their files). Saving does not compare:
+    /// only with --baseline does the run compare first, and its verdicts gate it.
     #[arg(
         long,
         value_name = "NAME",
@@ -131,12 +132,15 @@ pub struct BaselineArgs {
 }
 
 impl BaselineArgs {
-    /// The baseline a run compares with, as the store names it.
+    /// The baseline a run compares with, as the store names it: none for a save
+    /// (`--save-baseline` saves; it compares, and so gates, only with a baseline
+    /// named by `--baseline`).
     pub fn wanted(&self) -> crate::store::baselines::Wanted {
         use crate::store::baselines::Wanted;
         match (&self.baseline, self.no_baseline) {
             (_, true) => Wanted::None,
             (Some(name), false) => Wanted::Named(name.clone()),
+            (None, false) if self.save_baseline.is_some() => Wanted::None,
             (None, false) => Wanted::Default,
         }
     }

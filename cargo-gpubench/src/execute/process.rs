@@ -19,7 +19,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use gpubench_record::protocol::{FREE_CORES_VAR, RECORD_DIR_VAR, ROUND_VAR};
+use gpubench_record::protocol::{RECORD_DIR_VAR, ROUND_VAR};
 
 use crate::build::libtorch::{self, Libtorch};
 use crate::exit_code::Exit;
@@ -387,9 +387,8 @@ mod tests {
 }
 /// The environment of benchmark processes: libtorch (and build-script libraries in
 /// the target directory) on the loader path; the subcommand's own `GPUBENCH_*`
-/// options (`option_vars`) removed, since they reach the harness as arguments; and the cores the host
-/// has free now, so every process of the run gives libtorch as many intra-op threads
-/// on the CPU device (unless `GPUBENCH_CPU_THREADS` or `OMP_NUM_THREADS` choose).
+/// options (`option_vars`) removed, since they reach the harness as arguments. (A run
+/// adds the intra-op threads of its baseline, `commands::run::cpu_threads`.)
 pub fn for_benchmarks(
     libtorch: &Libtorch,
     native_paths: &[PathBuf],
@@ -409,16 +408,10 @@ pub fn for_benchmarks(
     remove.push(RECORD_DIR_VAR.into());
     remove.push(ROUND_VAR.into());
     ChildEnv {
-        set: vec![
-            (
-                var.into(),
-                libtorch::prepend_paths(&dirs, existing.as_deref()),
-            ),
-            (
-                FREE_CORES_VAR.into(),
-                gpubench_analysis::host::free_cores_now().to_string().into(),
-            ),
-        ],
+        set: vec![(
+            var.into(),
+            libtorch::prepend_paths(&dirs, existing.as_deref()),
+        )],
         remove,
     }
 }

@@ -47,10 +47,26 @@ pub fn gpu_note(s: &BenchmarkSummary) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
-/// The heading both outputs put above the notes.
+/// The heading both outputs put above the notes when a GPU's benchmark has one.
 pub const HEADING: &str = "the GPU throttled or was shared, or the host was oversubscribed \
     (throttled samples are left out of the figures; a contended benchmark may be slow by \
     what the other work took)";
+
+/// The heading when every note is of work on the CPU device, which has no GPU to
+/// throttle or share.
+pub const CPU_HEADING: &str = "the host was oversubscribed (a contended benchmark may be \
+    slow by what the other work took; `cargo gpubench ab` measures both revisions under \
+    the same load)";
+
+/// The heading for notes of `noted`: [`CPU_HEADING`] when all of them ran on the CPU
+/// device, else [`HEADING`].
+fn heading<'a>(mut noted: impl Iterator<Item = &'a BenchmarkSummary>) -> &'static str {
+    if noted.all(|s| s.timing.bound == Some(gpubench_analysis::processes::Bound::Cpu)) {
+        CPU_HEADING
+    } else {
+        HEADING
+    }
+}
 
 /// `on the CPU: 1 intra-op thread (the cores the host had free)`: the threads the
 /// routines of the CPU device ran on, once when every benchmark ran on as many, else
@@ -82,13 +98,16 @@ pub fn render_terminal<'a>(
     benchmarks: impl IntoIterator<Item = (&'a str, &'a BenchmarkSummary)>,
 ) -> String {
     let mut out = String::new();
+    let mut noted = Vec::new();
     for (name, s) in benchmarks {
         if let Some(note) = gpu_note(s) {
             let _ = writeln!(out, "  {name}: {note}");
+            noted.push(s);
         }
     }
     if !out.is_empty() {
-        out.insert_str(0, &format!("\n{HEADING}:\n"));
+        let heading = heading(noted.into_iter());
+        out.insert_str(0, &format!("\n{heading}:\n"));
     }
     out
 }
@@ -100,19 +119,24 @@ pub fn render_markdown<'a>(
     code: impl Fn(&str) -> String,
     text: impl Fn(&str) -> String,
 ) -> String {
-    let items: Vec<String> = benchmarks
+    let noted: Vec<(&str, &BenchmarkSummary, String)> = benchmarks
         .into_iter()
-        .filter_map(|(name, s)| Some(format!("{}: {}", code(name), text(&gpu_note(s)?))))
+        .filter_map(|(name, s)| Some((name, s, gpu_note(s)?)))
         .collect();
-    let mut heading = HEADING.to_string();
+    let items: Vec<String> = noted
+        .iter()
+        .map(|(name, _, note)| format!("{}: {}", code(name), text(note)))
+        .collect();
+    let chosen = heading(noted.iter().map(|(_, s, _)| *s));
+    let mut heading = chosen.to_string();
     heading[..1].make_ascii_uppercase();
+    let summary = if chosen == CPU_HEADING {
+        "The host was oversubscribed"
+    } else {
+        "The GPU throttled or was shared"
+    };
     let mut out = String::new();
-    crate::output::markdown::list(
-        &mut out,
-        &format!("**{heading}:**"),
-        "The GPU throttled or was shared",
-        &items,
-    );
+    crate::output::markdown::list(&mut out, &format!("**{heading}:**"), summary, &items);
     out
 }
 
@@ -194,5 +218,19 @@ mod tests {
         let md = render_markdown([("mm", &s)], |c| format!("`{c}`"), str::to_string);
         assert!(md.contains("**The GPU throttled or was shared"), "{md}");
         assert!(md.contains("- `mm`: 4 of 24"), "{md}");
+        // Notes of CPU work only speak of the host: there is no GPU to throttle.
+        let terminal = render_terminal([("mv", &c)]);
+        assert!(
+            terminal.starts_with("\nthe host was oversubscribed (") && !terminal.contains("GPU"),
+            "{terminal}"
+        );
+        let md = render_markdown([("mv", &c)], |c| format!("`{c}`"), str::to_string);
+        assert!(
+            md.contains("**The host was oversubscribed (") && !md.contains("GPU"),
+            "{md}"
+        );
+        // Beside a GPU's note the heading names both.
+        let both = render_terminal([("mv", &c), ("mm", &s)]);
+        assert!(both.contains("the GPU throttled or was shared"), "{both}");
     }
 }

@@ -264,16 +264,18 @@ pub fn render_comparison(
             .find(|e| e.id == id)
             .map_or_else(|| id.to_string(), |e| e.name.clone())
     };
-    let not_compared: Vec<String> = c
-        .not_compared()
-        .into_iter()
-        .map(|(id, reason)| format!("{} ({reason})", name_of(id)))
-        .collect();
-    if !not_compared.is_empty() {
-        let _ = writeln!(out, "  not compared: {}", not_compared.join(", "));
+    // A reason many benchmarks share (another thread count, a noisy host) is said
+    // once, with the benchmarks it covers.
+    for (reason, names) in grouped(
+        c.not_compared()
+            .into_iter()
+            .map(|(id, reason)| (name_of(id), reason)),
+    ) {
+        let _ = writeln!(out, "  not compared: {} ({reason})", names.join(", "));
     }
-    for (id, note) in c.notes() {
-        let _ = writeln!(out, "  {} is ambiguous: {note}", name_of(id));
+    for (note, names) in grouped(c.notes().into_iter().map(|(id, note)| (name_of(id), note))) {
+        let verb = if names.len() == 1 { "is" } else { "are" };
+        let _ = writeln!(out, "  {} {verb} ambiguous: {note}", names.join(", "));
     }
     if !c.set.missing_in_baseline.is_empty() {
         let names: Vec<String> = c
@@ -291,15 +293,17 @@ pub fn render_comparison(
             "  missing evidence (a gate cannot pass on what was not measured; --allow-missing \
              not-run|gone|not-compared|metric lets a kind pass):"
         );
-        for (m, passes) in missing {
-            let _ = writeln!(
-                out,
-                "    {}: {}: {}{}",
-                name_of(&m.id),
+        let lines = missing.into_iter().map(|(m, passes)| {
+            let why = format!(
+                "{}: {}{}",
                 m.what(),
                 m.reason,
                 if passes { " [allowed]" } else { "" }
             );
+            (name_of(&m.id), why)
+        });
+        for (why, names) in grouped(lines) {
+            let _ = writeln!(out, "    {}: {why}", names.join(", "));
         }
     }
     if !c.not_selected.is_empty() {
@@ -353,6 +357,22 @@ pub fn gate_line(
         let none = console.paint(Some(Tone::Improved), "no regression");
         format!("{none} (--fail-on {fail_on} --gate-on {gate})\n")
     }
+}
+
+/// `(name, reason)` pairs grouped by reason, in the order each reason first comes:
+/// each reason with the names it covers.
+fn grouped<R: AsRef<str>>(
+    pairs: impl IntoIterator<Item = (String, R)>,
+) -> Vec<(String, Vec<String>)> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for (name, reason) in pairs {
+        let reason = reason.as_ref();
+        match groups.iter_mut().find(|(r, _)| r == reason) {
+            Some((_, names)) => names.push(name),
+            None => groups.push((reason.to_string(), vec![name])),
+        }
+    }
+    groups
 }
 
 /// Benchmarks named in the line of those not selected; the rest are counted.

@@ -3,7 +3,8 @@
 //! Baselines are kept at `<workspace>/gpubench/baselines/<name>/` (one file per
 //! benchmark, written by `gpubench_analysis::BaselineStore`), or under
 //! `--baselines-dir`. A run compares with `--baseline NAME`, or with
-//! [`DEFAULT_BASELINE`] when that one is saved, unless `--no-baseline`. The baseline is
+//! [`DEFAULT_BASELINE`] when that one is saved, unless `--no-baseline` or
+//! `--save-baseline` (a save compares only with a baseline named). The baseline is
 //! loaded before anything runs, so a missing, corrupt or newer file stops the run
 //! before it spends time, and so a run that also saves over it is compared with the
 //! files as they were.

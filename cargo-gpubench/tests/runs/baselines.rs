@@ -824,8 +824,8 @@ fn a_gated_metric_one_side_lacks_is_missing_evidence_with_the_fix() {
     .expect_code(0);
 
     // Neither side measured kernel time: the default gate looks at what is there,
-    // a gate that names kernel time asks for it.
-    b.run(&["--save-baseline", "main", "mm"]).expect_code(4);
+    // a gate that names kernel time asks for it. (Saving does not compare.)
+    b.run(&["--save-baseline", "main", "mm"]).expect_code(0);
     b.run(&["mm"]).expect_code(0);
     let ran = b.run(&["--gate-on", "kernel", "mm"]).expect_code(4);
     assert!(
@@ -1027,4 +1027,123 @@ fn a_cpu_benchmark_on_a_busy_host_is_flagged_contended_and_gated_with_the_defaul
         "{}",
         ran.stdout
     );
+}
+
+/// The thread counts `cargo gpubench` gave the stand-in's processes so far, one per
+/// process, and forgets them.
+fn threads_given(b: &Bench) -> Vec<String> {
+    let log = b.dir.path().join("bin/threads.log");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    text.lines()
+        .filter_map(|l| Some(l.split_once(" baseline_threads=")?.1.to_string()))
+        .collect()
+}
+
+#[test]
+fn saving_a_baseline_neither_compares_nor_gates_unless_a_baseline_is_named() {
+    let b = Bench::new();
+    b.prepare(&cpu_record("mm/64", 1.0, 0, 1), false);
+    b.run(&["--save-baseline", "main", "--exact", "mm/64"])
+        .expect_code(0);
+    // A planted 2x slowdown, saved over `main`: a plain save, exit 0, no verdict.
+    b.prepare(&cpu_record("mm/64", 2.0, 0, 1), false);
+    let ran = b
+        .run(&["--save-baseline", "main", "--exact", "mm/64"])
+        .expect_code(0);
+    assert!(
+        !ran.stderr.contains("comparing with") && !ran.stdout.contains("regressed"),
+        "{}\n{}",
+        ran.stdout,
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.contains("saved baseline `main`"),
+        "{}",
+        ran.stderr
+    );
+    // Named with --baseline, the save compares first and says that it gates.
+    b.prepare(&cpu_record("mm/64", 4.0, 0, 1), false);
+    let ran = b
+        .run(&[
+            "--baseline",
+            "main",
+            "--save-baseline",
+            "main",
+            "--exact",
+            "mm/64",
+        ])
+        .expect_code(4);
+    assert!(
+        ran.stderr.contains(
+            "comparing with baseline `main` before saving `main`: its verdicts gate this run"
+        ),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn cpu_work_measures_on_its_baselines_threads_and_a_count_that_must_differ_is_said_once() {
+    let b = Bench::new();
+    // Two CPU benchmarks, saved on 1 intra-op thread; no baseline yet, so the
+    // processes take the harness's default.
+    b.prepare(&cpu_record("mm/64", 1.0, 0, 1), false);
+    b.prepare(&cpu_record("conv", 1.0, 0, 1), false);
+    b.run(&["--save-baseline", "main", "mm", "conv"])
+        .expect_code(0);
+    assert!(threads_given(&b).iter().all(|t| t == "unset"));
+    // Saving over it again, and comparing with it: every process gets its count.
+    b.run(&["--save-baseline", "main", "mm", "conv"])
+        .expect_code(0);
+    let given = threads_given(&b);
+    assert!(
+        !given.is_empty() && given.iter().all(|t| t == "1"),
+        "{given:?}"
+    );
+    b.run(&["mm", "conv"]).expect_code(0);
+    let given = threads_given(&b);
+    assert!(
+        !given.is_empty() && given.iter().all(|t| t == "1"),
+        "{given:?}"
+    );
+
+    // The user's own count differs: one note before the run, one line for the two
+    // benchmarks not compared, one for their missing evidence.
+    b.prepare(&cpu_record("mm/64", 1.0, 0, 2), false);
+    b.prepare(&cpu_record("conv", 1.0, 0, 2), false);
+    let ran = run(run_stand_in(b.dir.path())
+        .env("GPUBENCH_CPU_THREADS", "2")
+        .args(["mm", "conv"]))
+    .expect_code(4);
+    assert!(threads_given(&b).iter().all(|t| t == "unset"));
+    let note = "GPUBENCH_CPU_THREADS=2 measures CPU work on 2 intra-op threads, the baseline \
+                `main` on 1 intra-op thread";
+    assert_eq!(ran.stderr.matches(note).count(), 1, "{}", ran.stderr);
+    let reason = "2 intra-op threads here, 1 intra-op thread in the baseline";
+    assert_eq!(
+        ran.stdout.matches(reason).count(),
+        2,
+        "said once where not compared and once in the missing evidence:\n{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout
+            .contains("  not compared: fake/conv, fake/mm/64 (measured with other settings"),
+        "{}",
+        ran.stdout
+    );
+
+    // A count beyond the CPUs is refused before anything runs, naming the variable.
+    let ran = run(run_stand_in(b.dir.path())
+        .env("GPUBENCH_CPU_THREADS", "99999")
+        .args(["mm", "conv"]))
+    .expect_code(2);
+    assert!(
+        ran.stderr
+            .contains("GPUBENCH_CPU_THREADS=99999 asks for more intra-op threads"),
+        "{}",
+        ran.stderr
+    );
+    assert!(threads_given(&b).is_empty());
 }

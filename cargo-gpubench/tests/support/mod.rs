@@ -98,8 +98,9 @@ pub fn record(run: &Path, b: &ManifestBenchmark) -> RawRecord {
 pub const STAND_IN_EXE: &str = "fake-0123456789abcdef";
 
 /// The replay stand-in: lists the ids in `bin/ids` (none of them ignored); measures
-/// one by copying the record [`prepare_record`] prepared for it, and exits 101 (the
-/// harness's "measured a failure") when a `fails` marker is there.
+/// one by copying the record [`prepare_record`] prepared for it (noting the thread
+/// count `cargo gpubench` gave it in `bin/threads.log`), and exits 101 (the harness's
+/// "measured a failure") when a `fails` marker is there.
 pub const REPLAY_HARNESS: &str = r#"#!/bin/sh
 here=$(dirname "$0")
 # The handshake of a gpubench harness, when cargo gpubench lists.
@@ -113,6 +114,7 @@ case " $* " in
     exit 0 ;;
 esac
 [ "$1 $2" = "--bench --exact" ] || { echo "unexpected arguments: $*" >&2; exit 64; }
+echo "$3 baseline_threads=${GPUBENCH_BASELINE_CPU_THREADS-unset}" >> "$here/threads.log"
 d="$here/records/$(echo "$3" | tr / _)"
 cp "$d"/*.json "$GPUBENCH_RECORD_DIR/" || exit 3
 [ -f "$d/fails" ] && exit 101

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::*;
 use crate::compare::{
-    compare_cpu_processes, compare_processes, CompareConfig, Comparison, Verdict,
+    compare_cpu_processes, compare_processes, CompareConfig, Comparison, Contention, Verdict,
 };
 use crate::kernels::{counter_changes, kernel_changes, CounterChange, KernelChange};
 use crate::memory::{compare_memory, MemoryComparison, ProcessMemory};
@@ -370,7 +370,10 @@ pub fn compare_with_baseline(
                     Bound::Cpu => compare_cpu_processes(
                         &was_times,
                         &now_times,
-                        record.contended() || entry.contended,
+                        Contention {
+                            baseline: entry.contended,
+                            current: record.contended(),
+                        },
                         &options.config,
                     ),
                     _ => compare_processes(&was_times, &now_times, bound, &options.config),

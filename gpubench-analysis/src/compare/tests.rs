@@ -173,11 +173,13 @@ fn contended_cpu_work_needs_a_change_beyond_what_the_load_moves() {
     };
     let cfg = CompareConfig::default();
     // On a host that served its threads that is a regression ...
-    let quiet = compare_cpu_processes(&group(450e3), &group(540e3), false, &cfg).unwrap();
+    let quiet =
+        compare_cpu_processes(&group(450e3), &group(540e3), Contention::both(false), &cfg).unwrap();
     assert_eq!(quiet.verdict, Verdict::Regressed, "{quiet:?}");
     assert!(!quiet.contended);
     // ... on a contended one it is within what the load moves: no verdict either way.
-    let loaded = compare_cpu_processes(&group(450e3), &group(540e3), true, &cfg).unwrap();
+    let loaded =
+        compare_cpu_processes(&group(450e3), &group(540e3), Contention::both(true), &cfg).unwrap();
     assert!(
         !matches!(loaded.verdict, Verdict::Regressed | Verdict::Improved),
         "{loaded:?}"
@@ -187,7 +189,8 @@ fn contended_cpu_work_needs_a_change_beyond_what_the_load_moves() {
         "{loaded:?}"
     );
     // A planted 2x slowdown is caught all the same, from three processes a side.
-    let slower = compare_cpu_processes(&group(450e3), &group(900e3), true, &cfg).unwrap();
+    let slower =
+        compare_cpu_processes(&group(450e3), &group(900e3), Contention::both(true), &cfg).unwrap();
     assert_eq!(slower.verdict, Verdict::Regressed, "{slower:?}");
     assert!(slower.note.is_none());
     // `contended` is a property of the CPU device's work only, and compare_processes
@@ -704,4 +707,120 @@ fn no_detectable_change_without_a_possible_verdict() {
         c.detectable.unwrap() > DEFAULT_HOST_NOISE_THRESHOLD,
         "{c:?}"
     );
+}
+
+/// Processes of one side at `m` ns each, spread by `factors`, ten samples apiece.
+fn processes_at(m: f64, factors: &[f64]) -> Vec<Vec<f64>> {
+    factors
+        .iter()
+        .map(|f| (0..10).map(|i| m * f * (1.0 + 0.001 * i as f64)).collect())
+        .collect()
+}
+
+#[test]
+fn a_contended_side_is_never_regressed_or_improved_against_an_uncontended_one() {
+    // The user's case: unchanged code, this run's processes contended in 4 of 4 and
+    // 72% slower, the baseline's quiet.
+    let cfg = CompareConfig::default();
+    let quiet = processes_at(450e3, &[1.0, 1.02, 0.98, 1.01]);
+    let waited = processes_at(775e3, &[1.0, 1.03, 0.97, 1.02]);
+    let one_sided = Contention {
+        baseline: false,
+        current: true,
+    };
+    // Judged as both contended, that is a regression beyond the host's ±50% ...
+    let both = compare_cpu_processes(&quiet, &waited, Contention::both(true), &cfg).unwrap();
+    assert_eq!(both.verdict, Verdict::Regressed, "{both:?}");
+    // ... but only one side waited: ambiguous, naming ab.
+    let c = compare_cpu_processes(&quiet, &waited, one_sided, &cfg).unwrap();
+    assert_eq!(c.verdict, Verdict::Ambiguous, "{c:?}");
+    assert!(c.contended);
+    let note = c.note.expect("the verdict says why");
+    assert!(
+        note.starts_with("this run's processes waited for a core (contended)")
+            && note.contains("cargo gpubench ab"),
+        "{note}"
+    );
+    // The mirror image: the baseline waited, this run is faster by it alone.
+    let swapped = Contention {
+        baseline: true,
+        current: false,
+    };
+    let c = compare_cpu_processes(&waited, &quiet, swapped, &cfg).unwrap();
+    assert_eq!(c.verdict, Verdict::Ambiguous, "{c:?}");
+    assert!(c
+        .note
+        .unwrap()
+        .starts_with("the baseline's processes waited"));
+    // "No change" stands: the wait did not hide a change beyond the threshold.
+    let same = processes_at(460e3, &[1.0, 1.02, 0.98, 1.01]);
+    let c = compare_cpu_processes(&quiet, &same, one_sided, &cfg).unwrap();
+    assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
+    assert!(c.note.is_none());
+    // Contention is the CPU device's: a GPU's comparison ignores it.
+    let gpu = compare_processes(&quiet, &waited, Bound::Device, &cfg).unwrap();
+    assert_eq!(gpu.verdict, Verdict::Regressed);
+}
+
+#[test]
+fn no_change_under_a_threshold_wider_than_50_percent_is_too_noisy_to_judge() {
+    // Processes of a busy host up to 2x apart: the spread term makes the threshold
+    // about ±100%, under which +7% [-38%, +86%] would read "no change".
+    let cfg = CompareConfig::default();
+    let wild = [1.0, 1.9, 0.6, 1.4, 0.8];
+    let was = processes_at(450e3, &wild);
+    let now = processes_at(480e3, &[1.4, 0.6, 1.0, 1.9, 0.8]);
+    let c = compare_cpu_processes(&was, &now, Contention::both(true), &cfg).unwrap();
+    assert!(c.threshold > MAX_NO_CHANGE_THRESHOLD, "{c:?}");
+    assert_eq!(c.verdict, Verdict::Ambiguous, "{c:?}");
+    let note = c.note.expect("the verdict says why");
+    assert!(
+        note.starts_with("too noisy to judge")
+            && note.contains("cargo gpubench ab")
+            && note.contains("quieter machine"),
+        "{note}"
+    );
+    // The same change from tight processes is "no change" under ±50%.
+    let tight = [1.0, 1.02, 0.98, 1.01, 0.99];
+    let c = compare_cpu_processes(
+        &processes_at(450e3, &tight),
+        &processes_at(480e3, &tight),
+        Contention::both(true),
+        &cfg,
+    )
+    .unwrap();
+    assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
+    assert!(c.note.is_none());
+    // A change beyond even the wide threshold is still called.
+    let c = compare_cpu_processes(
+        &was,
+        &processes_at(450e3 * 20.0, &wild),
+        Contention::both(true),
+        &cfg,
+    )
+    .unwrap();
+    assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+    // Paired comparisons follow the same rule.
+    let p = compare_paired(&[0.9, -0.8, 0.5, -0.4, 0.1], 1.0, 1.0, &cfg).unwrap();
+    assert!(p.threshold > MAX_NO_CHANGE_THRESHOLD, "{p:?}");
+    assert_ne!(p.verdict, Verdict::NoChange, "{p:?}");
+}
+
+#[test]
+fn a_comparison_names_the_noise_threshold_of_the_rule_that_judged_it() {
+    // Pages print "noise threshold ±x" from the comparison: for CPU work that is the
+    // CPU's ±10% (±50% contended), not the GPU's ±2%.
+    let cfg = CompareConfig::default();
+    let tight = [1.0, 1.01, 0.99];
+    let (was, now) = (processes_at(450e3, &tight), processes_at(455e3, &tight));
+    let cpu = compare_cpu_processes(&was, &now, Contention::both(false), &cfg).unwrap();
+    assert_eq!(cpu.noise_threshold, DEFAULT_CPU_NOISE_THRESHOLD);
+    assert!(
+        (cpu.threshold - DEFAULT_CPU_NOISE_THRESHOLD).abs() < 1e-9,
+        "{cpu:?}"
+    );
+    let busy = compare_cpu_processes(&was, &now, Contention::both(true), &cfg).unwrap();
+    assert_eq!(busy.noise_threshold, DEFAULT_HOST_NOISE_THRESHOLD);
+    let gpu = compare_processes(&was, &now, Bound::Device, &cfg).unwrap();
+    assert_eq!(gpu.noise_threshold, DEFAULT_NOISE_THRESHOLD);
 }

@@ -54,7 +54,7 @@ fn config() -> MeasurementConfig {
 fn open(case: &Case, device: &Rc<dyn DeviceBackend>, hook: Hook) -> RawRecord {
     let fingerprint = fingerprint::collect(device.as_ref());
     let telemetry = Err("no telemetry in tests".to_string());
-    let host = HostWatch::new(ThreadRequest::from_env(false, None));
+    let host = HostWatch::new(ThreadRequest::from_env(false, None)).unwrap();
     run_case(
         case,
         device,

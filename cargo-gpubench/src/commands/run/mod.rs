@@ -20,6 +20,7 @@ use crate::store::runs::RunStore;
 use gpubench_record::protocol::GIT_COMMIT_VAR;
 
 pub mod capacity;
+mod cpu_threads;
 mod prepare;
 mod session;
 
@@ -37,6 +38,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         .settings()
         .apply(defaults.clone())
         .context("failed to check the measurement options")?;
+    let user_threads = cpu_threads::UserThreads::from_env()?;
 
     let Some((prepared, libtorch)) = prepare_benchmarks(args, &stop)? else {
         return Ok(Exit::Interrupted);
@@ -197,12 +199,48 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         }
         _ => baseline_store.clone(),
     };
+    // `--save-baseline` saves: it compares (and so gates) only with a baseline named
+    // by `--baseline`, never with `main` by default (`BaselineArgs::wanted`).
+    let save_as = args.baselines.save_baseline.as_deref();
     let baseline = baselines::load_for_run(&args.baselines.wanted(), &compare_store)?;
     if let Some(b) = &baseline {
         crate::commands::present::announce_baseline(b);
     }
-    if let Some(name) = args.baselines.save_baseline.as_deref() {
+    if let Some(name) = save_as {
         baselines::check_save(&baseline_store, name)?;
+        if let Some(b) = &baseline {
+            crate::console::status(format_args!(
+                "comparing with {} before saving `{name}`: its verdicts gate this run",
+                b.source.describe()
+            ));
+        }
+    }
+    // CPU work measures on the threads of the baseline it compares with (or saves
+    // over, so consecutive saves keep one count), whatever the host has free now.
+    let threads = match (&baseline, save_as) {
+        (Some(b), _) => cpu_threads::for_run(
+            &b.source.name,
+            cpu_threads::baseline_count(&b.entries),
+            user_threads,
+        ),
+        (None, Some(name)) => {
+            let over = [name, baselines::DEFAULT_BASELINE]
+                .into_iter()
+                .find_map(|n| Some((n, baseline_store.load(n).ok()?)));
+            match over {
+                Some((n, entries)) => {
+                    cpu_threads::for_run(n, cpu_threads::baseline_count(&entries), user_threads)
+                }
+                None => cpu_threads::RunThreads::default(),
+            }
+        }
+        (None, None) => cpu_threads::RunThreads::default(),
+    };
+    if let Some((var, value)) = threads.env() {
+        env.set.push((var.into(), value.into()));
+    }
+    if let Some(note) = &threads.note {
+        crate::console::note(format_args!("{note}"));
     }
 
     let store = match prepared.store {

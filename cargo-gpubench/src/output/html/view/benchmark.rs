@@ -218,22 +218,24 @@ fn comparison_facts(
             pct(c.threshold),
             pct(c.noise_threshold)
         )
-    } else if c.threshold <= c.noise_threshold * (1.0 + 1e-9) {
-        format!("noise threshold ±{}", pct(c.threshold))
-    } else if from_spread {
-        format!(
-            "threshold ±{} (the spread between processes; noise threshold ±{})",
-            pct(c.threshold),
-            pct(c.noise_threshold)
-        )
     } else {
+        // The comparison's noise threshold is its rule's: the GPU's, the CPU
+        // device's, host-bound work's or a contended host's.
         let whose = match bound {
-            _ if c.contended => "a contended host's, --host-noise-threshold",
-            Some(Bound::Cpu) => "the CPU device's, --cpu-noise-threshold",
-            Some(Bound::Host) => "host-bound work's, --host-noise-threshold",
-            _ => "this kind of work's",
+            _ if c.contended => " (a contended host's, --host-noise-threshold)",
+            Some(Bound::Cpu) => " (the CPU device's, --cpu-noise-threshold)",
+            Some(Bound::Host) => " (host-bound work's, --host-noise-threshold)",
+            _ => "",
         };
-        format!("threshold ±{} ({whose})", pct(c.threshold))
+        if from_spread && c.threshold > c.noise_threshold * (1.0 + 1e-9) {
+            format!(
+                "threshold ±{} (the spread between processes; noise threshold ±{}{whose})",
+                pct(c.threshold),
+                pct(c.noise_threshold)
+            )
+        } else {
+            format!("noise threshold ±{}{whose}", pct(c.threshold))
+        }
     };
     let certain = if c.certain_under_threshold {
         "; certain, but under the threshold: no change"
