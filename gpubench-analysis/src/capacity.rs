@@ -11,7 +11,20 @@
 //!    take eleven doublings;
 //! 3. bisection between the largest size that fit and the smallest that failed,
 //!    until they are within the resolution (`resolution` of the size, at least 1) or
-//!    the probes run out.
+//!    the probes run out;
+//! 4. the two sizes at the boundary are probed again, up to `repeats` probes each:
+//!    the largest size counts as fitting only when every one of its probes fitted
+//!    (one that runs out of memory makes it the smallest failing size, and the
+//!    bisection goes on below it), and the smallest failing size is probed again to
+//!    tell a steady out-of-memory error from a flaky one. Once the limit shows
+//!    itself flaky (a size both fitted and failed, or fitted above one that failed),
+//!    every size must fit `repeats` times before the bisection counts it as fitting.
+//!
+//! A size fails when any probe of it failed: out of memory, or a probe that crashed,
+//! hung or failed otherwise (recorded with its reason). A size with probes that fitted
+//! and probes that failed is **flaky**. So an out-of-memory error that comes and goes
+//! gives the same answer on every search: the largest size whose repeated probes all
+//! fitted, below the sizes that failed.
 //!
 //! A comparison ([`compare`]) is a regression when a size the baseline fitted fails
 //! now (the head's smallest failing size is at or below the baseline's largest
@@ -41,33 +54,30 @@ pub struct CapacityProbe {
     /// Wall time of the probe's process, seconds.
     #[serde(default)]
     pub seconds: f64,
+    /// Why a probe that did not fit failed when it was not for memory: it crashed,
+    /// hung past its timeout, or the benchmark failed otherwise. Its size counts as
+    /// failing all the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 impl CapacityProbe {
     /// The probe a harness's record of one size makes: it fits when it passed, it
-    /// does not when it ran out of memory; any other failure is `Err`, since it says
-    /// nothing about memory.
+    /// does not when it failed (out of memory, or otherwise: then `failure` says
+    /// how). `Err` when a passed record has no memory figures: no probe on that
+    /// device can say anything about memory.
     pub fn from_record(
         size: u64,
         record: &gpubench_record::record::RawRecord,
         seconds: f64,
     ) -> Result<Self, String> {
         if let Some(f) = record.failure() {
-            if f.kind == gpubench_record::failure::FailureKind::OutOfMemory {
-                return Ok(CapacityProbe {
-                    size,
-                    fits: false,
-                    peak_allocated_bytes: None,
-                    peak_reserved_bytes: None,
-                    seconds,
-                });
-            }
-            return Err(format!(
-                "the probe of {} at size {size} failed ({}), not for memory: {}",
-                record.id,
-                f.kind.label(),
-                f.message
-            ));
+            let failure = (f.kind != gpubench_record::failure::FailureKind::OutOfMemory)
+                .then(|| format!("{}: {}", f.kind.label(), f.message));
+            return Ok(CapacityProbe {
+                failure,
+                ..CapacityProbe::failed(size, seconds, None)
+            });
         }
         let memory = record
             .first_measurement()
@@ -85,7 +95,25 @@ impl CapacityProbe {
             peak_allocated_bytes: Some(memory.peak_allocated_bytes),
             peak_reserved_bytes: Some(memory.peak_reserved_bytes),
             seconds,
+            failure: None,
         })
+    }
+
+    /// A probe that did not fit: out of memory when `failure` is `None`, else why.
+    pub fn failed(size: u64, seconds: f64, failure: Option<String>) -> Self {
+        CapacityProbe {
+            size,
+            fits: false,
+            peak_allocated_bytes: None,
+            peak_reserved_bytes: None,
+            seconds,
+            failure,
+        }
+    }
+
+    /// Whether it ran out of memory (a failure without another reason).
+    pub fn out_of_memory(&self) -> bool {
+        !self.fits && self.failure.is_none()
     }
 }
 
@@ -99,6 +127,8 @@ pub enum SearchEnd {
     OutOfProbes,
     /// Not even a size of 1 fits.
     NothingFits,
+    /// Ctrl-C (or SIGTERM) stopped it: the probes are those that finished.
+    Interrupted,
 }
 
 /// Options of a search.
@@ -114,6 +144,10 @@ pub struct SearchOptions {
     /// What the allocator may hold (the device's memory, or its cap), for the
     /// prediction; `None`: plain doubling.
     pub limit_bytes: Option<u64>,
+    /// Probes at the boundary: the largest size counts as fitting once this many of
+    /// its probes fitted (and none failed); the smallest failing size is probed up to
+    /// this many times to tell whether it is flaky. At least 1.
+    pub repeats: u32,
 }
 
 /// Fraction under and over the predicted limit that the jumps probe.
@@ -128,15 +162,86 @@ pub enum Next {
     Done(SearchEnd),
 }
 
-/// The largest fitting and the smallest failing size above it, among `probes`.
-fn bracket(probes: &[CapacityProbe]) -> (Option<u64>, Option<u64>) {
-    let lo = probes.iter().filter(|p| p.fits).map(|p| p.size).max();
-    let hi = probes
+/// What the probes of one size came to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Tally {
+    fitted: u32,
+    out_of_memory: u32,
+    /// Failures other than out of memory (crashes, hangs).
+    failed_otherwise: u32,
+}
+
+impl Tally {
+    fn of(probes: &[CapacityProbe], size: u64) -> Self {
+        let mut t = Tally::default();
+        for p in probes.iter().filter(|p| p.size == size) {
+            if p.fits {
+                t.fitted += 1;
+            } else if p.failure.is_none() {
+                t.out_of_memory += 1;
+            } else {
+                t.failed_otherwise += 1;
+            }
+        }
+        t
+    }
+
+    fn failed(&self) -> u32 {
+        self.out_of_memory + self.failed_otherwise
+    }
+}
+
+/// Whether the probes show a flaky limit: a size that both fitted and failed, or one
+/// that fitted above a size that failed.
+fn flaky_seen(probes: &[CapacityProbe]) -> bool {
+    let Some(hi) = probes.iter().filter(|p| !p.fits).map(|p| p.size).min() else {
+        return false;
+    };
+    probes.iter().any(|p| p.fits && p.size >= hi)
+}
+
+/// The smallest size that failed on any probe, and the largest size below it whose
+/// probes all fitted: once the limit showed itself flaky, only a size that fitted
+/// `repeats` times counts.
+fn bracket(probes: &[CapacityProbe], repeats: u32) -> (Option<u64>, Option<u64>) {
+    let hi = probes.iter().filter(|p| !p.fits).map(|p| p.size).min();
+    let needed = if flaky_seen(probes) {
+        repeats.max(1)
+    } else {
+        1
+    };
+    let lo = probes
         .iter()
-        .filter(|p| !p.fits && lo.is_none_or(|lo| p.size > lo))
+        .filter(|p| p.fits && hi.is_none_or(|hi| p.size < hi))
         .map(|p| p.size)
-        .min();
+        .filter(|&size| {
+            let t = Tally::of(probes, size);
+            t.failed() == 0 && t.fitted >= needed
+        })
+        .max();
     (lo, hi)
+}
+
+/// Once the limit showed itself flaky: the largest size between the bracket's ends
+/// that fitted, but fewer than `repeats` times, to probe again before bisecting.
+fn unconfirmed(
+    probes: &[CapacityProbe],
+    lo: Option<u64>,
+    hi: Option<u64>,
+    repeats: u32,
+) -> Option<u64> {
+    if !flaky_seen(probes) {
+        return None;
+    }
+    probes
+        .iter()
+        .filter(|p| p.fits && lo.is_none_or(|lo| p.size > lo) && hi.is_none_or(|hi| p.size < hi))
+        .map(|p| p.size)
+        .filter(|&size| {
+            let t = Tally::of(probes, size);
+            t.failed() == 0 && t.fitted < repeats.max(1)
+        })
+        .max()
 }
 
 /// The bracket width at which a search around `lo` stops.
@@ -144,42 +249,79 @@ fn resolution_items(lo: u64, resolution: f64) -> u64 {
     ((lo as f64 * resolution).ceil() as u64).max(1)
 }
 
+/// The boundary's next repeated probe, once the bracket is narrow: the largest
+/// fitting size until it fitted `repeats` times, then the smallest failing size
+/// until it ran out of memory `repeats` times or once fitted (flaky). A size that
+/// crashed or hung is not probed again: each could cost a timeout, and it failed
+/// either way.
+fn repeat_at_boundary(
+    probes: &[CapacityProbe],
+    lo: Option<u64>,
+    hi: Option<u64>,
+    repeats: u32,
+) -> Option<u64> {
+    if let Some(lo) = lo {
+        if Tally::of(probes, lo).fitted < repeats {
+            return Some(lo);
+        }
+    }
+    let hi = hi?;
+    let t = Tally::of(probes, hi);
+    (t.fitted == 0 && t.failed_otherwise == 0 && t.out_of_memory < repeats).then_some(hi)
+}
+
 /// The next step of the search (see the module's documentation).
 pub fn next_probe(probes: &[CapacityProbe], o: &SearchOptions) -> Next {
-    let (lo, hi) = bracket(probes);
-    let step = match (lo, hi) {
-        (None, None) => o.start.max(1),
-        (None, Some(hi)) => {
-            if hi <= 1 {
-                return Next::Done(SearchEnd::NothingFits);
-            }
-            hi / 2
+    let (lo, hi) = bracket(probes, o.repeats);
+    let again = unconfirmed(probes, lo, hi, o.repeats);
+    let narrow = again.is_none()
+        && match (lo, hi) {
+            (None, Some(hi)) => hi <= 1,
+            (Some(lo), Some(hi)) => hi - lo <= resolution_items(lo, o.resolution),
+            _ => false,
+        };
+    let step = if let Some(size) = again {
+        size
+    } else if narrow {
+        match repeat_at_boundary(probes, lo, hi, o.repeats.max(1)) {
+            Some(size) => size,
+            None if lo.is_none() => return Next::Done(SearchEnd::NothingFits),
+            None => return Next::Done(SearchEnd::Converged),
         }
-        (Some(lo), Some(hi)) => {
-            if hi - lo <= resolution_items(lo, o.resolution) {
-                return Next::Done(SearchEnd::Converged);
-            }
-            lo + (hi - lo) / 2
-        }
-        (Some(lo), None) => {
-            let doubled = lo.saturating_mul(2);
-            match (o.limit_bytes, fit(probes, Peak::Reserved)) {
-                (Some(limit), Some(f)) if f.per_item_bytes > 0.0 => {
-                    let predicted = (limit as f64 - f.fixed_bytes) / f.per_item_bytes;
-                    let under = (predicted * (1.0 - JUMP_MARGIN)).floor();
-                    let over = (predicted * (1.0 + JUMP_MARGIN)).ceil();
-                    let jump = if (lo as f64) < under {
-                        under
-                    } else {
-                        over.max(lo as f64 * (1.0 + 2.0 * JUMP_MARGIN))
-                    };
-                    (jump as u64).max(lo + 1)
+    } else {
+        match (lo, hi) {
+            (None, None) => o.start.max(1),
+            (None, Some(hi)) => hi / 2,
+            (Some(lo), Some(hi)) => lo + (hi - lo) / 2,
+            (Some(lo), None) => {
+                let doubled = lo.saturating_mul(2);
+                match (o.limit_bytes, fit(probes, Peak::Reserved)) {
+                    (Some(limit), Some(f)) if f.per_item_bytes > 0.0 => {
+                        let predicted = (limit as f64 - f.fixed_bytes) / f.per_item_bytes;
+                        let under = (predicted * (1.0 - JUMP_MARGIN)).floor();
+                        let over = (predicted * (1.0 + JUMP_MARGIN)).ceil();
+                        let jump = if (lo as f64) < under {
+                            under
+                        } else {
+                            over.max(lo as f64 * (1.0 + 2.0 * JUMP_MARGIN))
+                        };
+                        (jump as u64).max(lo + 1)
+                    }
+                    _ => doubled,
                 }
-                _ => doubled,
             }
         }
     };
     if probes.len() >= o.max_probes {
+        // Not even size 1 fitted: that stands whatever the repeats would have said.
+        if narrow && lo.is_none() {
+            return Next::Done(SearchEnd::NothingFits);
+        }
+        // The largest size fitted as often as it must: the answer stands without the
+        // failing size's repeats.
+        if narrow && lo.is_some_and(|lo| Tally::of(probes, lo).fitted >= o.repeats.max(1)) {
+            return Next::Done(SearchEnd::Converged);
+        }
         return Next::Done(SearchEnd::OutOfProbes);
     }
     Next::Probe(step)
@@ -212,13 +354,15 @@ impl MemoryFit {
     }
 }
 
-/// The least-squares fit of `peak` against size over the fitting probes with
-/// distinct sizes; `None` with fewer than two.
+/// The least-squares fit of `peak` against size over the fitting probes, the first
+/// of each size (a repeated probe is no new evidence of the slope); `None` with fewer
+/// than two sizes.
 fn fit(probes: &[CapacityProbe], peak: Peak) -> Option<MemoryFit> {
     let points: Vec<(f64, f64)> = probes
         .iter()
-        .filter(|p| p.fits)
-        .filter_map(|p| {
+        .enumerate()
+        .filter(|&(i, p)| p.fits && !probes[..i].iter().any(|q| q.fits && q.size == p.size))
+        .filter_map(|(_, p)| {
             let y = match peak {
                 Peak::Allocated => p.peak_allocated_bytes,
                 Peak::Reserved => p.peak_reserved_bytes,
@@ -260,11 +404,19 @@ pub struct CapacityResult {
     pub device: String,
     /// The size the benchmark declares (its first `args` value).
     pub start: u64,
-    /// The largest size that fitted (0: none).
+    /// The largest size below `first_failing` whose probes all fitted (0: none).
     pub max_size: u64,
-    /// The smallest size above it that ran out of memory, if one was probed.
+    /// The smallest size that failed on any probe (out of memory, or a crash or hang),
+    /// if one was probed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_failing: Option<u64>,
+    /// How many probes the boundary sizes had to have ([`SearchOptions::repeats`]);
+    /// 1 in files of searches that probed each size once.
+    #[serde(default = "one")]
+    pub repeats: u32,
+    /// Sizes with probes that fitted and probes that failed, ascending.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flaky_sizes: Vec<u64>,
     /// How the search ended.
     pub end: SearchEnd,
     /// The allocator's limit the search ran under.
@@ -283,8 +435,12 @@ pub struct CapacityResult {
     pub probes: Vec<CapacityProbe>,
 }
 
+fn one() -> u32 {
+    1
+}
+
 impl CapacityResult {
-    /// Summarises `probes` of a finished search.
+    /// Summarises `probes` of a finished (or interrupted) search.
     pub fn new(
         name: &str,
         unit: &str,
@@ -294,7 +450,17 @@ impl CapacityResult {
         probes: Vec<CapacityProbe>,
         end: SearchEnd,
     ) -> Self {
-        let (lo, hi) = bracket(&probes);
+        let (lo, hi) = bracket(&probes, options.repeats);
+        let mut flaky: Vec<u64> = probes
+            .iter()
+            .map(|p| p.size)
+            .filter(|&size| {
+                let t = Tally::of(&probes, size);
+                t.fitted > 0 && t.failed() > 0
+            })
+            .collect();
+        flaky.sort_unstable();
+        flaky.dedup();
         let headroom = probes
             .iter()
             .find(|p| p.size == options.start && p.fits)
@@ -307,6 +473,8 @@ impl CapacityResult {
             start: options.start,
             max_size: lo.unwrap_or(0),
             first_failing: hi,
+            repeats: options.repeats.max(1),
+            flaky_sizes: flaky,
             end,
             limit_bytes: options.limit_bytes,
             memory_fraction,
@@ -316,24 +484,87 @@ impl CapacityResult {
         }
     }
 
+    /// How the probes of `size` went, in words: `fitted on all 3 probes`, `ran out
+    /// of memory on 1 of 3 probes`.
+    fn probes_of(&self, size: u64) -> String {
+        let t = Tally::of(&self.probes, size);
+        let n = t.fitted + t.failed();
+        let of = |k: u32| match (k == n, n) {
+            (true, 1) => "its one probe".to_string(),
+            (true, _) => format!("all {n} probes"),
+            (false, _) => format!("{k} of {n} probes"),
+        };
+        let mut parts = Vec::new();
+        if t.fitted > 0 {
+            parts.push(format!("fitted on {}", of(t.fitted)));
+        }
+        if t.out_of_memory > 0 {
+            parts.push(format!("ran out of memory on {}", of(t.out_of_memory)));
+        }
+        if t.failed_otherwise > 0 {
+            parts.push(format!("crashed or hung on {}", of(t.failed_otherwise)));
+        }
+        parts.join(", ")
+    }
+
+    /// Whether the largest size fitted on as many probes as the search asks of it.
+    pub fn max_size_is_reliable(&self) -> bool {
+        self.max_size > 0 && Tally::of(&self.probes, self.max_size).fitted >= self.repeats
+    }
+
     /// Lines a person reads.
     pub fn report_lines(&self) -> Vec<String> {
-        let bracket = match (self.end, self.first_failing) {
-            (SearchEnd::NothingFits, _) => format!("no {} fits, not even 1", self.unit),
-            (_, Some(hi)) => format!(
-                "largest {} that fits: {} ({} ran out of memory){}",
-                self.unit,
+        let unit = &self.unit;
+        let largest = if self.max_size == 0 {
+            String::new()
+        } else if self.max_size_is_reliable() {
+            format!(
+                "largest {unit} that fits: {} ({})",
                 self.max_size,
-                hi,
+                self.probes_of(self.max_size)
+            )
+        } else {
+            format!(
+                "largest {unit} that fitted: {} ({}; {} fitting probes make it reliable)",
+                self.max_size,
+                self.probes_of(self.max_size),
+                self.repeats
+            )
+        };
+        let failing = self.first_failing.map(|hi| {
+            let flaky = if self.flaky_sizes.contains(&hi) {
+                "flaky: "
+            } else {
+                ""
+            };
+            format!("{unit} {hi} {flaky}{}", self.probes_of(hi))
+        });
+        let bracket = match (self.end, failing) {
+            (SearchEnd::NothingFits, f) => format!(
+                "no {unit} fits, not even 1{}",
+                f.map_or(String::new(), |f| format!(" ({f})"))
+            ),
+            (SearchEnd::Interrupted, f) => format!(
+                "interrupted before the search ended{}{}",
+                if largest.is_empty() {
+                    String::new()
+                } else {
+                    format!("; so far {largest}")
+                },
+                f.map_or(String::new(), |f| format!("; {f}"))
+            ),
+            (_, Some(f)) => format!(
+                "{largest}; {f}{}",
                 if self.end == SearchEnd::OutOfProbes {
-                    "; the probes ran out before the bracket narrowed to the resolution"
+                    "; the probes ran out before the bracket narrowed to the resolution \
+                     and the boundary was probed again"
                 } else {
                     ""
                 }
             ),
             (_, None) => format!(
-                "largest {} that fits: at least {} (no size ran out of memory within the probes)",
-                self.unit, self.max_size
+                "largest {unit} that fits: at least {} (no size failed within the probes)",
+                self.max_size
             ),
         };
         let mut lines = vec![format!(
@@ -341,6 +572,27 @@ impl CapacityResult {
             self.name,
             self.probes.len()
         )];
+        let flaky: Vec<String> = self
+            .flaky_sizes
+            .iter()
+            .filter(|&&s| Some(s) != self.first_failing)
+            .map(|&s| format!("{s} ({})", self.probes_of(s)))
+            .collect();
+        if !flaky.is_empty() {
+            lines.push(format!(
+                "  flaky {unit}s, counted as not fitting: {}",
+                flaky.join(", ")
+            ));
+        }
+        for p in &self.probes {
+            if let Some(why) = &p.failure {
+                lines.push(format!(
+                    "  the probe at {unit} {} failed, counted as not fitting: {}",
+                    p.size,
+                    why.lines().next().unwrap_or_default()
+                ));
+            }
+        }
         if let Some(f) = &self.fit {
             lines.push(format!(
                 "  memory ≈ {} + {} per {} (peak allocated, fit over {} sizes that fitted)",
@@ -463,19 +715,37 @@ mod tests {
     /// Runs a search against a device where `fixed + per_item × size` bytes must fit
     /// under `limit` (reserved rounded up to 2 MiB, as segments are).
     fn search(fixed: u64, per_item: u64, limit: u64, o: SearchOptions) -> CapacityResult {
+        search_with(fixed, per_item, o, |size, reserved| {
+            (reserved <= limit).then_some(size)
+        })
+    }
+
+    /// Runs a search where `fits(size, reserved bytes)` says whether a probe fits
+    /// (`Some`), ran out of memory (`None`), or, with the `fits` result `Some(0)`,
+    /// crashed.
+    fn search_with(
+        fixed: u64,
+        per_item: u64,
+        o: SearchOptions,
+        mut fits: impl FnMut(u64, u64) -> Option<u64>,
+    ) -> CapacityResult {
         let mut probes = Vec::new();
         let end = loop {
             match next_probe(&probes, &o) {
                 Next::Probe(size) => {
                     let need = fixed + per_item * size;
                     let reserved = need.div_ceil(2 << 20) * (2 << 20);
-                    let fits = reserved <= limit;
-                    probes.push(CapacityProbe {
-                        size,
-                        fits,
-                        peak_allocated_bytes: fits.then_some(need),
-                        peak_reserved_bytes: fits.then_some(reserved),
-                        seconds: 0.0,
+                    probes.push(match fits(size, reserved) {
+                        Some(0) => CapacityProbe::failed(size, 0.0, Some("crash: SIGSEGV".into())),
+                        Some(_) => CapacityProbe {
+                            size,
+                            fits: true,
+                            peak_allocated_bytes: Some(need),
+                            peak_reserved_bytes: Some(reserved),
+                            seconds: 0.0,
+                            failure: None,
+                        },
+                        None => CapacityProbe::failed(size, 0.0, None),
                     });
                 }
                 Next::Done(end) => break end,
@@ -487,19 +757,34 @@ mod tests {
     fn options(start: u64, limit: u64) -> SearchOptions {
         SearchOptions {
             start,
-            max_probes: 10,
+            max_probes: 14,
             resolution: 0.01,
             limit_bytes: Some(limit),
+            repeats: 3,
         }
     }
 
     #[test]
-    fn the_search_brackets_the_true_limit_within_ten_probes() {
+    fn the_search_brackets_the_true_limit_and_repeats_its_boundary_within_fourteen_probes() {
         let (fixed, per_item, limit) = (300 << 20, 70_000, 8u64 << 30);
         let truth = (limit - fixed) / per_item;
         let r = search(fixed, per_item, limit, options(256, limit));
         assert_eq!(r.end, SearchEnd::Converged, "{:?}", r.probes);
-        assert!(r.probes.len() <= 10, "{} probes", r.probes.len());
+        assert!(r.probes.len() <= 14, "{} probes", r.probes.len());
+        // Both boundary sizes probed three times; a steady limit is not flaky.
+        let count = |size| r.probes.iter().filter(|p| p.size == size).count();
+        assert_eq!(count(r.max_size), 3, "{:?}", r.probes);
+        assert_eq!(count(r.first_failing.unwrap()), 3, "{:?}", r.probes);
+        assert!(r.max_size_is_reliable() && r.flaky_sizes.is_empty());
+        assert_eq!(
+            r.fit.unwrap().points,
+            r.probes
+                .iter()
+                .filter(|p| p.fits)
+                .map(|p| p.size)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+        );
         let hi = r.first_failing.unwrap();
         assert!(
             r.max_size <= truth && truth < hi,
@@ -565,5 +850,124 @@ mod tests {
         let r = search(0, 1 << 20, 1 << 30, o);
         assert_eq!(r.end, SearchEnd::OutOfProbes);
         assert!(r.report_lines()[0].contains("at least"));
+    }
+
+    /// Sizes up to 100 always fit, 101 to 120 run out of memory on every other probe
+    /// (a counter of their probes, started at each phase), larger ones always fail.
+    #[test]
+    fn a_flaky_limit_gives_the_largest_size_that_fits_on_every_probe_whatever_the_phase() {
+        for phase in 0..4u32 {
+            let mut flaky_probes = phase;
+            let o = SearchOptions {
+                resolution: 0.001,
+                max_probes: 40,
+                limit_bytes: None,
+                ..options(16, 0)
+            };
+            let r = search_with(0, 1 << 20, o, |size, _| match size {
+                ..=100 => Some(size),
+                101..=120 => {
+                    flaky_probes += 1;
+                    (flaky_probes % 2 == 0).then_some(size)
+                }
+                _ => None,
+            });
+            assert_eq!(
+                (r.max_size, r.first_failing),
+                (100, Some(101)),
+                "phase {phase}: {:?}",
+                r.probes
+            );
+            assert_eq!(r.end, SearchEnd::Converged, "{:?}", r.probes);
+            assert!(r.max_size_is_reliable());
+            assert!(
+                r.flaky_sizes.iter().all(|s| (101..=120).contains(s)),
+                "{:?}",
+                r.flaky_sizes
+            );
+            let lines = r.report_lines().join("\n");
+            assert!(
+                lines.contains("largest batch that fits: 100 (fitted on all 3 probes)"),
+                "{lines}"
+            );
+        }
+        // Probed once each, as before, the same device gives answers that move with
+        // the phase: the repeats are what make the answer stable.
+        let once: std::collections::BTreeSet<u64> = (0..4u32)
+            .map(|phase| {
+                let mut flaky_probes = phase;
+                let o = SearchOptions {
+                    resolution: 0.001,
+                    max_probes: 40,
+                    repeats: 1,
+                    limit_bytes: None,
+                    ..options(16, 0)
+                };
+                search_with(0, 1 << 20, o, |size, _| match size {
+                    ..=100 => Some(size),
+                    101..=120 => {
+                        flaky_probes += 1;
+                        (flaky_probes % 2 == 0).then_some(size)
+                    }
+                    _ => None,
+                })
+                .max_size
+            })
+            .collect();
+        assert!(once.len() > 1, "{once:?}");
+    }
+
+    #[test]
+    fn a_crashed_probe_fails_its_size_and_is_not_repeated() {
+        // Batch 128 crashes; everything above 100 runs out of memory.
+        let o = SearchOptions {
+            resolution: 0.001,
+            max_probes: 40,
+            limit_bytes: None,
+            ..options(16, 0)
+        };
+        let r = search_with(0, 1 << 20, o, |size, _| match size {
+            128 => Some(0),
+            ..=100 => Some(size),
+            _ => None,
+        });
+        assert_eq!(
+            (r.max_size, r.first_failing),
+            (100, Some(101)),
+            "{:?}",
+            r.probes
+        );
+        assert_eq!(r.probes.iter().filter(|p| p.size == 128).count(), 1);
+        let lines = r.report_lines().join("\n");
+        assert!(
+            lines.contains("the probe at batch 128 failed, counted as not fitting: crash: SIGSEGV"),
+            "{lines}"
+        );
+        // A crash at the boundary stays a failure of its size and is not probed again.
+        let r = search_with(0, 1 << 20, o, |size, _| match size {
+            101 => Some(0),
+            ..=100 => Some(size),
+            _ => None,
+        });
+        assert_eq!(
+            (r.max_size, r.first_failing),
+            (100, Some(101)),
+            "{:?}",
+            r.probes
+        );
+        assert_eq!(r.probes.iter().filter(|p| p.size == 101).count(), 1);
+    }
+
+    #[test]
+    fn a_size_of_one_that_fails_sometimes_is_nothing_fitting_and_flaky() {
+        let mut n = 0;
+        let r = search_with(0, 1 << 20, options(4, 1 << 40), |size, _| {
+            n += 1;
+            (size == 1 && n % 2 == 0).then_some(size)
+        });
+        assert_eq!(r.end, SearchEnd::NothingFits, "{:?}", r.probes);
+        assert_eq!((r.max_size, r.flaky_sizes.as_slice()), (0, &[1][..]));
+        let lines = r.report_lines().join("\n");
+        assert!(lines.contains("no batch fits, not even 1 (batch 1 flaky: fitted on 1 of 2 probes, ran out of memory on 1 of 2 probes)"), "{lines}");
     }
 }

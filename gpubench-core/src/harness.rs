@@ -981,6 +981,7 @@ mod oom_tests {
             max_probes: 10,
             resolution: 0.01,
             limit_bytes: Some(limit),
+            repeats: 1,
         };
         let mut probes = Vec::new();
         let end = loop {

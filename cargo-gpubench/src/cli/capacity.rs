@@ -10,13 +10,18 @@ pub const CAPACITY_ABOUT: &str = "Find the largest size (a batch, a sequence len
     device memory: from its first `args` value the size doubles until a probe runs out of \
     memory (with two fitting sizes, the fit of memory against size predicts where it runs \
     out and the next probe goes there), then bisection narrows the bracket to \
-    --resolution. Each probe is the benchmark run at one size in a fresh process, for a few \
-    calls. Reported: the largest size that fits, per-item and fixed bytes (a least-squares \
+    --resolution, and the two sizes at the boundary are probed --repeats times: a size \
+    fits only when every probe of it fits (one that fails sometimes is reported as flaky). \
+    Each probe is the benchmark run at one size in a fresh process, for a few calls; a \
+    probe that crashes or hangs past --timeout is a failure of its size. Reported: the largest size that fits, per-item and fixed bytes (a least-squares \
     fit of the probes' peak allocated memory), and the headroom at the declared size. \
     Stored as <out-dir>/capacity/<name>.json; --save-baseline NAME writes \
     <baselines-dir>/../capacity/NAME/<name>.json, and a search is compared with the \
     baseline's (`main` by default): a size the baseline fitted that runs out of memory now is \
-    a regression (exit code 4).";
+    a regression (exit code 4). Exit code 1 when nothing fits, a probe crashed or hung, or \
+    a search could not run (the results are saved all the same); 130 on Ctrl-C, after \
+    saving the searches that finished and the probes of the one it stopped. One search at \
+    a time per output directory: a second one is refused, naming the lock and its pid.";
 
 /// Options of `cargo gpubench capacity`.
 #[derive(Debug, Clone, Args)]
@@ -30,9 +35,20 @@ pub struct CapacityArgs {
         long,
         value_name = "N",
         env = "GPUBENCH_MAX_PROBES",
-        default_value_t = 10
+        default_value_t = 16
     )]
     pub max_probes: usize,
+    /// Probes of each size at the boundary: the largest size counts as fitting only
+    /// when all N of its probes fit, and the first failing size is probed N times to
+    /// tell a steady out-of-memory error from a flaky one (once a size both fits and
+    /// fails, every size must fit N times).
+    #[arg(
+        long,
+        value_name = "N",
+        env = "GPUBENCH_CAPACITY_REPEATS",
+        default_value_t = 3
+    )]
+    pub repeats: u32,
     /// Stop when the largest fitting and smallest failing sizes are within this
     /// fraction of the size (at least one item).
     #[arg(

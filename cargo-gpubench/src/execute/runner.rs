@@ -252,7 +252,8 @@ pub fn synthesized(id: &str, failure: Failure, opts: &RunOptions, now: String) -
     )
 }
 
-fn ending_words(ending: Ending) -> String {
+/// How a benchmark's process ended, in words: `killed by signal 6 (SIGABRT)`.
+pub(crate) fn ending_words(ending: Ending) -> String {
     match ending {
         Ending::Exited(code) => format!("exited with code {code}"),
         Ending::Signaled(sig) => match process::signal_name(sig) {
@@ -265,7 +266,7 @@ fn ending_words(ending: Ending) -> String {
 }
 
 /// `headline`, then the end of `stderr` when there is one.
-fn with_stderr(headline: &str, stderr: &str) -> String {
+pub(crate) fn with_stderr(headline: &str, stderr: &str) -> String {
     let stderr = stderr.trim_end();
     if stderr.is_empty() {
         return format!("{headline} (no output on stderr)");

@@ -10,6 +10,7 @@ mod history_fixture;
 mod support;
 
 mod baselines;
+mod capacity;
 mod console;
 mod devices;
 mod doctor;

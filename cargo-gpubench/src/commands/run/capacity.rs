@@ -1,6 +1,7 @@
 //! `cargo gpubench capacity`: finds the largest size of each capacity benchmark that
 //! fits in device memory (the search of `gpubench_analysis::capacity`), each probe in
-//! a fresh process; stores, shows, charts and compares the results.
+//! a fresh process, under the lock of `<out-dir>/capacity/`; stores (also what an
+//! interrupted search finished), shows, charts and compares the results.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 use gpubench_analysis::capacity::{
-    self, CapacityFinding, CapacityProbe, CapacityResult, CapacityVerdict, Next, SearchOptions,
+    self, CapacityFinding, CapacityProbe, CapacityResult, CapacityVerdict, Next, SearchEnd,
+    SearchOptions,
 };
 use gpubench_record::id::file_stem_for_id;
 use gpubench_record::protocol::RECORD_DIR_VAR;
@@ -20,10 +22,12 @@ use super::prepare::prepare_benchmarks;
 use crate::cli::{CapacityArgs, Format};
 use crate::console;
 use crate::execute::process::{self, ChildEnv, Ending};
+use crate::execute::runner::{ending_words, with_stderr};
 use crate::exit_code::Exit;
 use crate::exit_code::UsageError;
 use crate::output::json::{pretty_json, print_document};
 use crate::store::baselines::{Wanted, DEFAULT_BASELINE};
+use crate::store::runs::RunStore;
 
 /// A capacity benchmark of one executable, as `--list-capacity` prints it.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +51,9 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
     if args.max_probes < 2 {
         return Err(UsageError("--max-probes must be at least 2".into()).into());
     }
+    if args.repeats == 0 {
+        return Err(UsageError("--repeats must be at least 1".into()).into());
+    }
     let run = &args.run;
     let Some((prepared, libtorch)) = prepare_benchmarks(run, &stop)? else {
         return Ok(Exit::Interrupted);
@@ -57,6 +64,10 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
         &prepared.target_dir,
         &crate::cli::option_env_vars(),
     );
+    let out = prepared.out_dir.join("capacity");
+    // Held until the end: a second search on this output directory would remove
+    // this one's probe records and overwrite its results.
+    let _lock = RunStore::open(&out).context("failed to start the capacity search")?;
     let mut listed = Vec::new();
     for exe in &prepared.executables {
         listed.extend(list_capacity(&exe.path, &env, run.process.timeout, &stop)?);
@@ -71,8 +82,6 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
         )
         .into());
     }
-    let out = prepared.out_dir.join("capacity");
-    std::fs::create_dir_all(&out).with_context(|| format!("failed to create {}", out.display()))?;
     let baselines = capacity_baselines_dir(
         run.baselines.baselines_dir.as_deref(),
         &prepared.workspace_root,
@@ -82,18 +91,40 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
     // Each result's chart, drawn once for its file and the page.
     let mut charts = Vec::new();
     let mut failed = Vec::new();
+    let mut interrupted = false;
     for bench in &listed {
+        if stop.load(Ordering::SeqCst) {
+            interrupted = true;
+            break;
+        }
         match search(bench, args, &env, &out, &stop) {
-            Ok(Some(r)) => {
+            Ok(r) => {
+                // Saved as soon as it ends, so a later search's failure loses nothing.
                 let stem = file_stem_for_id(&r.name);
                 write_json(&out.join(format!("{stem}.json")), &r)?;
                 let chart = chart_svg(&r);
                 std::fs::write(out.join(format!("{stem}.svg")), &chart)
                     .with_context(|| format!("failed to write the chart of {}", r.name))?;
+                if r.end == SearchEnd::NothingFits {
+                    console::warning(format_args!(
+                        "capacity search of {} failed: no {} fits, not even 1: the benchmark \
+                         needs more memory than the device{} gives it (exit code 1)",
+                        r.name,
+                        r.unit,
+                        if args.memory_fraction.is_some() {
+                            " under --memory-fraction"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
+                interrupted = r.end == SearchEnd::Interrupted;
                 results.push(r);
                 charts.push(chart);
+                if interrupted {
+                    break;
+                }
             }
-            Ok(None) => return Ok(Exit::Interrupted),
             Err(e) => {
                 console::warning(format_args!(
                     "capacity search of {} failed: {e}",
@@ -103,6 +134,10 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
             }
         }
     }
+    let finished: Vec<&CapacityResult> = results
+        .iter()
+        .filter(|r| r.end != SearchEnd::Interrupted)
+        .collect();
 
     // Compared with the baseline before a save overwrites it.
     let mut findings = Vec::new();
@@ -115,7 +150,7 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
     if let Some((name, explicit)) = wanted {
         let dir = baselines.join(&name);
         if dir.is_dir() || explicit {
-            for r in &results {
+            for r in &finished {
                 let file = dir.join(format!("{}.json", file_stem_for_id(&r.name)));
                 match read_result(&file) {
                     Ok(Some(base)) => findings.push(capacity::compare(&base, r)),
@@ -129,17 +164,32 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
             }
         }
     }
-    if let Some(name) = &run.baselines.save_baseline {
-        let dir = baselines.join(name);
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("failed to create {}", dir.display()))?;
-        for r in &results {
-            write_json(&dir.join(format!("{}.json", file_stem_for_id(&r.name))), r)?;
+    match &run.baselines.save_baseline {
+        Some(name) if interrupted => console::warning(format_args!(
+            "capacity baseline `{name}` not saved: the search was interrupted (the results \
+             that finished are in {})",
+            out.display()
+        )),
+        Some(name) => {
+            let dir = baselines.join(name);
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("failed to create {}", dir.display()))?;
+            for r in &finished {
+                if r.end == SearchEnd::NothingFits {
+                    console::warning(format_args!(
+                        "{} not saved in the capacity baseline `{name}`: nothing fits",
+                        r.name
+                    ));
+                    continue;
+                }
+                write_json(&dir.join(format!("{}.json", file_stem_for_id(&r.name))), r)?;
+            }
+            console::status(format_args!(
+                "saved capacity baseline `{name}` in {}",
+                dir.display()
+            ));
         }
-        console::status(format_args!(
-            "saved capacity baseline `{name}` in {}",
-            dir.display()
-        ));
+        None => {}
     }
     std::fs::write(
         out.join("index.html"),
@@ -172,18 +222,16 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
             println!("report: {}", out.join("index.html").display());
         }
     }
-    Ok(
-        if findings
+    let unfit = results
+        .iter()
+        .any(|r| r.end == SearchEnd::NothingFits || r.probes.iter().any(|p| p.failure.is_some()));
+    Ok(Exit::of_verdicts(
+        interrupted,
+        unfit || !failed.is_empty(),
+        findings
             .iter()
-            .any(|f| f.verdict == CapacityVerdict::Regressed)
-        {
-            Exit::RegressionFound
-        } else if !failed.is_empty() {
-            Exit::BenchmarkFailed
-        } else {
-            Exit::Success
-        },
-    )
+            .any(|f| f.verdict == CapacityVerdict::Regressed),
+    ))
 }
 
 fn verdict_word(v: CapacityVerdict) -> &'static str {
@@ -296,26 +344,31 @@ fn parse_list(stdout: &str, exe: &Path) -> Vec<Listed> {
         .collect()
 }
 
-/// The search of one benchmark; `Ok(None)` when interrupted.
+/// The search of one benchmark: its probes to its end, or to Ctrl-C (the result's
+/// `end` says which). A probe that crashed or hung is that size's failure; `Err` only
+/// when the search cannot go on: a probe that could not start, or a device without
+/// memory figures.
 fn search(
     bench: &Listed,
     args: &CapacityArgs,
     env: &ChildEnv,
     out: &Path,
     stop: &AtomicBool,
-) -> Result<Option<CapacityResult>, String> {
+) -> Result<CapacityResult, String> {
     let mut options = SearchOptions {
         start: bench.start,
         max_probes: args.max_probes,
         resolution: args.resolution,
         limit_bytes: None,
+        repeats: args.repeats,
     };
     let probe_dir = out.join("probes").join(file_stem_for_id(&bench.name));
     let mut probes: Vec<CapacityProbe> = Vec::new();
     let mut device = String::new();
     console::status(format_args!(
-        "capacity {}: searching the largest {} that fits, from {} (at most {} probes)",
-        bench.name, bench.unit, bench.start, args.max_probes
+        "capacity {}: searching the largest {} that fits, from {} (at most {} probes; \
+         {} at the boundary)",
+        bench.name, bench.unit, bench.start, args.max_probes, args.repeats
     ));
     let end = loop {
         let size = match capacity::next_probe(&probes, &options) {
@@ -344,40 +397,68 @@ fn search(
         console::detail(format_args!("probe: {}", process::shell_line(&cmd)));
         let finished = process::run(cmd, args.run.process.timeout, stop, process::TAIL_BYTES)
             .map_err(|e| format!("failed to start the probe at {size}: {e}"))?;
-        if stop.load(Ordering::SeqCst) {
-            return Ok(None);
+        if finished.ending == Ending::Interrupted {
+            break SearchEnd::Interrupted;
         }
         let id = format!("{}/{size}", bench.name);
         let path = probe_dir.join(format!("{}.json", file_stem_for_id(&id)));
-        let record = RawRecord::read(&path).map_err(|e| {
-            format!(
-                "the probe at {size} wrote no readable record ({e}); it ended {:?}: {}",
-                finished.ending,
-                finished.stderr_tail.trim()
-            )
-        })?;
-        if device.is_empty() {
-            device = record.fingerprint.device.label();
-            let total = record.fingerprint.device.total_memory_bytes;
-            options.limit_bytes =
-                total.map(|t| (args.memory_fraction.unwrap_or(1.0) * t as f64) as u64);
-        }
-        let probe = CapacityProbe::from_record(size, &record, finished.elapsed.as_secs_f64())?;
+        let seconds = finished.elapsed.as_secs_f64();
+        // Whatever a killed process left behind is not a result.
+        let record = match finished.ending {
+            Ending::TimedOut => Err(format!(
+                "timed out after {} s and was killed",
+                args.run.process.timeout.as_secs_f64()
+            )),
+            ending if !path.exists() => {
+                Err(format!("{} without writing a record", ending_words(ending)))
+            }
+            ending => RawRecord::read(&path).map_err(|e| {
+                format!(
+                    "{} but its record could not be read: {e}",
+                    ending_words(ending)
+                )
+            }),
+        };
+        let probe = match record {
+            Ok(record) => {
+                if device.is_empty() {
+                    device = record.fingerprint.device.label();
+                    let total = record.fingerprint.device.total_memory_bytes;
+                    options.limit_bytes =
+                        total.map(|t| (args.memory_fraction.unwrap_or(1.0) * t as f64) as u64);
+                }
+                CapacityProbe::from_record(size, &record, seconds)?
+            }
+            Err(why) => CapacityProbe::failed(
+                size,
+                seconds,
+                Some(with_stderr(&why, &finished.stderr_tail)),
+            ),
+        };
         console::status(format_args!(
-            "capacity {}: probe {} at {} {size}: {} ({:.1} s)",
+            "capacity {}: probe {} at {} {size}: {} ({seconds:.1} s)",
             bench.name,
             probes.len() + 1,
             bench.unit,
-            match probe.peak_allocated_bytes {
-                Some(p) => format!("fits, peak {} allocated", format_bytes(p)),
-                None => "out of memory".to_string(),
+            match (probe.peak_allocated_bytes, &probe.failure) {
+                (Some(p), _) => format!("fits, peak {} allocated", format_bytes(p)),
+                (None, None) => "out of memory".to_string(),
+                (None, Some(why)) => format!(
+                    "failed, counted as not fitting: {}",
+                    why.lines().next().unwrap_or_default()
+                ),
             },
-            probe.seconds
         ));
         probes.push(probe);
+        if stop.load(Ordering::SeqCst) {
+            break SearchEnd::Interrupted;
+        }
     };
     let _ = std::fs::remove_dir_all(&probe_dir);
-    Ok(Some(CapacityResult::new(
+    if device.is_empty() {
+        device = "unknown (no probe wrote a record)".to_string();
+    }
+    Ok(CapacityResult::new(
         &bench.name,
         &bench.unit,
         &device,
@@ -385,7 +466,7 @@ fn search(
         args.memory_fraction,
         probes,
         end,
-    )))
+    ))
 }
 
 fn markdown(
@@ -418,6 +499,29 @@ fn markdown(
                 f.reason
             )),
         );
+    }
+    // What the table has no column for: flaky sizes, probes that crashed or hung,
+    // a search that was interrupted or found nothing fitting.
+    for r in results {
+        let lines = r.report_lines();
+        let notes: Vec<&str> = lines
+            .iter()
+            .skip(1)
+            .filter(|l| l.starts_with("  flaky") || l.starts_with("  the probe at"))
+            .map(|l| l.trim())
+            .collect();
+        let end = match r.end {
+            SearchEnd::Interrupted => Some("the search was interrupted"),
+            SearchEnd::NothingFits => Some("nothing fits, not even 1"),
+            SearchEnd::Converged | SearchEnd::OutOfProbes => None,
+        };
+        if notes.is_empty() && end.is_none() {
+            continue;
+        }
+        let _ = writeln!(s, "\n`{}`:", r.name);
+        for note in end.into_iter().chain(notes) {
+            let _ = writeln!(s, "* {note}");
+        }
     }
     for m in missing {
         let _ = writeln!(s, "\nmissing: {m}");
@@ -522,7 +626,11 @@ fn chart_svg(r: &CapacityResult) -> String {
             }
             None => {
                 let cy = y(r.limit_bytes.unwrap_or(max_y as u64) as f64);
-                let _ = write!(s, "<text x=\"{}\" y=\"{}\" fill=\"#c00\" text-anchor=\"middle\">✕<title>{} {}: out of memory</title></text>", x(p.size as f64), cy + 4.0, escape(&r.unit), p.size);
+                let why = p
+                    .failure
+                    .as_deref()
+                    .map_or("out of memory", |f| f.lines().next().unwrap_or_default());
+                let _ = write!(s, "<text x=\"{}\" y=\"{}\" fill=\"#c00\" text-anchor=\"middle\">✕<title>{} {}: {}</title></text>", x(p.size as f64), cy + 4.0, escape(&r.unit), p.size, escape(why));
             }
         }
     }
@@ -550,6 +658,7 @@ mod tests {
                 peak_allocated_bytes: Some(100 << 20),
                 peak_reserved_bytes: Some(102 << 20),
                 seconds: 1.0,
+                failure: None,
             },
             CapacityProbe {
                 size: 128,
@@ -557,6 +666,7 @@ mod tests {
                 peak_allocated_bytes: Some(164 << 20),
                 peak_reserved_bytes: Some(166 << 20),
                 seconds: 1.0,
+                failure: None,
             },
             CapacityProbe {
                 size: 256,
@@ -564,6 +674,7 @@ mod tests {
                 peak_allocated_bytes: None,
                 peak_reserved_bytes: None,
                 seconds: 1.0,
+                failure: None,
             },
         ];
         let o = SearchOptions {
@@ -571,6 +682,7 @@ mod tests {
             max_probes: 10,
             resolution: 0.01,
             limit_bytes: Some(200 << 20),
+            repeats: 1,
         };
         CapacityResult::new(
             "mlp",
@@ -643,6 +755,47 @@ mod tests {
             &[("y".into(), "failed to build".into())],
         );
         check(&doc);
+        // A search with a crashed probe, a flaky size, and one Ctrl-C stopped.
+        let mut probes = r.probes.clone();
+        probes.push(CapacityProbe::failed(
+            192,
+            0.5,
+            Some("crashed: SIGABRT".into()),
+        ));
+        probes.push(probes[1].clone());
+        probes.push(CapacityProbe::failed(128, 0.5, None));
+        // Once the limit is flaky, a size fits only on three probes.
+        probes.extend([probes[0].clone(), probes[0].clone()]);
+        let o = SearchOptions {
+            start: 64,
+            max_probes: 10,
+            resolution: 0.01,
+            limit_bytes: Some(200 << 20),
+            repeats: 3,
+        };
+        let faults = CapacityResult::new(
+            "mlp",
+            "batch",
+            "cuda:0 H200",
+            &o,
+            None,
+            probes,
+            SearchEnd::Interrupted,
+        );
+        assert_eq!(
+            (
+                faults.flaky_sizes.as_slice(),
+                faults.first_failing,
+                faults.max_size
+            ),
+            (&[128][..], Some(128), 64)
+        );
+        write_json(&file, &faults).unwrap();
+        let saved: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        check(&saved);
+        assert_eq!(saved["probes"][3]["failure"], "crashed: SIGABRT");
+        assert_eq!(saved["end"], "interrupted");
         // The schema holds: a result of another version, or a probe without its size,
         // does not pass.
         let mut bad = serde_json::to_value(&r).unwrap();
@@ -650,6 +803,12 @@ mod tests {
         assert!(!schema.is_valid(&bad));
         let mut bad = serde_json::to_value(&r).unwrap();
         bad["probes"][0].as_object_mut().unwrap().remove("size");
+        assert!(!schema.is_valid(&bad));
+        let mut bad = saved.clone();
+        bad["flaky_sizes"][0] = "128".into();
+        assert!(!schema.is_valid(&bad));
+        let mut bad = saved;
+        bad["end"] = "stopped".into();
         assert!(!schema.is_valid(&bad));
     }
 
