@@ -541,7 +541,7 @@ chmod +x "$3/bin/pip"
         std::fs::create_dir_all(ws.join(".cargo")).unwrap();
         std::fs::write(ws.join(".cargo/config.toml"), "[env\n").unwrap();
         let err = workspace_root(&ws).unwrap_err();
-        assert_eq!(crate::error::exit_for(&err), crate::exit_code::Exit::Usage);
+        assert!(err.downcast_ref::<UsageError>().is_some(), "{err:#}");
         let err = format!("{err:#}");
         assert!(
             err.contains("ws/.cargo/config.toml is not valid TOML")
