@@ -1,22 +1,36 @@
 //! The two revisions `cargo gpubench ab` measures, found with the git CLI: head (the
 //! working tree as it is, or `--head REV`) and base (`--base REV`, else the
 //! merge-base of HEAD with the default branch), each commit checked out as a git
-//! worktree of its own so its workspace can be read and built beside the working
-//! tree.
+//! worktree of its own for as long as the `ab` lasts ([`Checkouts`]).
 //!
-//! Worktrees live under `<target-dir>/gpubench/ab/worktrees/`:
+//! A worktree goes beside the repository, at the same depth:
 //!
 //! ```text
-//! <full-sha>/          `git worktree add --detach` of that commit
-//! <full-sha>.ready     written once the checkout is whole; without it the
-//!                      directory is half-made (a killed `ab`) and is made again
-//! .lock                held while a checkout is made, so two `ab`s do not race
+//! <parent>/<repo>/                            the repository (its toplevel)
+//! <parent>/.<repo>.gpubench-ab-<12 hex>/      `git worktree add --detach` of that commit
 //! ```
 //!
-//! `cargo clean` removes them with the rest of the target directory; the next `ab`
-//! prunes git's records of them (`git worktree prune`).
+//! so a relative path that leaves the repository (`path = "../cargo-gpubench/…"`,
+//! `include_str!("../../data")`) names in the worktree what it names in the
+//! checkout, and cargo finds no foreign workspace above it (the target directory may
+//! lie in one). Where the parent is not writable, the worktree goes under
+//! `<target-dir>/gpubench/ab/worktrees/<sha>/` instead, and `ab` says that paths
+//! leaving the repository then resolve elsewhere.
+//!
+//! Who uses a worktree is kept in the repository's git directory:
+//!
+//! ```text
+//! <git-common-dir>/gpubench-ab/<sha>.lock    shared by every `ab` using the worktree,
+//!                                            exclusive while one makes or removes it
+//! <git-common-dir>/gpubench-ab/<sha>.ready   the worktree's path, once it is whole
+//! ```
+//!
+//! The last `ab` to let go of a worktree removes it, on success, failure and Ctrl-C
+//! alike ([`Checkouts`] does it when dropped); one a killed `ab` left (its lock free)
+//! is removed by the next `ab`, and git's records of worktrees whose directories are
+//! gone are pruned.
 
-use std::fs::{self, File};
+use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -25,8 +39,15 @@ use thiserror::Error;
 
 use crate::store::git::{self, stdout_line};
 
-/// Where worktrees go, under the target directory.
+/// Where worktrees go, under the target directory, when the repository's parent
+/// directory is not writable.
 pub const WORKTREES_DIR: &str = "gpubench/ab/worktrees";
+
+/// The folder of the repository's git directory that says who uses which worktree.
+pub const STATE_DIR: &str = "gpubench-ab";
+
+/// What a worktree beside the repository is called after the repository's name.
+const SIBLING_INFIX: &str = ".gpubench-ab-";
 
 /// The branches the merge-base is taken with when `--base` is absent, in the order
 /// they are tried (after `origin/HEAD`'s target).
@@ -70,10 +91,12 @@ pub enum RevisionError {
         tried: String,
     },
     /// HEAD and the default branch share no commit.
-    #[error("failed to find the base revision: HEAD and {branch} have no common ancestor; pass --base REV")]
+    #[error("failed to find the base revision: HEAD and {branch} have no common ancestor{hint}")]
     NoMergeBase {
         /// The default branch.
         branch: String,
+        /// What to do: fetch the history of a shallow clone, or pass --base.
+        hint: String,
     },
     /// A git command failed.
     #[error("failed to {what}: git {args} said: {message}")]
@@ -112,7 +135,7 @@ pub enum RevisionError {
 pub enum Checkout {
     /// The working tree itself, uncommitted changes included.
     WorkingTree,
-    /// A git worktree of a commit under the target directory.
+    /// A git worktree of a commit (module docs).
     Worktree,
 }
 
@@ -138,6 +161,10 @@ pub struct Revision {
     /// Its cargo workspace root (the working tree's, or the same directory inside
     /// the worktree).
     pub root: PathBuf,
+    /// Where its benchmark processes run: the directory `ab` was started in, or the
+    /// same directory inside the worktree (its workspace root when that directory
+    /// is not in the commit), so a file read by a relative path is its own.
+    pub run_dir: PathBuf,
 }
 
 impl Revision {
@@ -161,73 +188,244 @@ impl Revision {
     }
 }
 
+/// What [`resolve`] found.
+#[derive(Debug)]
+pub enum Resolution {
+    /// Two revisions to compare, checked out.
+    Compare(Box<Resolved>),
+    /// Base and head are the same code (one commit, and a clean working tree):
+    /// nothing to compare, and nothing was checked out.
+    Identical {
+        /// The commit both are.
+        commit: String,
+        /// How the base was chosen ([`Revision::chosen_by`]).
+        base_chosen_by: String,
+        /// How the head was chosen.
+        head_chosen_by: String,
+    },
+}
+
+/// Base and head, and the worktrees they hold.
+#[derive(Debug)]
+pub struct Resolved {
+    /// The revision judged against.
+    pub base: Revision,
+    /// The revision judged.
+    pub head: Revision,
+    /// The worktrees, removed when this is dropped or released.
+    pub checkouts: Checkouts,
+    /// What the user should know about the checkouts (where a worktree went when it
+    /// could not go beside the repository, submodules that could not be checked
+    /// out).
+    pub notes: Vec<String>,
+}
+
 /// Finds base and head of the workspace at `workspace_root` (see the module docs),
-/// checking out each one that is a commit under `target_dir`; returns `(base,
-/// head)`.
+/// checking out each one that is a commit; `cwd` is where `ab` runs, mapped into
+/// each worktree for its processes. Worktrees a killed `ab` left are removed first.
 pub fn resolve(
     workspace_root: &Path,
+    cwd: &Path,
     base: Option<&str>,
     head: Option<&str>,
     target_dir: &Path,
-) -> Result<(Revision, Revision), RevisionError> {
-    let repo = Repository::of(workspace_root)?;
-    let head = match head {
-        None => repo.working_tree(target_dir)?,
-        Some(rev) => {
-            let sha = repo.commit_of(rev, Role::Head)?;
-            repo.at_commit(Role::Head, &sha, format!("--head {rev}"), target_dir)?
-        }
+) -> Result<Resolution, RevisionError> {
+    let repo = Repository::of(workspace_root, cwd, target_dir)?;
+    // Which commits, before anything is checked out.
+    let head_commit = match head {
+        None => None,
+        Some(rev) => Some((repo.commit_of(rev, Role::Head)?, format!("--head {rev}"))),
     };
-    let base = match base {
-        Some(rev) => {
-            let sha = repo.commit_of(rev, Role::Base)?;
-            repo.at_commit(Role::Base, &sha, format!("--base {rev}"), target_dir)?
-        }
+    let (base_sha, base_chosen_by) = match base {
+        Some(rev) => (repo.commit_of(rev, Role::Base)?, format!("--base {rev}")),
         None => {
             let (sha, branch) = repo.merge_base_with_default_branch()?;
-            repo.at_commit(
-                Role::Base,
-                &sha,
-                format!("the merge-base of HEAD with {branch}"),
-                target_dir,
-            )?
+            (sha, format!("the merge-base of HEAD with {branch}"))
         }
     };
-    Ok((base, head))
+    let working_tree = match &head_commit {
+        None => Some(repo.working_tree()?),
+        Some(_) => None,
+    };
+    let same = match (&head_commit, &working_tree) {
+        (Some((sha, _)), _) => *sha == base_sha,
+        (None, Some(w)) => !w.dirty && w.commit.as_deref() == Some(base_sha.as_str()),
+        (None, None) => false,
+    };
+    if same {
+        return Ok(Resolution::Identical {
+            commit: base_sha,
+            base_chosen_by,
+            head_chosen_by: head_commit
+                .map(|(_, by)| by)
+                .unwrap_or_else(|| working_tree_chosen_by().to_string()),
+        });
+    }
+
+    repo.remove_stale()?;
+    let mut checkouts = Checkouts {
+        toplevel: repo.toplevel.clone(),
+        held: Vec::new(),
+    };
+    let mut notes = Vec::new();
+    let head = match (working_tree, head_commit) {
+        (Some(w), _) => w,
+        (None, Some((sha, by))) => {
+            repo.at_commit(Role::Head, &sha, by, &mut checkouts, &mut notes)?
+        }
+        (None, None) => unreachable!("the head is the working tree or a commit"),
+    };
+    let base = repo.at_commit(
+        Role::Base,
+        &base_sha,
+        base_chosen_by,
+        &mut checkouts,
+        &mut notes,
+    )?;
+    Ok(Resolution::Compare(Box::new(Resolved {
+        base,
+        head,
+        checkouts,
+        notes,
+    })))
+}
+
+fn working_tree_chosen_by() -> &'static str {
+    "the working tree (uncommitted changes included)"
+}
+
+/// The worktrees one `ab` uses, each under a shared lock (module docs). Dropping
+/// (or [`release`](Self::release)) lets go of them and removes each one no other
+/// `ab` uses.
+#[derive(Debug)]
+pub struct Checkouts {
+    toplevel: PathBuf,
+    held: Vec<Held>,
+}
+
+/// A worktree in use.
+#[derive(Debug)]
+struct Held {
+    sha: String,
+    path: PathBuf,
+    lock: File,
+    ready: PathBuf,
+}
+
+impl Checkouts {
+    /// The worktrees' directories.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.held.iter().map(|h| h.path.clone()).collect()
+    }
+
+    /// Lets go of the worktrees, removing each one no other `ab` uses; what could
+    /// not be removed, in words.
+    pub fn release(mut self) -> Vec<String> {
+        self.let_go()
+    }
+
+    fn let_go(&mut self) -> Vec<String> {
+        let mut problems = Vec::new();
+        for held in self.held.drain(..) {
+            // Another `ab` may use it still: it is removed by the last one out.
+            let _ = held.lock.unlock();
+            if held.lock.try_lock().is_err() {
+                continue;
+            }
+            let removed = remove_worktree(&self.toplevel, &held.path, &held.ready);
+            // Under the target directory, the folders go too when that empties them.
+            if let Some(dir) = held.path.parent().filter(|d| d.ends_with(WORKTREES_DIR)) {
+                let _ = fs::remove_dir(dir);
+                let _ = dir.parent().map(fs::remove_dir);
+            }
+            if let Err(e) = removed {
+                problems.push(format!(
+                    "failed to remove the worktree of {} at {}: {e}; remove it with `git \
+                     worktree remove --force {}`",
+                    held.sha,
+                    held.path.display(),
+                    held.path.display()
+                ));
+            }
+        }
+        problems
+    }
+}
+
+#[cfg(test)]
+impl Checkouts {
+    /// Lets go of the locks and leaves the worktrees, as a killed `ab` does.
+    fn abandon(mut self) {
+        self.held.clear();
+    }
+}
+
+impl Drop for Checkouts {
+    fn drop(&mut self) {
+        self.let_go();
+    }
+}
+
+/// Removes the worktree at `path` (git's record and the directory) and its ready
+/// marker; the caller holds its lock exclusively.
+fn remove_worktree(toplevel: &Path, path: &Path, ready: &Path) -> Result<(), RevisionError> {
+    remove_file(ready)?;
+    let shown = path.display().to_string();
+    if path.exists() {
+        let _ = git_output(
+            toplevel,
+            &["worktree", "remove", "--force", "--force", &shown],
+        );
+    }
+    if path.exists() {
+        fs::remove_dir_all(path).map_err(|source| RevisionError::Io {
+            what: "remove the worktree",
+            path: shown,
+            source,
+        })?;
+    }
+    git_in(toplevel, "prune stale worktrees", &["worktree", "prune"]).map(|_| ())
 }
 
 /// The git repository a workspace is in.
 struct Repository {
-    /// `git rev-parse --show-toplevel`.
+    /// `git rev-parse --show-toplevel`, canonical.
     toplevel: PathBuf,
     /// The workspace root relative to `toplevel`.
     workspace: PathBuf,
     /// The workspace root as given.
     workspace_root: PathBuf,
+    /// Where `ab` runs, relative to `toplevel` (`None` outside it).
+    cwd: Option<PathBuf>,
+    /// Where `ab` runs, as given.
+    cwd_given: PathBuf,
+    /// The target directory.
+    target_dir: PathBuf,
 }
 
 impl Repository {
-    fn of(workspace_root: &Path) -> Result<Self, RevisionError> {
+    fn of(workspace_root: &Path, cwd: &Path, target_dir: &Path) -> Result<Self, RevisionError> {
         let Ok(toplevel) = git::toplevel(workspace_root).map_err(spawn)? else {
             return Err(RevisionError::NotARepository {
                 root: workspace_root.display().to_string(),
             });
         };
-        let canonical = |p: &Path| {
-            p.canonicalize().map_err(|source| RevisionError::Io {
-                what: "resolve",
-                path: p.display().to_string(),
-                source,
-            })
-        };
+        let toplevel = canonical(&toplevel)?;
         let workspace = canonical(workspace_root)?
-            .strip_prefix(canonical(&toplevel)?)
+            .strip_prefix(&toplevel)
             .map(Path::to_path_buf)
             .unwrap_or_default();
+        let cwd_rel = cwd
+            .canonicalize()
+            .ok()
+            .and_then(|c| c.strip_prefix(&toplevel).map(Path::to_path_buf).ok());
         Ok(Repository {
             toplevel,
             workspace,
             workspace_root: workspace_root.to_path_buf(),
+            cwd: cwd_rel,
+            cwd_given: cwd.to_path_buf(),
+            target_dir: target_dir.to_path_buf(),
         })
     }
 
@@ -249,20 +447,25 @@ impl Repository {
         git::commit_of(&self.toplevel, rev).map_err(spawn)
     }
 
-    /// The working tree; its worktrees under `target_dir` are not changes of it.
-    fn working_tree(&self, target_dir: &Path) -> Result<Revision, RevisionError> {
+    /// The working tree; worktrees `ab` made under the target directory are not
+    /// changes of it.
+    fn working_tree(&self) -> Result<Revision, RevisionError> {
         let commit = self.verify("HEAD")?;
         let mut args = vec![
             "status".to_string(),
             "--porcelain".to_string(),
             "--untracked-files=normal".to_string(),
         ];
-        let ours = target_dir.join(WORKTREES_DIR);
-        let inside = ours
+        let inside = self
+            .target_dir
+            .join(WORKTREES_DIR)
             .canonicalize()
             .ok()
-            .zip(self.toplevel.canonicalize().ok())
-            .and_then(|(ours, top)| ours.strip_prefix(top).map(Path::to_path_buf).ok());
+            .and_then(|ours| {
+                ours.strip_prefix(&self.toplevel)
+                    .map(Path::to_path_buf)
+                    .ok()
+            });
         if let Some(rel) = inside {
             args.extend(["--".to_string(), ".".to_string()]);
             args.push(format!(":(exclude){}", rel.display()));
@@ -274,9 +477,10 @@ impl Repository {
             label: "working tree".to_string(),
             commit,
             dirty: !status.trim().is_empty(),
-            chosen_by: "the working tree (uncommitted changes included)".to_string(),
+            chosen_by: working_tree_chosen_by().to_string(),
             checkout: Checkout::WorkingTree,
             root: self.workspace_root.clone(),
+            run_dir: self.cwd_given.clone(),
         })
     }
 
@@ -298,13 +502,33 @@ impl Repository {
         match out.status.code() {
             Some(0) => Ok((stdout_line(&out), shown)),
             // merge-base exits 1, saying nothing, when there is no common ancestor.
-            Some(1) if out.stderr.is_empty() => Err(RevisionError::NoMergeBase { branch: shown }),
+            Some(1) if out.stderr.is_empty() => Err(RevisionError::NoMergeBase {
+                branch: shown,
+                hint: self.no_merge_base_hint()?,
+            }),
             _ => Err(git_failed(
                 "find the merge-base",
                 &["merge-base", "HEAD", &reference],
                 &out,
             )),
         }
+    }
+
+    /// What to do when there is no merge-base: in a shallow clone the common
+    /// ancestor was not fetched.
+    fn no_merge_base_hint(&self) -> Result<String, RevisionError> {
+        let shallow = self.git(
+            "ask whether the clone is shallow",
+            &["rev-parse", "--is-shallow-repository"],
+        )?;
+        Ok(if shallow.trim() == "true" {
+            " in the fetched history: this clone is shallow, so their common ancestor \
+             may not have been fetched; fetch the whole history (`git fetch --unshallow`, \
+             or `fetch-depth: 0` for actions/checkout), or pass --base REV"
+                .to_string()
+        } else {
+            "; pass --base REV".to_string()
+        })
     }
 
     /// `origin/HEAD`'s target, else the first of [`DEFAULT_BRANCHES`] that is a
@@ -329,17 +553,26 @@ impl Repository {
         Ok(None)
     }
 
-    /// The revision of commit `sha`, checked out as a worktree.
+    /// The revision of commit `sha`, checked out as a worktree held by `checkouts`.
     fn at_commit(
         &self,
         role: Role,
         sha: &str,
         chosen_by: String,
-        target_dir: &Path,
+        checkouts: &mut Checkouts,
+        notes: &mut Vec<String>,
     ) -> Result<Revision, RevisionError> {
         let label = self.git("shorten a commit id", &["rev-parse", "--short", sha])?;
         let label = label.trim().to_string();
-        let worktree = self.worktree(sha, &target_dir.join(WORKTREES_DIR))?;
+        let worktree = match checkouts.held.iter().find(|h| h.sha == sha) {
+            Some(h) => h.path.clone(),
+            None => {
+                let held = self.worktree(sha, notes)?;
+                let path = held.path.clone();
+                checkouts.held.push(held);
+                path
+            }
+        };
         let root = worktree.join(&self.workspace);
         let manifest = root.join("Cargo.toml");
         if !manifest.is_file() {
@@ -360,6 +593,12 @@ impl Repository {
                 source,
             })?;
         }
+        let run_dir = self
+            .cwd
+            .as_ref()
+            .map(|rel| worktree.join(rel))
+            .filter(|d| d.is_dir())
+            .unwrap_or_else(|| root.clone());
         Ok(Revision {
             role,
             label,
@@ -368,70 +607,218 @@ impl Repository {
             chosen_by,
             checkout: Checkout::Worktree,
             root,
+            run_dir,
         })
     }
 
-    /// A worktree of `sha` under `dir`: the one there when it is whole and at that
-    /// commit, else made anew.
-    fn worktree(&self, sha: &str, dir: &Path) -> Result<PathBuf, RevisionError> {
-        fs::create_dir_all(dir).map_err(|source| RevisionError::Io {
-            what: "create the worktree directory",
+    /// `<git-common-dir>/gpubench-ab`, made when missing.
+    fn state_dir(&self) -> Result<PathBuf, RevisionError> {
+        let common = self.git(
+            "find the repository's git directory",
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        )?;
+        let dir = PathBuf::from(common.trim()).join(STATE_DIR);
+        fs::create_dir_all(&dir).map_err(|source| RevisionError::Io {
+            what: "create",
             path: dir.display().to_string(),
             source,
         })?;
-        let lock_path = dir.join(".lock");
-        let lock = File::create(&lock_path).map_err(|source| RevisionError::Io {
-            what: "create",
-            path: lock_path.display().to_string(),
-            source,
-        })?;
-        lock.lock().map_err(|source| RevisionError::Io {
-            what: "lock",
-            path: lock_path.display().to_string(),
-            source,
-        })?;
-        // Records of worktrees whose directories are gone (`cargo clean`).
-        self.git("prune stale worktrees", &["worktree", "prune"])?;
+        Ok(dir)
+    }
 
-        let path = dir.join(sha);
-        let ready = dir.join(format!("{sha}.ready"));
-        if ready.is_file() && self.is_checkout_of(&path, sha)? {
-            // Whole, at that commit: put back any tracked file that was changed.
-            git_in(
-                &path,
-                "restore the worktree's files",
-                &["reset", "--hard", "--quiet", sha],
-            )?;
-            return Ok(path);
+    /// A worktree of `sha`, held under a shared lock: the one another `ab` made and
+    /// uses, else made anew (module docs).
+    fn worktree(&self, sha: &str, notes: &mut Vec<String>) -> Result<Held, RevisionError> {
+        let state = self.state_dir()?;
+        let lock_path = state.join(format!("{sha}.lock"));
+        let ready = state.join(format!("{sha}.ready"));
+        let lock = open_lock(&lock_path)?;
+        let locking = |result: std::io::Result<()>| {
+            result.map_err(|source| RevisionError::Io {
+                what: "lock",
+                path: lock_path.display().to_string(),
+                source,
+            })
+        };
+        loop {
+            locking(lock.lock_shared())?;
+            if let Some(path) = self.ready_worktree(&ready, sha)? {
+                return Ok(Held {
+                    sha: sha.to_string(),
+                    path,
+                    lock,
+                    ready,
+                });
+            }
+            // Not whole: made under the exclusive lock (unless another `ab` made it
+            // meanwhile), then taken shared again.
+            locking(lock.unlock())?;
+            locking(lock.lock())?;
+            if self.ready_worktree(&ready, sha)?.is_none() {
+                self.make_worktree(sha, &ready, notes)?;
+            }
+            locking(lock.unlock())?;
         }
-        remove_file(&ready)?;
+    }
+
+    /// The worktree of `sha` the ready marker names, when it is whole.
+    fn ready_worktree(&self, ready: &Path, sha: &str) -> Result<Option<PathBuf>, RevisionError> {
+        let Ok(text) = fs::read_to_string(ready) else {
+            return Ok(None);
+        };
+        let path = PathBuf::from(text.trim());
+        Ok(self.is_checkout_of(&path, sha)?.then_some(path))
+    }
+
+    /// Checks out `sha` (module docs for where) and marks it ready; the caller holds
+    /// its lock exclusively.
+    fn make_worktree(
+        &self,
+        sha: &str,
+        ready: &Path,
+        notes: &mut Vec<String>,
+    ) -> Result<(), RevisionError> {
+        remove_file(ready)?;
+        let path = self.place(sha, notes)?;
         if path.exists() {
             // Half-made, moved or changed: git forgets it, then it goes.
-            let shown = path.display().to_string();
-            let _ = git_output(
-                &self.toplevel,
-                &["worktree", "remove", "--force", "--force", &shown],
-            );
-            if path.exists() {
-                fs::remove_dir_all(&path).map_err(|source| RevisionError::Io {
-                    what: "remove the half-made worktree",
-                    path: shown,
-                    source,
-                })?;
-            }
-            self.git("prune stale worktrees", &["worktree", "prune"])?;
+            remove_worktree(&self.toplevel, &path, ready)?;
         }
         let shown = path.display().to_string();
         self.git(
             &format!("check out {sha} as a git worktree"),
             &["worktree", "add", "--detach", "--quiet", &shown, sha],
         )?;
-        File::create(&ready).map_err(|source| RevisionError::Io {
-            what: "create",
+        if path.join(".gitmodules").is_file() {
+            let out = git_output(
+                &path,
+                &["submodule", "update", "--init", "--recursive", "--quiet"],
+            )?;
+            if !out.status.success() {
+                notes.push(format!(
+                    "the submodules of {} are not checked out in its worktree ({}): git \
+                     submodule update said: {}; a build that needs them fails",
+                    &sha[..sha.len().min(12)],
+                    shown,
+                    git::stderr_text(&out)
+                ));
+            }
+        }
+        fs::write(ready, format!("{shown}\n")).map_err(|source| RevisionError::Io {
+            what: "write",
             path: ready.display().to_string(),
             source,
+        })
+    }
+
+    /// Where the worktree of `sha` goes: beside the repository, at its depth, else
+    /// (a parent that is not writable) under the target directory, saying so.
+    fn place(&self, sha: &str, notes: &mut Vec<String>) -> Result<PathBuf, RevisionError> {
+        if let Some(path) = self.sibling(sha) {
+            match fs::create_dir(&path) {
+                Ok(()) => return Ok(path),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => {
+                    return Ok(path)
+                }
+                Err(e) => notes.push(format!(
+                    "the base's worktree cannot go beside the repository ({}: {e}): it is \
+                     under the target directory, where relative paths that leave the \
+                     repository (`path = \"../…\"`) resolve elsewhere than in the checkout",
+                    path.display()
+                )),
+            }
+        }
+        let dir = self.target_dir.join(WORKTREES_DIR);
+        fs::create_dir_all(&dir).map_err(|source| RevisionError::Io {
+            what: "create the worktree directory",
+            path: dir.display().to_string(),
+            source,
         })?;
-        Ok(path)
+        Ok(dir.join(sha))
+    }
+
+    /// `<parent>/.<repo>.gpubench-ab-<12 hex>`; `None` for a repository at `/`.
+    fn sibling(&self, sha: &str) -> Option<PathBuf> {
+        let parent = self.toplevel.parent()?;
+        let name = self.toplevel.file_name()?.to_string_lossy();
+        Some(parent.join(format!(
+            ".{name}{SIBLING_INFIX}{}",
+            &sha[..sha.len().min(12)]
+        )))
+    }
+
+    /// Whether `path` is where this `ab` puts worktrees.
+    fn is_ours(&self, path: &Path) -> bool {
+        let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        let beside = self.toplevel.parent().is_some_and(|parent| {
+            path.parent() == Some(parent)
+                && self.toplevel.file_name().is_some_and(|name| {
+                    path.file_name().is_some_and(|n| {
+                        n.to_string_lossy()
+                            .starts_with(&format!(".{}{SIBLING_INFIX}", name.to_string_lossy()))
+                    })
+                })
+        });
+        let under_target = self
+            .target_dir
+            .join(WORKTREES_DIR)
+            .canonicalize()
+            .is_ok_and(|dir| path.starts_with(dir));
+        beside || under_target
+    }
+
+    /// Removes the worktrees a killed `ab` left (theirs, with no `ab` holding them),
+    /// the files of the layout before worktrees were held, and git's records of
+    /// worktrees whose directories are gone.
+    fn remove_stale(&self) -> Result<(), RevisionError> {
+        self.git("prune stale worktrees", &["worktree", "prune"])?;
+        let listed = self.git("list the worktrees", &["worktree", "list", "--porcelain"])?;
+        let mut state: Option<PathBuf> = None;
+        for block in listed.split("\n\n") {
+            let mut path = None;
+            let mut head = None;
+            for line in block.lines() {
+                if let Some(p) = line.strip_prefix("worktree ") {
+                    path = Some(PathBuf::from(p));
+                } else if let Some(h) = line.strip_prefix("HEAD ") {
+                    head = Some(h.to_string());
+                }
+            }
+            let (Some(path), Some(sha)) = (path, head) else {
+                continue;
+            };
+            if !self.is_ours(&path) {
+                continue;
+            }
+            let dir = match &state {
+                Some(d) => d.clone(),
+                None => {
+                    let d = self.state_dir()?;
+                    state = Some(d.clone());
+                    d
+                }
+            };
+            let lock = open_lock(&dir.join(format!("{sha}.lock")))?;
+            if lock.try_lock().is_ok() {
+                remove_worktree(&self.toplevel, &path, &dir.join(format!("{sha}.ready")))?;
+            }
+        }
+        // The layout before: `<sha>.ready` markers and a `.lock` beside the worktrees.
+        let old = self.target_dir.join(WORKTREES_DIR);
+        if let Ok(entries) = fs::read_dir(&old) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name == ".lock" || name.ends_with(".ready") {
+                    remove_file(&entry.path())?;
+                }
+            }
+        }
+        // Empty folders go too, so a finished `ab` leaves nothing there.
+        let _ = fs::remove_dir(&old);
+        if let Some(ab) = old.parent() {
+            let _ = fs::remove_dir(ab);
+        }
+        Ok(())
     }
 
     /// Whether `path` is a worktree of this repository with `sha` checked out.
@@ -456,6 +843,29 @@ impl Repository {
         let theirs = common(path)?;
         Ok(theirs.is_some() && theirs == common(&self.toplevel)?)
     }
+}
+
+/// Opens (creating) the lock file at `path`.
+fn open_lock(path: &Path) -> Result<File, RevisionError> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|source| RevisionError::Io {
+            what: "open",
+            path: path.display().to_string(),
+            source,
+        })
+}
+
+fn canonical(p: &Path) -> Result<PathBuf, RevisionError> {
+    p.canonicalize().map_err(|source| RevisionError::Io {
+        what: "resolve",
+        path: p.display().to_string(),
+        source,
+    })
 }
 
 fn remove_file(path: &Path) -> Result<(), RevisionError> {

@@ -88,8 +88,8 @@ pub struct AbArgs {
     #[command(flatten)]
     pub targets: TargetArgs,
 
-    /// How each process measures (`--processes` defaults to 5..10 here, more while
-    /// the paired change's interval is wider than ±1%; 5 with `--quick`).
+    /// How each process measures (`--processes` and `--quick` say `ab`'s own
+    /// defaults: [`PROCESSES_HELP`]).
     #[command(flatten)]
     pub process: ProcessArgs,
 
@@ -202,14 +202,20 @@ pub const AB_ABOUT: &str = "Judge a change by its base and head revisions measur
     smallest change the run could have detected, and a change that is certain but \
     under the threshold is shown as such (its verdict stays no change).\n\n\
     The head is the working tree (or --head REV), the base the merge-base with the \
-    default branch (or --base REV), checked out as a git worktree under \
-    <target-dir>/gpubench/ab/. Each revision's bench targets are built as loadable \
-    libraries sharing the target directory (the second build reuses the first's \
-    dependencies). When that cannot work (a revision whose gpubench-core predates \
-    pairing, a library that fails to build or load), base and head run in processes \
-    of their own, interleaved, and are judged as a run is judged against a baseline; \
+    default branch (or --base REV), checked out as a git worktree beside the \
+    repository (.<repo>.gpubench-ab-<commit>, so relative paths that leave the \
+    repository resolve as in the checkout) and removed when `ab` ends; each revision \
+    runs in its own checkout. When the two are the same code (one commit, no \
+    uncommitted change) there is nothing to compare: `ab` says so and exits 0. Each \
+    `ab` loads its own copies of the libraries it built (their SHA-256 in its \
+    records), so two `ab`s never measure each other's code. Each revision's bench \
+    targets are built as loadable libraries sharing the target directory (the second \
+    build reuses the first's dependencies). When that cannot work (a revision whose \
+    gpubench-core predates pairing, a library that fails to build or load), base and \
+    head run in processes of their own, interleaved, and are judged as a run is judged against a baseline; \
     the output says why. Benchmarks only one revision has are listed: a benchmark the \
-    head lacks is missing evidence (gone), one the base lacks is new.\n\n\
+    head lacks is missing evidence (gone), one the base lacks is new (every one, when \
+    the base has no benchmarks).\n\n\
     The run is stored like a run (the head's records, the base's under base/), with \
     its report and summary; --fail-on and --gate-on gate the exit code as for a run.";
 

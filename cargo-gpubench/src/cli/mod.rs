@@ -115,7 +115,12 @@ pub enum Command {
     Archive(ArchiveArgs),
     /// Judge the working tree (or --head REV) against its merge-base (or --base
     /// REV), each benchmark's two revisions measured side by side in one process.
-    #[command(long_about = ab::AB_ABOUT, after_long_help = ab::AB_HELP)]
+    #[command(
+        long_about = ab::AB_ABOUT,
+        after_long_help = ab::AB_HELP,
+        mut_arg("processes", |a| a.help(ab::PROCESSES_HELP)),
+        mut_arg("quick", |a| a.help(ab::QUICK_HELP))
+    )]
     Ab(AbArgs),
     /// Compare two stored baselines or runs, without running anything.
     #[command(

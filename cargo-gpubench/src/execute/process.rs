@@ -40,11 +40,17 @@ pub struct ChildEnv {
     pub set: Vec<(OsString, OsString)>,
     /// Variables removed.
     pub remove: Vec<OsString>,
+    /// The directory it runs in, when not this process's (`ab` runs each revision
+    /// in its own checkout).
+    pub dir: Option<PathBuf>,
 }
 
 impl ChildEnv {
     /// Applies the changes to `cmd`.
     pub fn apply(&self, cmd: &mut Command) {
+        if let Some(dir) = &self.dir {
+            cmd.current_dir(dir);
+        }
         for k in &self.remove {
             cmd.env_remove(k);
         }
@@ -413,6 +419,7 @@ pub fn for_benchmarks(
             libtorch::prepend_paths(&dirs, existing.as_deref()),
         )],
         remove,
+        dir: None,
     }
 }
 

@@ -276,6 +276,22 @@ pub struct ManifestRevision {
     /// Whether it had changes not committed (the working tree).
     #[serde(default)]
     pub dirty: bool,
+    /// The files its processes loaded (`ab`'s libraries, or its executables when
+    /// not paired), each with its SHA-256: this run's own copies, which no other
+    /// build can change while it runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub libraries: Vec<LibraryDigest>,
+}
+
+/// A file one side of an `ab` run loaded, with its digest.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct LibraryDigest {
+    /// Its package.
+    pub package: String,
+    /// Its bench target.
+    pub target: String,
+    /// The SHA-256 of the file loaded, in hex.
+    pub sha256: String,
 }
 
 /// What a run's bench targets listed and the run left out: a baseline benchmark the

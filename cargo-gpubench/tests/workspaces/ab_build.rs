@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use cargo_gpubench::build::library::{self, fallback, LibraryBuild};
-use cargo_gpubench::build::revision::{self, Checkout, Revision};
+use cargo_gpubench::build::revision::{self, Checkout, Resolution, Resolved, Revision};
 use cargo_gpubench::execute::paired::library::PairedLibrary;
 
 use crate::support::assert_valid;
@@ -202,8 +202,17 @@ fn base_and_head_build_as_libraries_that_list_their_own_benchmarks() {
     // Fresh, so the first build pays for tch and the second shows it does not.
     let target_dir = tmp.path().join("target");
 
-    let (base, head) =
-        revision::resolve(&ws, Some(&first), None, &target_dir).unwrap_or_else(|e| panic!("{e}"));
+    let Ok(Resolution::Compare(resolved)) =
+        revision::resolve(&ws, &ws, Some(&first), None, &target_dir)
+    else {
+        panic!("two revisions to compare")
+    };
+    let Resolved {
+        base,
+        head,
+        checkouts: _checkouts,
+        ..
+    } = *resolved;
     assert_eq!(base.checkout, Checkout::Worktree);
     assert_eq!(base.commit.as_deref(), Some(first.as_str()));
     assert_eq!(head.checkout, Checkout::WorkingTree);

@@ -249,6 +249,7 @@ mod tests {
             label: "1a2b3c4".into(),
             commit: Some("1a2b3c4d".into()),
             dirty: false,
+            libraries: Vec::new(),
         };
         let dir = tmp.path().join("out/base");
         write(
@@ -284,6 +285,7 @@ mod tests {
                 label: "1a2b3c4".into(),
                 commit: None,
                 dirty: false,
+                libraries: Vec::new(),
             },
             &[BenchLibrary {
                 package: "p".into(),

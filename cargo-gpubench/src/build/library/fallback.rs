@@ -5,12 +5,14 @@
 //! can be measured in interleaved processes instead.
 //!
 //! The base builds into a target directory of its own,
-//! `<target-dir>/gpubench/ab/base-target/`: cargo names a workspace member's
+//! `<target-dir>/gpubench/base-target/`: cargo names a workspace member's
 //! artefacts by a hash of its package id taken relative to the workspace root, the
 //! same for the working tree and the base's worktree, so in one target directory the
 //! two revisions' executables (and their freshness records) would be one file, and
-//! each build would take the other's for up to date. The base's directory is kept
-//! between runs, so only its first build compiles the dependencies again.
+//! each build would take the other's for up to date. The base's directory is a
+//! build cache like the target directory itself, kept between runs (outside
+//! `gpubench/ab/`, which holds only what one `ab` uses while it runs), so only its
+//! first build compiles the dependencies again.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,6 +21,9 @@ use crate::build::compile::{self, BuildOutput, CompileError};
 use crate::build::discover::{self, BenchTarget, DiscoverError};
 use crate::build::revision::Revision;
 use gpubench_record::paired::Role;
+
+/// Where the base's executables are built, under the target directory.
+pub const BASE_TARGET_DIR: &str = "gpubench/base-target";
 
 /// A revision's bench targets, selected and ready to build as executables.
 #[derive(Debug, Clone)]
@@ -44,7 +49,7 @@ pub fn prepare(
         revision_root: revision.root.clone(),
         target_dir: match revision.role {
             Role::Head => target_dir.to_path_buf(),
-            Role::Base => target_dir.join("gpubench").join("ab").join("base-target"),
+            Role::Base => target_dir.join(BASE_TARGET_DIR),
         },
         targets: discover::select_targets(&metadata, packages, benches)?,
     })

@@ -1,7 +1,8 @@
 //! Cargo's JSON messages from building a revision's libraries: the `cdylib` each
 //! library produced, the native library directories build scripts report, and the
-//! compiler's errors, kept to tell why a build failed after they are shown on
-//! stderr as cargo would show them.
+//! compiler's messages as cargo would show them, held rather than printed: a build
+//! that fails makes `ab` build the same code again as executables, which shows the
+//! same errors, so they are shown once, by whichever build says more.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead;
@@ -47,10 +48,13 @@ pub struct Parsed {
     pub errors: Vec<CompilerError>,
     /// Whether cargo said the build finished successfully (`None`: it did not say).
     pub success: Option<bool>,
+    /// Every compiler message as rendered (warnings too) and cargo's other lines,
+    /// in order, as cargo would have shown them.
+    pub shown: String,
 }
 
-/// Reads cargo's messages for the libraries named `crates` (crate names), showing
-/// each compiler message on stderr as rendered and passing other lines on.
+/// Reads cargo's messages for the libraries named `crates` (crate names), holding
+/// each compiler message as rendered and other lines in [`Parsed::shown`].
 pub fn parse(reader: impl BufRead, crates: &[String]) -> std::io::Result<Parsed> {
     let mut out = Parsed::default();
     let mut native = BTreeSet::new();
@@ -77,8 +81,11 @@ pub fn parse(reader: impl BufRead, crates: &[String]) -> std::io::Result<Parsed>
             Message::CompilerMessage(msg) => {
                 let d = &msg.message;
                 match &d.rendered {
-                    Some(r) => eprint!("{r}"),
-                    None => eprintln!("{}", d.message),
+                    Some(r) => out.shown.push_str(r),
+                    None => {
+                        out.shown.push_str(&d.message);
+                        out.shown.push('\n');
+                    }
                 }
                 if matches!(d.level, DiagnosticLevel::Error | DiagnosticLevel::Ice) {
                     out.errors.push(CompilerError {
@@ -94,7 +101,10 @@ pub fn parse(reader: impl BufRead, crates: &[String]) -> std::io::Result<Parsed>
                 }
             }
             Message::BuildFinished(finished) => out.success = Some(finished.success),
-            Message::TextLine(line) => eprintln!("{line}"),
+            Message::TextLine(line) => {
+                out.shown.push_str(&line);
+                out.shown.push('\n');
+            }
             _ => {}
         }
     }
@@ -162,6 +172,10 @@ mod tests {
             Some(&PathBuf::from("/t/release/libgpubench_ab_x.so"))
         );
         assert_eq!(parsed.errors.len(), 2, "warnings are shown, not kept");
+        // Held, in order, for the caller to show once.
+        let warning = parsed.shown.find("warning: unused variable").unwrap();
+        let error = parsed.shown.find("error: mismatched types").unwrap();
+        assert!(warning < error, "{}", parsed.shown);
         assert!(parsed.errors[0].predates_pairing());
         assert_eq!(parsed.errors[1].library, None);
         assert!(!parsed.errors[1].predates_pairing());

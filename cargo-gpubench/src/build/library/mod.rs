@@ -49,6 +49,7 @@ pub mod export;
 pub mod fallback;
 pub mod manifest;
 pub mod messages;
+pub mod run_copy;
 
 use std::io::{BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
@@ -119,7 +120,7 @@ pub enum LibraryError {
         message: String,
     },
     /// Any other failed build.
-    #[error("failed to build the bench targets of the {revision} as libraries (cargo: {status}): {summary}; the compiler's messages are above")]
+    #[error("failed to build the bench targets of the {revision} as libraries (cargo: {status}): {summary}")]
     Failed {
         /// [`Revision::describe`].
         revision: String,
@@ -129,6 +130,9 @@ pub enum LibraryError {
         summary: String,
         /// Every error as the compiler rendered it.
         errors: Vec<String>,
+        /// Everything the build said ([`messages::Parsed::shown`]), not shown yet:
+        /// the caller shows it when building the same code otherwise does not.
+        shown: String,
     },
     /// The build succeeded without one of the libraries.
     #[error("the library build of the {revision} reported no library for bench target `{target}` of package `{package}`")]
@@ -143,6 +147,14 @@ pub enum LibraryError {
 }
 
 impl LibraryError {
+    /// What a failed build said and has not shown, when it is a compiler failure.
+    pub fn unshown(&self) -> Option<&str> {
+        match self {
+            LibraryError::Failed { shown, .. } => Some(shown),
+            _ => None,
+        }
+    }
+
     /// Whether the revision's gpubench-core cannot pair in one process at all.
     pub fn predates_pairing(&self) -> bool {
         matches!(self, LibraryError::PredatesPairing { .. })
@@ -304,6 +316,16 @@ impl LibraryPlan {
         cmd
     }
 
+    /// Removes the crates [`prepare`] wrote (and `libs/` when that leaves it
+    /// empty): the next `ab` writes them again, and a finished one leaves nothing
+    /// under `gpubench/ab/`. Cargo's outputs stay in the target directory.
+    pub fn remove_crates(&self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        if let Some(libs) = self.dir.parent() {
+            let _ = std::fs::remove_dir(libs);
+        }
+    }
+
     /// Runs `cmd` (from [`command`](Self::command)), showing cargo's progress and
     /// the compiler's messages on stderr; one library per planned crate.
     pub fn build(&self, mut cmd: Command) -> Result<LibraryBuild, LibraryError> {
@@ -323,8 +345,9 @@ impl LibraryPlan {
         let status = child.wait().map_err(LibraryError::Read)?;
         let parsed = parsed.map_err(LibraryError::Read)?;
         if !status.success() || parsed.success == Some(false) {
-            return Err(self.failure(status.to_string(), &parsed.errors));
+            return Err(self.failure(status.to_string(), &parsed.errors, parsed.shown));
         }
+        eprint!("{}", parsed.shown);
         let mut libraries = Vec::new();
         for l in &self.libraries {
             let path = parsed.libraries.get(&l.crate_name).ok_or_else(|| {
@@ -349,7 +372,7 @@ impl LibraryPlan {
 
     /// Why the build failed: a gpubench-core without `export_paired`, else the
     /// compiler's errors.
-    fn failure(&self, status: String, errors: &[CompilerError]) -> LibraryError {
+    fn failure(&self, status: String, errors: &[CompilerError], shown: String) -> LibraryError {
         if let Some(e) = errors.iter().find(|e| e.predates_pairing()) {
             let target = self
                 .libraries
@@ -379,6 +402,7 @@ impl LibraryPlan {
             status,
             summary,
             errors: errors.iter().map(|e| e.rendered.clone()).collect(),
+            shown,
         }
     }
 }
@@ -451,6 +475,7 @@ mod tests {
                 error(lib, "unused import"),
                 error(lib, "cannot find `export_paired` in `gpubench_core`"),
             ],
+            String::new(),
         );
         assert!(err.predates_pairing());
         assert_eq!(
@@ -467,13 +492,19 @@ mod tests {
                 error(lib, "failed to resolve: unresolved import `crate::common`"),
                 error(None, "mismatched types"),
             ],
+            "error: mismatched types\n".into(),
         );
         assert!(!err.predates_pairing());
         assert_eq!(
             err.to_string(),
             "failed to build the bench targets of the base (1a2b3c4) as libraries (cargo: exit \
              status: 101): failed to resolve: unresolved import `crate::common` (and 1 more \
-             error); the compiler's messages are above"
+             error)"
+        );
+        assert_eq!(
+            err.unshown(),
+            Some("error: mismatched types\n"),
+            "what the build said is held for the caller to show once"
         );
         let LibraryError::Failed { errors, .. } = err else {
             unreachable!()

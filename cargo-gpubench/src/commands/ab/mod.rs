@@ -16,9 +16,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result};
 use gpubench_record::measurement::ProcessPolicy;
 
+use crate::build::compile::BenchExecutable;
+use crate::build::discover::DiscoverError;
+use crate::build::library::run_copy::{self, BuildLock, LibraryDigest, RunLibraries};
 use crate::build::library::{self, BenchLibrary};
 use crate::build::libtorch;
-use crate::build::revision::{self, Checkout, Revision};
+use crate::build::revision::{self, Checkout, Checkouts, Resolution, Resolved, Revision};
 use crate::cli::AbArgs;
 use crate::console;
 use crate::execute::paired::runner::{self as paired_runner, PairedRunError};
@@ -51,15 +54,17 @@ pub fn run(args: &AbArgs, command_line: &[OsString]) -> Result<Exit> {
     let Prepared {
         base,
         head,
-        out_dir,
+        store,
         env,
         libtorch_lib,
         mode,
         base_list,
         head_list,
+        libraries,
+        checkouts,
     } = match prepared {
         Ready::Measure(p) => *p,
-        Ready::Exported => return Ok(Exit::Success),
+        Ready::Exported | Ready::Identical => return Ok(Exit::Success),
         Ready::Interrupted => return Ok(Exit::Interrupted),
     };
     let opts = run_options(args);
@@ -79,13 +84,12 @@ pub fn run(args: &AbArgs, command_line: &[OsString]) -> Result<Exit> {
         ));
     }
 
-    let store = RunStore::open(&out_dir)?;
     for note in store.mark_incomplete_runs()? {
         console::note(format_args!("{note}"));
     }
     let ab = ManifestAb {
-        base: manifest_revision(&base),
-        head: manifest_revision(&head),
+        base: manifest_revision(&base, &libraries.base),
+        head: manifest_revision(&head, &libraries.head),
         paired: mode == Mode::Paired,
         unpaired_reason: match &mode {
             Mode::Paired => None,
@@ -133,6 +137,13 @@ pub fn run(args: &AbArgs, command_line: &[OsString]) -> Result<Exit> {
         }
     ));
     let exit = session.run_all(&plan, command_line)?;
+    // Removed here rather than when dropped, to say what could not be.
+    drop(libraries);
+    if let Some(checkouts) = checkouts {
+        for problem in checkouts.release() {
+            console::warning(format_args!("{problem}"));
+        }
+    }
     if stop.load(Ordering::SeqCst) {
         return Ok(Exit::Interrupted);
     }
@@ -145,6 +156,8 @@ enum Ready {
     Measure(Box<Prepared>),
     /// `--export-libraries` wrote them out: nothing to measure here.
     Exported,
+    /// Base and head are the same code: nothing to compare (said so).
+    Identical,
     /// Ctrl-C.
     Interrupted,
 }
@@ -153,12 +166,26 @@ enum Ready {
 struct Prepared {
     base: Revision,
     head: Revision,
-    out_dir: PathBuf,
+    /// The output directory, locked before anything was built.
+    store: RunStore,
     env: ChildEnv,
     libtorch_lib: PathBuf,
     mode: Mode,
     base_list: Vec<Benchmark>,
     head_list: Vec<Benchmark>,
+    /// The files this run loads, its own copies.
+    libraries: Kept,
+    /// The worktrees, removed when `ab` ends; `None` for exported libraries.
+    checkouts: Option<Checkouts>,
+}
+
+/// The copies of both revisions' libraries (or executables) this run loads, and
+/// their digests; the folder goes when this is dropped.
+#[derive(Default)]
+struct Kept {
+    run: Option<RunLibraries>,
+    base: Vec<LibraryDigest>,
+    head: Vec<LibraryDigest>,
 }
 
 /// Finds and builds both revisions of the workspace: as loadable libraries when
@@ -171,13 +198,43 @@ fn built(args: &AbArgs, stop: &AtomicBool) -> Result<Ready> {
         &args.targets.packages,
         &args.targets.benches,
     )?;
-    let (base, head) = revision::resolve(
+    let resolution = revision::resolve(
         &workspace.root,
+        &cwd,
         args.base.as_deref(),
         args.head.as_deref(),
         &workspace.target_dir,
     )
     .context("failed to find the revisions to compare")?;
+    let Resolved {
+        base,
+        head,
+        checkouts,
+        notes,
+    } = match resolution {
+        Resolution::Compare(r) => *r,
+        Resolution::Identical {
+            commit,
+            base_chosen_by,
+            head_chosen_by,
+        } => {
+            console::status(format_args!(
+                "nothing to compare: the head ({head_chosen_by}) and the base \
+                 ({base_chosen_by}) are the same code, commit {}{}; nothing was measured, \
+                 and that passes (exit 0). Make a change, or pass --base REV",
+                &commit[..commit.len().min(12)],
+                if args.head.is_none() {
+                    " with no uncommitted change"
+                } else {
+                    ""
+                }
+            ));
+            return Ok(Ready::Identical);
+        }
+    };
+    for note in &notes {
+        console::note(format_args!("{note}"));
+    }
     console::status(format_args!(
         "comparing {} ({}) with {} ({})",
         head.describe(),
@@ -185,6 +242,12 @@ fn built(args: &AbArgs, stop: &AtomicBool) -> Result<Ready> {
         base.describe(),
         base.chosen_by
     ));
+    for path in checkouts.paths() {
+        console::detail(format_args!(
+            "worktree {} (removed when `ab` ends)",
+            path.display()
+        ));
+    }
     let libtorch = libtorch::locate(&libtorch::Search::from_env(
         vec![workspace.root.clone()],
         Vec::new(),
@@ -201,6 +264,20 @@ fn built(args: &AbArgs, stop: &AtomicBool) -> Result<Ready> {
         Some(dir) => cwd.join(dir),
         None => workspace.target_dir.join("gpubench"),
     };
+    // The output directory first: a second `ab` on it stops here, before it builds
+    // anything.
+    let store = match &args.export_libraries {
+        None => Some(RunStore::open(&out_dir)?),
+        Some(_) => None,
+    };
+    let mut kept = Kept {
+        run: Some(
+            RunLibraries::create(&workspace.target_dir)
+                .context("failed to make this run's folder of libraries")?,
+        ),
+        ..Kept::default()
+    };
+    let copies = kept.run.as_ref().expect("just made");
 
     // Paired when both revisions build as libraries that load and speak the ABI;
     // otherwise separate processes, saying why.
@@ -208,15 +285,20 @@ fn built(args: &AbArgs, stop: &AtomicBool) -> Result<Ready> {
         .separate_processes
         .then(|| "--separate-processes was given".to_string());
     let mut listed: Option<(Vec<Benchmark>, Vec<Benchmark>)> = None;
+    // What a failed library build said: the executables' build shows the same
+    // errors when it fails too, so it is shown only when that one succeeds.
+    let mut unshown = String::new();
     if reason.is_none() {
-        let libraries = match build_libraries(args, &base, &head, &workspace.target_dir, stop)? {
-            Libraries::Built(b, h) => Some((b, h)),
-            Libraries::Not(why) => {
-                reason = Some(why);
-                None
-            }
-            Libraries::Interrupted => return Ok(Ready::Interrupted),
-        };
+        let libraries =
+            match build_libraries(args, &base, &head, &workspace.target_dir, copies, stop)? {
+                Libraries::Built(b, h) => Some((b, h)),
+                Libraries::Not(why, said) => {
+                    reason = Some(why);
+                    unshown = said;
+                    None
+                }
+                Libraries::Interrupted => return Ok(Ready::Interrupted),
+            };
         if let (Some(dir), Some((b, h))) = (&args.export_libraries, &libraries) {
             let dir = cwd.join(dir);
             // Both sides' directories first: never half an export over someone's files.
@@ -224,8 +306,8 @@ fn built(args: &AbArgs, stop: &AtomicBool) -> Result<Ready> {
                 library::export::check_target(&dir.join(side))
                     .context("failed to export the libraries")?;
             }
-            for (side, revision, libs) in [("base", &base, b), ("head", &head, h)] {
-                library::export::write(&dir.join(side), manifest_revision(revision), libs)
+            for (side, revision, (libs, digests)) in [("base", &base, b), ("head", &head, h)] {
+                library::export::write(&dir.join(side), manifest_revision(revision, digests), libs)
                     .with_context(|| {
                         format!("failed to export the libraries of {}", revision.describe())
                     })?;
@@ -241,9 +323,13 @@ fn built(args: &AbArgs, stop: &AtomicBool) -> Result<Ready> {
             ));
             return Ok(Ready::Exported);
         }
-        if let Some((b, h)) = libraries {
+        if let Some(((b, base_digests), (h, head_digests))) = libraries {
             match list_libraries(&b, &h, &base, &head, &env, &opts, stop)? {
-                Paired::Listed(bl, hl) => listed = Some((bl, hl)),
+                Paired::Listed(bl, hl) => {
+                    listed = Some((bl, hl));
+                    kept.base = base_digests;
+                    kept.head = head_digests;
+                }
                 Paired::Not(why) => reason = Some(why),
                 Paired::Interrupted => return Ok(Ready::Interrupted),
             }
@@ -264,23 +350,42 @@ fn built(args: &AbArgs, stop: &AtomicBool) -> Result<Ready> {
                  paired in one process: {why}; host-bound verdicts then need a change \
                  beyond --host-noise-threshold"
             ));
-            let Some((b, h)) =
-                separate_listings(args, &base, &head, &workspace.target_dir, &env, &opts, stop)?
+            let Some(((b, base_digests), (h, head_digests))) = separate_listings(
+                args,
+                &base,
+                &head,
+                &workspace.target_dir,
+                copies,
+                &env,
+                &opts,
+                stop,
+            )?
             else {
                 return Ok(Ready::Interrupted);
             };
+            if !unshown.is_empty() {
+                console::note(format_args!(
+                    "what the library build said, which made `ab` measure in separate \
+                     processes:"
+                ));
+                eprint!("{unshown}");
+            }
+            kept.base = base_digests;
+            kept.head = head_digests;
             (Mode::Separate { reason: why }, b, h)
         }
     };
     Ok(Ready::Measure(Box::new(Prepared {
         base,
         head,
-        out_dir,
+        store: store.expect("opened unless exporting"),
         env,
         libtorch_lib: libtorch.lib_dir,
         mode,
         base_list,
         head_list,
+        libraries: kept,
+        checkouts: Some(checkouts),
     })))
 }
 
@@ -305,6 +410,8 @@ fn imported(
                 chosen_by: format!("{flag} {}", dir.display()),
                 checkout: Checkout::Worktree,
                 root: dir,
+                // No sources here: both run where `ab` runs.
+                run_dir: cwd.to_path_buf(),
             },
             libs,
         ))
@@ -329,6 +436,27 @@ fn imported(
         &crate::cli::option_env_vars(),
     );
     let opts = run_options(args);
+    let out_dir = match &args.out_dir {
+        Some(dir) => cwd.join(dir),
+        None => target_dir.join("gpubench"),
+    };
+    let store = RunStore::open(&out_dir)?;
+    let digests = |libs: &[BenchLibrary]| -> Result<Vec<LibraryDigest>> {
+        libs.iter()
+            .map(|l| {
+                Ok(LibraryDigest {
+                    package: l.package.clone(),
+                    target: l.target.clone(),
+                    sha256: run_copy::sha256_of(&l.path)?,
+                })
+            })
+            .collect()
+    };
+    let libraries = Kept {
+        run: None,
+        base: digests(&base_libs)?,
+        head: digests(&head_libs)?,
+    };
     let (base_list, head_list) =
         match list_libraries(&base_libs, &head_libs, &base, &head, &env, &opts, stop)? {
             Paired::Listed(b, h) => (b, h),
@@ -345,15 +473,14 @@ fn imported(
     Ok(Ready::Measure(Box::new(Prepared {
         base,
         head,
-        out_dir: match &args.out_dir {
-            Some(dir) => cwd.join(dir),
-            None => target_dir.join("gpubench"),
-        },
+        store,
         env,
         libtorch_lib: libtorch.lib_dir,
         mode: Mode::Paired,
         base_list,
         head_list,
+        libraries,
+        checkouts: None,
     })))
 }
 
@@ -383,11 +510,12 @@ fn run_options(args: &AbArgs) -> RunOptions {
     }
 }
 
-fn manifest_revision(r: &Revision) -> ManifestRevision {
+fn manifest_revision(r: &Revision, libraries: &[LibraryDigest]) -> ManifestRevision {
     ManifestRevision {
         label: r.label.clone(),
         commit: r.commit.clone(),
         dirty: r.dirty,
+        libraries: libraries.to_vec(),
     }
 }
 
@@ -400,12 +528,38 @@ fn library_reason(revision: &Revision, e: library::LibraryError) -> String {
     )
 }
 
+/// Whether a revision's workspace failing to select bench targets means only that
+/// it has none of those selected (a base from before the benchmarks, their package
+/// or their gpubench-core dependency): for the base, its benchmarks are then none,
+/// and every one of the head's is new.
+fn has_none_selected(e: &DiscoverError) -> bool {
+    matches!(
+        e,
+        DiscoverError::NoBenchTargets { .. }
+            | DiscoverError::UnknownPackage { .. }
+            | DiscoverError::NotAGpubenchPackage { .. }
+            | DiscoverError::UnknownBench { .. }
+    )
+}
+
+/// Says that the base has no benchmark of the selection.
+fn say_base_has_none(base: &Revision, why: &DiscoverError) {
+    console::note(format_args!(
+        "{} has no benchmark to compare with ({why}): every benchmark of the head is new",
+        base.describe()
+    ));
+}
+
+/// One revision's built files, as this run keeps them, and their digests.
+type Side<T> = (Vec<T>, Vec<LibraryDigest>);
+
 /// What building both revisions as libraries gave.
 enum Libraries {
     /// Built: `(base, head)`.
-    Built(Vec<BenchLibrary>, Vec<BenchLibrary>),
-    /// A revision does not build as one, and why.
-    Not(String),
+    Built(Side<BenchLibrary>, Side<BenchLibrary>),
+    /// A revision does not build as one: why, and what its build said that was not
+    /// shown yet.
+    Not(String, String),
     /// Ctrl-C.
     Interrupted,
 }
@@ -420,15 +574,29 @@ enum Paired {
     Interrupted,
 }
 
-/// Builds both revisions as loadable libraries.
+/// Takes the target directory's build lock, saying so when another `ab` holds it.
+fn build_lock(target_dir: &Path) -> Result<BuildLock> {
+    BuildLock::take(target_dir, || {
+        console::status(format_args!(
+            "waiting for another `cargo gpubench ab` building in {}",
+            target_dir.display()
+        ))
+    })
+    .context("failed to lock the target directory's library builds")
+}
+
+/// Builds both revisions as loadable libraries and keeps this run's copies, under
+/// the target directory's build lock.
 fn build_libraries(
     args: &AbArgs,
     base: &Revision,
     head: &Revision,
     target_dir: &Path,
+    copies: &RunLibraries,
     stop: &AtomicBool,
 ) -> Result<Libraries> {
     let cargo = crate::build::cargo();
+    let _lock = build_lock(target_dir)?;
     let mut sides = Vec::new();
     for revision in [head, base] {
         console::status(format_args!(
@@ -450,18 +618,35 @@ fn build_libraries(
             (plan, cmd, found)
         });
         let (plan, cmd, found) = match prepared {
+            Err(library::LibraryError::Discover { source, .. })
+                if revision.role == Role::Base && has_none_selected(&source) =>
+            {
+                say_base_has_none(base, &source);
+                sides.push((Vec::new(), Vec::new()));
+                continue;
+            }
             Ok(x) => x,
-            Err(e) => return Ok(Libraries::Not(library_reason(revision, e))),
+            Err(e) => return Ok(Libraries::Not(library_reason(revision, e), String::new())),
         };
         found?;
         let built = plan.build(cmd);
+        // Written again by the next `ab`: nothing of this one's is left there.
+        plan.remove_crates();
         if stop.load(Ordering::SeqCst) {
             return Ok(Libraries::Interrupted);
         }
-        match built {
-            Ok(b) => sides.push(b.libraries),
-            Err(e) => return Ok(Libraries::Not(library_reason(revision, e))),
-        }
+        let built = match built {
+            Ok(b) => b,
+            Err(e) => {
+                let unshown = e.unshown().unwrap_or_default().to_string();
+                return Ok(Libraries::Not(library_reason(revision, e), unshown));
+            }
+        };
+        sides.push(
+            copies
+                .keep(revision.role.as_str(), &built.libraries)
+                .context("failed to keep this run's copy of the libraries")?,
+        );
     }
     let base_libs = sides.pop().expect("two sides");
     let head_libs = sides.pop().expect("two sides");
@@ -482,7 +667,12 @@ fn list_libraries(
     for (revision, libs) in [(head, head_libs), (base, base_libs)] {
         let mut listed = Vec::new();
         for lib in libs {
-            match paired_runner::list(&lib.path, env, opts, stop) {
+            let answer = paired_runner::list(&lib.path, env, opts, stop);
+            // A listing Ctrl-C cut short is no reason not to pair.
+            if stop.load(Ordering::SeqCst) {
+                return Ok(Paired::Interrupted);
+            }
+            match answer {
                 Ok(benchmarks) => listed.extend(benchmarks.into_iter().map(|b| Benchmark {
                     package: Some(lib.package.clone()),
                     target: lib.target.clone(),
@@ -495,9 +685,6 @@ fn list_libraries(
                 }
                 Err(e) => return Err(e).context("failed to list the benchmarks to pair"),
             }
-            if stop.load(Ordering::SeqCst) {
-                return Ok(Paired::Interrupted);
-            }
         }
         sides.push(listed);
     }
@@ -506,46 +693,76 @@ fn list_libraries(
     Ok(Paired::Listed(base_list, head_list))
 }
 
-/// Builds both revisions as bench executables and lists them as a run does; `None`
-/// when interrupted.
+/// Builds both revisions as bench executables (under the build lock, this run
+/// keeping its copies) and lists them as a run does; `None` when interrupted.
+#[allow(clippy::too_many_arguments)]
 fn separate_listings(
     args: &AbArgs,
     base: &Revision,
     head: &Revision,
     target_dir: &Path,
+    copies: &RunLibraries,
     env: &ChildEnv,
     opts: &RunOptions,
     stop: &AtomicBool,
-) -> Result<Option<(Vec<Benchmark>, Vec<Benchmark>)>> {
+) -> Result<Option<(Side<Benchmark>, Side<Benchmark>)>> {
     let cargo = crate::build::cargo();
-    let mut sides = Vec::new();
-    for revision in [head, base] {
-        console::status(format_args!(
-            "building {} as bench executables",
-            revision.describe()
-        ));
-        let plan = library::fallback::prepare(
-            &cargo,
-            revision,
-            &args.targets.packages,
-            &args.targets.benches,
-            target_dir,
-        )
-        .with_context(|| {
-            format!(
-                "failed to find the bench targets of {}",
+    let mut built_sides = Vec::new();
+    {
+        let _lock = build_lock(target_dir)?;
+        for revision in [head, base] {
+            console::status(format_args!(
+                "building {} as bench executables",
                 revision.describe()
-            )
-        })?;
-        let mut cmd = plan.command(&cargo);
-        crate::build::libtorch::hand_to_the_build(&mut cmd, &revision.root)?;
-        let built = plan.build(cmd);
-        if stop.load(Ordering::SeqCst) {
-            return Ok(None);
+            ));
+            let plan = match library::fallback::prepare(
+                &cargo,
+                revision,
+                &args.targets.packages,
+                &args.targets.benches,
+                target_dir,
+            ) {
+                Err(e) if revision.role == Role::Base && has_none_selected(&e) => {
+                    say_base_has_none(base, &e);
+                    built_sides.push((Vec::new(), Vec::new()));
+                    continue;
+                }
+                plan => plan.with_context(|| {
+                    format!(
+                        "failed to find the bench targets of {}",
+                        revision.describe()
+                    )
+                })?,
+            };
+            let mut cmd = plan.command(&cargo);
+            crate::build::libtorch::hand_to_the_build(&mut cmd, &revision.root)?;
+            let built = plan.build(cmd);
+            if stop.load(Ordering::SeqCst) {
+                return Ok(None);
+            }
+            let built =
+                built.with_context(|| format!("failed to build {}", revision.describe()))?;
+            let mut executables = Vec::new();
+            let mut digests = Vec::new();
+            for exe in built.executables {
+                let (path, digest) = copies
+                    .keep_file(
+                        revision.role.as_str(),
+                        exe.package.as_deref().unwrap_or_default(),
+                        &exe.target,
+                        &exe.path,
+                    )
+                    .context("failed to keep this run's copy of the executables")?;
+                executables.push(BenchExecutable { path, ..exe });
+                digests.push(digest);
+            }
+            built_sides.push((executables, digests));
         }
-        let built = built.with_context(|| format!("failed to build {}", revision.describe()))?;
+    }
+    let mut sides = Vec::new();
+    for (revision, (executables, digests)) in [head, base].into_iter().zip(built_sides) {
         let Some((listed, _)) = crate::execute::listing::list_all(
-            &built.executables,
+            &executables,
             opts.device.as_deref(),
             env,
             opts.timeout,
@@ -554,16 +771,64 @@ fn separate_listings(
         else {
             return Ok(None);
         };
-        if listed.is_empty() {
+        if listed.is_empty() && revision.role == Role::Head {
             return Err(UsageError(format!(
                 "{} has no gpubench benchmark in its bench targets",
                 revision.describe()
             ))
             .into());
         }
-        sides.push(listed);
+        sides.push((listed, digests));
     }
     let base_list = sides.pop().expect("two sides");
     let head_list = sides.pop().expect("two sides");
     Ok(Some((base_list, head_list)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// `ab --help`, as one line.
+    fn ab_help() -> String {
+        let mut cmd = crate::cli::Cli::command();
+        cmd.find_subcommand_mut("ab")
+            .expect("an ab subcommand")
+            .clone()
+            .render_long_help()
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn the_help_gives_the_processes_ab_runs() {
+        let help = ab_help();
+        let defaults = ProcessPolicy::paired();
+        assert!(
+            help.contains(&format!(
+                "[default: {}..{}, going past {}",
+                defaults.min, defaults.max, defaults.min
+            )),
+            "{help}"
+        );
+        assert!(help.contains("and 5 processes per benchmark"), "{help}");
+        assert!(
+            !help.contains("3..6"),
+            "a run's default is not ab's: {help}"
+        );
+        assert!(help.contains("exits 0"), "{help}");
+        // What the help says is what runs.
+        let parsed = |args: &[&str]| {
+            let cli = crate::cli::Cli::parse_from_cargo(
+                ["cargo-gpubench", "ab"].iter().chain(args).copied(),
+            )
+            .unwrap();
+            run_options(cli.ab_args().unwrap()).processes
+        };
+        assert_eq!(parsed(&[]), defaults);
+        assert_eq!(parsed(&["--quick"]), ProcessPolicy::fixed(5));
+    }
 }

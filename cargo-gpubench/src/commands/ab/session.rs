@@ -17,7 +17,7 @@ use gpubench_analysis::summary::BenchmarkSummary;
 use gpubench_analysis::{BaselineEntry, RecordAnalysis};
 use gpubench_record::failure::Failure;
 use gpubench_record::paired::{Role, Unpaired};
-use gpubench_record::protocol::EXIT_BENCHMARK_FAILED;
+use gpubench_record::protocol::{EXIT_BENCHMARK_FAILED, GIT_COMMIT_VAR};
 use gpubench_record::record::RawRecord;
 
 use super::plan::Plan;
@@ -156,9 +156,9 @@ impl Session<'_> {
                 let seconds = finished.elapsed.as_secs_f64();
                 t.entry.duration_s = Some(t.entry.duration_s.unwrap_or(0.0) + seconds);
                 let interrupted = matches!(head, Outcome::Interrupted);
-                fold(&mut t.head_record, head)?;
+                fold(&mut t.head_record, head, self.head)?;
                 if let Some(base) = base {
-                    fold(&mut t.base_record, base)?;
+                    fold(&mut t.base_record, base, self.base)?;
                 }
                 self.store_records(&run, t)?;
                 let head_passed = t.head_record.as_ref().is_some_and(RawRecord::passed);
@@ -310,11 +310,18 @@ impl Session<'_> {
             }
             Mode::Separate { .. } => {
                 let run_one = |b: &Benchmark, dir: &str| -> Result<(Outcome, Finished)> {
+                    let revision = if dir == "base" { self.base } else { self.head };
+                    // In its own checkout's directory, with its own commit.
+                    let mut env = self.env.clone();
+                    env.dir = Some(revision.run_dir.clone());
+                    if let Some(commit) = &revision.commit {
+                        env.set.push((GIT_COMMIT_VAR.into(), commit.into()));
+                    }
                     let dir = incoming.join(dir);
                     std::fs::create_dir_all(&dir)
                         .with_context(|| format!("failed to create {}", dir.display()))?;
                     Ok(runner::run_benchmark(
-                        b, round, self.opts, self.env, &dir, self.stop,
+                        b, round, self.opts, &env, &dir, self.stop,
                     )?)
                 };
                 let base_first = round % 2 == 1;
@@ -349,6 +356,7 @@ impl Session<'_> {
             opts: self.opts,
             env: self.env,
             record_dir,
+            dirs: [&self.base.run_dir, &self.head.run_dir],
             stop: self.stop,
         }
     }
@@ -605,11 +613,13 @@ impl Session<'_> {
     }
 }
 
-/// Adds a round's outcome to the record so far.
-fn fold(record: &mut Option<RawRecord>, outcome: Outcome) -> Result<()> {
-    let Outcome::Recorded(new) = outcome else {
+/// Adds a round's outcome to the record so far, naming `revision`'s commit: both
+/// sides of a paired process share its environment, so neither can say its own.
+fn fold(record: &mut Option<RawRecord>, outcome: Outcome, revision: &Revision) -> Result<()> {
+    let Outcome::Recorded(mut new) = outcome else {
         return Ok(());
     };
+    new.fingerprint.git_commit = revision.commit.clone();
     match record {
         None => *record = Some(*new),
         Some(so_far) => so_far

@@ -39,6 +39,13 @@ pub struct PairedArgs {
     /// The measurement settings of both sides, as JSON (`MeasurementConfig`).
     #[arg(long, value_name = "JSON")]
     pub config: Option<String>,
+    /// The directory the base's code runs in (its checkout's), entered before each
+    /// of its calls.
+    #[arg(long, value_name = "DIR")]
+    pub base_dir: Option<PathBuf>,
+    /// The directory the head's code runs in.
+    #[arg(long, value_name = "DIR")]
+    pub head_dir: Option<PathBuf>,
     /// Where the two records go (`base/` and `head/`).
     #[arg(long, value_name = "DIR")]
     pub record_dir: Option<PathBuf>,

@@ -18,6 +18,7 @@
 //! interval is within `target_rel_ci`, or at the measurement time or `max_samples`
 //! blocks.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use gpubench_analysis::stats::{median, median_estimate_with, BootstrapConfig};
@@ -36,17 +37,30 @@ pub trait PairSide {
     fn sample(&mut self, iters: u64) -> Option<AbiSample>;
 }
 
-/// A library's side, valid while its `ready` call lasts.
-pub struct LibrarySide<'a>(pub &'a AbiSide);
+/// A library's side, valid while its `ready` call lasts, and the directory its
+/// code runs in (its revision's checkout), entered before each of its calls.
+pub struct LibrarySide<'a>(pub &'a AbiSide, pub Option<&'a Path>);
+
+/// Makes `dir` the process's working directory, so a side reads files by relative
+/// path from its own checkout; outside any timed region.
+pub fn enter(dir: Option<&Path>) {
+    if let Some(dir) = dir {
+        if let Err(e) = std::env::set_current_dir(dir) {
+            eprintln!("warning: failed to enter {}: {e}", dir.display());
+        }
+    }
+}
 
 impl PairSide for LibrarySide<'_> {
     fn warm_up(&mut self) -> Option<f64> {
+        enter(self.1);
         // SAFETY: the side's own function and context, during its `ready` call.
         let estimate = unsafe { (self.0.warm_up)(self.0.ctx) };
         (estimate >= 0.0).then_some(estimate)
     }
 
     fn sample(&mut self, iters: u64) -> Option<AbiSample> {
+        enter(self.1);
         let mut out = AbiSample::default();
         // SAFETY: as above; `out` is ours and writable.
         let rc = unsafe { (self.0.sample)(self.0.ctx, iters, &mut out) };

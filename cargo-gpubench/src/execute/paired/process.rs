@@ -67,6 +67,10 @@ pub struct ProcessPlan {
     pub device: Option<String>,
     /// How to measure, for both sides alike.
     pub config: MeasurementConfig,
+    /// The directory the base's code runs in ([`driver::enter`]).
+    pub base_dir: Option<PathBuf>,
+    /// The directory the head's code runs in.
+    pub head_dir: Option<PathBuf>,
     /// Where the two records go.
     pub record_dir: PathBuf,
 }
@@ -99,6 +103,14 @@ pub fn main(args: &[std::ffi::OsString]) -> ! {
 }
 
 impl ProcessPlan {
+    /// The directory `role`'s code runs in, when given.
+    fn dir(&self, role: Role) -> Option<&Path> {
+        match role {
+            Role::Base => self.base_dir.as_deref(),
+            Role::Head => self.head_dir.as_deref(),
+        }
+    }
+
     /// The plan `args` give.
     fn of(args: &crate::execute::paired::args::PairedArgs) -> Result<Self, String> {
         let need = |what: &str| format!("a paired process needs {what}");
@@ -123,6 +135,8 @@ impl ProcessPlan {
                 .record_dir
                 .clone()
                 .ok_or_else(|| need("--record-dir"))?,
+            base_dir: args.base_dir.clone(),
+            head_dir: args.head_dir.clone(),
         })
     }
 }
@@ -172,13 +186,16 @@ pub fn run(plan: &ProcessPlan) -> i32 {
         Role::Base => &base,
         Role::Head => &head,
     };
+    let dir = |role| plan.dir(role);
 
     let mut alternation: Option<Result<Alternation, Role>> = None;
     let mut second: Option<Result<Opened, String>> = None;
+    driver::enter(dir(first_role));
     let first = library(first_role).open(&request(first_role), &mut |first_side| {
+        driver::enter(dir(second_role));
         let opened = library(second_role).open(&request(second_role), &mut |second_side| {
-            let mut a = LibrarySide(first_side);
-            let mut b = LibrarySide(second_side);
+            let mut a = LibrarySide(first_side, dir(first_role));
+            let mut b = LibrarySide(second_side, dir(second_role));
             let (base_side, head_side) = if base_first {
                 (&mut a, &mut b)
             } else {
@@ -191,10 +208,13 @@ pub fn run(plan: &ProcessPlan) -> i32 {
                 &plan.config,
             ));
         });
+        // The first side's code goes on (its teardown, or measuring alone) in its
+        // own directory.
+        driver::enter(dir(first_role));
         if alternation.is_none() {
             // The second side never handed over its routine: the first is measured
             // alone, in this same process.
-            driver::alone(&mut LibrarySide(first_side), &plan.config);
+            driver::alone(&mut LibrarySide(first_side, dir(first_role)), &plan.config);
         }
         second = Some(opened.map_err(|e| e.to_string()));
     });
@@ -202,10 +222,11 @@ pub fn run(plan: &ProcessPlan) -> i32 {
     if second.is_none() {
         // The first side never handed over its routine (it measured itself, or
         // failed first): the second is measured on its own too, in this process.
+        driver::enter(dir(second_role));
         second = Some(
             library(second_role)
                 .open(&request(second_role), &mut |side| {
-                    driver::alone(&mut LibrarySide(side), &plan.config);
+                    driver::alone(&mut LibrarySide(side, dir(second_role)), &plan.config);
                 })
                 .map_err(|e| e.to_string()),
         );
@@ -273,9 +294,10 @@ fn run_alone(plan: &ProcessPlan) -> i32 {
         config: plan.config.clone(),
         round: plan.round,
     };
+    driver::enter(plan.dir(role));
     let opened = library
         .open(&request, &mut |side| {
-            driver::alone(&mut LibrarySide(side), &plan.config);
+            driver::alone(&mut LibrarySide(side, plan.dir(role)), &plan.config);
         })
         .map_err(|e| e.to_string());
     let record = record_of(opened, &plan.id, plan.round, &plan.config);

@@ -111,6 +111,9 @@ pub struct Process<'a> {
     pub env: &'a ChildEnv,
     /// Where the records go; must be empty.
     pub record_dir: &'a Path,
+    /// The directories the base's and the head's code run in (each revision's
+    /// checkout).
+    pub dirs: [&'a Path; 2],
     /// Ctrl-C.
     pub stop: &'a AtomicBool,
 }
@@ -163,7 +166,11 @@ impl Process<'_> {
             .arg("--config")
             .arg(serde_json::to_string(&self.opts.config()).expect("plain data serialises"))
             .arg("--record-dir")
-            .arg(self.record_dir);
+            .arg(self.record_dir)
+            .arg("--base-dir")
+            .arg(self.dirs[0])
+            .arg("--head-dir")
+            .arg(self.dirs[1]);
         if let Some(device) = &self.opts.device {
             cmd.args(["--device", device]);
         }
