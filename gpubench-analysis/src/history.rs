@@ -22,21 +22,36 @@
 //! series in CI. Matteson & James test each candidate with a permutation test;
 //! Otava (Fleming et al., "Hunter: Using Change Point Detection to Hunt for
 //! Performance Regressions", ICPE 2023) replaced it by a Welch t-test between the two
-//! sides, which is deterministic and a hundred times cheaper; so here, with two
-//! additions for the points' own intervals:
+//! sides, which is deterministic and a hundred times cheaper. Here the test is
+//! Welch's question asked of points that each carry their own interval:
 //!
-//! * each side's variance is at least the mean variance of its points' own estimates
-//!   (a point's interval, on the log scale, read as ±1.96 standard errors), so a
-//!   series whose points are individually uncertain is never judged by a lucky
-//!   small spread between them;
+//! * each point's own standard error `sᵢ` (its interval on the log scale, read as
+//!   ±1.96 of them) and the commit-to-commit scatter the intervals do not cover (`τ²`,
+//!   DerSimonian & Laird's moment estimate over the two sides) weigh it:
+//!   `wᵢ = 1/(sᵢ² + τ²)`. Each side's level is its weighted mean, with variance
+//!   `1/Σwᵢ`, widened by the scatter the weights leave unexplained when it exceeds
+//!   them (Hartung & Knapp's factor, at least 1), and the step is tested with `n − 2`
+//!   degrees of freedom. So a point measured with a wide interval moves a level little
+//!   and cannot make a step, and it does not widen the other points' share either, so
+//!   it cannot hide one;
+//! * a point whose interval is over [`NOISY_POINT_WIDTH`] times the median width (and
+//!   wider than the threshold) is left out of the search altogether
+//!   ([`SeriesAnalysis::unplaced`]): it cannot pull the E-divisive split or the drift's
+//!   line towards itself;
 //! * a step is reported only when p ≤ [`HistoryOptions::max_p_value`] **and** the whole
-//!   interval of its size lies beyond the series' threshold: the larger of
-//!   [`HistoryOptions::min_change`] and the median relative half-width of the points'
-//!   intervals. A step smaller than what one point's interval already allows is noise,
-//!   as in a comparison with a baseline.
+//!   interval of its size lies beyond the series' threshold: the larger of the
+//!   series' floor ([`HistoryOptions::min_change`], or for work on the CPU device
+//!   [`HistoryOptions::cpu_min_change`], the floor `compare` judges CPU work on) and
+//!   the median relative half-width of the points' intervals. A step smaller than
+//!   what one point's interval already allows is noise, as in a comparison with a
+//!   baseline.
 //!
 //! Each side of a split holds at least [`HistoryOptions::min_segment`] points, so a
-//! step is found once that many commits after it measured the new level.
+//! step is found once that many commits after it measured the new level. A series
+//! holds only points measured alike (`series` splits a benchmark's figures where the
+//! device or the settings that move figures change, as `compare` refuses to compare
+//! them), so the commit before a step's is the last one measured at the old level in
+//! that series, and the step lies in the commits between the two.
 //!
 //! # Drift
 //!
@@ -70,6 +85,9 @@ pub struct HistoryOptions {
     /// Smallest relative step or drift reported (0.02: 2%); the threshold of a series
     /// is at least the median half-width of its points' intervals.
     pub min_change: f64,
+    /// Smallest relative step or drift reported of work on the CPU device (0.10).
+    #[serde(default = "default_cpu_min_change")]
+    pub cpu_min_change: f64,
     /// Largest p-value of a reported step (Welch's t-test of the two sides).
     pub max_p_value: f64,
     /// Fewest points on each side of a step.
@@ -82,6 +100,16 @@ pub struct HistoryOptions {
 
 /// Default [`HistoryOptions::min_change`]: the default noise threshold of a comparison.
 pub const DEFAULT_MIN_CHANGE: f64 = crate::compare::DEFAULT_NOISE_THRESHOLD;
+/// Default [`HistoryOptions::cpu_min_change`]: the noise threshold a comparison judges
+/// work on the CPU device on, for the same reason (its figures move from run to run
+/// by more than a run's processes show; `compare`, "The CPU device").
+pub const DEFAULT_CPU_MIN_CHANGE: f64 = crate::compare::DEFAULT_CPU_NOISE_THRESHOLD;
+/// A point whose interval is wider than this many times the series' median width (and
+/// wider than its threshold) takes no part in finding steps and drifts.
+pub const NOISY_POINT_WIDTH: f64 = 4.0;
+/// The smallest standard error of a point's log figure (0.1%): a point saved without
+/// an interval is not taken as exact.
+const MIN_LOG_SE: f64 = 1e-3;
 /// Default [`HistoryOptions::max_p_value`], Otava's.
 pub const DEFAULT_MAX_P_VALUE: f64 = 0.001;
 /// Default [`HistoryOptions::min_segment`].
@@ -95,12 +123,17 @@ impl Default for HistoryOptions {
     fn default() -> Self {
         HistoryOptions {
             min_change: DEFAULT_MIN_CHANGE,
+            cpu_min_change: DEFAULT_CPU_MIN_CHANGE,
             max_p_value: DEFAULT_MAX_P_VALUE,
             min_segment: DEFAULT_MIN_SEGMENT,
             drift_window: DEFAULT_DRIFT_WINDOW,
             confidence: 0.95,
         }
     }
+}
+
+fn default_cpu_min_change() -> f64 {
+    DEFAULT_CPU_MIN_CHANGE
 }
 
 /// One commit's figure with its interval (same unit as the figure, e.g. ns).
@@ -196,20 +229,61 @@ pub struct SeriesAnalysis {
     /// The trend over the latest points, when there are enough of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<Drift>,
+    /// The points too noisy to take part (their interval over [`NOISY_POINT_WIDTH`]
+    /// times the median width and wider than the threshold), by index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unplaced: Vec<usize>,
 }
 
-/// Finds the steps and the drift of a measured series, oldest point first (see the
-/// module docs). Points whose figure is not a positive finite number make no sense on
-/// a log scale and must be left out by the caller.
+/// Finds the steps and the drift of a measured series, oldest point first, with
+/// [`HistoryOptions::min_change`] as its floor (see [`analyse_measured_above`]).
 pub fn analyse_measured(points: &[SeriesPoint], options: &HistoryOptions) -> SeriesAnalysis {
+    analyse_measured_above(points, options.min_change, options)
+}
+
+/// Finds the steps and the drift of a measured series, oldest point first, none
+/// smaller than `floor` (see the module docs). Points whose figure is not a positive
+/// finite number make no sense on a log scale and must be left out by the caller.
+pub fn analyse_measured_above(
+    points: &[SeriesPoint],
+    floor: f64,
+    options: &HistoryOptions,
+) -> SeriesAnalysis {
     let usable = points.iter().all(|p| p.value.is_finite() && p.value > 0.0);
     let widths: Vec<f64> = points.iter().map(SeriesPoint::rel_half_width).collect();
-    let threshold = options.min_change.max(median_of(&widths));
+    let typical = median_of(&widths);
+    let threshold = floor.max(typical);
+    let unplaced: Vec<usize> = (0..points.len())
+        .filter(|&i| usable && widths[i] > NOISY_POINT_WIDTH * typical && widths[i] > threshold)
+        .collect();
+    let kept: Vec<usize> = (0..points.len())
+        .filter(|i| !unplaced.contains(i))
+        .collect();
+    let placed: Vec<SeriesPoint> = kept.iter().map(|&i| points[i]).collect();
+    let mut analysis = analyse_placed(&placed, usable, threshold, options);
+    for c in &mut analysis.change_points {
+        c.index = kept[c.index];
+    }
+    if let Some(d) = &mut analysis.drift {
+        d.from_index = kept[d.from_index];
+    }
+    analysis.unplaced = unplaced;
+    analysis
+}
+
+/// [`analyse_measured_above`] of the points that take part; indices are theirs.
+fn analyse_placed(
+    points: &[SeriesPoint],
+    usable: bool,
+    threshold: f64,
+    options: &HistoryOptions,
+) -> SeriesAnalysis {
     if !usable || points.len() < 2 * options.min_segment.max(2) {
         return SeriesAnalysis {
             threshold,
             change_points: Vec::new(),
             drift: usable.then(|| drift(points, threshold, options)).flatten(),
+            unplaced: Vec::new(),
         };
     }
     let logs: Vec<f64> = points.iter().map(|p| p.value.ln()).collect();
@@ -239,6 +313,7 @@ pub fn analyse_measured(points: &[SeriesPoint], options: &HistoryOptions) -> Ser
         threshold,
         change_points: found,
         drift: drift(points, threshold, options),
+        unplaced: Vec::new(),
     }
 }
 
@@ -351,8 +426,8 @@ fn best_split(z: &[f64], min: usize) -> Option<usize> {
     best.map(|(tau, _)| tau)
 }
 
-/// Welch's t-test of two sides on the log scale, each side's variance at least its
-/// points' own.
+/// The test of a step between two sides on the log scale, each point weighed by its
+/// own variance plus the scatter between points (module docs).
 struct Step {
     mean_before: f64,
     mean_after: f64,
@@ -376,39 +451,67 @@ impl Step {
     }
 }
 
-fn test_step(a: &[f64], se_a: &[f64], b: &[f64], se_b: &[f64], confidence: f64) -> Option<Step> {
-    let side = |x: &[f64], se: &[f64]| {
-        let n = x.len() as f64;
-        let m = mean(x);
-        // The variance itself: `sample_sd` squared can differ in the last bit.
-        let var = x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (n - 1.0);
-        let own = se.iter().map(|s| s * s).sum::<f64>() / n;
-        (m, var.max(own), x.len())
-    };
-    let (before, after) = (side(a, se_a), side(b, se_b));
-    let test = TTest::welch(before, after);
-    let (diff, se, p) = (test.diff, test.se, test.two_sided_p());
-    let (mean_before, mean_after) = (before.0, after.0);
-    if se == 0.0 {
-        return Some(Step {
-            mean_before,
-            mean_after,
-            diff,
-            lower: diff,
-            upper: diff,
-            p,
-        });
+/// One side's level under weights `1/(vᵢ + τ²)`.
+struct Level {
+    mean: f64,
+    /// `1/Σw`.
+    variance: f64,
+    /// `Σw(x − mean)²`.
+    q: f64,
+    /// `Σw − Σw²/Σw`, DerSimonian & Laird's scale.
+    scale: f64,
+}
+
+impl Level {
+    fn of(x: &[f64], v: &[f64], tau2: f64) -> Self {
+        let w: Vec<f64> = v.iter().map(|v| 1.0 / (v + tau2)).collect();
+        let sw: f64 = w.iter().sum();
+        let mean = x.iter().zip(&w).map(|(x, w)| x * w).sum::<f64>() / sw;
+        let q = x.iter().zip(&w).map(|(x, w)| w * (x - mean).powi(2)).sum();
+        let sw2: f64 = w.iter().map(|w| w * w).sum();
+        Level {
+            mean,
+            variance: 1.0 / sw,
+            q,
+            scale: sw - sw2 / sw,
+        }
     }
-    let q = test.quantile(confidence);
+}
+
+fn test_step(a: &[f64], se_a: &[f64], b: &[f64], se_b: &[f64], confidence: f64) -> Option<Step> {
+    let variances =
+        |se: &[f64]| -> Vec<f64> { se.iter().map(|s| s.max(MIN_LOG_SE).powi(2)).collect() };
+    let (va, vb) = (variances(se_a), variances(se_b));
+    let df = (a.len() + b.len()) as f64 - 2.0;
+    if df < 1.0 {
+        return None;
+    }
+    // DerSimonian & Laird: the scatter beyond the points' own variances.
+    let (fa, fb) = (Level::of(a, &va, 0.0), Level::of(b, &vb, 0.0));
+    let scale = fa.scale + fb.scale;
+    let tau2 = if scale > 0.0 {
+        ((fa.q + fb.q - df) / scale).max(0.0)
+    } else {
+        0.0
+    };
+    let (before, after) = (Level::of(a, &va, tau2), Level::of(b, &vb, tau2));
+    // Hartung & Knapp, never narrower than the weights say.
+    let widen = ((before.q + after.q) / df).max(1.0);
+    let test = TTest {
+        diff: after.mean - before.mean,
+        se: ((before.variance + after.variance) * widen).sqrt(),
+        df,
+    };
+    let (diff, p, q) = (test.diff, test.two_sided_p(), test.quantile(confidence));
     if !p.is_finite() || !q.is_finite() {
         return None;
     }
     Some(Step {
-        mean_before,
-        mean_after,
+        mean_before: before.mean,
+        mean_after: after.mean,
         diff,
-        lower: diff - q * se,
-        upper: diff + q * se,
+        lower: diff - q * test.se,
+        upper: diff + q * test.se,
         p,
     })
 }

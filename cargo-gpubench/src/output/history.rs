@@ -1,6 +1,7 @@
 //! What `cargo gpubench history` prints: the terminal table and the Markdown table
-//! (per benchmark its latest figure, latest change point and drift), the exact
-//! counts that changed, and the files that could not be read. The HTML page is
+//! (per benchmark its latest figure, or that it is gone, its latest change point with
+//! the commits that hold it, and drift), the exact counts that changed, the series
+//! kept apart for other settings, and the files that could not be read. The HTML page is
 //! [`crate::output::html::history`], the JSON the [`HistoryReport`] itself.
 
 use crate::console::{Console, Tone};
@@ -11,9 +12,9 @@ use crate::store::history::{BenchmarkHistory, ChangePointAt, HistoryReport, Seri
 /// Longest commit subject shown in tables.
 const SUBJECT_CHARS: usize = 48;
 
-/// `+5.0% [+4.4% to +5.6%] at 1a2b3c4d5e (subject)`: a step with its commit.
-pub fn change_words(c: &ChangePointAt, exact: bool) -> String {
-    let size = if exact {
+/// `+5.0% [+4.4% to +5.6%]` or `1 → 2`: the size of a step.
+pub fn change_size(c: &ChangePointAt, exact: bool) -> String {
+    if exact {
         format!(
             "{} → {}",
             crate::format::number(c.change.before),
@@ -25,11 +26,19 @@ pub fn change_words(c: &ChangePointAt, exact: bool) -> String {
             percent_change(c.change.change),
             percent_interval(c.change.change_lower, c.change.change_upper)
         )
-    };
+    }
+}
+
+/// `+5.0% [+4.4% to +5.6%] at 1a2b3c4d5e (subject), in 0f1e2d3c4b..1a2b3c4d5e`: a
+/// step with the commit that measured it first and the range of commits that holds
+/// it (the series' last version at the old level, then up to that commit).
+pub fn change_words(c: &ChangePointAt, exact: bool) -> String {
     format!(
-        "{size} at {} ({})",
+        "{} at {} ({}), in {}",
+        change_size(c, exact),
         c.commit.short,
-        shorten(&c.commit.subject, SUBJECT_CHARS)
+        shorten(&c.commit.subject, SUBJECT_CHARS),
+        c.range()
     )
 }
 
@@ -46,8 +55,16 @@ pub fn drift_words(series: &SeriesHistory) -> Option<String> {
     ))
 }
 
-/// The latest figure of a series, with its interval.
-fn latest_figure(series: &SeriesHistory) -> String {
+/// The latest figure of a benchmark's series, with its interval; none for a
+/// benchmark gone from the latest version.
+fn latest_figure(b: &BenchmarkHistory, series: &SeriesHistory) -> String {
+    if let Some(gone) = &b.gone_at {
+        return format!(
+            "gone (not in the baseline since {}, {})",
+            gone.short,
+            day(&gone.date)
+        );
+    }
     match series.points.last() {
         Some(p) if series.exact => crate::format::number(p.point.value),
         Some(p) => interval(p.point.value, p.point.lower, p.point.upper),
@@ -63,8 +80,8 @@ struct Row {
     drift: Option<f64>,
 }
 
-/// One row per benchmark: latest time, its latest step, its drift; kernel time's
-/// step or drift when time shows none.
+/// One row per benchmark: latest time, its latest step, its drift; the fastest
+/// samples' (CPU work) or kernel time's step or drift when time shows none.
 fn rows(report: &HistoryReport) -> Vec<Row> {
     report
         .benchmarks
@@ -92,14 +109,23 @@ fn rows(report: &HistoryReport) -> Vec<Row> {
                     drift_words(s).map(|w| (format!("{}: {w}", s.label), d))
                 })
             };
-            let step = step(time).or_else(|| step(kernel));
-            let drift = drift(time).or_else(|| drift(kernel));
+            // On the CPU the fastest samples find what load on the host hides.
+            let fastest = b.fastest();
+            let step = step(time)
+                .or_else(|| step(fastest))
+                .or_else(|| step(kernel));
+            let drift = drift(time)
+                .or_else(|| drift(fastest))
+                .or_else(|| drift(kernel));
             Row {
                 cells: [
                     b.id.clone(),
                     time.map_or_else(
                         || "—".into(),
-                        |s| format!("{} ({})", latest_figure(s), s.label),
+                        |s| match &b.gone_at {
+                            Some(_) => latest_figure(b, s),
+                            None => format!("{} ({})", latest_figure(b, s), s.label),
+                        },
                     ),
                     time.map_or(0, |s| s.points.len()).to_string(),
                     step.as_ref().map_or_else(|| "—".into(), |s| s.0.clone()),
@@ -132,6 +158,28 @@ fn count_lines(b: &BenchmarkHistory) -> Vec<String> {
         })
         .collect()
 }
+
+/// The lines naming every series kept apart because its settings differ from the
+/// benchmark's latest (`id: wall time (2 intra-op threads), 2 versions from ... to
+/// ...`), with its latest step when it has one.
+fn apart_lines(b: &BenchmarkHistory) -> Vec<String> {
+    b.series
+        .iter()
+        .filter(|s| !s.settings_differ.is_empty() && !s.exact)
+        .map(|s| {
+            let n = s.points.len();
+            let mut line = format!("{}: {}, {n} version{}", b.id, s.label, plural(n));
+            if let Some(c) = s.latest_change() {
+                line.push_str(&format!("; change point {}", change_words(c, false)));
+            }
+            line
+        })
+        .collect()
+}
+
+/// What the tables say of series kept apart, before the lines.
+const APART: &str = "measured with other settings in some versions, each kept a series of \
+                     its own (as `compare` does not compare them)";
 
 fn header_line(report: &HistoryReport) -> String {
     let n = report.commits.len();
@@ -201,6 +249,13 @@ pub fn render_human(report: &HistoryReport, console: Console) -> String {
         })
         .collect();
     out.push_str(&align_cells(&header, &table, console));
+    let apart: Vec<String> = report.benchmarks.iter().flat_map(apart_lines).collect();
+    if !apart.is_empty() {
+        out.push_str(&format!("\n{APART}:\n"));
+        for line in apart {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
     let counts: Vec<String> = report.benchmarks.iter().flat_map(count_lines).collect();
     if !counts.is_empty() {
         out.push_str("\nexact counts that changed:\n");
@@ -234,6 +289,15 @@ pub fn render_markdown(report: &HistoryReport) -> String {
     for r in rows(report) {
         let cells: Vec<String> = r.cells.iter().map(|c| cell(c)).collect();
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    let apart: Vec<String> = report.benchmarks.iter().flat_map(apart_lines).collect();
+    if !apart.is_empty() {
+        let mut what = APART.to_string();
+        what[..1].make_ascii_uppercase();
+        out.push_str(&format!("\n{}:\n\n", cell(&what)));
+        for line in apart {
+            out.push_str(&format!("- {}\n", cell(&line)));
+        }
     }
     let counts: Vec<String> = report.benchmarks.iter().flat_map(count_lines).collect();
     if !counts.is_empty() {

@@ -15,7 +15,8 @@ use std::process::Stdio;
 
 use gpubench_analysis::baseline::parse_file;
 use gpubench_analysis::history::{
-    benchmark_series, ChangePoint, Drift, HistoryOptions, SeriesMetric, VersionPoint,
+    benchmark_series, ChangePoint, Drift, HistoryOptions, SeriesMetric, SeriesSettings,
+    VersionPoint,
 };
 use gpubench_analysis::processes::Bound;
 use gpubench_analysis::BaselineEntry;
@@ -550,6 +551,10 @@ pub struct HistoryReport {
 pub struct BenchmarkHistory {
     /// Its id.
     pub id: String,
+    /// The first version after its last one, when the latest version no longer holds
+    /// it: it has no latest figure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gone_at: Option<CommitInfo>,
     /// What its time rested on in the latest version that says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bound: Option<Bound>,
@@ -563,8 +568,16 @@ pub struct SeriesHistory {
     /// Which figure.
     #[serde(flatten)]
     pub metric: SeriesMetric,
-    /// Words for it, e.g. `device time`.
+    /// Words for it, e.g. `device time`, or `wall time (2 intra-op threads)` for a
+    /// series measured with other settings than the benchmark's latest.
     pub label: String,
+    /// What its points were measured on and with: all alike, as `compare` would
+    /// compare them; other settings make another series.
+    pub settings: SeriesSettings,
+    /// How its settings differ from the benchmark's latest series of the figure
+    /// (empty for that one).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub settings_differ: Vec<String>,
     /// Whether it repeats exactly (counts), so every change is a change point.
     pub exact: bool,
     /// Its points, oldest first (`version` indexes `commits`).
@@ -576,15 +589,26 @@ pub struct SeriesHistory {
     /// The trend over the latest points.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drift: Option<DriftAt>,
+    /// Points (indices into `points`) whose interval is too wide to take part in
+    /// finding steps and drifts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unplaced: Vec<usize>,
 }
 
-/// A change point with the commit that introduced it.
+/// A change point with the commits that hold it: the code changed after `since` (the
+/// series' last version at the old level) and up to `commit` (its first at the new
+/// one), so `git log since..commit` lists the candidates.
 #[derive(Debug, Clone, Serialize)]
 pub struct ChangePointAt {
-    /// The commit that introduced it (`commits[version]`).
+    /// The first version measured at the new level (`commits[version]`).
     pub commit: CommitInfo,
     /// Index into `commits`.
     pub version: usize,
+    /// The series' last version at the old level.
+    pub since: CommitInfo,
+    /// Versions of the baseline in between (measured with other settings, too
+    /// noisy, or without the benchmark), which cannot place the step more closely.
+    pub versions_between: usize,
     /// The step (`index` is into the series' points).
     #[serde(flatten)]
     pub change: ChangePoint,
@@ -607,6 +631,13 @@ impl DriftAt {
     }
 }
 
+impl ChangePointAt {
+    /// `since..commit` in short ids, as `git log` takes it.
+    pub fn range(&self) -> String {
+        format!("{}..{}", self.since.short, self.commit.short)
+    }
+}
+
 impl SeriesHistory {
     /// The latest change point.
     pub fn latest_change(&self) -> Option<&ChangePointAt> {
@@ -620,11 +651,21 @@ impl SeriesHistory {
 }
 
 impl BenchmarkHistory {
-    /// Its time series (the latest timer's), when it has one.
+    /// Its time series (the latest timer's, measured with the latest settings),
+    /// when it has one.
     pub fn time(&self) -> Option<&SeriesHistory> {
         self.series
             .iter()
             .filter(|s| matches!(s.metric, SeriesMetric::Time(_)))
+            .max_by_key(|s| s.points.last().map(|p| p.version))
+    }
+
+    /// Its fastest-samples series (work on the CPU device), measured with the latest
+    /// settings.
+    pub fn fastest(&self) -> Option<&SeriesHistory> {
+        self.series
+            .iter()
+            .filter(|s| s.metric == SeriesMetric::Fastest)
             .max_by_key(|s| s.points.last().map(|p| p.version))
     }
 
@@ -684,31 +725,51 @@ pub fn analyse(
         .into_iter()
         .map(|b| BenchmarkHistory {
             id: b.id,
+            gone_at: commits.get(b.last_version + 1).cloned(),
             bound: b.bound,
             series: b
                 .series
                 .into_iter()
                 .map(|s| {
                     let at = |index: usize| s.points[index].version;
+                    let label = if s.settings_differ.is_empty() {
+                        s.metric.label()
+                    } else {
+                        format!("{} ({})", s.metric.label(), s.settings_differ.join(", "))
+                    };
                     SeriesHistory {
                         metric: s.metric,
-                        label: s.metric.label(),
+                        label,
+                        settings: s.settings,
+                        settings_differ: s.settings_differ,
                         exact: s.metric.exact(),
                         threshold: s.analysis.threshold,
                         change_points: s
                             .analysis
                             .change_points
                             .iter()
-                            .map(|c| ChangePointAt {
-                                commit: commits[at(c.index)].clone(),
-                                version: at(c.index),
-                                change: *c,
+                            .map(|c| {
+                                // The series' last point before the step that took
+                                // part (a noisy one could be at either level): the
+                                // code changed after it.
+                                let before = (0..c.index)
+                                    .rev()
+                                    .find(|i| !s.analysis.unplaced.contains(i))
+                                    .map_or(0, at);
+                                ChangePointAt {
+                                    commit: commits[at(c.index)].clone(),
+                                    version: at(c.index),
+                                    since: commits[before].clone(),
+                                    versions_between: at(c.index) - before - 1,
+                                    change: *c,
+                                }
                             })
                             .collect(),
                         drift: s.analysis.drift.map(|d| DriftAt {
                             from_commit: commits[at(d.from_index)].clone(),
                             drift: d,
                         }),
+                        unplaced: s.analysis.unplaced,
                         points: s.points,
                     }
                 })

@@ -29,27 +29,56 @@ pub fn repo_root() -> PathBuf {
 /// The records of the files in the tar.gz `archive` (under `docs/gpu-runs/`) whose
 /// path ends in `suffix` and lies outside a `baseline/` copy, in path order.
 pub fn records(archive: &str, suffix: &str) -> Vec<RawRecord> {
-    let path = repo_root().join("docs/gpu-runs").join(archive);
-    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
-    let mut found: Vec<(String, RawRecord)> = Vec::new();
-    for entry in tar.entries().expect("a tar archive") {
-        let mut entry = entry.expect("a tar entry");
-        let name = entry.path().expect("a path").to_string_lossy().into_owned();
-        if !name.ends_with(suffix) || name.contains("/baseline/") || !name.contains("/runs/") {
-            continue;
-        }
-        let mut text = String::new();
-        entry.read_to_string(&mut text).expect("UTF-8 JSON");
-        let record = RawRecord::from_json(&text, &name).expect("a record");
-        found.push((name, record));
-    }
+    records_in("docs/gpu-runs", archive, suffix)
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect()
+}
+
+/// The records (with their paths) of the files in the tar.gz `archive` under `dir`
+/// (relative to the repository) whose path ends in `suffix`, lies in a stored run
+/// (`/runs/`) and outside a `baseline/` copy, in path order.
+pub fn records_in(dir: &str, archive: &str, suffix: &str) -> Vec<(String, RawRecord)> {
+    let mut found: Vec<(String, RawRecord)> = files_in(dir, archive)
+        .into_iter()
+        .filter(|(name, _)| {
+            name.ends_with(suffix)
+                && !name.ends_with("/manifest.json")
+                && !name.contains("/baseline/")
+                && name.contains("/runs/")
+        })
+        .map(|(name, bytes)| {
+            let text = String::from_utf8(bytes).expect("UTF-8 JSON");
+            let record = RawRecord::from_json(&text, &name).expect("a record");
+            (name, record)
+        })
+        .collect();
     found.sort_by(|a, b| a.0.cmp(&b.0));
     assert!(
         !found.is_empty(),
         "no record ending in {suffix} in {archive}"
     );
-    found.into_iter().map(|(_, r)| r).collect()
+    found
+}
+
+/// Every file of the tar.gz `archive` under `dir` (relative to the repository): its
+/// path in the archive and content.
+pub fn files_in(dir: &str, archive: &str) -> Vec<(String, Vec<u8>)> {
+    let path = repo_root().join(dir).join(archive);
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let mut out = Vec::new();
+    for entry in tar.entries().expect("a tar archive") {
+        let mut entry = entry.expect("a tar entry");
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let name = entry.path().expect("a path").to_string_lossy().into_owned();
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).expect("readable");
+        out.push((name, bytes));
+    }
+    out
 }
 
 /// The real processes of one benchmark, pooled over separate runs, and a record to

@@ -348,8 +348,12 @@ fn history_command_prints_json_tables_and_the_page() {
     )
     .unwrap();
     assert!(
-        svg.contains("change point"),
+        svg.contains("stroke-dasharray") || svg.matches("<line").count() > 1,
         "the step is marked on the chart"
+    );
+    assert!(
+        page.contains("change point +5."),
+        "the chart's key names the step"
     );
 
     // A run's report links each benchmark the page shows to its chart.
@@ -468,4 +472,394 @@ fn the_summary_names_a_head_figure_that_continues_a_drift() {
         "{}",
         notes[0]
     );
+}
+
+/// Real CPU runs for the CPU fixture (`docs/cpu-runs/history-steps.tar.gz`): nine
+/// baselines' worth of runs of the examples on a shared 2-core machine beside other
+/// builds (most processes flagged contended), `history-steps/<k>-step/` holding
+/// `matmul_f32/256` (from the fourth on with `GPUBENCH_EXAMPLE_SLOWDOWN=1.3`: 30% more
+/// matmul work for real), `history-steps/<k>-flat/` `mlp_training_step` and
+/// `matmul_f32/64`, unchanged throughout; the fifth and eighth measured with
+/// `GPUBENCH_CPU_THREADS=2`, the others with 1, as `scripts/history-cpu-runs` makes them.
+const CPU_RUNS: &str = "history-steps.tar.gz";
+/// Baselines in the CPU fixture.
+const CPU_VERSIONS: usize = 9;
+/// The baseline (1-based) from which `matmul_f32/256` does 30% more work.
+const CPU_STEP_AT: usize = 4;
+/// The baselines measured with two intra-op threads.
+const TWO_THREADS: [usize; 2] = [5, 8];
+/// The benchmark with the step, and those left alone.
+const CPU_STEPPED: &str = "matmul_f32/256";
+const CPU_UNCHANGED: [&str; 2] = ["mlp_training_step", "matmul_f32/64"];
+
+/// A repository whose `main` commits the CPU runs as nine versions of the baseline,
+/// a code-only commit between the third and the fourth (the step's), and
+/// `matmul_f32/64` left out of the last version (gone from the baseline).
+fn cpu_fixture(dir: &Path) {
+    let runs = crate::history_fixture::records_in("docs/cpu-runs", CPU_RUNS, ".json");
+    let mut commits = Vec::new();
+    for k in 1..=CPU_VERSIONS {
+        let prefix = format!("history-steps/{k}-");
+        let mut files: Vec<(String, Vec<u8>)> = runs
+            .iter()
+            .filter(|(path, _)| path.starts_with(&prefix))
+            .map(|(_, r)| gpubench_analysis::BaselineEntry::from_record(r).expect("saves"))
+            .filter(|e| !(k == CPU_VERSIONS && e.id == "matmul_f32/64"))
+            .map(|e| file_of(&e))
+            .collect();
+        files.sort();
+        assert_eq!(
+            files.len(),
+            if k == CPU_VERSIONS { 2 } else { 3 },
+            "baseline {k}"
+        );
+        commits.push(FixtureCommit {
+            subject: format!("baseline {k}"),
+            files: Some(files),
+        });
+        if k == CPU_STEP_AT - 1 {
+            commits.push(FixtureCommit {
+                subject: "code: the matmul does more work".into(),
+                files: None,
+            });
+        }
+    }
+    write_repo(dir, BASELINE_DIR, &commits);
+}
+
+const WALL_TIME: SeriesMetric = SeriesMetric::Time(TimeKindKey::Wall);
+
+/// The history: noisy CPU baselines, mixed thread counts, a 30% step at the
+/// fourth. The step is found at its commit and attributed to the range that holds the
+/// code change; the thread counts make series of their own, not steps; the unchanged
+/// benchmarks show neither a step nor a drift; the gone one has no latest figure.
+#[test]
+fn history_finds_a_step_in_noisy_cpu_baselines_with_mixed_threads() {
+    let tmp = tempfile::tempdir().unwrap();
+    cpu_fixture(tmp.path());
+    let r = report(tmp.path());
+    assert_eq!(r.commits.len(), CPU_VERSIONS);
+
+    let b = r.benchmarks.iter().find(|b| b.id == CPU_STEPPED).unwrap();
+    let times: Vec<_> = b.series.iter().filter(|s| s.metric == WALL_TIME).collect();
+    assert_eq!(times.len(), 2, "one series per thread count: {times:#?}");
+    let one = b.time().expect("a time series");
+    assert_eq!(one.settings.cpu_threads, Some(1));
+    assert!(one.settings_differ.is_empty());
+    let versions: Vec<usize> = one.points.iter().map(|p| p.version + 1).collect();
+    assert_eq!(versions, vec![1, 2, 3, 4, 6, 7, 9]);
+    let two = times
+        .iter()
+        .find(|s| s.settings.cpu_threads == Some(2))
+        .unwrap();
+    assert_eq!(two.settings_differ, vec!["2 intra-op threads".to_string()]);
+    assert_eq!(two.label, "wall time (2 intra-op threads)");
+    let versions: Vec<usize> = two.points.iter().map(|p| p.version + 1).collect();
+    assert_eq!(versions, TWO_THREADS.to_vec());
+
+    // Every process ran beside other work, which moved the time itself by up to 2x
+    // between versions: judged on the host's threshold as `compare` judges it, it
+    // shows no step; the fastest samples, which waiting for a core cannot lower,
+    // show the step.
+    assert!(one.threshold >= 0.5, "{}", one.threshold);
+    let fastest = b.fastest().expect("CPU work has its fastest samples");
+    let one = fastest;
+    assert_eq!(one.change_points.len(), 1, "{:#?}", one.change_points);
+    let c = &one.change_points[0];
+    assert_eq!(c.commit.subject, format!("baseline {CPU_STEP_AT}"));
+    assert_eq!(c.since.subject, format!("baseline {}", CPU_STEP_AT - 1));
+    assert_eq!(c.versions_between, 0);
+    assert!(
+        c.change.change > 0.15 && c.change.change < 0.5,
+        "size {}",
+        c.change.change
+    );
+    assert!(c.change.change_lower > one.threshold, "{c:?}");
+    // The range holds the code-only commit, which `git log` lists.
+    let log = crate::history_fixture::git(
+        tmp.path(),
+        &[
+            "log",
+            "--format=%s",
+            &format!("{}..{}", c.since.id, c.commit.id),
+        ],
+    );
+    assert_eq!(
+        log.lines().collect::<Vec<_>>(),
+        vec!["baseline 4", "code: the matmul does more work"]
+    );
+    assert!(one.flagged_drift().is_none(), "a step is no drift");
+
+    for id in CPU_UNCHANGED {
+        let b = r.benchmarks.iter().find(|b| b.id == id).unwrap();
+        for s in b.series.iter().filter(|s| !s.exact) {
+            assert!(
+                s.change_points.is_empty(),
+                "{id} {}: {:#?}",
+                s.label,
+                s.change_points
+            );
+            assert!(
+                s.flagged_drift().is_none(),
+                "{id} {}: {:?}",
+                s.label,
+                s.drift
+            );
+        }
+    }
+    let gone = r
+        .benchmarks
+        .iter()
+        .find(|b| b.id == "matmul_f32/64")
+        .unwrap();
+    assert_eq!(
+        gone.gone_at.as_ref().map(|c| c.subject.as_str()),
+        Some("baseline 9")
+    );
+    assert!(r
+        .benchmarks
+        .iter()
+        .filter(|b| b.id != "matmul_f32/64")
+        .all(|b| b.gone_at.is_none()));
+}
+
+/// The CPU fixture through the command: the tables name the step's commit and range,
+/// say no drift of the unchanged benchmarks, keep the two-thread series apart, and
+/// give the gone benchmark no latest figure.
+#[test]
+fn history_tables_of_the_cpu_fixture() {
+    let tmp = tempfile::tempdir().unwrap();
+    cpu_fixture(tmp.path());
+    let run = |format: &str| {
+        let out = cargo_gpubench()
+            .current_dir(tmp.path())
+            .args([
+                "gpubench",
+                "history",
+                "--baselines-dir",
+                "gpubench/baselines",
+            ])
+            .args(["--out-dir", "out", "--format", format])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let markdown = run("markdown");
+    let row = |id: &str| {
+        markdown
+            .lines()
+            .find(|l| l.starts_with(&format!("| {} |", id.replace('_', "\\_"))))
+            .unwrap_or_else(|| panic!("no row of {id}: {markdown}"))
+            .to_string()
+    };
+    let stepped = row(CPU_STEPPED);
+    assert!(
+        stepped.contains("| fastest samples: +"),
+        "the step of the fastest samples: {stepped}"
+    );
+    assert!(stepped.contains("(baseline 4), in "), "{stepped}");
+    for id in CPU_UNCHANGED {
+        let r = row(id);
+        assert!(!r.contains("over the last"), "a drift on {id}: {r}");
+        assert!(r.ends_with("| — | — |"), "{r}");
+    }
+    let gone = row("matmul_f32/64");
+    assert!(gone.contains("gone (not in the baseline since "), "{gone}");
+    assert!(
+        !gone.contains(" µs"),
+        "a gone benchmark has no latest figure: {gone}"
+    );
+    assert!(
+        markdown.contains("- matmul\\_f32/256: wall time (2 intra-op threads), 2 versions"),
+        "{markdown}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&run("json")).unwrap();
+    let validator = schema("history.schema.json");
+    let errors: Vec<String> = validator
+        .iter_errors(&json)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+/// The history page of the CPU fixture in headless Chromium, and the way to it from
+/// a run's report: the report's index links to the page; the page names every
+/// version's commit (id, date, subject) as `git log` does, keys each chart under it
+/// (naming the step with its version, commit and range), and cuts the two-thread
+/// series' huge interval at the chart's edge with a mark.
+#[test]
+fn history_page_in_a_browser_names_each_commit_and_is_linked_from_the_report() {
+    use crate::report_browser::{dump_dom, file_url, screenshot, sel, workdir};
+    let work = workdir("history");
+    let repo = work.path.join("repo");
+    let _ = std::fs::remove_dir_all(&repo);
+    cpu_fixture(&repo);
+    let gpubench = |args: &[&str]| {
+        let out = cargo_gpubench()
+            .current_dir(&repo)
+            .arg("gpubench")
+            .args(args)
+            .args(["--baselines-dir", "gpubench/baselines", "--out-dir", "out"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    gpubench(&["history"]);
+    // The last version's run of the stepped benchmark, stored as a run stores it, and
+    // its report rendered beside the history page.
+    let run_files: Vec<(String, Vec<u8>)> =
+        crate::history_fixture::files_in("docs/cpu-runs", CPU_RUNS)
+            .into_iter()
+            .filter(|(path, _)| {
+                path.starts_with(&format!("history-steps/{CPU_VERSIONS}-step/runs/"))
+            })
+            .collect();
+    let mut run_id = String::new();
+    for (path, bytes) in &run_files {
+        let rest = path.split("/runs/").nth(1).unwrap();
+        run_id = rest.split('/').next().unwrap().to_string();
+        let dest = repo.join("out/runs").join(rest);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::write(dest, bytes).unwrap();
+    }
+    assert!(run_files.len() >= 2, "a record and its manifest");
+    gpubench(&["report", &run_id]);
+
+    let index = repo.join("out/report/index.html");
+    let dom = dump_dom(&work.path, &file_url(&index));
+    let link = dom
+        .select(&sel("a#history-link"))
+        .next()
+        .expect("the report's index links to the history page");
+    let href = link.value().attr("href").unwrap();
+    let page = index.parent().unwrap().join(href);
+    assert_eq!(
+        page.canonicalize().unwrap(),
+        repo.join("out/history/index.html").canonicalize().unwrap()
+    );
+
+    let dom = dump_dom(&work.path, &file_url(&page));
+    let log = crate::history_fixture::git(
+        &repo,
+        &["log", "--reverse", "--format=%H %cs %s", "--", BASELINE_DIR],
+    );
+    let rows: Vec<Vec<String>> = dom
+        .select(&sel("#commit-table tbody tr"))
+        .map(|tr| {
+            tr.select(&sel("td"))
+                .map(|td| td.text().collect::<String>())
+                .collect()
+        })
+        .collect();
+    assert_eq!(rows.len(), CPU_VERSIONS);
+    for (k, (row, line)) in rows.iter().zip(log.lines()).enumerate() {
+        let mut parts = line.splitn(3, ' ');
+        let (id, date, subject) = (
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+        );
+        assert_eq!(row[0], (k + 1).to_string());
+        assert!(
+            id.starts_with(&row[1]) && row[1].len() == 10,
+            "{row:?} vs {line}"
+        );
+        assert_eq!(row[2], date);
+        assert_eq!(row[3], subject);
+    }
+    let section = dom
+        .select(&sel(&format!("section#{}", file_stem_for_id(CPU_STEPPED))))
+        .next()
+        .expect("the stepped benchmark's section");
+    let keys: Vec<String> = section
+        .select(&sel("ul.chart-key li"))
+        .map(|li| li.text().collect())
+        .collect();
+    let step_commit = &rows[CPU_STEP_AT - 1][1];
+    let since = &rows[CPU_STEP_AT - 2][1];
+    assert!(
+        keys.iter().any(|k| k.starts_with("change point +")
+            && k.contains(&format!(
+                "at version {CPU_STEP_AT} ({step_commit}), in {since}..{step_commit}"
+            ))),
+        "{keys:?}"
+    );
+    let changes: String = section
+        .select(&sel("table.data"))
+        .next()
+        .unwrap()
+        .text()
+        .collect();
+    assert!(changes.contains("baseline 4") && changes.contains(&format!("{since}..{step_commit}")));
+    // `matmul_f32/64`'s fastest samples: one version's interval (±14%) many times
+    // the others' (under ±2%) would flatten them into a line; it is cut at the
+    // chart's edge and marked with its ends, and the point is drawn as a ring.
+    let small = dom
+        .select(&sel(&format!(
+            "section#{}",
+            file_stem_for_id("matmul_f32/64")
+        )))
+        .next()
+        .expect("matmul_f32/64's section");
+    let figure = small
+        .select(&sel("figure.chart"))
+        .find(|f| {
+            f.select(&sel("figcaption")).next().is_some_and(|c| {
+                c.text()
+                    .collect::<String>()
+                    .starts_with("fastest samples (1 intra-op thread)")
+            })
+        })
+        .expect("the one-thread chart of the fastest samples");
+    let caption: String = figure
+        .select(&sel("figcaption"))
+        .next()
+        .unwrap()
+        .text()
+        .collect();
+    assert!(
+        caption.contains("2 intervals reach beyond the chart, cut at its edge")
+            && caption.contains("1 point (rings) too noisy"),
+        "{caption}"
+    );
+    let src = figure
+        .select(&sel("img"))
+        .next()
+        .unwrap()
+        .value()
+        .attr("src")
+        .unwrap();
+    let svg = std::fs::read_to_string(page.parent().unwrap().join(src)).unwrap();
+    assert!(
+        svg.contains("↑ 8.0") && svg.contains("↓ 6.1"),
+        "the cut ends are named"
+    );
+    // The key is HTML under the chart: the SVG draws no legend box over the points
+    // (its only rectangle is the background).
+    for img in dom.select(&sel("figure.chart img")) {
+        let svg = std::fs::read_to_string(
+            page.parent()
+                .unwrap()
+                .join(img.value().attr("src").unwrap()),
+        )
+        .unwrap();
+        assert_eq!(
+            svg.matches("<rect").count(),
+            1,
+            "a legend box in {:?}",
+            img.value().attr("src")
+        );
+    }
+    screenshot(&work.path, &file_url(&page), &work.path.join("history.png"));
 }

@@ -37,12 +37,12 @@ fn chromium() -> PathBuf {
 }
 
 /// Where the report and screenshots go: a kept folder or a temporary one.
-struct Workdir {
-    path: PathBuf,
+pub(crate) struct Workdir {
+    pub(crate) path: PathBuf,
     _temp: Option<tempfile::TempDir>,
 }
 
-fn workdir(name: &str) -> Workdir {
+pub(crate) fn workdir(name: &str) -> Workdir {
     match std::env::var_os("GPUBENCH_REPORT_KEEP") {
         Some(dir) => {
             let path = PathBuf::from(dir).join(name);
@@ -109,11 +109,11 @@ fn run_chromium(work: &Path, url: &str, extra: &[String]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn file_url(path: &Path) -> String {
+pub(crate) fn file_url(path: &Path) -> String {
     format!("file://{}", path.canonicalize().unwrap().display())
 }
 
-fn dump_dom(work: &Path, url: &str) -> Html {
+pub(crate) fn dump_dom(work: &Path, url: &str) -> Html {
     let dom = run_chromium(work, url, &["--dump-dom".to_string()]);
     assert!(dom.contains("</html>"), "no DOM from chromium: {dom}");
     Html::parse_document(&dom)
@@ -121,7 +121,7 @@ fn dump_dom(work: &Path, url: &str) -> Html {
 
 /// Takes a 1280×2000 screenshot and checks it shows a rendered page: many colours
 /// and plenty of non-white pixels.
-fn screenshot(work: &Path, url: &str, png_path: &Path) {
+pub(crate) fn screenshot(work: &Path, url: &str, png_path: &Path) {
     let _ = std::fs::remove_file(png_path);
     run_chromium(
         work,
@@ -175,7 +175,7 @@ fn demo_report(work: &Path) -> ReportIndex {
     render(&demo_input(), &work.join("report")).unwrap()
 }
 
-fn sel(s: &str) -> Selector {
+pub(crate) fn sel(s: &str) -> Selector {
     Selector::parse(s).unwrap()
 }
 

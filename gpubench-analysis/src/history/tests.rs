@@ -130,3 +130,44 @@ fn the_split_maximises_q_at_a_clean_step() {
     let z = [0.0, 0.0, 0.1, 0.0, 1.0, 1.1, 1.0, 1.0];
     assert_eq!(best_split(&z, 2), Some(4));
 }
+
+#[test]
+fn a_noisy_point_can_neither_hide_nor_make_a_step() {
+    // A 10% step at 6; one point of the new level measured with a ±60% interval.
+    let mut s = series(12, 0.003, 0.01, 5, |i| if i >= 6 { 1.10 } else { 1.0 });
+    s[8].lower = s[8].value * 0.4;
+    s[8].upper = s[8].value * 1.6;
+    let a = analyse_measured(&s, &HistoryOptions::default());
+    assert_eq!(a.unplaced, vec![8]);
+    let at: Vec<usize> = a.change_points.iter().map(|c| c.index).collect();
+    assert_eq!(at, vec![6], "{a:?}");
+    assert!((a.change_points[0].change - 0.10).abs() < 0.01, "{a:?}");
+    // Below the cut, the wide point weighs in, a little: still found.
+    s[8].lower = s[8].value * 0.97;
+    s[8].upper = s[8].value * 1.03;
+    let a = analyse_measured(&s, &HistoryOptions::default());
+    assert!(a.unplaced.is_empty());
+    assert_eq!(a.change_points.len(), 1, "{a:?}");
+
+    // Flat, with two wide points far off at the end: no step, no drift.
+    let mut s = series(12, 0.003, 0.01, 6, |_| 1.0);
+    for i in [9, 10] {
+        s[i].value *= 1.5;
+        s[i].lower = s[i].value * 0.3;
+        s[i].upper = s[i].value * 1.7;
+    }
+    let a = analyse_measured(&s, &HistoryOptions::default());
+    assert!(a.change_points.is_empty(), "{a:?}");
+    assert!(!a.drift.unwrap().flagged);
+}
+
+#[test]
+fn a_point_wider_than_its_neighbours_weighs_less() {
+    // Four points at 1.0, the fifth at 1.2 with five times their interval: the
+    // side's level stays near 1.0 (an unweighted mean would say 1.04).
+    let x = [0.0, 0.0, 0.0, 0.0, 1.2f64.ln()];
+    let se = [0.01, 0.01, 0.01, 0.01, 0.05];
+    let y = [0.3f64; 4];
+    let step = test_step(&x, &se, &y, &[0.01; 4], 0.95).unwrap();
+    assert!(step.mean_before < 0.02, "{}", step.mean_before);
+}

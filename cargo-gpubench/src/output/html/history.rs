@@ -1,7 +1,9 @@
-//! The history page: `<out-dir>/history/index.html`, one trend chart per benchmark
-//! and figure (each point with its interval, the change points as vertical lines, a
-//! flagged drift as its fitted line), the change points in a table with their commits,
-//! and the files that could not be read. It sits beside `<out-dir>/report/` rather
+//! The history page: `<out-dir>/history/index.html`, the baseline's versions in a
+//! table (number, commit id, date, subject), one trend chart per benchmark and
+//! figure (each point with its interval, on an axis that a single huge interval
+//! cannot flatten; the change points as vertical lines, a flagged drift as its fitted
+//! line; the key under the chart, never over its points), the change points in a
+//! table with the commits that hold them, and the files that could not be read. It sits beside `<out-dir>/report/` rather
 //! than in it, so a run re-rendering its report leaves it alone; a run's pages link to
 //! it ([`link_for`]) when it is there.
 //!
@@ -16,11 +18,11 @@ use std::path::{Path, PathBuf};
 use gpubench_record::id::file_stem_for_id;
 use serde::Serialize;
 
-use super::charts::{palette, Axis, AxisFormat, Plot, Rule, Series, SeriesKind};
+use super::charts::{palette, Axis, AxisFormat, Note, Plot, Rule, Series, SeriesKind};
 use super::input::ReportError;
 use super::{io_error, templates};
 use crate::format::{percent_change, time_unit};
-use crate::output::history::{change_words, day, drift_words};
+use crate::output::history::{change_size, day, drift_words};
 use crate::store::history::{HistoryReport, SeriesHistory};
 
 /// The page's directory inside the output directory.
@@ -72,6 +74,16 @@ struct Chart {
     width: u32,
     height: u32,
     caption: String,
+    /// The chart's key, drawn under it rather than over its points.
+    key: Vec<KeyEntry>,
+}
+
+/// One entry of a chart's key: a swatch of the colour and what it stands for.
+#[derive(Serialize)]
+struct KeyEntry {
+    color: String,
+    dashed: bool,
+    text: String,
 }
 
 #[derive(Serialize)]
@@ -80,13 +92,25 @@ struct ChangeRow {
     commit: String,
     date: String,
     subject: String,
+    range: String,
     change: String,
+}
+
+/// A version of the baseline as the charts number it.
+#[derive(Serialize)]
+struct CommitRow {
+    number: usize,
+    id: String,
+    short: String,
+    date: String,
+    subject: String,
 }
 
 #[derive(Serialize)]
 struct BenchmarkView {
     id: String,
     anchor: String,
+    gone: Option<String>,
     charts: Vec<Chart>,
     changes: Vec<ChangeRow>,
     drifts: Vec<String>,
@@ -97,6 +121,7 @@ struct PageView {
     title: String,
     lede: String,
     generated_at: String,
+    commits: Vec<CommitRow>,
     benchmarks: Vec<BenchmarkView>,
     unreadable: Vec<String>,
 }
@@ -110,13 +135,16 @@ pub fn write(report: &HistoryReport, dir: &Path) -> anyhow::Result<PathBuf> {
         for b in &report.benchmarks {
             let stem = anchor(&b.id);
             let mut charts = Vec::new();
-            for s in b
+            for (k, s) in b
                 .series
                 .iter()
-                .filter(|s| !s.exact || !s.change_points.is_empty())
+                .enumerate()
+                .filter(|(_, s)| !s.exact || !s.change_points.is_empty())
             {
-                let file = format!("{stem}-{}.svg", figure_key(s));
-                let svg = plot(report, s)
+                let file = format!("{stem}-{}.svg", figure_key(s, k));
+                let drawn = plot(report, s);
+                let svg = drawn
+                    .plot
                     .to_svg()
                     .map_err(|message| ReportError::Chart {
                         id: b.id.clone(),
@@ -127,10 +155,11 @@ pub fn write(report: &HistoryReport, dir: &Path) -> anyhow::Result<PathBuf> {
                 std::fs::write(&path, svg).map_err(io_error(&path))?;
                 charts.push(Chart {
                     alt: format!("{} of {} over {} commits", s.label, b.id, s.points.len()),
-                    caption: caption(s),
+                    caption: caption(s, drawn.clipped),
                     src: file,
                     width: super::charts::WIDTH,
                     height: super::charts::HEIGHT,
+                    key: drawn.key,
                 });
             }
             let changes = b
@@ -142,11 +171,8 @@ pub fn write(report: &HistoryReport, dir: &Path) -> anyhow::Result<PathBuf> {
                         commit: c.commit.short.clone(),
                         date: day(&c.commit.date).to_string(),
                         subject: c.commit.subject.clone(),
-                        change: change_words(c, s.exact)
-                            .split(" at ")
-                            .next()
-                            .unwrap_or_default()
-                            .to_string(),
+                        range: c.range(),
+                        change: change_size(c, s.exact),
                     })
                 })
                 .collect();
@@ -158,6 +184,14 @@ pub fn write(report: &HistoryReport, dir: &Path) -> anyhow::Result<PathBuf> {
             benchmarks.push(BenchmarkView {
                 id: b.id.clone(),
                 anchor: stem,
+                gone: b.gone_at.as_ref().map(|c| {
+                    format!(
+                        "Gone: the baseline holds no figure of it since {} ({}, {}), so it has no latest figure.",
+                        c.short,
+                        day(&c.date),
+                        c.subject
+                    )
+                }),
                 charts,
                 changes,
                 drifts,
@@ -173,6 +207,18 @@ pub fn write(report: &HistoryReport, dir: &Path) -> anyhow::Result<PathBuf> {
                 report.rev
             ),
             generated_at: chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string(),
+            commits: report
+                .commits
+                .iter()
+                .enumerate()
+                .map(|(i, c)| CommitRow {
+                    number: i + 1,
+                    id: c.id.clone(),
+                    short: c.short.clone(),
+                    date: day(&c.date).to_string(),
+                    subject: c.subject.clone(),
+                })
+                .collect(),
             benchmarks,
             unreadable: report
                 .unreadable
@@ -206,22 +252,44 @@ pub fn write(report: &HistoryReport, dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(dir.join("index.html"))
 }
 
-fn figure_key(s: &SeriesHistory) -> String {
-    s.label.replace(' ', "-")
+/// The chart's file name part: the figure's words, and for a series kept apart (other
+/// settings) its place among the benchmark's series.
+fn figure_key(s: &SeriesHistory, k: usize) -> String {
+    let words = s.metric.label().replace(' ', "-");
+    if s.settings_differ.is_empty() {
+        words
+    } else {
+        format!("{words}-{k}")
+    }
 }
 
-fn caption(s: &SeriesHistory) -> String {
+fn caption(s: &SeriesHistory, clipped: usize) -> String {
     let steps = s.change_points.len();
     let mut text = format!(
-        "{} per commit (oldest left), {} change point{}",
+        "{} per version of the baseline (numbered as in the table of commits, oldest left), {} change point{}",
         s.label,
         steps,
         crate::format::plural(steps)
     );
     if !s.exact {
         text.push_str(&format!(
-            "; shaded lines: each point's interval; steps under {} are noise",
+            "; grey bars: each point's interval; steps under {} are noise",
             percent_change(s.threshold).trim_start_matches('+')
+        ));
+    }
+    if clipped > 0 {
+        text.push_str(&format!(
+            "; {clipped} interval{} reach{} beyond the chart, cut at its edge and marked with an arrow and {} end",
+            crate::format::plural(clipped),
+            if clipped == 1 { "es" } else { "" },
+            if clipped == 1 { "its" } else { "their" }
+        ));
+    }
+    if !s.unplaced.is_empty() {
+        let n = s.unplaced.len();
+        text.push_str(&format!(
+            "; {n} point{} (rings) too noisy to place a step or drift",
+            crate::format::plural(n)
         ));
     }
     if let Some(w) = drift_words(s) {
@@ -230,71 +298,148 @@ fn caption(s: &SeriesHistory) -> String {
     text
 }
 
-/// The trend chart of one series: x is the version (commit) index.
-fn plot(report: &HistoryReport, s: &SeriesHistory) -> Plot {
+/// A chart and what goes with it on the page.
+struct Drawn {
+    plot: Plot,
+    key: Vec<KeyEntry>,
+    /// Intervals cut at the chart's edge.
+    clipped: usize,
+}
+
+fn css_color(c: plotters::style::RGBColor) -> String {
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+}
+
+/// The y range of a measured series: every point's figure, and its interval as far as
+/// it stays within one spread of the figures (or twice the typical interval, up to the
+/// typical figure, or 5% of the typical figure, whichever is widest) beyond them. A single interval many times
+/// wider than the rest would otherwise flatten every other point into a line.
+fn robust_range(points: &[gpubench_analysis::history::SeriesPoint]) -> (f64, f64) {
+    let values: Vec<f64> = points.iter().map(|p| p.value).collect();
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut halves: Vec<f64> = points
+        .iter()
+        .flat_map(|p| [p.value - p.lower, p.upper - p.value])
+        .filter(|h| h.is_finite() && *h >= 0.0)
+        .collect();
+    halves.sort_by(f64::total_cmp);
+    let typical_half = halves.get(halves.len() / 2).copied().unwrap_or(0.0);
+    let mut sorted = values.clone();
+    sorted.sort_by(f64::total_cmp);
+    let typical = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
+    // Intervals wider than the figure itself ("too noisy for an interval") never set
+    // the scale.
+    let span = (hi - lo)
+        .max((2.0 * typical_half).min(typical.abs()))
+        .max(0.05 * typical.abs());
+    ((lo - span).max(0.0), hi + span)
+}
+
+/// The trend chart of one series: x is the version's number (1: the oldest).
+fn plot(report: &HistoryReport, s: &SeriesHistory) -> Drawn {
+    use gpubench_analysis::history::SeriesPoint;
     let xs: Vec<f64> = s.points.iter().map(|p| p.version as f64 + 1.0).collect();
-    let lo = s
-        .points
+    let raw: Vec<SeriesPoint> = s.points.iter().map(|p| p.point).collect();
+    let (lo_allowed, hi_allowed) = if s.exact {
+        (f64::NEG_INFINITY, f64::INFINITY)
+    } else {
+        robust_range(&raw)
+    };
+    let lo = raw
         .iter()
-        .map(|p| p.point.lower)
+        .map(|p| p.lower.max(lo_allowed).min(p.value))
         .fold(f64::INFINITY, f64::min);
-    let hi = s
-        .points
+    let hi = raw
         .iter()
-        .map(|p| p.point.upper)
+        .map(|p| p.upper.min(hi_allowed).max(p.value))
         .fold(f64::NEG_INFINITY, f64::max);
     let pad = ((hi - lo).abs() * 0.08).max(hi.abs() * 0.01).max(1e-9);
     let y_range = (lo - pad).max(0.0)..hi + pad;
+    let unit = time_unit(hi);
     let y = if s.exact {
         Axis::linear(s.label.clone(), y_range, AxisFormat::Index)
     } else {
-        Axis::time(&s.label, y_range, false, time_unit(hi))
+        Axis::time(&s.label, y_range, false, unit)
     };
-    let mut plot = Plot::new(Axis::index("commit (version)", report.commits.len()), y);
+    let mut plot = Plot::new(
+        Axis::index(
+            "version of the baseline (see the commits below)",
+            report.commits.len(),
+        ),
+        y,
+    );
+    let mut key = Vec::new();
+    let mut clipped = 0;
     if !s.exact {
-        for (name, pick) in [
-            (
-                "interval",
-                (|p: &gpubench_analysis::history::SeriesPoint| p.lower) as fn(&_) -> f64,
-            ),
-            ("", |p| p.upper),
-        ] {
+        for (x, p) in xs.iter().zip(&raw) {
+            let (a, b) = (p.lower.max(lo), p.upper.min(hi));
             plot.series.push(Series {
-                name: (!name.is_empty()).then(|| name.to_string()),
+                name: None,
                 color: palette::INTERVAL,
-                points: xs
-                    .iter()
-                    .zip(&s.points)
-                    .map(|(x, p)| (*x, pick(&p.point)))
-                    .collect(),
+                points: vec![(*x, a), (*x, b)],
                 kind: SeriesKind::Line,
             });
+            for (cut, end, arrow) in [(p.upper > hi, p.upper, '↑'), (p.lower < lo, p.lower, '↓')]
+            {
+                if cut {
+                    clipped += 1;
+                    plot.notes.push(Note {
+                        at: (*x + 0.06, if arrow == '↑' { hi } else { lo }),
+                        text: format!("{arrow} {}", crate::format::duration(end)),
+                    });
+                }
+            }
         }
+        key.push(KeyEntry {
+            color: css_color(palette::INTERVAL),
+            dashed: false,
+            text: "each point's interval".into(),
+        });
     }
+    let placed = |i: &usize| !s.unplaced.contains(i);
     plot.series.push(Series {
-        name: Some(s.label.clone()),
+        name: None,
         color: palette::NEW,
-        points: xs
-            .iter()
-            .zip(&s.points)
-            .map(|(x, p)| (*x, p.point.value))
+        points: (0..xs.len())
+            .filter(placed)
+            .map(|i| (xs[i], raw[i].value))
             .collect(),
         kind: SeriesKind::LineMarkers,
     });
+    key.push(KeyEntry {
+        color: css_color(palette::NEW),
+        dashed: false,
+        text: s.label.clone(),
+    });
+    if !s.unplaced.is_empty() {
+        plot.series.push(Series {
+            name: None,
+            color: palette::NEW,
+            points: s.unplaced.iter().map(|&i| (xs[i], raw[i].value)).collect(),
+            kind: SeriesKind::Markers {
+                size: 5,
+                hollow: true,
+            },
+        });
+    }
     if let Some(d) = s.flagged_drift() {
         let first = d.drift.from_index;
         let base = s.points[first].point.value;
         let slope = d.drift.per_commit.ln_1p();
         plot.series.push(Series {
-            name: Some(format!(
-                "drift {}/commit",
-                percent_change(d.drift.per_commit)
-            )),
+            name: None,
             color: palette::HOST,
             points: (first..s.points.len())
+                .filter(placed)
                 .map(|i| (xs[i], base * (slope * (i - first) as f64).exp()))
                 .collect(),
             kind: SeriesKind::Line,
+        });
+        key.push(KeyEntry {
+            color: css_color(palette::HOST),
+            dashed: false,
+            text: format!("drift {}/commit", percent_change(d.drift.per_commit)),
         });
     }
     for c in &s.change_points {
@@ -305,11 +450,11 @@ fn plot(report: &HistoryReport, s: &SeriesHistory) -> Plot {
             dashed: true,
             label: None,
         });
-    }
-    if let Some(c) = s.change_points.last() {
-        if let Some(rule) = plot.rules.last_mut() {
-            rule.label = Some(format!(
-                "change point {} at {}",
+        key.push(KeyEntry {
+            color: css_color(palette::COLD),
+            dashed: true,
+            text: format!(
+                "change point {} at version {} ({}), in {}",
                 if s.exact {
                     format!(
                         "{} → {}",
@@ -319,9 +464,11 @@ fn plot(report: &HistoryReport, s: &SeriesHistory) -> Plot {
                 } else {
                     percent_change(c.change.change)
                 },
-                c.commit.short
-            ));
-        }
+                c.version + 1,
+                c.commit.short,
+                c.range()
+            ),
+        });
     }
-    plot
+    Drawn { plot, key, clipped }
 }

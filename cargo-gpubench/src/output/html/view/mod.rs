@@ -81,6 +81,17 @@ pub fn build_all(input: &ReportInput) -> Views {
             missing: input.missing.clone(),
             not_selected: input.not_selected.clone(),
             scorecard: scorecard(&benchmarks),
+            // The history page shows this run's benchmarks when it links any.
+            history: input
+                .benchmarks
+                .iter()
+                .any(|b| b.history.is_some())
+                .then(|| {
+                    format!(
+                        "../{}/index.html",
+                        crate::output::html::history::HISTORY_DIR
+                    )
+                }),
         },
         benchmarks,
     }

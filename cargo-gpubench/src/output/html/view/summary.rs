@@ -115,6 +115,9 @@ pub struct SummaryView {
     /// How many columns of figures follow the verdict, which a failed benchmark's
     /// message spans.
     pub figure_columns: usize,
+    /// The link to the baseline's history page (`cargo gpubench history`), when it
+    /// shows this run's benchmarks.
+    pub history: Option<String>,
 }
 
 pub(crate) fn summary_row(
