@@ -195,7 +195,8 @@ fn manifest(e: &ManifestError) -> Exit {
         ManifestError::Io { .. } => Exit::Setup,
         ManifestError::Parse { .. }
         | ManifestError::TooNew { .. }
-        | ManifestError::RepeatedBenchmark { .. } => Exit::Usage,
+        | ManifestError::RepeatedBenchmark { .. }
+        | ManifestError::RecordOutside { .. } => Exit::Usage,
     }
 }
 

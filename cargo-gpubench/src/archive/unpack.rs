@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{BufReader, Read};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use flate2::read::GzDecoder;
@@ -201,16 +201,7 @@ fn entry_name<R: Read>(entry: &tar::Entry<'_, R>) -> String {
 
 /// Whether the entry's path is relative and never steps up or out.
 fn stays_inside<R: Read>(entry: &tar::Entry<'_, R>) -> bool {
-    let Ok(path) = entry.path() else {
-        return false;
-    };
-    let mut parts = 0;
-    for part in path.components() {
-        match part {
-            Component::Normal(_) => parts += 1,
-            Component::CurDir => {}
-            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return false,
-        }
-    }
-    parts > 0
+    entry
+        .path()
+        .is_ok_and(|path| crate::store::stays_inside(&path))
 }

@@ -46,6 +46,17 @@ pub enum ManifestError {
         /// How many times it is listed.
         times: usize,
     },
+    /// A benchmark's record named outside the run's directory: no cargo-gpubench
+    /// writes that, and reading it would take a file the run never held.
+    #[error("run manifest {path} names `{record}` as the record of benchmark `{id}`, which is not a file inside the run's directory (a relative path that never steps out): the file was edited or damaged; run the benchmarks again")]
+    RecordOutside {
+        /// The file.
+        path: String,
+        /// The benchmark's id.
+        id: String,
+        /// What it names.
+        record: String,
+    },
     /// Written by a newer cargo-gpubench.
     #[error("run manifest {path} has format_version {found}, newer than the {supported} this cargo-gpubench reads: upgrade cargo-gpubench")]
     TooNew {
@@ -448,6 +459,21 @@ impl RunManifest {
         for b in &manifest.benchmarks {
             *seen.entry(b.id.as_str()).or_default() += 1;
         }
+        // Records are files of the run: one named elsewhere is refused, as an
+        // archive's entry that steps out is.
+        for b in &manifest.benchmarks {
+            if let Some(record) = b
+                .record
+                .as_ref()
+                .filter(|r| !super::stays_inside(Path::new(r)))
+            {
+                return Err(ManifestError::RecordOutside {
+                    path: p(),
+                    id: b.id.clone(),
+                    record: record.clone(),
+                });
+            }
+        }
         if let Some((id, times)) = seen.into_iter().find(|(_, n)| *n > 1) {
             return Err(ManifestError::RepeatedBenchmark {
                 path: p(),
@@ -570,6 +596,33 @@ mod tests {
             err.contains("format_version 99") && err.contains("upgrade"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_record_named_outside_the_run_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(MANIFEST_FILE);
+        for outside in ["../../x.json", "/etc/passwd", "base/../../x.json", ""] {
+            let mut m = manifest();
+            m.benchmarks[0].record = Some(outside.into());
+            std::fs::write(&path, m.to_json_pretty()).unwrap();
+            let err = RunManifest::read(&path).unwrap_err();
+            assert!(
+                matches!(err, ManifestError::RecordOutside { .. }),
+                "{outside}: {err}"
+            );
+            assert!(
+                err.to_string().contains(&format!(
+                    "names `{outside}` as the record of benchmark `matmul`"
+                )),
+                "{err}"
+            );
+        }
+        // A record in a folder of the run (an `ab` run's base/) is the run's.
+        let mut m = manifest();
+        m.benchmarks[0].record = Some("base/matmul.json".into());
+        std::fs::write(&path, m.to_json_pretty()).unwrap();
+        assert!(RunManifest::read(&path).is_ok());
     }
 
     #[test]

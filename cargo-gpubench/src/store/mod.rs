@@ -34,7 +34,24 @@ pub mod manifest;
 pub mod references;
 pub mod runs;
 
+use std::path::{Component, Path};
+
 use serde::{Deserialize, Serialize};
+
+/// Whether `path`, named by a file this tool reads (an archive's entry, a run
+/// manifest's record), is relative and never steps up or out of the folder it is
+/// read in: `a/b.json`, not `../x`, `a/../../x` or `/x`.
+pub fn stays_inside(path: &Path) -> bool {
+    let mut parts = 0;
+    for part in path.components() {
+        match part {
+            Component::Normal(_) => parts += 1,
+            Component::CurDir => {}
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return false,
+        }
+    }
+    parts > 0
+}
 
 /// Whether a side of a comparison is a saved baseline or a stored run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
