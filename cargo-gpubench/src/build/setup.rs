@@ -104,7 +104,10 @@ pub fn run(args: &SetupOptions) -> Result<()> {
 /// with: `--libtorch`, one already at hand, or the virtual environment installed.
 fn libtorch_root(args: &SetupOptions) -> Result<PathBuf> {
     if let Some(dir) = &args.libtorch {
-        let dir = std::path::absolute(dir)
+        // Canonical, so `.cargo/config.toml` names the directory itself and not
+        // `ws/../torch`; one that does not exist is refused just below.
+        let dir = std::fs::canonicalize(dir)
+            .or_else(|_| std::path::absolute(dir))
             .with_context(|| format!("failed to resolve {}", dir.display()))?;
         if !libtorch::has_libtorch(&dir.join("lib")) || !dir.join("include").is_dir() {
             bail!(
@@ -485,7 +488,10 @@ chmod +x "$3/bin/pip"
             libtorch: Some(dir),
             no_cargo_config: true,
         };
+        let root = std::fs::canonicalize(root).unwrap();
         assert_eq!(libtorch_root(&args(root.clone())).unwrap(), root);
+        let roundabout = root.join("../../site/torch/lib/..");
+        assert_eq!(libtorch_root(&args(roundabout)).unwrap(), root);
         let err = format!(
             "{:#}",
             libtorch_root(&args(tmp.path().join("site"))).unwrap_err()
