@@ -505,7 +505,7 @@ fn install_panic_hook() {
             .unwrap_or_else(|| "panic with a non-string payload".to_string());
         let location = info
             .location()
-            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .map(|l| format!(" {}", crate::panic_site::describe(l.file(), l.line())))
             .unwrap_or_default();
         let full = cap_message(&format!("panicked{location}: {msg}"));
         eprintln!("{full}");

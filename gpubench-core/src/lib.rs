@@ -58,6 +58,7 @@ mod harness;
 mod host;
 mod output;
 mod paired;
+mod panic_site;
 mod quiet_panic;
 mod registry;
 mod shapes;

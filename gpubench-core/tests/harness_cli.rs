@@ -116,6 +116,17 @@ fn without_bench_every_benchmark_runs_once_and_failures_do_not_stop_the_run() {
         torch.message
     );
     assert!(torch.message.len() < 5000, "libtorch messages are capped");
+    // The panic is tch's unwrap; the message names tch's file by crate, not by a path
+    // into cargo's registry, and the bench function that called it.
+    assert!(
+        torch.message.contains("in tch-0.24.0/src/")
+            && torch
+                .message
+                .contains("called from `fixture_benches::torch_error")
+            && !torch.message.contains("registry"),
+        "{}",
+        torch.message
+    );
     assert!(!dir
         .path()
         .join(format!("{}.json", file_stem_for_id("slow_ignored")))
