@@ -392,17 +392,18 @@ impl MarkdownSummary<'_> {
             "What the GPU did differently",
             &changed,
         );
-        let ambiguous: Vec<String> = c
-            .notes()
+        // A note many benchmarks share is said once, with the benchmarks it covers.
+        let named = c.notes().into_iter().map(|(id, note)| {
+            let name = self
+                .entries
+                .iter()
+                .find(|e| e.id == id)
+                .map_or(id, |e| e.name.as_str());
+            (code(name), note)
+        });
+        let ambiguous: Vec<String> = crate::format::grouped(named)
             .into_iter()
-            .map(|(id, note)| {
-                let name = self
-                    .entries
-                    .iter()
-                    .find(|e| e.id == id)
-                    .map_or(id, |e| e.name.as_str());
-                format!("{}: {}.", code(name), text(note))
-            })
+            .map(|(note, names)| format!("{}: {}.", names.join(", "), text(&note)))
             .collect();
         quoted(out, "Ambiguous", "Why they are ambiguous", &ambiguous);
         if let Some(msg) = c.device_mismatch_message() {
@@ -644,11 +645,14 @@ impl MarkdownSummary<'_> {
                 .map_or(id, |e| e.name.as_str());
             code(name)
         };
-        let not_compared: Vec<String> = c
-            .not_compared()
-            .into_iter()
-            .map(|(id, reason)| format!("{}: {}", name_of(id), text(reason)))
-            .collect();
+        let not_compared: Vec<String> = crate::format::grouped(
+            c.not_compared()
+                .into_iter()
+                .map(|(id, reason)| (name_of(id), reason)),
+        )
+        .into_iter()
+        .map(|(reason, names)| format!("{}: {}", names.join(", "), text(&reason)))
+        .collect();
         list(out, "**Not compared:**", "Not compared", &not_compared);
         let names: Vec<String> = c
             .set
@@ -662,18 +666,18 @@ impl MarkdownSummary<'_> {
             "New, not in the baseline",
             &names,
         );
-        let missing: Vec<String> = c
-            .missing_with_allowance()
-            .iter()
-            .map(|(m, passes)| {
-                format!(
-                    "{}: {}: {}{}",
-                    name_of(&m.id),
+        let missing: Vec<String> =
+            crate::format::grouped(c.missing_with_allowance().iter().map(|(m, passes)| {
+                let why = format!(
+                    "{}: {}{}",
                     m.what(),
                     text(&m.reason),
                     if *passes { " (allowed)" } else { "" }
-                )
-            })
+                );
+                (name_of(&m.id), why)
+            }))
+            .into_iter()
+            .map(|(why, names)| format!("{}: {why}", names.join(", ")))
             .collect();
         list(
             out,

@@ -266,14 +266,16 @@ pub fn render_comparison(
     };
     // A reason many benchmarks share (another thread count, a noisy host) is said
     // once, with the benchmarks it covers.
-    for (reason, names) in grouped(
+    for (reason, names) in crate::format::grouped(
         c.not_compared()
             .into_iter()
             .map(|(id, reason)| (name_of(id), reason)),
     ) {
         let _ = writeln!(out, "  not compared: {} ({reason})", names.join(", "));
     }
-    for (note, names) in grouped(c.notes().into_iter().map(|(id, note)| (name_of(id), note))) {
+    for (note, names) in
+        crate::format::grouped(c.notes().into_iter().map(|(id, note)| (name_of(id), note)))
+    {
         let verb = if names.len() == 1 { "is" } else { "are" };
         let _ = writeln!(out, "  {} {verb} ambiguous: {note}", names.join(", "));
     }
@@ -302,7 +304,7 @@ pub fn render_comparison(
             );
             (name_of(&m.id), why)
         });
-        for (why, names) in grouped(lines) {
+        for (why, names) in crate::format::grouped(lines) {
             let _ = writeln!(out, "    {}: {why}", names.join(", "));
         }
     }
@@ -357,22 +359,6 @@ pub fn gate_line(
         let none = console.paint(Some(Tone::Improved), "no regression");
         format!("{none} (--fail-on {fail_on} --gate-on {gate})\n")
     }
-}
-
-/// `(name, reason)` pairs grouped by reason, in the order each reason first comes:
-/// each reason with the names it covers.
-fn grouped<R: AsRef<str>>(
-    pairs: impl IntoIterator<Item = (String, R)>,
-) -> Vec<(String, Vec<String>)> {
-    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-    for (name, reason) in pairs {
-        let reason = reason.as_ref();
-        match groups.iter_mut().find(|(r, _)| r == reason) {
-            Some((_, names)) => names.push(name),
-            None => groups.push((reason.to_string(), vec![name])),
-        }
-    }
-    groups
 }
 
 /// Benchmarks named in the line of those not selected; the rest are counted.

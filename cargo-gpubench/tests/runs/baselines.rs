@@ -1134,6 +1134,20 @@ fn cpu_work_measures_on_its_baselines_threads_and_a_count_that_must_differ_is_sa
         ran.stdout
     );
 
+    // The Markdown summary says it once per list too.
+    let ran = run(run_stand_in(b.dir.path())
+        .env("GPUBENCH_CPU_THREADS", "2")
+        .args(["--format", "markdown", "mm", "conv"]))
+    .expect_code(4);
+    assert_eq!(ran.stdout.matches(reason).count(), 2, "{}", ran.stdout);
+    assert!(
+        ran.stdout
+            .contains("`fake/conv`, `fake/mm/64`: measured with other settings"),
+        "{}",
+        ran.stdout
+    );
+    threads_given(&b);
+
     // A count beyond the CPUs is refused before anything runs, naming the variable.
     let ran = run(run_stand_in(b.dir.path())
         .env("GPUBENCH_CPU_THREADS", "99999")
