@@ -482,6 +482,59 @@ mod tests {
         assert!(counted.change_points.len() > 5);
     }
 
+    /// Eight versions: the first four on an H200, the last four on an A100 at twice
+    /// the time; the sixth with 5 ms samples. Each device and the other sample time
+    /// are series of their own, none with a step; only the A100 series of 10 ms
+    /// samples is the latest.
+    #[test]
+    fn other_devices_and_settings_are_series_of_their_own_not_steps() {
+        use crate::synthetic::GpuLikeSamples;
+        use rand::SeedableRng;
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(3);
+        let entries: Vec<BaselineEntry> = (0..8)
+            .map(|v| {
+                let (device, level) = if v < 4 {
+                    ("NVIDIA H200", 1.0)
+                } else {
+                    ("NVIDIA A100", 2.0)
+                };
+                let mut r = GpuLikeSamples::default()
+                    .scaled(level)
+                    .record_processes("mm", device, 3, 20, &mut rng);
+                if v == 5 {
+                    r.config.sample_target_s = 0.005;
+                }
+                BaselineEntry::from_record(&r).unwrap()
+            })
+            .collect();
+        let versions: Vec<Vec<&BaselineEntry>> = entries.iter().map(|e| vec![e]).collect();
+        let b = &benchmark_series(&versions, &HistoryOptions::default())[0];
+        assert_eq!(b.last_version, 7);
+        let times: Vec<&Series> = b
+            .series
+            .iter()
+            .filter(|s| s.metric == SeriesMetric::Time(TimeKindKey::Device))
+            .collect();
+        let shape: Vec<(Vec<usize>, Vec<String>)> = times
+            .iter()
+            .map(|s| {
+                (
+                    s.points.iter().map(|p| p.version).collect(),
+                    s.settings_differ.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (vec![4, 6, 7], vec![]),
+                (vec![5], vec!["samples of 5.000 ms".to_string()]),
+                (vec![0, 1, 2, 3], vec!["on NVIDIA H200".to_string()]),
+            ]
+        );
+        assert!(times.iter().all(|s| s.analysis.change_points.is_empty()));
+    }
+
     #[test]
     fn growth_per_call_changes_where_a_leak_starts() {
         let values = [0.0, 0.0, 0.0, 65536.0, 65536.0, 65536.0, 0.0];
