@@ -695,6 +695,37 @@ mod tests {
         )
     }
 
+    /// [`result`]'s search with a crashed probe at 192 and batch 128 flaky, stopped by
+    /// Ctrl-C.
+    fn faulty_result() -> CapacityResult {
+        let mut probes = result().probes;
+        probes.push(CapacityProbe::failed(
+            192,
+            0.5,
+            Some("crashed: SIGABRT".into()),
+        ));
+        probes.push(probes[1].clone());
+        probes.push(CapacityProbe::failed(128, 0.5, None));
+        // Once the limit is flaky, a size fits only on three probes.
+        probes.extend([probes[0].clone(), probes[0].clone()]);
+        let o = SearchOptions {
+            start: 64,
+            max_probes: 10,
+            resolution: 0.01,
+            limit_bytes: Some(200 << 20),
+            repeats: 3,
+        };
+        CapacityResult::new(
+            "mlp",
+            "batch",
+            "cuda:0 H200",
+            &o,
+            None,
+            probes,
+            SearchEnd::Interrupted,
+        )
+    }
+
     #[test]
     fn the_listing_parses_and_skips_other_lines() {
         let l = parse_list("mlp batch 256\nnoise\nlm tokens x\n", Path::new("/x"));
@@ -719,6 +750,23 @@ mod tests {
         assert!(md.contains("missing: x"));
         let page = html_page(&[r], &[svg], &[], &[]);
         assert!(page.contains("largest batch that fits: 128"));
+        // What the table has no column for is said under it.
+        let faults = faulty_result();
+        let md = markdown(std::slice::from_ref(&faults), &[], &[]);
+        assert!(
+            md.contains(
+                "`mlp`:\n* the search was interrupted\n\
+                 * the probe at batch 192 failed, counted as not fitting: crashed: SIGABRT\n"
+            ),
+            "{md}"
+        );
+        let svg = chart_svg(&faults);
+        assert!(svg.contains("batch 192: crashed: SIGABRT"), "{svg}");
+        let page = html_page(&[faults], &[svg], &[], &[]);
+        assert!(
+            page.contains("interrupted before the search ended; so far largest batch that fits: 64 (fitted on all 3 probes); batch 128 flaky: fitted on 2 of 3 probes, ran out of memory on 1 of 3 probes"),
+            "{page}"
+        );
     }
 
     /// A saved result and the `--format json` document, as the command writes them,
@@ -755,33 +803,7 @@ mod tests {
             &[("y".into(), "failed to build".into())],
         );
         check(&doc);
-        // A search with a crashed probe, a flaky size, and one Ctrl-C stopped.
-        let mut probes = r.probes.clone();
-        probes.push(CapacityProbe::failed(
-            192,
-            0.5,
-            Some("crashed: SIGABRT".into()),
-        ));
-        probes.push(probes[1].clone());
-        probes.push(CapacityProbe::failed(128, 0.5, None));
-        // Once the limit is flaky, a size fits only on three probes.
-        probes.extend([probes[0].clone(), probes[0].clone()]);
-        let o = SearchOptions {
-            start: 64,
-            max_probes: 10,
-            resolution: 0.01,
-            limit_bytes: Some(200 << 20),
-            repeats: 3,
-        };
-        let faults = CapacityResult::new(
-            "mlp",
-            "batch",
-            "cuda:0 H200",
-            &o,
-            None,
-            probes,
-            SearchEnd::Interrupted,
-        );
+        let faults = faulty_result();
         assert_eq!(
             (
                 faults.flaky_sizes.as_slice(),
