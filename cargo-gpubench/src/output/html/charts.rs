@@ -292,14 +292,18 @@ impl Plot {
         } else {
             self.height
         };
-        let root = SVGBackend::with_string(buf, (WIDTH, height)).into_drawing_area();
+        let legend = self.legend();
+        let band = legend_band(&legend);
+        let root = SVGBackend::with_string(buf, (WIDTH, height + band)).into_drawing_area();
         root.fill(&WHITE)?;
+        // The legend has a band of its own under the plot, so it never covers a point.
+        let (plot_area, legend_area) = root.split_vertically(height);
         let y_label_area = if self.y.format == AxisFormat::Hidden {
             24
         } else {
             70
         };
-        let mut chart = ChartBuilder::on(&root)
+        let mut chart = ChartBuilder::on(&plot_area)
             .margin_top(14)
             .margin_right(22)
             .margin_left(8)
@@ -337,30 +341,24 @@ impl Plot {
                 ((rule.at, y_lo), (rule.at, y_hi))
             };
             let style = rule.color.stroke_width(2);
-            let anno = if rule.dashed {
-                chart.draw_series(DashedLineSeries::new([a, b], 7, 5, style))?
+            if rule.dashed {
+                chart.draw_series(DashedLineSeries::new([a, b], 7, 5, style))?;
             } else {
-                chart.draw_series(LineSeries::new([a, b], style))?
-            };
-            if let Some(text) = &rule.label {
-                let color = rule.color;
-                anno.label(text.clone()).legend(move |(lx, ly)| {
-                    PathElement::new(vec![(lx, ly), (lx + 20, ly)], color.stroke_width(2))
-                });
+                chart.draw_series(LineSeries::new([a, b], style))?;
             }
         }
 
         for s in &self.series {
             let color = s.color;
             let pts = s.points.iter().copied();
-            let anno = match s.kind {
+            match s.kind {
                 SeriesKind::Line => {
-                    chart.draw_series(LineSeries::new(pts, color.stroke_width(2)))?
+                    chart.draw_series(LineSeries::new(pts, color.stroke_width(2)))?;
                 }
                 SeriesKind::LineMarkers => {
                     chart.draw_series(LineSeries::new(pts, color.mix(0.55).stroke_width(1)))?;
                     chart
-                        .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))?
+                        .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
                 }
                 SeriesKind::Markers { size, hollow } => {
                     let style = if hollow {
@@ -368,7 +366,7 @@ impl Plot {
                     } else {
                         color.filled()
                     };
-                    chart.draw_series(pts.map(|p| Circle::new(p, size, style)))?
+                    chart.draw_series(pts.map(|p| Circle::new(p, size, style)))?;
                 }
                 SeriesKind::HorizontalBars { half_height } => {
                     chart.draw_series(pts.map(|(x, y)| {
@@ -376,25 +374,8 @@ impl Plot {
                             [(x_lo, y - half_height), (x, y + half_height)],
                             color.filled(),
                         )
-                    }))?
+                    }))?;
                 }
-            };
-            if let Some(name) = &s.name {
-                let kind = s.kind;
-                anno.label(name.clone()).legend(move |(lx, ly)| match kind {
-                    SeriesKind::Markers { hollow: true, .. } => {
-                        Circle::new((lx + 10, ly), 5, color.stroke_width(2)).into_dyn()
-                    }
-                    SeriesKind::Markers { .. } => {
-                        Circle::new((lx + 10, ly), 4, color.filled()).into_dyn()
-                    }
-                    SeriesKind::HorizontalBars { .. } => {
-                        Rectangle::new([(lx, ly - 6), (lx + 20, ly + 6)], color.mix(0.5).filled())
-                            .into_dyn()
-                    }
-                    _ => PathElement::new(vec![(lx, ly), (lx + 20, ly)], color.stroke_width(3))
-                        .into_dyn(),
-                });
             }
         }
 
@@ -406,20 +387,104 @@ impl Plot {
             chart.draw_series(std::iter::once(Text::new(note.text.clone(), note.at, font)))?;
         }
 
-        if self.series.iter().any(|s| s.name.is_some())
-            || self.rules.iter().any(|r| r.label.is_some())
-        {
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.92))
-                .border_style(palette::GRID)
-                .label_font(("sans-serif", 15).into_font().color(&palette::TEXT))
-                .draw()?;
-        }
+        draw_legend(&legend_area, &legend)?;
         root.present()?;
         Ok(())
     }
+
+    /// The legend's entries: labelled reference lines, then named series.
+    fn legend(&self) -> Vec<LegendEntry> {
+        let rules = self.rules.iter().filter_map(|r| {
+            r.label.as_ref().map(|text| LegendEntry {
+                text: text.clone(),
+                color: r.color,
+                mark: SeriesKind::Line,
+            })
+        });
+        let series = self.series.iter().filter_map(|s| {
+            s.name.as_ref().map(|text| LegendEntry {
+                text: text.clone(),
+                color: s.color,
+                mark: s.kind,
+            })
+        });
+        rules.chain(series).collect()
+    }
+}
+
+/// One entry of a chart's legend.
+struct LegendEntry {
+    text: String,
+    color: RGBColor,
+    mark: SeriesKind,
+}
+
+/// Height of one row of the legend band, in SVG pixels.
+const LEGEND_ROW: u32 = 24;
+/// Width of an entry's mark and the gaps around its text, in SVG pixels.
+const LEGEND_MARK: i32 = 30;
+const LEGEND_GAP: i32 = 22;
+const LEGEND_LEFT: i32 = 80;
+
+/// Where each entry goes in the band, as (x, row): left to right, wrapping at the
+/// chart's width. Text is measured at 8 px a character (15 px sans-serif).
+fn legend_layout(entries: &[LegendEntry]) -> Vec<(i32, u32)> {
+    let mut out = Vec::with_capacity(entries.len());
+    let (mut x, mut row) = (LEGEND_LEFT, 0);
+    for e in entries {
+        let width = LEGEND_MARK + 8 * e.text.chars().count() as i32 + LEGEND_GAP;
+        if x > LEGEND_LEFT && x + width > WIDTH as i32 {
+            x = LEGEND_LEFT;
+            row += 1;
+        }
+        out.push((x, row));
+        x += width;
+    }
+    out
+}
+
+/// Height of the band under the plot that holds the legend; 0 without one.
+fn legend_band(entries: &[LegendEntry]) -> u32 {
+    match legend_layout(entries).last() {
+        Some((_, rows)) => (rows + 1) * LEGEND_ROW + 6,
+        None => 0,
+    }
+}
+
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    entries: &[LegendEntry],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let font = ("sans-serif", 15)
+        .into_font()
+        .color(&palette::TEXT)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    for (e, (x, row)) in entries.iter().zip(legend_layout(entries)) {
+        let y = (row * LEGEND_ROW + LEGEND_ROW / 2) as i32;
+        let color = e.color;
+        match e.mark {
+            SeriesKind::Markers { hollow: true, .. } => {
+                area.draw(&Circle::new((x + 10, y), 5, color.stroke_width(2)))?
+            }
+            SeriesKind::Markers { .. } => {
+                area.draw(&Circle::new((x + 10, y), 4, color.filled()))?
+            }
+            SeriesKind::HorizontalBars { .. } => area.draw(&Rectangle::new(
+                [(x, y - 6), (x + 20, y + 6)],
+                color.mix(0.5).filled(),
+            ))?,
+            _ => area.draw(&PathElement::new(
+                vec![(x, y), (x + 20, y)],
+                color.stroke_width(3),
+            ))?,
+        }
+        area.draw(&Text::new(
+            e.text.clone(),
+            (x + LEGEND_MARK - 2, y),
+            font.clone(),
+        ))?;
+    }
+    Ok(())
 }
 
 /// The x or y range that shows `values` with a margin of `pad` (a fraction of the
@@ -494,6 +559,73 @@ mod tests {
         assert!(!svg.contains("<script"), "{svg}");
         assert!(svg.contains("&lt;script&gt;"));
         assert!(svg.contains("a &amp; &lt;b&gt;"));
+    }
+
+    #[test]
+    fn the_legend_lies_under_the_plot_never_over_a_point() {
+        let mut plot = Plot::new(
+            Axis::linear("x", 0.0..10.0, AxisFormat::Index),
+            Axis::linear("y", 0.0..10.0, AxisFormat::Index),
+        );
+        // Points in every corner, where a legend inside the plot would go.
+        let corners = [(0.2, 9.8), (9.8, 9.8), (0.2, 0.2), (9.8, 0.2)];
+        for (i, name) in ["base", "head", "a name long enough to wrap the row"]
+            .iter()
+            .chain(["fourth series", "fifth series", "sixth series"].iter())
+            .enumerate()
+        {
+            plot.series.push(Series {
+                name: Some(name.to_string()),
+                color: palette::NEW,
+                points: corners
+                    .iter()
+                    .map(|&(x, y)| (x, y - i as f64 * 0.01))
+                    .collect(),
+                kind: SeriesKind::Markers {
+                    size: 4,
+                    hollow: i % 2 == 0,
+                },
+            });
+        }
+        let svg = plot.to_svg().unwrap();
+        let height: u32 = svg
+            .split("height=\"")
+            .nth(1)
+            .and_then(|h| h.split('"').next())
+            .and_then(|h| h.parse().ok())
+            .unwrap();
+        assert!(height > HEIGHT, "a band is added for the legend: {height}");
+        // Every legend text sits below the plot's own height.
+        for name in ["base", "head", "sixth series"] {
+            let at = svg
+                .find(&format!(">\n{name}\n</text>"))
+                .unwrap_or_else(|| panic!("{name}: {svg}"));
+            let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
+            let y: f64 = tag
+                .split(" y=\"")
+                .nth(1)
+                .and_then(|v| v.split('"').next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no y in {tag}"));
+            assert!(y > HEIGHT as f64, "{name} at y {y}, inside the plot: {tag}");
+        }
+        // Two rows: the long name wrapped.
+        assert!(height >= HEIGHT + 2 * LEGEND_ROW, "{height}");
+        // No legend, no band.
+        let mut bare = Plot::new(
+            Axis::linear("x", 0.0..1.0, AxisFormat::Index),
+            Axis::linear("y", 0.0..1.0, AxisFormat::Index),
+        );
+        bare.series.push(Series {
+            name: None,
+            color: palette::NEW,
+            points: vec![(0.5, 0.5)],
+            kind: SeriesKind::Line,
+        });
+        assert!(bare
+            .to_svg()
+            .unwrap()
+            .contains(&format!("height=\"{HEIGHT}\"")));
     }
 
     #[test]

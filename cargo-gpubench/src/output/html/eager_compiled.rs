@@ -232,13 +232,8 @@ impl EagerCompiledView {
                 .flat_map(|v| v.points.iter().map(|p| p.latency_ns))
         };
         let log = charts::wants_log(all());
-        let mut range = charts::padded_range(all(), 0.08, log);
-        // Headroom for the legend above the highest point.
-        if log {
-            range.end *= 8.0;
-        } else {
-            range.end += (range.end - range.start) * 0.4;
-        }
+        // The legend lies under the plot, so the range needs no headroom for it.
+        let range = charts::padded_range(all(), 0.08, log);
         let warm: Vec<f64> = self
             .variants
             .iter()
