@@ -227,7 +227,7 @@ impl MarkdownSummary<'_> {
             ""
         };
         let mut header = format!(
-            "| Benchmark | Baseline | Current | Change [{confidence:.0}% CI] |{detectable} Processes (spread) | {verdict} |"
+            "| Benchmark | Baseline | Current | Change [{confidence:.0}% CI] |{detectable} Processes (pooled spread) | {verdict} |"
         );
         let mut rule = format!(
             "| :-- | --: | --: | --: |{} --: | :-- |",

@@ -550,7 +550,7 @@ fn compare_judges_stored_baselines_and_runs_by_name() {
 
     **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters,memory`, significance 0.05, noise threshold ±2% (host-bound ±50%)
 
-    | Benchmark | Baseline | Current | Change [90% CI] | Processes (spread) | Verdict |
+    | Benchmark | Baseline | Current | Change [90% CI] | Processes (pooled spread) | Verdict |
     | :-- | --: | --: | --: | --: | :-- |
     | `conv` | 1.003 ms | 1.003 ms | +0.0% [+0.0%, +0.0%] | 3 vs 3 (±0.0%) | no change |
     | `mm/64` | 1.002 ms | 1.301 ms | +29.8% [+29.8%, +29.8%] | 3 vs 3 (±0.0%) | **regressed** |

@@ -133,7 +133,7 @@ fn a_regression_with_a_failure_new_and_missing_benchmarks() {
 
     **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters,memory`, significance 0.05, noise threshold ±2% (host-bound ±50%)
 
-    | Benchmark | Baseline | Current | Change [90% CI] | Processes (spread) | Verdict |
+    | Benchmark | Baseline | Current | Change [90% CI] | Processes (pooled spread) | Verdict |
     | :-- | --: | --: | --: | --: | :-- |
     | `matmul/mm_f32/4096` | 2.000 ms | 3.000 ms | +50.0% [+49.2%, +50.8%] | 3 vs 3 (±0.3%) | **regressed** |
     | `matmul/mm_bf16/4096` | 1.000 ms | 800.0 µs | -20.0% [-20.4%, -19.6%] | 3 vs 3 (±0.3%) | improved |
@@ -188,7 +188,7 @@ fn a_clean_run_and_a_run_without_a_baseline() {
 
     **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200; the default) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters,memory`, significance 0.05, noise threshold ±2% (host-bound ±50%)
 
-    | Benchmark | Baseline | Current | Change [90% CI] | Processes (spread) | Verdict |
+    | Benchmark | Baseline | Current | Change [90% CI] | Processes (pooled spread) | Verdict |
     | :-- | --: | --: | --: | --: | :-- |
     | `matmul/mm_f32/1024` | 100.0 µs | 100.0 µs | +0.0% [-0.5%, +0.5%] | 3 vs 3 (±0.3%) | no change |
 
@@ -539,7 +539,7 @@ fn ab_shows_the_paired_threshold_certain_changes_and_what_it_could_detect() {
         "{md}"
     );
     assert!(
-        md.contains("| Change [90% CI] | Could detect | Processes (spread) |"),
+        md.contains("| Change [90% CI] | Could detect | Processes (pooled spread) |"),
         "{md}"
     );
     let row = |id: &str| {
