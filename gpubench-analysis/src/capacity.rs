@@ -129,6 +129,9 @@ pub enum SearchEnd {
     NothingFits,
     /// Ctrl-C (or SIGTERM) stopped it: the probes are those that finished.
     Interrupted,
+    /// An error stopped it (a probe that could not start, a record without memory
+    /// figures): the probes are those before it.
+    Failed,
 }
 
 /// Options of a search.
@@ -544,8 +547,13 @@ impl CapacityResult {
                 "no {unit} fits, not even 1{}",
                 f.map_or(String::new(), |f| format!(" ({f})"))
             ),
-            (SearchEnd::Interrupted, f) => format!(
-                "interrupted before the search ended{}{}",
+            (end @ (SearchEnd::Interrupted | SearchEnd::Failed), f) => format!(
+                "{} before the search ended{}{}",
+                if end == SearchEnd::Failed {
+                    "stopped by an error"
+                } else {
+                    "interrupted"
+                },
                 if largest.is_empty() {
                     String::new()
                 } else {

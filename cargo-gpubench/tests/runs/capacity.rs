@@ -19,7 +19,7 @@ use gpubench_record::testing::{memory, RecordBuilder};
 use crate::support::{assert_valid, cargo_gpubench, exe_arg, run, stand_in, Ran, STAND_IN_EXE};
 
 /// The stand-in: `--list-capacity` prints `bin/capacity`; a probe of NAME at SIZE
-/// reads `bin/NAME.rule` (`fit`, `flaky`, `crash`, `hang`, `wait`) and writes the
+/// reads `bin/NAME.rule` (`fit`, `flaky`, `crash`, `hang`, `wait`, `vanish`) and writes the
 /// record a harness would (from the templates, with the size and its memory filled
 /// in) under the file name of `bin/NAME.stems`' line SIZE.
 const CAPACITY_HARNESS: &str = r#"#!/bin/sh
@@ -32,9 +32,11 @@ case " $* " in
 esac
 [ "$1 $3 $4" = "--exact --include-ignored --capacity-probe" ] || { echo "unexpected arguments: $*" >&2; exit 64; }
 name=$2 size=$5
-fit=0 flaky=0 crash=0 hang=0 wait=0
+fit=0 flaky=0 crash=0 hang=0 wait=0 vanish=0
 . "$here/$name.rule"
 echo "$size" >> "$here/$name.probes"
+# The executable is deleted under the search: the next probe cannot start.
+[ "$size" = "$vanish" ] && rm "$0"
 [ "$size" = "$crash" ] && { echo "fake: segfault in the allocator" >&2; kill -ABRT $$; }
 if [ "$size" = "$hang" ]; then sleep 60 & wait; fi
 # Only the first probe at that size waits.
@@ -299,6 +301,36 @@ fn a_crashed_and_a_hung_probe_fail_their_size_and_keep_the_sizes_that_fitted() {
         failure.ends_with("stderr ends with:\nfake: segfault in the allocator"),
         "{failure}"
     );
+}
+
+#[test]
+fn a_probe_that_cannot_start_stops_the_search_and_keeps_the_probes_before_it() {
+    let stand = Stand::new(&[("vanishes", "fit=100 vanish=64")]);
+    let ran = run(stand
+        .capacity()
+        .args(["--save-baseline", "main", "--format", "json"]));
+    assert_eq!(ran.code, Some(1), "{}", both(&ran));
+    assert!(
+        ran.stderr
+            .contains("capacity search of vanishes failed: failed to start the probe at 128: ")
+            && ran.stderr.contains("(the 3 probes before it are saved)"),
+        "{}",
+        both(&ran)
+    );
+    let r = stand.result("vanishes");
+    assert_eq!(r.end, SearchEnd::Failed);
+    let sizes: Vec<(u64, bool)> = r.probes.iter().map(|p| (p.size, p.fits)).collect();
+    assert_eq!(sizes, [(16, true), (32, true), (64, true)]);
+    let doc: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_valid("capacity.schema.json", &doc);
+    assert_eq!(doc["failed"][0]["name"], "vanishes");
+    assert_eq!(doc["results"][0]["end"], "failed");
+    // A search cut short is no baseline.
+    assert!(!stand
+        .dir
+        .path()
+        .join("work/gpubench/capacity/main/vanishes.json")
+        .exists());
 }
 
 #[test]

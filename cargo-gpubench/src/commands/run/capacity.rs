@@ -97,46 +97,52 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
             interrupted = true;
             break;
         }
-        match search(bench, args, &env, &out, &stop) {
-            Ok(r) => {
-                // Saved as soon as it ends, so a later search's failure loses nothing.
-                let stem = file_stem_for_id(&r.name);
-                write_json(&out.join(format!("{stem}.json")), &r)?;
-                let chart = chart_svg(&r);
-                std::fs::write(out.join(format!("{stem}.svg")), &chart)
-                    .with_context(|| format!("failed to write the chart of {}", r.name))?;
-                if r.end == SearchEnd::NothingFits {
-                    console::warning(format_args!(
-                        "capacity search of {} failed: no {} fits, not even 1: the benchmark \
-                         needs more memory than the device{} gives it (exit code 1)",
-                        r.name,
-                        r.unit,
-                        if args.memory_fraction.is_some() {
-                            " under --memory-fraction"
-                        } else {
-                            ""
-                        }
-                    ));
+        let Searched { result: r, error } = search(bench, args, &env, &out, &stop);
+        if let Some(e) = error {
+            console::warning(format_args!(
+                "capacity search of {} failed: {e}{}",
+                bench.name,
+                if r.probes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (the {} probes before it are saved)", r.probes.len())
                 }
-                interrupted = r.end == SearchEnd::Interrupted;
-                results.push(r);
-                charts.push(chart);
-                if interrupted {
-                    break;
-                }
-            }
-            Err(e) => {
-                console::warning(format_args!(
-                    "capacity search of {} failed: {e}",
-                    bench.name
-                ));
-                failed.push((bench.name.clone(), e));
+            ));
+            failed.push((bench.name.clone(), e));
+            if r.probes.is_empty() {
+                continue;
             }
         }
+        // Saved as soon as it ends, so a later search's failure loses nothing.
+        let stem = file_stem_for_id(&r.name);
+        write_json(&out.join(format!("{stem}.json")), &r)?;
+        let chart = chart_svg(&r);
+        std::fs::write(out.join(format!("{stem}.svg")), &chart)
+            .with_context(|| format!("failed to write the chart of {}", r.name))?;
+        if r.end == SearchEnd::NothingFits {
+            console::warning(format_args!(
+                "capacity search of {} failed: no {} fits, not even 1: the benchmark \
+                 needs more memory than the device{} gives it (exit code 1)",
+                r.name,
+                r.unit,
+                if args.memory_fraction.is_some() {
+                    " under --memory-fraction"
+                } else {
+                    ""
+                }
+            ));
+        }
+        interrupted = r.end == SearchEnd::Interrupted;
+        results.push(r);
+        charts.push(chart);
+        if interrupted {
+            break;
+        }
     }
+    // Whole searches: compared and saved as a baseline.
     let finished: Vec<&CapacityResult> = results
         .iter()
-        .filter(|r| r.end != SearchEnd::Interrupted)
+        .filter(|r| !matches!(r.end, SearchEnd::Interrupted | SearchEnd::Failed))
         .collect();
 
     // Compared with the baseline before a save overwrites it.
@@ -344,17 +350,24 @@ fn parse_list(stdout: &str, exe: &Path) -> Vec<Listed> {
         .collect()
 }
 
-/// The search of one benchmark: its probes to its end, or to Ctrl-C (the result's
-/// `end` says which). A probe that crashed or hung is that size's failure; `Err` only
-/// when the search cannot go on: a probe that could not start, or a device without
-/// memory figures.
+/// One benchmark's search: its result, and why it stopped early when it could not
+/// go on (a probe that could not start, a device without memory figures; its `end`
+/// is then `failed` and its probes those that finished before).
+struct Searched {
+    result: CapacityResult,
+    error: Option<String>,
+}
+
+/// The search of one benchmark: its probes to its end, to Ctrl-C, or to an error that
+/// stops it (the result's `end` says which). A probe that crashed or hung is that
+/// size's failure, and the search goes on.
 fn search(
     bench: &Listed,
     args: &CapacityArgs,
     env: &ChildEnv,
     out: &Path,
     stop: &AtomicBool,
-) -> Result<CapacityResult, String> {
+) -> Searched {
     let mut options = SearchOptions {
         start: bench.start,
         max_probes: args.max_probes,
@@ -370,14 +383,17 @@ fn search(
          {} at the boundary)",
         bench.name, bench.unit, bench.start, args.max_probes, args.repeats
     ));
+    let mut error = None;
     let end = loop {
         let size = match capacity::next_probe(&probes, &options) {
             Next::Probe(size) => size,
             Next::Done(end) => break end,
         };
         let _ = std::fs::remove_dir_all(&probe_dir);
-        std::fs::create_dir_all(&probe_dir)
-            .map_err(|e| format!("failed to create {}: {e}", probe_dir.display()))?;
+        if let Err(e) = std::fs::create_dir_all(&probe_dir) {
+            error = Some(format!("failed to create {}: {e}", probe_dir.display()));
+            break SearchEnd::Failed;
+        }
         let mut cmd = Command::new(&bench.exe);
         cmd.args([
             "--exact",
@@ -395,8 +411,14 @@ fn search(
         env.apply(&mut cmd);
         cmd.env(RECORD_DIR_VAR, &probe_dir);
         console::detail(format_args!("probe: {}", process::shell_line(&cmd)));
-        let finished = process::run(cmd, args.run.process.timeout, stop, process::TAIL_BYTES)
-            .map_err(|e| format!("failed to start the probe at {size}: {e}"))?;
+        let finished = match process::run(cmd, args.run.process.timeout, stop, process::TAIL_BYTES)
+        {
+            Ok(f) => f,
+            Err(e) => {
+                error = Some(format!("failed to start the probe at {size}: {e}"));
+                break SearchEnd::Failed;
+            }
+        };
         if finished.ending == Ending::Interrupted {
             break SearchEnd::Interrupted;
         }
@@ -427,7 +449,13 @@ fn search(
                     options.limit_bytes =
                         total.map(|t| (args.memory_fraction.unwrap_or(1.0) * t as f64) as u64);
                 }
-                CapacityProbe::from_record(size, &record, seconds)?
+                match CapacityProbe::from_record(size, &record, seconds) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        error = Some(e);
+                        break SearchEnd::Failed;
+                    }
+                }
             }
             Err(why) => CapacityProbe::failed(
                 size,
@@ -458,15 +486,18 @@ fn search(
     if device.is_empty() {
         device = "unknown (no probe wrote a record)".to_string();
     }
-    Ok(CapacityResult::new(
-        &bench.name,
-        &bench.unit,
-        &device,
-        &options,
-        args.memory_fraction,
-        probes,
-        end,
-    ))
+    Searched {
+        result: CapacityResult::new(
+            &bench.name,
+            &bench.unit,
+            &device,
+            &options,
+            args.memory_fraction,
+            probes,
+            end,
+        ),
+        error,
+    }
 }
 
 fn markdown(
@@ -513,6 +544,7 @@ fn markdown(
         let end = match r.end {
             SearchEnd::Interrupted => Some("the search was interrupted"),
             SearchEnd::NothingFits => Some("nothing fits, not even 1"),
+            SearchEnd::Failed => Some("the search stopped on an error"),
             SearchEnd::Converged | SearchEnd::OutOfProbes => None,
         };
         if notes.is_empty() && end.is_none() {
