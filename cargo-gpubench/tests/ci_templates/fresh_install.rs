@@ -476,6 +476,8 @@ fn the_cpu_templates_steps_fail_a_pull_request_that_slows_a_benchmark_in_a_fresh
         .output("exit")
         .unwrap_or_else(|| panic!("no exit output: {log}"));
     assert_eq!(exit, "4", "ab's exit code is 4 (regression found):\n{log}");
+    // What the job's log shows, for the figures the guide quotes.
+    eprintln!("{log}");
     let summary = std::fs::read_to_string(ws.join("gpubench-summary.md")).unwrap();
     assert!(
         summary.contains("add") && summary.contains("regressed"),
