@@ -236,11 +236,20 @@ fn nothing_fitting_fails_the_search_and_is_not_saved_as_a_baseline() {
         "{}",
         both(&ran)
     );
+    assert!(
+        ran.stderr.contains(
+            "capacity baseline `main` not saved: no search finished with a size that fits"
+        ),
+        "{}",
+        both(&ran)
+    );
     assert!(!stand
         .dir
         .path()
-        .join("work/gpubench/capacity/main/huge.json")
+        .join("work/gpubench/capacity/main")
         .exists());
+    // Nothing of the probes is left behind.
+    assert!(!stand.out().join("probes").exists());
 }
 
 #[test]
@@ -290,6 +299,7 @@ fn a_crashed_and_a_hung_probe_fail_their_size_and_keep_the_sizes_that_fitted() {
         ));
         assert!(saved.is_file(), "{} was not saved", saved.display());
     }
+    assert!(ran.stderr.contains("(2 of 2 searches)"), "{}", both(&ran));
     // What the crashed probe said is kept with its failure.
     let crashed = stand.result("crashes");
     let failure = crashed

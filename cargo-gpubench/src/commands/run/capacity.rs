@@ -139,6 +139,8 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
             break;
         }
     }
+    // Each search removed its own probe directory; their parent goes once empty.
+    let _ = std::fs::remove_dir(out.join("probes"));
     // Whole searches: compared and saved as a baseline.
     let finished: Vec<&CapacityResult> = results
         .iter()
@@ -178,8 +180,7 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
         )),
         Some(name) => {
             let dir = baselines.join(name);
-            std::fs::create_dir_all(&dir)
-                .with_context(|| format!("failed to create {}", dir.display()))?;
+            let mut saved = 0;
             for r in &finished {
                 if r.end == SearchEnd::NothingFits {
                     console::warning(format_args!(
@@ -188,12 +189,22 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
                     ));
                     continue;
                 }
+                std::fs::create_dir_all(&dir)
+                    .with_context(|| format!("failed to create {}", dir.display()))?;
                 write_json(&dir.join(format!("{}.json", file_stem_for_id(&r.name))), r)?;
+                saved += 1;
             }
-            console::status(format_args!(
-                "saved capacity baseline `{name}` in {}",
-                dir.display()
-            ));
+            if saved > 0 {
+                console::status(format_args!(
+                    "saved capacity baseline `{name}` in {} ({saved} of {} searches)",
+                    dir.display(),
+                    listed.len()
+                ));
+            } else {
+                console::warning(format_args!(
+                    "capacity baseline `{name}` not saved: no search finished with a size that fits"
+                ));
+            }
         }
         None => {}
     }
