@@ -1,6 +1,6 @@
 //! End-to-end tests on real cargo workspaces that build with tch: the fixture
-//! workspaces, archives, `ab` on a two-commit repository, plain cargo after setup,
-//! the README's benchmark and the CI gate on a planted slowdown. One test binary, so
+//! workspaces, archives, `ab` on a two-commit repository and in the README's
+//! layout, plain cargo after setup, the README's benchmark and the CI gate on a planted slowdown. One test binary, so
 //! the crate and its dependencies are linked once.
 
 #[path = "../support/mod.rs"]
@@ -24,6 +24,7 @@ fn sharing() -> RwLockReadGuard<'static, ()> {
 }
 
 mod ab_build;
+mod ab_layout;
 mod archive;
 mod fixture_workspace;
 mod plain_cargo;

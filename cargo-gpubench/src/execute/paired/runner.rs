@@ -55,8 +55,16 @@ pub struct PairedOutcome {
     pub finished: Finished,
 }
 
-/// This binary, to start as `__paired`.
+/// This binary, to start as `__paired`: on Linux the running executable itself
+/// (`/proc/self/exe`, which a forked child execs as its parent's file), so every
+/// process of an `ab` runs the same code even when the file was replaced while it
+/// ran (a `cargo install` or a build of the target directory: the path then names
+/// the new file, or nothing).
 fn this_binary() -> Result<PathBuf, PairedRunError> {
+    let running = Path::new("/proc/self/exe");
+    if running.exists() {
+        return Ok(running.to_path_buf());
+    }
     std::env::current_exe().map_err(|source| PairedRunError::Spawn {
         exe: "cargo-gpubench".into(),
         source,
