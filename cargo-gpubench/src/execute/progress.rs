@@ -51,6 +51,16 @@ impl Progress {
         self.set_total(self.total.saturating_sub(n).max(self.done));
     }
 
+    /// `n` of the processes counted will not run, counted as finished rather than
+    /// taken off the total, so the total a user was shown never shrinks (`ab`, whose
+    /// benchmarks all have a floor of processes).
+    pub fn skip(&mut self, n: usize) {
+        self.done = (self.done + n).min(self.total);
+        if let Some(bar) = &self.bar {
+            bar.set_position(self.done as u64);
+        }
+    }
+
     fn set_total(&mut self, total: usize) {
         self.total = total;
         if let Some(bar) = &self.bar {
@@ -113,4 +123,23 @@ impl Progress {
 /// ` on cuda:1`, or nothing.
 fn on_words(on: Option<&str>) -> String {
     on.map(|d| format!(" on {d}")).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn processes_that_will_not_run_can_be_skipped_without_shrinking_the_total() {
+        let mut p = Progress::new(10, false);
+        p.finish_one("a", 1, None, "failed", None, 0.1);
+        // The rest of `a`'s floor will not run.
+        p.skip(4);
+        assert_eq!((p.done, p.total), (5, 10));
+        p.add(1);
+        p.finish_one("b", 1, None, "passed", None, 0.1);
+        assert_eq!((p.done, p.total), (6, 11));
+        p.skip(100);
+        assert_eq!(p.done, p.total, "never past the total");
+    }
 }

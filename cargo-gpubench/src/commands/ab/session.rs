@@ -189,7 +189,8 @@ impl Session<'_> {
                     && self.another_round(t, round, spent >= self.budget);
                 if !more {
                     t.done = true;
-                    progress.drop_planned(policy.min.saturating_sub(round) as usize);
+                    // Counted as done: the total shown never shrinks.
+                    progress.skip(policy.min.saturating_sub(round) as usize);
                 } else if round >= policy.min {
                     progress.add(1);
                 }
