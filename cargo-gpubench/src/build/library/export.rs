@@ -224,8 +224,17 @@ pub fn read(dir: &Path) -> Result<(ManifestRevision, Vec<BenchLibrary>), ExportE
             )));
         }
         let path: PathBuf = dir.join(&lib.file);
-        if !path.is_file() {
-            return Err(not(format!("{} is missing", path.display())));
+        match std::fs::symlink_metadata(&path) {
+            Err(_) => return Err(not(format!("{} is missing", path.display()))),
+            // A link could point anywhere, as an archive's could: refused alike.
+            Ok(m) if !m.file_type().is_file() => {
+                return Err(not(format!(
+                    "{} is not a plain file (a link or a folder), so not the file the \
+                     export wrote",
+                    path.display()
+                )))
+            }
+            Ok(_) => {}
         }
         libraries.push(BenchLibrary {
             package: lib.package,
@@ -340,5 +349,11 @@ mod tests {
             let err = read(&dir).unwrap_err().to_string();
             assert!(err.contains("not a file beside it"), "{elsewhere}: {err}");
         }
+        // The file beside it, but a link to one elsewhere.
+        std::fs::write(&index, &text).unwrap();
+        std::fs::remove_file(dir.join("libgpubench_ab_x.so")).unwrap();
+        std::os::unix::fs::symlink(&built, dir.join("libgpubench_ab_x.so")).unwrap();
+        let err = read(&dir).unwrap_err().to_string();
+        assert!(err.contains("is not a plain file"), "{err}");
     }
 }
