@@ -803,6 +803,48 @@ mod tests {
             .join(" ")
     }
 
+    fn revision(role: Role) -> Revision {
+        Revision {
+            role,
+            label: "1a2b3c4".into(),
+            commit: None,
+            dirty: false,
+            chosen_by: "a test".into(),
+            checkout: Checkout::Worktree,
+            root: "/nonexistent".into(),
+            run_dir: "/nonexistent".into(),
+        }
+    }
+
+    #[test]
+    fn a_listing_cut_short_by_ctrl_c_is_an_interruption_not_a_reason_not_to_pair() {
+        let cli = crate::cli::Cli::parse_from_cargo(["cargo-gpubench", "ab"]).unwrap();
+        let opts = run_options(cli.ab_args().unwrap());
+        let lib = BenchLibrary {
+            package: "p".into(),
+            target: "t".into(),
+            path: "/nonexistent/libgpubench_ab_x.so".into(),
+        };
+        let libs = [lib];
+        let (base, head) = (revision(Role::Base), revision(Role::Head));
+        let listed = |stop: bool| {
+            list_libraries(
+                &libs,
+                &libs,
+                &base,
+                &head,
+                &ChildEnv::default(),
+                &opts,
+                &AtomicBool::new(stop),
+            )
+            .unwrap()
+        };
+        // Ctrl-C: the listing process is stopped, and that is all it says.
+        assert!(matches!(listed(true), Paired::Interrupted));
+        // Without it, a library that cannot be listed is a reason not to pair.
+        assert!(matches!(listed(false), Paired::Not(_)));
+    }
+
     #[test]
     fn the_help_gives_the_processes_ab_runs() {
         let help = ab_help();
