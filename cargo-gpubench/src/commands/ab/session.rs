@@ -711,3 +711,47 @@ fn unloadable(id: &str, why: String, opts: &RunOptions) -> (Outcome, Finished) {
     };
     (Outcome::Recorded(Box::new(record)), finished)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::revision::Checkout;
+    use gpubench_record::testing::RecordBuilder;
+
+    fn revision(role: Role, commit: &str) -> Revision {
+        Revision {
+            role,
+            label: commit[..7].into(),
+            commit: Some(commit.into()),
+            dirty: false,
+            chosen_by: "a test".into(),
+            checkout: Checkout::Worktree,
+            root: "/wt".into(),
+            run_dir: "/wt".into(),
+        }
+    }
+
+    #[test]
+    fn each_sides_record_names_its_own_commit() {
+        // Both sides of a paired process share its environment: the harness names
+        // one commit for both.
+        let shared = |id: &str| {
+            let mut r = RecordBuilder::passed(id).build();
+            r.fingerprint.git_commit = Some("head000000000".into());
+            Outcome::Recorded(Box::new(r))
+        };
+        let base = revision(Role::Base, "base111111111");
+        let head = revision(Role::Head, "head000000000");
+        let (mut b, mut h) = (None, None);
+        fold(&mut b, shared("mm"), &base).unwrap();
+        fold(&mut h, shared("mm"), &head).unwrap();
+        assert_eq!(
+            b.unwrap().fingerprint.git_commit.as_deref(),
+            Some("base111111111")
+        );
+        assert_eq!(
+            h.unwrap().fingerprint.git_commit.as_deref(),
+            Some("head000000000")
+        );
+    }
+}
