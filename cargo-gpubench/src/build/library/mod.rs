@@ -10,10 +10,12 @@
 //! | read the revision, write the crates: [`prepare`] → [`LibraryPlan`] | here, [`manifest`] |
 //! | build them: [`LibraryPlan::command`], [`LibraryPlan::build`] → [`LibraryBuild`] | here, [`messages`] |
 //! | when pairing in one process cannot work: bench executables | [`fallback`] |
+//! | copy them out for one run, under the target directory's build lock | [`run_copy`] |
 //! | carry them to a machine without cargo | [`export`] |
 //!
 //! The crates of one revision form a workspace of their own under the target
-//! directory, rewritten by every `ab`:
+//! directory, written by every `ab` under the build lock and removed once built
+//! ([`LibraryPlan::remove_crates`]):
 //!
 //! ```text
 //! <target-dir>/gpubench/ab/libs/<revision-key>/   `working-tree` or 12 hex digits
