@@ -88,8 +88,8 @@ pub struct AbArgs {
     #[command(flatten)]
     pub targets: TargetArgs,
 
-    /// How each process measures (`--processes` and `--quick` say `ab`'s own
-    /// defaults: [`PROCESSES_HELP`]).
+    /// How each process measures (`--processes` and `--quick` have `ab`'s own help,
+    /// `PROCESSES_HELP` and `QUICK_HELP`, with its own defaults).
     #[command(flatten)]
     pub process: ProcessArgs,
 
