@@ -25,7 +25,9 @@
 //! device (a 2-core machine beside other engineers' builds, one intra-op thread) a
 //! matmul's process medians spread by 3–7% in most runs and 20–30% in some, and its
 //! runs moved by 6–10%, every process of a run alike; those runs were contended,
-//! which is what `compare_cpu_processes` judges by the host's ±50%. On a 2-core
+//! which `compare_cpu_processes` never calls regressed or improved, so its
+//! "contended" rows catch no slowdown (12 busier runs spanned 4.1×,
+//! `docs/cpu-runs/busy-drift.tar.gz`: such work is `ab`'s to judge). On a 2-core
 //! machine whose processes were not contended (36 runs of a 256² f32 matmul, one
 //! thread, 3 to 6 processes each; `scripts/cpu-drift --judge`) its process medians
 //! spread by 2.2% and its runs moved by 1.4% more, every process of a run alike: the

@@ -968,7 +968,7 @@ fn cpu_record(id: &str, factor: f64, others: u32, threads: u32) -> RawRecord {
 }
 
 #[test]
-fn a_cpu_benchmark_on_a_busy_host_is_flagged_contended_and_gated_with_the_defaults() {
+fn a_cpu_benchmark_on_a_busy_host_is_flagged_contended_and_never_regressed() {
     let b = Bench::new();
     b.prepare(&cpu_record("mm/64", 1.0, 3, 1), false);
     // The default three processes a side, on a host that three other threads keep
@@ -995,11 +995,16 @@ fn a_cpu_benchmark_on_a_busy_host_is_flagged_contended_and_gated_with_the_defaul
     let saved = b.baselines().load("main").unwrap();
     assert!(saved[0].contended, "{:?}", saved[0]);
 
-    // A planted 2x slowdown trips the default gate ...
+    // A 2x change on a contended host is no verdict: the wait for a core can make as
+    // much, and the summary names ab, which judges both revisions under one load ...
     b.prepare(&cpu_record("mm/64", 2.0, 3, 1), false);
-    let ran = b.run(&["--exact", "mm/64"]).expect_code(4);
+    let ran = b.run(&["--exact", "mm/64"]).expect_code(0);
     assert!(
-        line(&ran.stdout, "fake/mm/64 ").contains("regressed"),
+        line(&ran.stdout, "fake/mm/64 ").contains("ambiguous")
+            && ran
+                .stdout
+                .contains("fake/mm/64 is ambiguous: the processes of both sides waited for a core")
+            && ran.stdout.contains("cargo gpubench ab"),
         "{}",
         ran.stdout
     );
