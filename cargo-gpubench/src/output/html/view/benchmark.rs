@@ -222,18 +222,20 @@ fn comparison_facts(
         // The comparison's noise threshold is its rule's: the GPU's, the CPU
         // device's, host-bound work's or a contended host's.
         let whose = match bound {
-            _ if c.contended => " (a contended host's, --host-noise-threshold)",
-            Some(Bound::Cpu) => " (the CPU device's, --cpu-noise-threshold)",
-            Some(Bound::Host) => " (host-bound work's, --host-noise-threshold)",
-            _ => "",
+            _ if c.contended => Some(("a contended host's", "--host-noise-threshold")),
+            Some(Bound::Cpu) => Some(("the CPU device's", "--cpu-noise-threshold")),
+            Some(Bound::Host) => Some(("host-bound work's", "--host-noise-threshold")),
+            _ => None,
         };
         if from_spread && c.threshold > c.noise_threshold * (1.0 + 1e-9) {
+            let whose = whose.map_or(String::new(), |(w, _)| format!(", {w}"));
             format!(
                 "threshold ±{} (the spread between processes; noise threshold ±{}{whose})",
                 pct(c.threshold),
                 pct(c.noise_threshold)
             )
         } else {
+            let whose = whose.map_or(String::new(), |(w, flag)| format!(" ({w}, {flag})"));
             format!("noise threshold ±{}{whose}", pct(c.threshold))
         }
     };

@@ -85,3 +85,53 @@ fn the_report_shows_the_paired_threshold_certain_changes_and_what_ab_could_detec
         "{change:?}"
     );
 }
+
+/// The change fact of `id`'s page in a report of CPU work whose processes spread by
+/// `spread` (log-scale sd of their shifts), against a baseline of the same.
+fn cpu_change_fact(spread: f64, seed: u64) -> String {
+    use gpubench_analysis::baseline::{compare_with_baseline, BaselineCompareOptions};
+    use gpubench_analysis::synthetic::{GpuLikeSamples, ProcessShift};
+    use rand::SeedableRng;
+    let model = GpuLikeSamples::default().with_shift(ProcessShift::LogNormal { sigma: spread });
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+    let mut cpu = |id: &str| {
+        let mut r = model.record_processes(id, "AMD EPYC", 4, 20, &mut rng);
+        r.fingerprint.device.kind = "cpu".into();
+        r
+    };
+    let base = [cpu("mm")];
+    let head = vec![cpu("mm")];
+    let entries: Vec<BaselineEntry> = base
+        .iter()
+        .map(|r| BaselineEntry::from_record(r).unwrap())
+        .collect();
+    let set = compare_with_baseline(&head, &entries, &BaselineCompareOptions::default()).unwrap();
+    let input = ReportInput::new("gpubench", head).with_baseline("main", &entries, &set);
+    let views = build_all(&input);
+    let page = views.benchmarks.iter().find(|b| b.id == "mm").unwrap();
+    page.facts
+        .key_facts
+        .iter()
+        .find(|f| f.label == "change vs baseline")
+        .unwrap()
+        .detail
+        .clone()
+}
+
+#[test]
+fn a_cpu_page_names_the_cpu_noise_threshold_that_judged_it() {
+    // Processes close together: the CPU device's ±10% judged, and the page says so.
+    let quiet = cpu_change_fact(0.005, 1);
+    assert!(
+        quiet.ends_with("noise threshold ±10.0% (the CPU device's, --cpu-noise-threshold)"),
+        "{quiet}"
+    );
+    // Processes far apart: the spread set the threshold, beside the CPU's ±10%, not
+    // the GPU's ±2% that never judged it.
+    let spread = cpu_change_fact(0.2, 2);
+    assert!(
+        spread.contains("(the spread between processes; noise threshold ±10.0%, the CPU device's)"),
+        "{spread}"
+    );
+    assert!(!spread.contains("±2.0%"), "{spread}");
+}
