@@ -7,13 +7,14 @@
 //!
 //! On the CPU device the routine's time is its own work, judged beyond the CPU's
 //! ±10% and its processes' spread (`gpubench_analysis::compare`, "The CPU device"),
-//! and on a host busy enough to flag the processes contended, beyond the host's ±50%:
 //! a 2× slowdown is beyond both, the machine's drift between runs (4% between two
-//! runs of this test on a CI runner) beyond neither. `--quick`'s three short
-//! processes spread too much on a busy 2-core machine for the second. The intra-op
-//! threads are fixed at one: by default they are the cores the host has free when a
-//! run starts, which on a shared machine can differ between the three runs, and a
-//! baseline measured on other threads is (rightly) not compared.
+//! runs of this test on a CI runner) beyond neither. On a host busy enough to flag a
+//! side's processes contended, the wait for a core can make a 2× change by itself
+//! (12 runs of this benchmark on a busy 2-core machine spanned 4.1×), so there the
+//! slowdown is ambiguous, exit 0, with the note that names `cargo gpubench ab`.
+//! `--quick`'s three short processes spread too much on a busy 2-core machine for
+//! the second. The intra-op threads are fixed at one, so the test measures alike on
+//! machines of any size.
 //!
 //! Baselines go to a temporary `--baselines-dir`, never the repository's
 //! `gpubench/baselines`. This builds the examples against libtorch, so it needs
@@ -61,7 +62,7 @@ fn gpubench(tmp: &Path) -> Command {
         .arg(tmp.join("baselines"))
         .args(["--device", "cpu", "--exact", BENCHMARK])
         .env("CARGO_TARGET_DIR", repo_root().join("target/nested"))
-        // The same intra-op threads in all three runs, whatever the host has free.
+        // One intra-op thread on any machine.
         .env("GPUBENCH_CPU_THREADS", "1");
     cmd
 }
@@ -88,18 +89,28 @@ fn a_planted_slowdown_trips_the_gate_and_an_unchanged_run_does_not() {
         .env("GPUBENCH_EXAMPLE_SLOWDOWN", "2")
         .args(["--fail-on", "regressed", "--format", "markdown"])
         .arg("--summary-file")
-        .arg(&summary))
-    .expect_code(4);
+        .arg(&summary));
     let md = &ran.stdout;
     let row = md
         .lines()
         .find(|l| l.starts_with(&format!("| `matmul/{BENCHMARK}` |")))
         .unwrap_or_else(|| panic!("no row for {BENCHMARK}:\n{md}"));
-    assert!(row.ends_with("| **regressed** |"), "{row}");
-    assert!(
-        md.contains("**Result: regression found** (exit code 4)"),
-        "{md}"
-    );
+    if saved[0].contended || md.contains("contended in ") {
+        // A busy host: no verdict either way, and the summary says how to judge it.
+        assert_eq!(ran.code, Some(0), "{md}");
+        assert!(row.contains("ambiguous"), "{row}");
+        assert!(
+            md.contains("waited for a core (contended)") && md.contains("cargo gpubench ab"),
+            "{md}"
+        );
+    } else {
+        assert_eq!(ran.code, Some(4), "{md}");
+        assert!(row.ends_with("| **regressed** |"), "{row}");
+        assert!(
+            md.contains("**Result: regression found** (exit code 4)"),
+            "{md}"
+        );
+    }
     assert!(md.contains("**Baseline:** `main`"), "{md}");
     assert_eq!(std::fs::read_to_string(&summary).unwrap(), *md);
 
