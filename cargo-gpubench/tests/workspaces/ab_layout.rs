@@ -254,6 +254,16 @@ fn assert_nothing_left(ws: &Path, when: &str) {
         .filter(|n| n.contains("gpubench-ab"))
         .collect();
     assert!(beside.is_empty(), "{when}: worktrees beside: {beside:?}");
+    // Nor the libraries cargo built for it, one set per base, which the next `ab`
+    // builds anew.
+    let release = target_dir().join("release");
+    let built: Vec<_> = [release.clone(), release.join("deps")]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap().flatten())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("libgpubench_ab_") && n.ends_with(".so"))
+        .collect();
+    assert!(built.is_empty(), "{when}: {built:?}");
 }
 
 fn record(run: &Path, side: Option<&str>, id: &str) -> RawRecord {

@@ -184,6 +184,50 @@ pub struct LibraryBuild {
     pub native_paths: Vec<PathBuf>,
 }
 
+impl LibraryBuild {
+    /// Removes the libraries cargo built (the file it reported, the one under
+    /// `deps/` it was copied from, and their dep-info), once a run has its own
+    /// copies: the next `ab` writes the crates again and builds them anew, so they
+    /// would only pile up in the target directory, one set per base revision.
+    pub fn remove_outputs(&self) {
+        for lib in &self.libraries {
+            let (Some(dir), Some(name), Some(stem)) = (
+                lib.path.parent(),
+                lib.path
+                    .file_name()
+                    .map(|s| s.to_string_lossy().into_owned()),
+                lib.path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned()),
+            ) else {
+                continue;
+            };
+            let deps = dir.join("deps");
+            let ext = name.strip_prefix(&stem).unwrap_or_default().to_string();
+            let mut files = vec![
+                lib.path.clone(),
+                dir.join(format!("{stem}.d")),
+                deps.join(&name),
+                deps.join(format!("{stem}.d")),
+            ];
+            // A library cargo names with its metadata hash: `<stem>-<hex><ext>`.
+            for entry in std::fs::read_dir(&deps).into_iter().flatten().flatten() {
+                let file = entry.file_name().to_string_lossy().into_owned();
+                let hashed = file
+                    .strip_prefix(&format!("{stem}-"))
+                    .and_then(|rest| rest.strip_suffix(&ext))
+                    .is_some_and(|hash| hash.chars().all(|c| c.is_ascii_hexdigit()));
+                if hashed {
+                    files.push(entry.path());
+                }
+            }
+            for file in files {
+                let _ = std::fs::remove_file(file);
+            }
+        }
+    }
+}
+
 /// One library crate written for a bench target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedLibrary {
@@ -515,6 +559,42 @@ mod tests {
             errors.len(),
             2,
             "every rendered error is kept for the caller"
+        );
+    }
+
+    #[test]
+    fn a_built_library_is_removed_with_its_copy_under_deps_and_nothing_else() {
+        let tmp = tempfile::tempdir().unwrap();
+        let release = tmp.path().join("release");
+        std::fs::create_dir_all(release.join("deps")).unwrap();
+        let name = "libgpubench_ab_1a2b3c4d5e6f_p_t";
+        let ours = [
+            release.join(format!("{name}.so")),
+            release.join(format!("{name}.d")),
+            release.join(format!("deps/{name}.so")),
+            release.join(format!("deps/{name}-0123abcd.so")),
+        ];
+        let others = [
+            release.join(format!("deps/{name}_other-0123abcd.so")),
+            release.join(format!("deps/{name}_other.so")),
+            release.join("deps/libtch-0123abcd.rlib"),
+        ];
+        for f in ours.iter().chain(&others) {
+            std::fs::write(f, "").unwrap();
+        }
+        LibraryBuild {
+            libraries: vec![BenchLibrary {
+                package: "p".into(),
+                target: "t".into(),
+                path: ours[0].clone(),
+            }],
+            native_paths: Vec::new(),
+        }
+        .remove_outputs();
+        assert!(ours.iter().all(|f| !f.exists()));
+        assert!(
+            others.iter().all(|f| f.exists()),
+            "only the library's own files"
         );
     }
 

@@ -647,6 +647,7 @@ fn build_libraries(
                 .keep(revision.role.as_str(), &built.libraries)
                 .context("failed to keep this run's copy of the libraries")?,
         );
+        built.remove_outputs();
     }
     let base_libs = sides.pop().expect("two sides");
     let head_libs = sides.pop().expect("two sides");
