@@ -355,6 +355,17 @@ pub fn gate_line(
                 )
             }
         )
+    } else if exit == Exit::Interrupted {
+        // What ran found nothing, but what did not run has no verdict at all.
+        let not_run = entries
+            .iter()
+            .filter(|e| matches!(e.status, BenchStatus::Interrupted | BenchStatus::Pending))
+            .count();
+        let stopped = console.paint(Some(Tone::NotRun), "interrupted");
+        format!(
+            "{stopped}: no regression among the benchmarks that ran, no verdict on the \
+             {not_run} that did not (--fail-on {fail_on} --gate-on {gate}) (exit code 130)\n"
+        )
     } else {
         let none = console.paint(Some(Tone::Improved), "no regression");
         format!("{none} (--fail-on {fail_on} --gate-on {gate})\n")

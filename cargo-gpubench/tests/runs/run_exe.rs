@@ -694,9 +694,10 @@ fn a_second_run_on_a_locked_output_dir_fails_naming_the_lock() {
 #[test]
 fn ctrl_c_kills_the_running_benchmark_and_keeps_what_finished() {
     let fake = Fake::new();
+    run(fake.command().args(["--save-baseline", "main", "passes"])).expect_code(0);
     let child = fake
         .command()
-        .args(["--timeout", "60", "passes", "sleeps"])
+        .args(["--timeout", "60", "--baseline", "main", "passes", "sleeps"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -742,6 +743,24 @@ fn ctrl_c_kills_the_running_benchmark_and_keeps_what_finished() {
             .contains("1 passed, 0 failed, 1 not run (interrupted)"),
         "{}",
         ran.stdout
+    );
+    // What did not run has no verdict: the gate line says so, never a plain "no
+    // regression", and the report is marked incomplete, naming what did not run.
+    assert!(
+        ran.stdout.contains("interrupted: no regression among the benchmarks that ran, no verdict on the 1 that did not"),
+        "{}",
+        ran.stdout
+    );
+    assert!(!ran.stdout.contains("\nno regression ("), "{}", ran.stdout);
+    let index = std::fs::read_to_string(fake.out_dir().join("report/index.html")).unwrap();
+    let incomplete = index
+        .split("id=\"incomplete\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</p>").next())
+        .unwrap_or_else(|| panic!("no incomplete marker in the report: {index}"));
+    assert!(
+        incomplete.contains("sleeps") && !incomplete.contains("passes"),
+        "{incomplete}"
     );
 }
 

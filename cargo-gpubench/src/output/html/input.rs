@@ -28,6 +28,9 @@ pub struct ReportInput {
     pub missing: Vec<MissingLine>,
     /// Baseline benchmarks this run left out on purpose (filters, other parts).
     pub not_selected: Vec<String>,
+    /// Benchmarks of this run that never ran (it was interrupted or stopped before
+    /// them): the report is incomplete and says so.
+    pub not_run: Vec<String>,
     /// When the report was generated (any human-readable form, e.g. RFC 3339).
     pub generated_at: Option<String>,
     /// The benchmarks, in the order the summary lists them before any sorting.

@@ -13,6 +13,7 @@ use gpubench_record::record::RawRecord;
 
 use super::input::{ReportIndex, ReportInput};
 use crate::compare::{RunComparison, BASELINE_COPY};
+use crate::store::manifest::BenchStatus;
 use crate::store::references::SummaryEntry;
 
 /// The report's directory inside the output directory.
@@ -84,6 +85,12 @@ fn input(run: StoredRun<'_>) -> Result<ReportInput> {
         bench.summary = entry.and_then(|e| e.summary.clone());
         bench.name = entry.map(|e| e.name.clone());
     }
+    input.not_run = run
+        .entries
+        .iter()
+        .filter(|e| matches!(e.status, BenchStatus::Interrupted | BenchStatus::Pending))
+        .map(|e| e.name.clone())
+        .collect();
     let comparison = RunComparison::read(run.dir)
         .with_context(|| format!("failed to read the comparison of run `{}`", run.id))?;
     let Some(comparison) = comparison else {

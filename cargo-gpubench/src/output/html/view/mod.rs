@@ -78,6 +78,7 @@ pub fn build_all(input: &ReportInput) -> Views {
             figure_columns: 6 + 2 * usize::from(!cpu_only) + usize::from(has_kernels),
             rows,
             missing_in_current: input.missing_in_current.clone(),
+            not_run: input.not_run.clone(),
             missing: input.missing.clone(),
             not_selected: input.not_selected.clone(),
             scorecard: scorecard(&benchmarks),

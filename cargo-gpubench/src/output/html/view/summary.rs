@@ -105,6 +105,8 @@ pub struct SummaryView {
     pub missing: Vec<crate::output::html::input::MissingLine>,
     /// Baseline benchmarks the run left out on purpose.
     pub not_selected: Vec<String>,
+    /// Benchmarks of the run that never ran: the report is incomplete.
+    pub not_run: Vec<String>,
     /// Eager-versus-compiled scorecard; empty when no benchmark is one.
     pub scorecard: Vec<ScorecardRow>,
     /// Whether any benchmark has kernel time (the table's kernel column).
