@@ -222,6 +222,9 @@ pub fn build_workspace(
     for problem in &workspace.problems {
         crate::console::warning(format_args!("{problem}"));
     }
+    if let Some(what) = first_build_note(&workspace.target_dir) {
+        crate::console::status(format_args!("{what}"));
+    }
     let built = build(cmd, &workspace.targets);
     if stop.load(Ordering::SeqCst) {
         return Ok(None);
@@ -238,9 +241,47 @@ pub fn build_workspace(
     )))
 }
 
+/// What a build in `target_dir` is about to spend its time on, when it has not built
+/// tch's C++ bindings yet (no `torch-sys` build script has run for the bench
+/// profile): the slow step of a first build, said before cargo goes quiet on it.
+fn first_build_note(target_dir: &Path) -> Option<String> {
+    let built = std::fs::read_dir(target_dir.join("release/build"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            e.file_name().to_string_lossy().starts_with("torch-sys-")
+                && e.path().join("output").is_file()
+        });
+    (!built).then(|| {
+        format!(
+            "building the bench targets in {}: the first build compiles tch's C++ \
+             bindings (torch-sys), which takes several minutes (about 10 on 2 cores); \
+             later builds reuse them and take seconds",
+            target_dir.display()
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_first_build_says_it_compiles_tchs_bindings_and_a_later_one_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let note = first_build_note(dir.path()).expect("nothing built yet");
+        assert!(
+            note.contains("torch-sys") && note.contains("minutes"),
+            "{note}"
+        );
+        // A torch-sys whose build script has not finished is not built yet.
+        let script = dir.path().join("release/build/torch-sys-0123abcd");
+        std::fs::create_dir_all(&script).unwrap();
+        assert!(first_build_note(dir.path()).is_some());
+        std::fs::write(script.join("output"), "cargo:rustc-link-lib=torch\n").unwrap();
+        assert_eq!(first_build_note(dir.path()), None);
+    }
 
     fn target(package: &str, name: &str) -> BenchTarget {
         BenchTarget {
