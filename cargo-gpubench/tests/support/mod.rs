@@ -2,6 +2,7 @@
 //! reading what a run stored.
 #![allow(dead_code)]
 
+pub mod browser;
 #[cfg(unix)]
 pub mod fake_harness;
 

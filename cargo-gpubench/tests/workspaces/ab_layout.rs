@@ -355,6 +355,7 @@ fn ab_in_the_readme_layout_builds_judges_and_leaves_nothing_behind() {
         "{ratios:?}"
     );
     assert_nothing_left(&ws, "a finished ab");
+    report_in_a_browser_labels_each_side_with_its_commit(&ws, &run, &c1, &c2);
 
     // A failed `ab` (no benchmark matched, after building): nothing left either.
     let (code, _, stderr) = finish(&mut ab(&ws, &["--exact", "no_such_benchmark"]));
@@ -387,6 +388,65 @@ fn ab_in_the_readme_layout_builds_judges_and_leaves_nothing_behind() {
 
     two_abs_at_once_each_measure_the_code_they_built(&ws, &tmp);
     an_interrupted_ab_leaves_nothing_behind(&ws, &tmp);
+}
+
+/// The `ab` run's report, rendered by `cargo gpubench report` and read in headless
+/// Chromium: the summary labels the base with the base's commit (not the head's),
+/// the benchmark page names the head's, and every link of the summary resolves.
+fn report_in_a_browser_labels_each_side_with_its_commit(
+    ws: &Path,
+    run: &Path,
+    base: &str,
+    head: &str,
+) {
+    use crate::support::browser::{dump_dom, file_url, sel};
+    let out = Command::new(env!("CARGO_BIN_EXE_cargo-gpubench"))
+        .current_dir(ws)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .args(["gpubench", "report"])
+        .arg(run)
+        .output()
+        .expect("cargo-gpubench runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let index = run.join("report/index.html");
+    let dom = dump_dom(ws, &file_url(&index));
+    let text: String = dom
+        .select(&sel("main"))
+        .next()
+        .expect("main")
+        .text()
+        .collect();
+    assert!(
+        text.contains(&format!("commit {}", &base[..12])),
+        "the base is labelled with its own commit {base}: {text}"
+    );
+    assert!(
+        !text.contains(&format!("commit {}", &head[..12])),
+        "the head's commit {head} labels nothing of the base: {text}"
+    );
+    let mut pages = 0;
+    for a in dom.select(&sel("a[href]")) {
+        let href = a.value().attr("href").unwrap();
+        if href.starts_with("http") || href.starts_with('#') {
+            continue;
+        }
+        let target = run.join("report").join(href.split('#').next().unwrap());
+        assert!(target.is_file(), "the summary's link {href} resolves");
+        if href.contains("planted") {
+            let page = dump_dom(ws, &file_url(&target));
+            let page_text: String = page.select(&sel("main")).next().unwrap().text().collect();
+            assert!(
+                page_text.contains(head),
+                "the head's page names {head}: {page_text}"
+            );
+            pages += 1;
+        }
+    }
+    assert!(pages > 0, "the summary links the benchmark's page");
 }
 
 /// Starts `cmd` with its stderr to `log`.
