@@ -412,21 +412,27 @@ fn report_in_a_browser_labels_each_side_with_its_commit(
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let index = run.join("report/index.html");
+    // The report of a run goes to its output directory's `report/` (runs/<id>/..).
+    let report = run.parent().unwrap().parent().unwrap().join("report");
+    let index = report.join("index.html");
     let dom = dump_dom(ws, &file_url(&index));
-    let text: String = dom
-        .select(&sel("main"))
-        .next()
-        .expect("main")
+    let recorded_on: String = dom
+        .select(&sel("tr"))
+        .find(|tr| {
+            tr.select(&sel("th"))
+                .next()
+                .is_some_and(|th| th.text().collect::<String>().trim() == "recorded on")
+        })
+        .expect("the summary says where the base was recorded")
         .text()
         .collect();
     assert!(
-        text.contains(&format!("commit {}", &base[..12])),
-        "the base is labelled with its own commit {base}: {text}"
+        recorded_on.contains(&format!("commit {}", &base[..12])),
+        "the base is labelled with its own commit {base}: {recorded_on}"
     );
     assert!(
-        !text.contains(&format!("commit {}", &head[..12])),
-        "the head's commit {head} labels nothing of the base: {text}"
+        !recorded_on.contains(&head[..12]),
+        "the head's commit {head} labels nothing of the base: {recorded_on}"
     );
     let mut pages = 0;
     for a in dom.select(&sel("a[href]")) {
@@ -434,7 +440,7 @@ fn report_in_a_browser_labels_each_side_with_its_commit(
         if href.starts_with("http") || href.starts_with('#') {
             continue;
         }
-        let target = run.join("report").join(href.split('#').next().unwrap());
+        let target = report.join(href.split('#').next().unwrap());
         assert!(target.is_file(), "the summary's link {href} resolves");
         if href.contains("planted") {
             let page = dump_dom(ws, &file_url(&target));
