@@ -12,6 +12,7 @@ use gpubench_analysis::BaselineEntry;
 use gpubench_record::measurement::MeasurementConfig;
 use gpubench_record::testing::{sample, RecordBuilder};
 
+use crate::fresh_install::git;
 use crate::workflow::{self, Step, Workflow};
 use crate::{gpubench_commands, script_env};
 
@@ -115,21 +116,6 @@ fn baselines_are_saved_to_and_read_from_their_branch_and_nothing_pushes_to_main(
         "the templates check out unalike"
     );
     assert_eq!(scripts[0].2, scripts[1].2, "the templates commit unalike");
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?} in {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 /// A job on a fresh runner: a clone of `origin` at `main`, and its temporary

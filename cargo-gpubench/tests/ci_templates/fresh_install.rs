@@ -55,7 +55,8 @@ fn project_venv() -> PathBuf {
     venv
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
+/// `git ARGS` in `dir`, which must succeed: its trimmed stdout.
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .current_dir(dir)
         .args(args)
@@ -63,7 +64,8 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .expect("git runs");
     assert!(
         out.status.success(),
-        "git {args:?}: {}",
+        "git {args:?} in {}: {}",
+        dir.display(),
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap().trim().to_string()

@@ -17,7 +17,7 @@ use cargo_gpubench::build::library::{self, fallback, LibraryBuild};
 use cargo_gpubench::build::revision::{self, Checkout, Resolution, Resolved, Revision};
 use cargo_gpubench::execute::paired::library::PairedLibrary;
 
-use crate::support::assert_valid;
+use crate::support::{assert_valid, git};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -28,32 +28,6 @@ fn repo_root() -> PathBuf {
 
 fn cargo() -> PathBuf {
     PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "user.name=gpubench test",
-            "-c",
-            "user.email=test@example.com",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// The bench file of a revision: `adds` alike in both, `planted` making

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::assert_valid;
+use crate::support::{assert_valid, git};
 use gpubench_record::id::file_stem_for_id;
 use gpubench_record::measurement::Flag;
 use gpubench_record::record::RawRecord;
@@ -27,32 +27,6 @@ fn repo_root() -> PathBuf {
         .parent()
         .expect("cargo-gpubench is inside the workspace")
         .to_path_buf()
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "user.name=gpubench test",
-            "-c",
-            "user.email=test@example.com",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// The bench file: `planted` makes as many matrix products per call as `adds.txt`
