@@ -19,6 +19,7 @@
 //! `--partition` part: no finding), not run, or gone — the last two missing evidence,
 //! which trips the gate unless `--allow-missing` lets it pass.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use gpubench_analysis::baseline::{
@@ -39,6 +40,7 @@ use thiserror::Error;
 use crate::format::{percent, plural};
 use crate::store::baselines::LoadedBaseline;
 use crate::store::manifest::{BenchStatus, RunManifest, RunStatus, Selection};
+use crate::store::references::SummaryEntry;
 use crate::store::runs::{self, StoreError};
 use crate::store::{Source, SourceKind};
 
@@ -266,6 +268,11 @@ pub struct RunComparison {
     /// `--partition` parts, bench targets not chosen), sorted: no finding.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_selected: Vec<String>,
+    /// The bench targets of baseline benchmarks the judged side lacks, by id, where
+    /// their baseline files name one: such a benchmark is named `<target>/<id>` as
+    /// the judged side's are ([`RunComparison::name_of`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub baseline_targets: BTreeMap<String, String>,
     /// Whether the `--fail-on` gate tripped (exit code 4 unless a benchmark failed),
     /// on a verdict or on missing evidence it does not allow.
     pub gate_tripped: bool,
@@ -365,6 +372,11 @@ impl RunComparison {
             }
         }
         missing.extend(set.missing(&settings.gate));
+        let baseline_targets = entries
+            .iter()
+            .filter(|e| set.missing_in_current.contains(&e.id))
+            .filter_map(|e| Some((e.id.clone(), e.target.clone()?)))
+            .collect();
         let counts = set.counts();
         let gate_tripped = settings.fail_on.should_fail(&set, &settings.gate)
             || missing.iter().any(|m| {
@@ -382,6 +394,7 @@ impl RunComparison {
             counts,
             missing,
             not_selected,
+            baseline_targets,
             gate_tripped,
         }
     }
@@ -496,6 +509,19 @@ impl RunComparison {
     /// Whether `id` was run but the baseline lacks it (a new benchmark).
     pub fn is_new(&self, id: &str) -> bool {
         self.set.missing_in_baseline.iter().any(|m| m == id)
+    }
+
+    /// How outputs name benchmark `id`: as the judged side's `entries` name it
+    /// (`<target>/<id>`), else by the bench target its baseline file names (a gone
+    /// benchmark), else by its id.
+    pub fn name_of(&self, id: &str, entries: &[SummaryEntry]) -> String {
+        match entries.iter().find(|e| e.id == id) {
+            Some(e) => e.name.clone(),
+            None => match self.baseline_targets.get(id) {
+                Some(target) => format!("{target}/{id}"),
+                None => id.to_string(),
+            },
+        }
     }
 
     /// Whether `id` was left out because its baseline ran on another device model

@@ -637,14 +637,7 @@ impl MarkdownSummary<'_> {
     }
 
     fn one_side_only(&self, out: &mut String, c: &RunComparison) {
-        let name_of = |id: &str| {
-            let name = self
-                .entries
-                .iter()
-                .find(|e| e.id == id)
-                .map_or(id, |e| e.name.as_str());
-            code(name)
-        };
+        let name_of = |id: &str| code(&c.name_of(id, self.entries));
         let not_compared: Vec<String> = crate::format::grouped(
             c.not_compared()
                 .into_iter()
@@ -686,7 +679,7 @@ impl MarkdownSummary<'_> {
             "Missing evidence, which fails the gate",
             &missing,
         );
-        let names: Vec<String> = c.not_selected.iter().map(|id| code(id)).collect();
+        let names: Vec<String> = c.not_selected.iter().map(|id| name_of(id)).collect();
         inline_list(
             out,
             "**Not selected** (in the baseline, left out here):",

@@ -258,12 +258,7 @@ pub fn render_comparison(
     for (id, note) in crate::output::gpu_notes::clock_lines(&c.set.other_clocks) {
         let _ = writeln!(out, "  compared at other clocks: {id}: {note}");
     }
-    let name_of = |id: &str| {
-        entries
-            .iter()
-            .find(|e| e.id == id)
-            .map_or_else(|| id.to_string(), |e| e.name.clone())
-    };
+    let name_of = |id: &str| c.name_of(id, entries);
     // A reason many benchmarks share (another thread count, a noisy host) is said
     // once, with the benchmarks it covers.
     for (reason, names) in crate::format::grouped(
@@ -309,10 +304,11 @@ pub fn render_comparison(
         }
     }
     if !c.not_selected.is_empty() {
+        let names: Vec<String> = c.not_selected.iter().map(|id| name_of(id)).collect();
         let _ = writeln!(
             out,
             "  in the baseline, not selected here: {}",
-            listed(&c.not_selected, LISTED_NOT_SELECTED)
+            listed(&names, LISTED_NOT_SELECTED)
         );
     }
     out.push_str(&gate_line(c, entries, exit, console));
@@ -327,12 +323,7 @@ pub fn gate_line(
     exit: Exit,
     console: Console,
 ) -> String {
-    let name_of = |id: &str| {
-        entries
-            .iter()
-            .find(|e| e.id == id)
-            .map_or_else(|| id.to_string(), |e| e.name.clone())
-    };
+    let name_of = |id: &str| c.name_of(id, entries);
     let fail_on = c.settings.fail_on;
     let gate = c.settings.gate;
     if c.gate_tripped {

@@ -18,6 +18,7 @@ use gpubench_record::record::RawRecord;
 use serde::Serialize;
 
 use crate::format::plural;
+use crate::store::manifest::RunManifest;
 use crate::store::{Source, SourceKind};
 
 /// The baseline a run compares with when none is named and it is saved.
@@ -198,10 +199,23 @@ pub fn check_save(store: &BaselineStore, name: &str) -> Result<()> {
 }
 
 /// Saves `records` as baseline `name`: one file per benchmark that passed, each
-/// written atomically; other files of the baseline are left alone.
-pub fn save(store: &BaselineStore, name: &str, records: &[RawRecord]) -> Result<SavedBaseline> {
+/// written atomically and naming its bench target as `manifest` (the run's) lists
+/// it; other files of the baseline are left alone.
+pub fn save(
+    store: &BaselineStore,
+    name: &str,
+    records: &[RawRecord],
+    manifest: &RunManifest,
+) -> Result<SavedBaseline> {
+    let target_of = |id: &str| {
+        manifest
+            .benchmarks
+            .iter()
+            .find(|b| b.id == id)
+            .map(|b| b.target.clone())
+    };
     let report = store
-        .save(name, records)
+        .save_with_targets(name, records, target_of)
         .with_context(|| format!("failed to save baseline `{name}`"))?;
     Ok(SavedBaseline::new(name, report))
 }

@@ -682,6 +682,12 @@ fn a_baseline_benchmark_the_run_lacks_fails_the_gate_unless_filtered_out_or_allo
     let b = Bench::new();
     b.run(&["--save-baseline", "main", "mm", "conv"])
         .expect_code(0);
+    // Each file names its bench target, so a benchmark gone from the code keeps its
+    // name.
+    let conv_file = b.baselines().dir("main").unwrap().join("conv.json");
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&conv_file).unwrap()).unwrap();
+    assert_eq!(saved["target"], "fake", "{saved}");
     // Left out by a filter: nothing was asked of it.
     let ran = b.run(&["mm"]).expect_code(0);
     assert!(!ran.stdout.contains("missing"), "{}", ran.stdout);
@@ -695,7 +701,7 @@ fn a_baseline_benchmark_the_run_lacks_fails_the_gate_unless_filtered_out_or_allo
     .unwrap();
     let ran = b.run(&["mm"]).expect_code(0);
     assert!(
-        line(&ran.stdout, "  in the baseline, not selected here").contains("conv"),
+        line(&ran.stdout, "  in the baseline, not selected here").contains("fake/conv"),
         "{}",
         ran.stdout
     );
@@ -711,8 +717,20 @@ fn a_baseline_benchmark_the_run_lacks_fails_the_gate_unless_filtered_out_or_allo
     let path = dir.to_str().unwrap();
     let ran = b.compare(&["main", path]).expect_code(4);
     let gate = line(&ran.stdout, "missing evidence (--fail-on");
-    assert!(gate.contains("conv (gone)"), "{}", ran.stdout);
-    let conv_file = b.baselines().dir("main").unwrap().join("conv.json");
+    assert!(gate.contains("fake/conv (gone)"), "{}", ran.stdout);
+    let ran_md = b
+        .compare(&["main", path, "--format", "markdown"])
+        .expect_code(4);
+    assert!(
+        ran_md.stdout.contains("`fake/conv`: gone"),
+        "{}",
+        ran_md.stdout
+    );
+    let ran_json = b
+        .compare(&["main", path, "--format", "json"])
+        .expect_code(4);
+    let v: serde_json::Value = serde_json::from_str(&ran_json.stdout).unwrap();
+    assert_eq!(v["comparison"]["baseline_targets"]["conv"], "fake", "{v}");
     assert!(
         ran.stdout.contains(&format!(
             "if on purpose, delete {} from the baseline",

@@ -238,6 +238,11 @@ pub struct BaselineEntry {
     pub format_version: u32,
     /// The benchmark id.
     pub id: String,
+    /// Its bench target, so that a benchmark later gone from the code is still named
+    /// `<target>/<id>` (absent in files from before it was kept, and where the
+    /// saving run did not know it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
     /// Where and with what it ran.
     pub fingerprint: Fingerprint,
     /// The settings it was measured with; absent in files from before they were kept.
@@ -340,6 +345,7 @@ impl BaselineEntry {
         Ok(BaselineEntry {
             format_version: BASELINE_FORMAT_VERSION,
             id: record.id.clone(),
+            target: None,
             fingerprint: record.fingerprint.clone(),
             config: Some(record.config.clone()),
             bound: Some(bound),
@@ -499,6 +505,7 @@ impl From<BaselineEntryV1> for BaselineEntry {
         BaselineEntry {
             format_version: BASELINE_FORMAT_VERSION,
             id: v1.id,
+            target: None,
             fingerprint: v1.fingerprint,
             config: None,
             bound: None,

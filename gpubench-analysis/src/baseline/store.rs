@@ -75,6 +75,18 @@ impl BaselineStore {
     /// file in the way ([`BaselineStore::check_save`]) is refused before anything is
     /// written.
     pub fn save(&self, name: &str, records: &[RawRecord]) -> Result<SaveReport, BaselineError> {
+        self.save_with_targets(name, records, |_| None)
+    }
+
+    /// [`BaselineStore::save`], each file naming the bench target `target_of` gives
+    /// its benchmark id (what a run's manifest knows), so that a benchmark later gone
+    /// from the code is still named by its target.
+    pub fn save_with_targets(
+        &self,
+        name: &str,
+        records: &[RawRecord],
+        target_of: impl Fn(&str) -> Option<String>,
+    ) -> Result<SaveReport, BaselineError> {
         let dir = self.check_save(name)?;
         let mut entries = Vec::new();
         let mut skipped = Vec::new();
@@ -95,7 +107,13 @@ impl BaselineStore {
                 });
             }
             match BaselineEntry::from_record(record) {
-                Ok(entry) => entries.push((stem, entry)),
+                Ok(entry) => entries.push((
+                    stem,
+                    BaselineEntry {
+                        target: target_of(&record.id),
+                        ..entry
+                    },
+                )),
                 Err(why) => skipped.push((record.id.clone(), why)),
             }
         }

@@ -156,7 +156,7 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
                 console::status(format_args!("baseline `{name}` not saved: {why}"));
                 Ok(None)
             }
-            None => baselines::save(&places.baselines, name, &merged.records).map(|s| {
+            None => baselines::save(&places.baselines, name, &merged.records, &manifest).map(|s| {
                 console::status(format_args!("{}", s.describe()));
                 Some(s)
             }),

@@ -274,7 +274,7 @@ impl Session<'_> {
         }
         // The summary is printed even when saving fails, so the run is not lost from
         // view; the error then decides the exit code.
-        let saved = self.save_baseline(&records, interrupted);
+        let saved = self.save_baseline(&records, &manifest, interrupted);
         if let Ok(s) = &saved {
             summary.saved_baseline = s.clone();
         }
@@ -309,6 +309,7 @@ impl Session<'_> {
     pub(super) fn save_baseline(
         &self,
         records: &[RawRecord],
+        manifest: &RunManifest,
         interrupted: bool,
     ) -> Result<Option<baselines::SavedBaseline>> {
         let Some(name) = self.baselines.save_as else {
@@ -320,7 +321,7 @@ impl Session<'_> {
             ));
             return Ok(None);
         }
-        let saved = baselines::save(self.baselines.store, name, records)?;
+        let saved = baselines::save(self.baselines.store, name, records, manifest)?;
         crate::console::status(format_args!("{}", saved.describe()));
         Ok(Some(saved))
     }
