@@ -5,7 +5,8 @@
 //! The records themselves are `gpubench-record`'s (see `docs/design/crates.md`). This
 //! crate has no libtorch dependency: the harness (`gpubench-core`) uses its stopping
 //! rule and probes, and the cargo subcommand analyses and compares records with it.
-//! Statistics and verdicts: [`stats`], [`processes`], [`record_analysis`],
+//! Statistics and verdicts: [`stats`], [`sampling`] (the stopping rule and the
+//! alternation of two sides), [`processes`], [`record_analysis`],
 //! [`compare`], [`summary`], [`kernels`], [`memory`], [`capacity`], [`history`],
 //! [`baseline`]. I/O and hardware: [`atomic_dir`], the store's files
 //! ([`baseline::BaselineStore`]), [`nvml`], [`host`], [`telemetry`].
@@ -23,6 +24,7 @@ pub mod memory_trace;
 pub mod nvml;
 pub mod processes;
 pub mod record_analysis;
+pub mod sampling;
 pub mod stats;
 pub mod summary;
 #[cfg(any(test, feature = "testing"))]

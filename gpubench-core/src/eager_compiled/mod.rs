@@ -50,9 +50,10 @@
 //!    track. Its iteration is one pass over the requests where the compiled variant
 //!    ran and agreed (all it ran on, when it agreed nowhere), so every sample serves
 //!    the same mix of shapes; with fixed inputs that is one call.
-//! 5. Both variants are sampled interleaved over those requests (A B, B A, A B, …
-//!    so drift and order hit both alike) until the speedup's interval is narrow
-//!    enough or the time bound; the speedup is the median of the paired ratios with
+//! 5. Both variants are sampled interleaved over those requests, in balanced blocks
+//!    (eager, compiled, compiled, eager: `ab`'s scheme, so drift and order hit both
+//!    alike and cancel in each block's ratio) until the speedup's interval is narrow
+//!    enough or the time bound; the speedup is the median of the blocks' ratios with
 //!    a seeded bootstrap interval.
 //! 6. Compile cost is the build plus the compiled variant's first-call excess over
 //!    its steady state at every shape; it pays off after that cost divided by the

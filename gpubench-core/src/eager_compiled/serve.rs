@@ -7,9 +7,9 @@
 //! comparable with each other.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use gpubench_analysis::stats::{median_estimate_with, BootstrapConfig};
+use gpubench_analysis::sampling::{alternate, PerCall, Side, StoppingRule};
 use gpubench_record::eager_compiled::CallTiming;
 use gpubench_record::measurement::{MeasurementConfig, Sample, StopReason};
 use tch::Tensor;
@@ -17,10 +17,6 @@ use tch::Tensor;
 use super::variant::Variant;
 use super::Request;
 use crate::engine::{Engine, Workload};
-
-/// Resamples behind the stop check run after every pair (reported intervals use the
-/// default count): it only needs to be roughly right.
-const STOP_CHECK_RESAMPLES: usize = 500;
 
 /// A variant as an engine workload: an iteration is one pass over a subset of the
 /// requests.
@@ -134,14 +130,15 @@ impl Workload for Runner<'_, '_> {
 pub(crate) struct Interleaved {
     pub eager: Vec<Sample>,
     pub compiled: Vec<Sample>,
-    /// The paired ratios `eager / compiled` of primary time per pass.
+    /// Each block's ratio `eager / compiled` of mean primary time per pass.
     pub ratios: Vec<f64>,
     pub stop_reason: StopReason,
 }
 
-/// Samples `eager` and `compiled` in pairs of `passes` passes over the same
-/// requests, alternating which goes first (A B, B A, …), until the median paired
-/// ratio's interval is within the config's target, or the time or sample bound.
+/// Samples `eager` and `compiled` in balanced blocks (eager, compiled, compiled,
+/// eager: [`gpubench_analysis::sampling`], the scheme `ab` pairs base and head with)
+/// of `passes` passes over the same requests, until the stopping rule ends it on the
+/// blocks' ratios.
 pub(crate) fn interleave(
     engine: &Engine<'_>,
     config: &MeasurementConfig,
@@ -149,46 +146,27 @@ pub(crate) fn interleave(
     compiled: &mut Runner<'_, '_>,
     passes: u64,
 ) -> Interleaved {
-    let bound = Duration::from_secs_f64(config.measurement_time_s);
-    let min = config.min_samples.max(2) as usize;
-    let max = (config.max_samples as usize).max(min);
-    let start = Instant::now();
-    let mut out = Interleaved {
-        eager: Vec::new(),
-        compiled: Vec::new(),
-        ratios: Vec::new(),
-        stop_reason: StopReason::SampleBound,
-    };
-    let stop_check = BootstrapConfig {
-        resamples: STOP_CHECK_RESAMPLES,
-        ..BootstrapConfig::default()
-    };
-    loop {
-        let (a, b) = if out.eager.len().is_multiple_of(2) {
-            let a = engine.timed_sample(eager, passes);
-            (a, engine.timed_sample(compiled, passes))
-        } else {
-            let b = engine.timed_sample(compiled, passes);
-            (engine.timed_sample(eager, passes), b)
+    let mut eager_samples = Vec::new();
+    let mut compiled_samples = Vec::new();
+    let alternated = alternate(&StoppingRule::of(config), Side::First, |side| {
+        let (runner, samples): (&mut dyn Workload, &mut Vec<Sample>) = match side {
+            Side::First => (&mut *eager, &mut eager_samples),
+            Side::Second => (&mut *compiled, &mut compiled_samples),
         };
-        out.ratios.push(a.per_iter_primary() / b.per_iter_primary());
-        out.eager.push(a);
-        out.compiled.push(b);
-        let n = out.ratios.len();
-        if n >= min && (n < 50 || n.is_multiple_of(5)) {
-            let est = median_estimate_with(&out.ratios, stop_check);
-            if est.rel_half_width() <= config.target_rel_ci {
-                out.stop_reason = StopReason::Converged;
-                return out;
-            }
-        }
-        if n >= min && start.elapsed() >= bound {
-            out.stop_reason = StopReason::TimeBound;
-            return out;
-        }
-        if n >= max {
-            return out;
-        }
+        let sample = engine.timed_sample(runner, passes);
+        let per_call = PerCall {
+            device_ns: sample.per_iter_device(),
+            wall_ns: sample.per_iter_wall(),
+        };
+        samples.push(sample);
+        Ok::<_, std::convert::Infallible>(per_call)
+    });
+    let Ok(alternated) = alternated;
+    Interleaved {
+        eager: eager_samples,
+        compiled: compiled_samples,
+        ratios: alternated.ratios,
+        stop_reason: alternated.stopped,
     }
 }
 

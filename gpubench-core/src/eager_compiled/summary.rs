@@ -80,7 +80,7 @@ pub fn summary(c: &EagerCompiled) -> String {
     if let Some(s) = &c.steady {
         let which = if c.device_timer { "device" } else { "synced" };
         out.push_str(&format!(
-            "    speedup {:.3}× [{:.3}× {:.3}×] ({which}): {} {} vs {} {} per call, {} interleaved pairs × {} passes over {} requests\n",
+            "    speedup {:.3}× [{:.3}× {:.3}×] ({which}): {} {} vs {} {} per call, {} balanced blocks (eager, compiled, compiled, eager) × {} passes over {} requests\n",
             s.speedup.point,
             s.speedup.lower,
             s.speedup.upper,
@@ -88,7 +88,7 @@ pub fn summary(c: &EagerCompiled) -> String {
             format_ns(s.eager_ns_per_call),
             c.compiled.label,
             format_ns(s.compiled_ns_per_call),
-            s.eager.len(),
+            s.eager.len() / 2,
             s.passes_per_sample,
             s.requests,
         ));

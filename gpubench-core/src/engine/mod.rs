@@ -9,7 +9,8 @@ use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 
 use gpubench_analysis::memory_trace;
-use gpubench_analysis::stats::{median, median_estimate_with, BootstrapConfig};
+use gpubench_analysis::sampling::StoppingRule;
+use gpubench_analysis::stats::median;
 use gpubench_record::measurement::{
     ColdCall, Flag, Measurement, MeasurementConfig, MemoryGrowth, MemoryStats, NaiveLoop, RunMode,
     Sample, StopReason, Throughput, WarmupPoint,
@@ -68,9 +69,6 @@ pub trait Workload {
     }
 }
 
-/// Samples checked for convergence use fewer resamples than reported intervals:
-/// the check runs after every sample and only needs to be roughly right.
-const STOP_CHECK_RESAMPLES: usize = 500;
 /// Device time queued ahead of the hidden-sync probe.
 const PROBE_BLOCK: Duration = Duration::from_millis(50);
 /// Calls of a workload that makes inputs are prepared and timed in batches of about
@@ -507,43 +505,18 @@ impl<'a> Engine<'a> {
         ((target_ns / estimate_ns.max(1.0)).round() as u64).max(1)
     }
 
-    /// Takes samples until the median's interval is narrow enough (never fewer than
-    /// `min_samples`), or the time or sample bound is hit.
+    /// Takes samples until the stopping rule
+    /// ([`gpubench_analysis::sampling`]) ends it; throttled samples are left out of
+    /// the figures, so they count only towards the bounds.
     fn sample(&self, workload: &mut dyn Workload, iters: u64) -> (Vec<Sample>, StopReason) {
-        let bound = Duration::from_secs_f64(self.config.measurement_time_s);
-        let min = self.config.min_samples.max(2) as usize;
-        let max = (self.config.max_samples as usize).max(min);
-        let start = Instant::now();
+        let mut sampling = StoppingRule::of(self.config).start();
         let mut samples: Vec<Sample> = Vec::new();
         loop {
             let sample = self.steady_sample(workload, iters);
-            let new_kept = !sample.throttled();
+            let figure = (!sample.throttled()).then(|| sample.per_iter_primary());
             samples.push(sample);
-            // Throttled samples are left out of the figures, so they neither count
-            // towards the minimum nor narrow the interval; the bounds count them.
-            let kept: Vec<f64> = samples
-                .iter()
-                .filter(|s| !s.throttled())
-                .map(Sample::per_iter_primary)
-                .collect();
-            let n = kept.len();
-            if new_kept && n >= min && (n < 50 || n.is_multiple_of(5)) {
-                let est = median_estimate_with(
-                    &kept,
-                    BootstrapConfig {
-                        resamples: STOP_CHECK_RESAMPLES,
-                        ..BootstrapConfig::default()
-                    },
-                );
-                if est.rel_half_width() <= self.config.target_rel_ci {
-                    return (samples, StopReason::Converged);
-                }
-            }
-            if samples.len() >= min && start.elapsed() >= bound {
-                return (samples, StopReason::TimeBound);
-            }
-            if samples.len() >= max {
-                return (samples, StopReason::SampleBound);
+            if let Some(stopped) = sampling.add(figure) {
+                return (samples, stopped);
             }
         }
     }

@@ -2,32 +2,23 @@
 //! process (each waiting inside its `b.iter…`), both warmed, their samples
 //! alternated in balanced blocks, and each side's record given the pairing.
 //!
-//! The order is balanced twice over: within a process every block is `x y y x`, so
-//! each side goes first in half the pairs (an identical matmul sampled right after
-//! another kernel read 0.4–1.3% slower on the H200); and the first side `x` (which
-//! also warms and sets up first) is the base in odd rounds and the head in even
-//! ones. Each block gives one ratio, `ln(head / base)` of the two sides' mean
-//! per-call time in it (device time when both sides have it, else synced wall time):
-//! in `x y y x` each side has one sample right after the other side's and one right
-//! after its own, so an order effect weighs on both alike and cancels, where a ratio
-//! of two adjacent samples would carry it. The process's figure is the median over
-//! its blocks.
+//! The order is balanced twice over: within a process every block is `x y y x`
+//! ([`gpubench_analysis::sampling`], whose docs say why an order effect cancels in
+//! a block's ratio and not in adjacent samples'), and the first side `x` (which also
+//! warms and sets up first) is the base in odd rounds and the head in even ones.
+//! Each block gives one ratio, `ln(head / base)` of the two sides' mean per-call
+//! time in it (device time when both sides have it, else synced wall time). The
+//! process's figure is the median over its blocks.
 //!
-//! Stopping follows a run's rule on the blocks' ratios instead of one side's
-//! samples: at least `min_samples` blocks, then stop once the median ratio's 95%
-//! interval is within `target_rel_ci`, or at the measurement time or `max_samples`
-//! blocks.
+//! Stopping follows a run's rule ([`gpubench_analysis::sampling::StoppingRule`]) on
+//! the blocks' ratios instead of one side's samples.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
-
-use gpubench_analysis::stats::{median, median_estimate_with, BootstrapConfig};
+use gpubench_analysis::sampling::{self, PerCall, Side, StoppingRule};
+use gpubench_analysis::stats::median;
 use gpubench_record::measurement::{MeasurementConfig, StopReason, TimeKind};
 use gpubench_record::paired::{AbiSample, AbiSide, Pairing, Role};
 use gpubench_record::record::RawRecord;
-
-/// Resamples of the stopping check, as the engine uses for a process's samples.
-const STOP_CHECK_RESAMPLES: usize = 500;
 
 /// A side the driver can warm and sample.
 pub trait PairSide {
@@ -96,8 +87,7 @@ pub fn iters_for(estimate_ns: f64, config: &MeasurementConfig) -> u64 {
 }
 
 /// Warms `base` and `head` (the second side first) and alternates their samples in
-/// blocks of `first, second, second, first` until the rule of the module docs stops
-/// it. `Err` names the side that failed (its record says how).
+/// blocks of `first, second, second, first` until the stopping rule ends it. `Err` names the side that failed (its record says how).
 pub fn alternate(
     base: &mut dyn PairSide,
     head: &mut dyn PairSide,
@@ -121,75 +111,31 @@ pub fn alternate(
     }
     let base_iters = iters_for(base_estimate, config);
     let head_iters = iters_for(head_estimate, config);
-    let bound = Duration::from_secs_f64(config.measurement_time_s);
-    let min = config.min_samples.max(2) as usize;
-    let max = (config.max_samples as usize).max(min);
-    let start = Instant::now();
-    let mut log_ratios = Vec::new();
-    let mut kind = TimeKind::Device;
-    loop {
-        let order = [first_role, second_role, second_role, first_role];
-        let mut block: Vec<(Role, AbiSample, u64)> = Vec::with_capacity(4);
-        for role in order {
-            let (s, iters): (&mut dyn PairSide, u64) = match role {
-                Role::Base => (&mut *base, base_iters),
-                Role::Head => (&mut *head, head_iters),
-            };
-            block.push((role, s.sample(iters).ok_or(role)?, iters));
-        }
-        // The block's ratio: the head's mean per-call time over the base's. Each side
-        // has one sample right after the other side's and one after its own, so an
-        // order effect weighs on both alike and cancels.
-        let both_device = block.iter().all(|(_, s, _)| s.device_ns.is_finite());
-        if !both_device {
-            kind = TimeKind::Wall;
-        }
-        let mean_per_call = |role: Role| -> f64 {
-            let per_call: Vec<f64> = block
-                .iter()
-                .filter(|(r, _, _)| *r == role)
-                .map(|(_, s, iters)| {
-                    let ns = if both_device { s.device_ns } else { s.wall_ns };
-                    ns / *iters as f64
-                })
-                .collect();
-            per_call.iter().sum::<f64>() / per_call.len() as f64
+    let role_of = |side: Side| match side {
+        Side::First => first_role,
+        Side::Second => second_role,
+    };
+    let head_side = if base_first { Side::Second } else { Side::First };
+    let alternated = sampling::alternate(&StoppingRule::of(config), head_side, |side| {
+        let role = role_of(side);
+        let (s, iters): (&mut dyn PairSide, u64) = match role {
+            Role::Base => (&mut *base, base_iters),
+            Role::Head => (&mut *head, head_iters),
         };
-        log_ratios
-            .push((mean_per_call(Role::Head).max(1e-3) / mean_per_call(Role::Base).max(1e-3)).ln());
-        let n = log_ratios.len();
-        if n >= min {
-            let ratios: Vec<f64> = log_ratios.iter().map(|r| r.exp()).collect();
-            let estimate = median_estimate_with(
-                &ratios,
-                BootstrapConfig {
-                    resamples: STOP_CHECK_RESAMPLES,
-                    ..BootstrapConfig::default()
-                },
-            );
-            if estimate.rel_half_width() <= config.target_rel_ci {
-                return Ok(Alternation {
-                    log_ratios,
-                    stopped: StopReason::Converged,
-                    kind,
-                });
-            }
-            if start.elapsed() >= bound {
-                return Ok(Alternation {
-                    log_ratios,
-                    stopped: StopReason::TimeBound,
-                    kind,
-                });
-            }
-        }
-        if n >= max {
-            return Ok(Alternation {
-                log_ratios,
-                stopped: StopReason::SampleBound,
-                kind,
-            });
-        }
-    }
+        let sample = s.sample(iters).ok_or(role)?;
+        Ok(PerCall {
+            device_ns: sample
+                .device_ns
+                .is_finite()
+                .then(|| sample.device_ns / iters as f64),
+            wall_ns: sample.wall_ns / iters as f64,
+        })
+    })?;
+    Ok(Alternation {
+        log_ratios: alternated.ratios.iter().map(|r| r.ln()).collect(),
+        stopped: alternated.stopped,
+        kind: alternated.kind,
+    })
 }
 
 /// Measures one side alone, when the other never handed over its routine (it
@@ -200,11 +146,7 @@ pub fn alone(side: &mut dyn PairSide, config: &MeasurementConfig) -> bool {
         return false;
     };
     let iters = iters_for(estimate, config);
-    let bound = Duration::from_secs_f64(config.measurement_time_s);
-    let min = config.min_samples.max(2) as usize;
-    let max = (config.max_samples as usize).max(min);
-    let start = Instant::now();
-    let mut per_call = Vec::new();
+    let mut sampling = StoppingRule::of(config).start();
     loop {
         let Some(s) = side.sample(iters) else {
             return false;
@@ -214,22 +156,7 @@ pub fn alone(side: &mut dyn PairSide, config: &MeasurementConfig) -> bool {
         } else {
             s.wall_ns
         };
-        per_call.push(ns / iters as f64);
-        let n = per_call.len();
-        if n >= max || (n >= min && start.elapsed() >= bound) {
-            return true;
-        }
-        if n >= min
-            && median_estimate_with(
-                &per_call,
-                BootstrapConfig {
-                    resamples: STOP_CHECK_RESAMPLES,
-                    ..BootstrapConfig::default()
-                },
-            )
-            .rel_half_width()
-                <= config.target_rel_ci
-        {
+        if sampling.add(Some(ns / iters as f64)).is_some() {
             return true;
         }
     }
