@@ -1,6 +1,7 @@
 //! The bench executable's command line: libtest-compatible, every option also read
 //! from a `GPUBENCH_*` environment variable.
 
+use gpubench_record::measurement::MeasurementSettings;
 use gpubench_record::protocol;
 use std::path::PathBuf;
 
@@ -169,6 +170,24 @@ pub struct HarnessArgs {
     /// Accepted for libtest compatibility.
     #[arg(short = 'Z', hide = true, value_name = "FLAG")]
     pub unstable: Vec<String>,
+}
+
+impl HarnessArgs {
+    /// How to measure, as given: what `cargo gpubench` wrote on this command line
+    /// ([`MeasurementSettings::harness_args`]) read back into the one settings type.
+    pub fn settings(&self) -> MeasurementSettings {
+        MeasurementSettings {
+            quick: self.quick,
+            flush_l2: self.flush_l2,
+            warm_up_time_s: self.warm_up_time,
+            measurement_time_s: self.measurement_time,
+            sample_time_s: self.sample_time,
+            min_samples: self.min_samples,
+            max_samples: self.max_samples,
+            target_rel_ci: self.target_rel_ci,
+            throttle_threshold: self.throttle_threshold,
+        }
+    }
 }
 
 /// What the harness says instead of clap's error when `argv` (the whole command

@@ -13,7 +13,7 @@ use std::time::Instant;
 use clap::Parser;
 use gpubench_record::failure::{cap_message, Failure, FailureKind};
 use gpubench_record::id::file_stem_for_id;
-use gpubench_record::measurement::{MeasurementConfig, MeasurementSettings, RunMode};
+use gpubench_record::measurement::{MeasurementConfig, RunMode};
 use gpubench_record::record::{Fingerprint, RawRecord, Round};
 
 use gpubench_record::memory_snapshot::{self, MemorySnapshot};
@@ -399,31 +399,15 @@ fn print_list(cases: &[Case], args: &HarnessArgs) {
     }
 }
 
-/// The measurement settings of `args` on the defaults of a run (or of `--quick`),
-/// checked by the rules `cargo gpubench` checks them with before it starts this
-/// process (`gpubench_record::measurement::MeasurementSettings`).
+/// The measurement settings of `args`, checked by the rules `cargo gpubench`
+/// checks them with before it starts this process.
 fn measurement_config(args: &HarnessArgs) -> Result<MeasurementConfig, String> {
-    let defaults = if args.quick {
-        MeasurementConfig::quick()
-    } else {
-        MeasurementConfig::standard()
-    };
-    let settings = MeasurementSettings {
-        warm_up_time_s: args.warm_up_time,
-        measurement_time_s: args.measurement_time,
-        sample_time_s: args.sample_time,
-        min_samples: args.min_samples,
-        max_samples: args.max_samples,
-        target_rel_ci: args.target_rel_ci,
-        throttle_threshold: args.throttle_threshold,
-    };
-    let mut c = settings.apply(defaults).map_err(|e| e.to_string())?;
+    let mut c = args.settings().checked_config().map_err(|e| e.to_string())?;
     c.mode = if args.bench {
         RunMode::Bench
     } else {
         RunMode::Smoke
     };
-    c.flush_l2 = args.flush_l2;
     Ok(c)
 }
 

@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use super::RunArgs;
+use super::{BaselineArgs, OutputArgs, PrebuiltArgs, ProcessArgs, TargetArgs};
 
 /// What `capacity --help` says.
 pub const CAPACITY_ABOUT: &str = "Find the largest size (a batch, a sequence length) of each \
@@ -26,10 +26,24 @@ pub const CAPACITY_ABOUT: &str = "Find the largest size (a batch, a sequence len
 /// Options of `cargo gpubench capacity`.
 #[derive(Debug, Clone, Args)]
 pub struct CapacityArgs {
-    /// Which executables, benchmarks (FILTER matches capacity benchmark names), device,
-    /// baselines, output.
+    /// Search only capacity benchmarks whose name contains one of these.
+    #[arg(value_name = "FILTER", env = "GPUBENCH_FILTER")]
+    pub filters: Vec<String>,
+    /// Which bench targets of which workspace.
     #[command(flatten)]
-    pub run: RunArgs,
+    pub targets: TargetArgs,
+    /// The device of every probe, and its time limit.
+    #[command(flatten)]
+    pub process: ProcessArgs,
+    /// Bench executables built elsewhere, instead of the targets.
+    #[command(flatten)]
+    pub prebuilt: PrebuiltArgs,
+    /// What the search prints and where it keeps its results.
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Which baseline the searches are compared with and saved as.
+    #[command(flatten)]
+    pub baselines: BaselineArgs,
     /// Most probe processes per benchmark.
     #[arg(
         long,
@@ -68,4 +82,16 @@ pub struct CapacityArgs {
         env = "GPUBENCH_CAPACITY_MEMORY_FRACTION"
     )]
     pub memory_fraction: Option<f64>,
+}
+
+impl CapacityArgs {
+    /// Where the searched benchmarks come from and the results go.
+    pub(crate) fn sources(&self) -> crate::commands::run::Sources<'_> {
+        crate::commands::run::Sources {
+            targets: &self.targets,
+            prebuilt: &self.prebuilt,
+            out_dir: self.output.out_dir.as_deref(),
+            list: false,
+        }
+    }
 }

@@ -21,8 +21,8 @@ pub use console::ConsoleArgs;
 pub use history::{HistoryArgs, HISTORY_ABOUT, HISTORY_HELP};
 pub use merge::MergeArgs;
 pub use run::{
-    MeasureArgs, OutputArgs, PrebuiltArgs, ProcessArgs, RunArgs, SelectArgs, SpreadArgs,
-    TargetArgs, MAX_PROCESSES,
+    MeasureArgs, OutputArgs, PrebuiltArgs, ProcessArgs, ProcessDefaults, RunArgs, SelectArgs,
+    SpreadArgs, TargetArgs, MAX_PROCESSES,
 };
 
 use std::ffi::OsString;
@@ -119,7 +119,8 @@ pub enum Command {
         long_about = ab::AB_ABOUT,
         after_long_help = ab::AB_HELP,
         mut_arg("processes", |a| a.help(ab::PROCESSES_HELP)),
-        mut_arg("quick", |a| a.help(ab::QUICK_HELP))
+        mut_arg("quick", |a| a.help(ab::QUICK_HELP)),
+        mut_arg("out_dir", |a| a.help(ab::OUT_DIR_HELP))
     )]
     Ab(AbArgs),
     /// Compare two stored baselines or runs, without running anything.
@@ -355,112 +356,20 @@ impl Cli {
         Cli::try_parse_from(console_flags_after_subcommand(args))
     }
 
-    /// The options of a run, from the `run` subcommand or the top level (with
-    /// `compare`, the top level's, which it does not use: see [`Cli::compare_args`]).
-    pub fn run_args(&self) -> &RunArgs {
-        match &self.command {
-            Some(Command::Run(args)) => args,
-            Some(
-                Command::Ab(_)
-                | Command::Archive(_)
-                | Command::Compare(_)
-                | Command::Report(_)
-                | Command::Merge(_)
-                | Command::History(_)
-                | Command::Setup(_)
-                | Command::Doctor(_),
-            )
-            | None => &self.run,
-            Some(Command::Capacity(args)) => &args.run,
-        }
-    }
-
-    /// The `--format` of the subcommand, for those that have one (a run, `compare`,
-    /// `merge`).
+    /// The `--format` of the subcommand, for those that have one (a run, `ab`,
+    /// `compare`, `merge`, `history`, `capacity`).
     pub fn format(&self) -> Option<Format> {
         match &self.command {
+            None => Some(self.run.output.format),
+            Some(Command::Run(args)) => Some(args.output.format),
+            Some(Command::Ab(args)) => Some(args.output.format),
             Some(Command::Compare(args)) => Some(args.format),
             Some(Command::Merge(args)) => Some(args.format),
-            Some(Command::Ab(args)) => Some(args.format),
             Some(Command::History(args)) => Some(args.format),
-            Some(Command::Run(_) | Command::Capacity(_)) | None => {
-                Some(self.run_args().output.format)
-            }
+            Some(Command::Capacity(args)) => Some(args.output.format),
             Some(
                 Command::Archive(_) | Command::Report(_) | Command::Setup(_) | Command::Doctor(_),
             ) => None,
-        }
-    }
-
-    /// The options of `ab`, when that is the subcommand.
-    pub fn ab_args(&self) -> Option<&AbArgs> {
-        match &self.command {
-            Some(Command::Ab(args)) => Some(args),
-            _ => None,
-        }
-    }
-
-    /// The options of `archive`, when that is the subcommand.
-    pub fn archive_args(&self) -> Option<&ArchiveArgs> {
-        match &self.command {
-            Some(Command::Archive(args)) => Some(args),
-            _ => None,
-        }
-    }
-
-    /// The options of `compare`, when that is the subcommand.
-    pub fn compare_args(&self) -> Option<&CompareArgs> {
-        match &self.command {
-            Some(Command::Compare(args)) => Some(args),
-            _ => None,
-        }
-    }
-
-    /// The options of `merge`, when that is the subcommand.
-    pub fn merge_args(&self) -> Option<&MergeArgs> {
-        match &self.command {
-            Some(Command::Merge(args)) => Some(args),
-            _ => None,
-        }
-    }
-
-    /// The options of `history`, when that is the subcommand.
-    pub fn history_args(&self) -> Option<&HistoryArgs> {
-        match &self.command {
-            Some(Command::History(args)) => Some(args),
-            _ => None,
-        }
-    }
-
-    /// The options of `setup`, when that is the subcommand.
-    pub fn setup_args(&self) -> Option<&SetupArgs> {
-        match &self.command {
-            Some(Command::Setup(args)) => Some(args),
-            _ => None,
-        }
-    }
-
-    /// The options of `doctor`, when that is the subcommand.
-    pub fn doctor_args(&self) -> Option<&DoctorArgs> {
-        match &self.command {
-            Some(Command::Doctor(args)) => Some(args),
-            _ => None,
-        }
-    }
-
-    /// The options of `capacity`, when that is the subcommand.
-    pub fn capacity_args(&self) -> Option<&CapacityArgs> {
-        match &self.command {
-            Some(Command::Capacity(args)) => Some(args),
-            _ => None,
-        }
-    }
-
-    /// The options of `report`, when that is the subcommand.
-    pub fn report_args(&self) -> Option<&ReportArgs> {
-        match &self.command {
-            Some(Command::Report(args)) => Some(args),
-            _ => None,
         }
     }
 }

@@ -8,7 +8,11 @@ use super::compare::{BaselineArgs, Format, VerdictArgs};
 
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args};
-use gpubench_record::measurement::{MeasurementOption, MeasurementSettings, ProcessPolicy};
+use gpubench_record::measurement::{
+    InvalidSetting, MeasurementOption, MeasurementSettings, ProcessPolicy,
+};
+
+use crate::execute::runner::RunOptions;
 
 /// Which bench targets of which workspace a run or an archive builds.
 #[derive(Debug, Clone, Args)]
@@ -83,7 +87,8 @@ impl SelectArgs {
     }
 }
 
-/// How each benchmark process measures: shared by a run and `ab`.
+/// Where each benchmark process runs and how long it may take: shared by a run,
+/// `ab` and `capacity`.
 #[derive(Debug, Clone, Args)]
 pub struct ProcessArgs {
     /// Device to measure on: cpu, cuda or cuda:N (the harness picks when absent).
@@ -99,7 +104,46 @@ pub struct ProcessArgs {
         value_parser = parse_timeout
     )]
     pub timeout: Duration,
+}
 
+/// How many processes measure each benchmark when `--processes` is not given: a
+/// run's or `ab`'s, each with its `--quick` number.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProcessDefaults {
+    /// Without `--quick`.
+    pub standard: ProcessPolicy,
+    /// With `--quick`.
+    pub quick: ProcessPolicy,
+}
+
+impl ProcessDefaults {
+    /// A run's: [`ProcessPolicy::standard`], 3 with `--quick`.
+    pub fn run() -> Self {
+        ProcessDefaults {
+            standard: ProcessPolicy::standard(),
+            quick: ProcessPolicy::fixed(3),
+        }
+    }
+
+    /// `ab`'s: each process gives one paired ratio, and a verdict on them needs more
+    /// than a run's three ([`ProcessPolicy::paired`]; 5 with `--quick`).
+    pub fn ab() -> Self {
+        ProcessDefaults {
+            standard: ProcessPolicy::paired(),
+            quick: ProcessPolicy::fixed(5),
+        }
+    }
+}
+
+/// How each benchmark process measures (the bench executables' options, under the
+/// same names, and how many processes): shared by a run and `ab`. Recorded in every
+/// record's config; the ones that move figures (sample time, warm-up,
+/// --throttle-threshold, --flush-l2) are checked when comparing. Each value is
+/// checked as it is parsed, and all of them together
+/// ([`MeasureArgs::run_options`]) before any process starts, by the rules the
+/// harness checks them with ([`MeasurementSettings::checked_config`]).
+#[derive(Debug, Clone, Args)]
+pub struct MeasureArgs {
     /// Shorter warm-up and measurement bounds and 3 processes per benchmark (for
     /// smoke runs and CI).
     #[arg(long, env = "GPUBENCH_QUICK", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
@@ -122,29 +166,84 @@ pub struct ProcessArgs {
     #[arg(long, env = "GPUBENCH_FLUSH_L2", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub flush_l2: bool,
 
-    /// The harness's measurement options, passed to every benchmark process.
-    #[command(flatten)]
-    pub measure: MeasureArgs,
+    /// Warm-up time bound of a process, seconds [default: 1; --quick: 0.2].
+    #[arg(long, value_name = "SECS", env = "GPUBENCH_WARM_UP_TIME", value_parser = value_of(MeasurementOption::WarmUpTime))]
+    pub warm_up_time: Option<f64>,
+    /// Measurement time of a benchmark, seconds, split across its processes
+    /// [default: 5; --quick: 1].
+    #[arg(long, value_name = "SECS", env = "GPUBENCH_MEASUREMENT_TIME", value_parser = value_of(MeasurementOption::MeasurementTime))]
+    pub measurement_time: Option<f64>,
+    /// Target duration of one sample, seconds [default: 0.01; --quick: 0.005].
+    #[arg(long, value_name = "SECS", env = "GPUBENCH_SAMPLE_TIME", value_parser = value_of(MeasurementOption::SampleTime))]
+    pub sample_time: Option<f64>,
+    /// Fewest samples per process [default: 10; --quick: 5].
+    #[arg(long, value_name = "N", env = "GPUBENCH_MIN_SAMPLES", value_parser = count_of(MeasurementOption::MinSamples))]
+    pub min_samples: Option<u32>,
+    /// Most samples per process [default: 200; --quick: 100].
+    #[arg(long, value_name = "N", env = "GPUBENCH_MAX_SAMPLES", value_parser = count_of(MeasurementOption::MaxSamples))]
+    pub max_samples: Option<u32>,
+    /// Stop a process once its median's 95% interval is within ± this fraction
+    /// [default: 0.01; --quick: 0.02].
+    #[arg(long, value_name = "FRACTION", env = "GPUBENCH_TARGET_REL_CI", value_parser = value_of(MeasurementOption::TargetRelCi))]
+    pub target_rel_ci: Option<f64>,
+    /// Leave out samples whose SM clock fell below this fraction of the GPU's default
+    /// clock (nvbench's rule) [default: 0.75; 0: only hardware, thermal and
+    /// power-brake slowdowns].
+    #[arg(long, value_name = "FRACTION", env = "GPUBENCH_THROTTLE_THRESHOLD", value_parser = value_of(MeasurementOption::ThrottleThreshold))]
+    pub throttle_threshold: Option<f64>,
 }
 
-impl ProcessArgs {
-    /// How many processes measure each benchmark: `--processes`, else 3 with
-    /// `--quick`, else [`ProcessPolicy::standard`].
-    pub fn process_policy(&self) -> ProcessPolicy {
+impl MeasureArgs {
+    /// How many processes measure each benchmark: `--processes`, else `defaults`'
+    /// number (its `--quick` one with `--quick`).
+    pub fn process_policy(&self, defaults: ProcessDefaults) -> ProcessPolicy {
         match self.processes {
             Some(p) => p,
-            None if self.quick => ProcessPolicy::fixed(3),
-            None => ProcessPolicy::standard(),
+            None if self.quick => defaults.quick,
+            None => defaults.standard,
         }
     }
 
-    /// The measurement defaults `--quick` picks, before the options overlay them.
-    pub fn defaults(&self) -> gpubench_record::measurement::MeasurementConfig {
-        if self.quick {
-            gpubench_record::measurement::MeasurementConfig::quick()
-        } else {
-            gpubench_record::measurement::MeasurementConfig::standard()
+    /// The settings given, as the one settings type.
+    pub fn settings(&self) -> MeasurementSettings {
+        MeasurementSettings {
+            quick: self.quick,
+            flush_l2: self.flush_l2,
+            warm_up_time_s: self.warm_up_time,
+            measurement_time_s: self.measurement_time,
+            sample_time_s: self.sample_time,
+            min_samples: self.min_samples,
+            max_samples: self.max_samples,
+            target_rel_ci: self.target_rel_ci,
+            throttle_threshold: self.throttle_threshold,
         }
+    }
+
+    /// The options every benchmark process gets, checked together: the one place a
+    /// command's options become how its processes run and measure. Each process
+    /// measures its share of the benchmark's measurement time (split over the fewest
+    /// processes `defaults` or `--processes` run).
+    pub fn run_options(
+        &self,
+        process: &ProcessArgs,
+        defaults: ProcessDefaults,
+    ) -> Result<RunOptions, InvalidSetting> {
+        let mut settings = self.settings();
+        let config = settings.checked_config()?;
+        let processes = self.process_policy(defaults);
+        settings.measurement_time_s = Some(RunOptions::split_measurement_time(
+            config.measurement_time_s,
+            &processes,
+        ));
+        Ok(RunOptions {
+            device: process.device.clone(),
+            timeout: process.timeout,
+            processes,
+            settings,
+            time_per_benchmark: Duration::from_secs_f64(
+                config.warmup_time_s + config.measurement_time_s,
+            ),
+        })
     }
 }
 
@@ -202,7 +301,8 @@ pub struct PrebuiltArgs {
     pub archive: Option<PathBuf>,
 }
 
-/// What a run prints and where it keeps its results.
+/// What a command prints and where it keeps its results: shared by a run, `ab` and
+/// `capacity`.
 #[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
     /// Output format on stdout.
@@ -220,9 +320,6 @@ pub struct OutputArgs {
     #[arg(long, value_name = "DIR", env = "GPUBENCH_OUT_DIR")]
     pub out_dir: Option<PathBuf>,
 
-    /// Do not write the HTML report (`<out-dir>/report/index.html`) after the run.
-    #[arg(long, env = "GPUBENCH_NO_REPORT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
-    pub no_report: bool,
 }
 
 /// Options of a run.
@@ -245,9 +342,13 @@ pub struct RunArgs {
     #[command(flatten)]
     pub spread: SpreadArgs,
 
-    /// How each benchmark process measures.
+    /// Where each benchmark process runs, and its time limit.
     #[command(flatten)]
     pub process: ProcessArgs,
+
+    /// How each benchmark process measures.
+    #[command(flatten)]
+    pub measure: MeasureArgs,
 
     /// Bench executables built elsewhere, instead of the targets.
     #[command(flatten)]
@@ -257,6 +358,10 @@ pub struct RunArgs {
     #[command(flatten)]
     pub output: OutputArgs,
 
+    /// Do not write the HTML report (`<out-dir>/report/index.html`) after the run.
+    #[arg(long, env = "GPUBENCH_NO_REPORT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub no_report: bool,
+
     /// Which baseline to compare with and save as.
     #[command(flatten)]
     pub baselines: BaselineArgs,
@@ -264,6 +369,18 @@ pub struct RunArgs {
     /// How comparisons decide and gate.
     #[command(flatten)]
     pub verdicts: VerdictArgs,
+}
+
+impl RunArgs {
+    /// Where the run's benchmarks come from and its results go.
+    pub(crate) fn sources(&self) -> crate::commands::run::Sources<'_> {
+        crate::commands::run::Sources {
+            targets: &self.targets,
+            prebuilt: &self.prebuilt,
+            out_dir: self.output.out_dir.as_deref(),
+            list: self.list,
+        }
+    }
 }
 
 /// Most processes a benchmark may be given.
@@ -295,57 +412,6 @@ pub(super) fn parse_processes(s: &str) -> Result<ProcessPolicy, String> {
                 max,
                 target_rel_ci: ProcessPolicy::standard().target_rel_ci,
             })
-        }
-    }
-}
-
-/// The measurement options of the bench executables, under the same names, so a
-/// run sets them like the harness; recorded in every record's config, and the ones
-/// that move figures (sample time, warm-up, --throttle-threshold, --flush-l2) are
-/// checked when comparing.
-/// Each value is checked as it is parsed, and all of them together
-/// ([`MeasureArgs::settings`]) before any process starts, by the rules the harness
-/// checks them with (`gpubench_record::measurement::MeasurementSettings`).
-#[derive(Debug, Clone, Default, Args)]
-pub struct MeasureArgs {
-    /// Warm-up time bound of a process, seconds [default: 1; --quick: 0.2].
-    #[arg(long, value_name = "SECS", env = "GPUBENCH_WARM_UP_TIME", value_parser = value_of(MeasurementOption::WarmUpTime))]
-    pub warm_up_time: Option<f64>,
-    /// Measurement time of a benchmark, seconds, split across its processes
-    /// [default: 5; --quick: 1].
-    #[arg(long, value_name = "SECS", env = "GPUBENCH_MEASUREMENT_TIME", value_parser = value_of(MeasurementOption::MeasurementTime))]
-    pub measurement_time: Option<f64>,
-    /// Target duration of one sample, seconds [default: 0.01; --quick: 0.005].
-    #[arg(long, value_name = "SECS", env = "GPUBENCH_SAMPLE_TIME", value_parser = value_of(MeasurementOption::SampleTime))]
-    pub sample_time: Option<f64>,
-    /// Fewest samples per process [default: 10; --quick: 5].
-    #[arg(long, value_name = "N", env = "GPUBENCH_MIN_SAMPLES", value_parser = count_of(MeasurementOption::MinSamples))]
-    pub min_samples: Option<u32>,
-    /// Most samples per process [default: 200; --quick: 100].
-    #[arg(long, value_name = "N", env = "GPUBENCH_MAX_SAMPLES", value_parser = count_of(MeasurementOption::MaxSamples))]
-    pub max_samples: Option<u32>,
-    /// Stop a process once its median's 95% interval is within ± this fraction
-    /// [default: 0.01; --quick: 0.02].
-    #[arg(long, value_name = "FRACTION", env = "GPUBENCH_TARGET_REL_CI", value_parser = value_of(MeasurementOption::TargetRelCi))]
-    pub target_rel_ci: Option<f64>,
-    /// Leave out samples whose SM clock fell below this fraction of the GPU's default
-    /// clock (nvbench's rule) [default: 0.75; 0: only hardware, thermal and
-    /// power-brake slowdowns].
-    #[arg(long, value_name = "FRACTION", env = "GPUBENCH_THROTTLE_THRESHOLD", value_parser = value_of(MeasurementOption::ThrottleThreshold))]
-    pub throttle_threshold: Option<f64>,
-}
-
-impl MeasureArgs {
-    /// The settings given, to check together and to put into a measurement config.
-    pub fn settings(&self) -> MeasurementSettings {
-        MeasurementSettings {
-            warm_up_time_s: self.warm_up_time,
-            measurement_time_s: self.measurement_time,
-            sample_time_s: self.sample_time,
-            min_samples: self.min_samples,
-            max_samples: self.max_samples,
-            target_rel_ci: self.target_rel_ci,
-            throttle_threshold: self.throttle_threshold,
         }
     }
 }

@@ -8,6 +8,35 @@ use gpubench_record::measurement::ProcessPolicy;
 
 use super::*;
 
+/// The options of a run: the `run` subcommand's, else the top level's.
+fn run_args(cli: &Cli) -> &RunArgs {
+    match &cli.command {
+        Some(Command::Run(args)) => args,
+        _ => &cli.run,
+    }
+}
+
+fn compare_args(cli: &Cli) -> Option<&CompareArgs> {
+    match &cli.command {
+        Some(Command::Compare(args)) => Some(args),
+        _ => None,
+    }
+}
+
+fn report_args(cli: &Cli) -> Option<&ReportArgs> {
+    match &cli.command {
+        Some(Command::Report(args)) => Some(args),
+        _ => None,
+    }
+}
+
+fn ab_args(cli: &Cli) -> Option<&AbArgs> {
+    match &cli.command {
+        Some(Command::Ab(args)) => Some(args),
+        _ => None,
+    }
+}
+
 #[test]
 fn definition_is_consistent() {
     Cli::command().debug_assert();
@@ -16,11 +45,11 @@ fn definition_is_consistent() {
 #[test]
 fn cargo_passes_the_subcommand_name_first() {
     let cli = Cli::parse_from_cargo(["cargo-gpubench", "gpubench", "--quick", "matmul"]).unwrap();
-    let args = cli.run_args();
-    assert!(args.process.quick);
+    let args = run_args(&cli);
+    assert!(args.measure.quick);
     assert_eq!(args.select.filters, ["matmul"]);
     let direct = Cli::parse_from_cargo(["cargo-gpubench", "--list"]).unwrap();
-    assert!(direct.run_args().list);
+    assert!(run_args(&direct).list);
 }
 
 #[test]
@@ -29,7 +58,7 @@ fn console_flags_go_before_or_after_the_subcommand() {
     let parse = |argv: &[&str]| {
         let cli = Cli::parse_from_cargo(["cargo-gpubench", "gpubench"].iter().chain(argv).copied())
             .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
-        let compare = cli.compare_args().map(|c| c.baseline.clone());
+        let compare = compare_args(&cli).map(|c| c.baseline.clone());
         (cli.console.clone(), compare)
     };
     let (c, compared) = parse(&["-q", "--color", "never", "compare", "main", "latest"]);
@@ -43,7 +72,7 @@ fn console_flags_go_before_or_after_the_subcommand() {
     let (c, compared) = parse(&["-q", "--quick", "compare"]);
     assert!(c.quiet && compared.is_none());
     let cli = Cli::parse_from_cargo(["cargo-gpubench", "-q", "--quick", "compare"]).unwrap();
-    assert_eq!(cli.run_args().select.filters, ["compare"]);
+    assert_eq!(run_args(&cli).select.filters, ["compare"]);
     let err = Cli::parse_from_cargo(["cargo-gpubench", "merge", "a", "-q", "-v"]).unwrap_err();
     assert!(err.to_string().contains("cannot be used with"), "{err}");
 }
@@ -58,7 +87,7 @@ fn skip_is_repeatable() {
         "matmul",
     ])
     .unwrap();
-    let args = cli.run_args();
+    let args = run_args(&cli);
     // Not split at commas: a FILTER is one name, as libtest's is.
     assert_eq!(args.select.skip, ["huge", "conv,3x3"]);
     assert_eq!(args.select.filters, ["matmul"]);
@@ -78,7 +107,7 @@ fn run_subcommand_takes_executables() {
         "conv",
     ])
     .unwrap();
-    let args = cli.run_args();
+    let args = run_args(&cli);
     assert_eq!(args.prebuilt.exes, [PathBuf::from("a"), PathBuf::from("b")]);
     assert_eq!(args.process.timeout, Duration::from_millis(2500));
     assert_eq!(args.select.filters, ["conv"]);
@@ -89,7 +118,7 @@ fn one_exe_takes_several_paths_and_filters_follow_a_double_dash() {
     let parse = |argv: &[&str]| {
         let cli =
             Cli::parse_from_cargo(["cargo-gpubench", "run"].iter().chain(argv).copied()).unwrap();
-        let args = cli.run_args().clone();
+        let args = run_args(&cli).clone();
         let exes: Vec<String> = args
             .prebuilt
             .exes
@@ -131,7 +160,7 @@ fn one_exe_takes_several_paths_and_filters_follow_a_double_dash() {
 fn processes_take_a_number_or_a_range() {
     let policy = |argv: &[&str]| {
         Cli::parse_from_cargo(std::iter::once("cargo-gpubench").chain(argv.iter().copied()))
-            .map(|c| c.run_args().process.process_policy())
+            .map(|c| run_args(&c).measure.process_policy(ProcessDefaults::run()))
     };
     assert_eq!(policy(&[]).unwrap(), ProcessPolicy::standard());
     assert_eq!(policy(&["--quick"]).unwrap(), ProcessPolicy::fixed(3));
@@ -157,17 +186,13 @@ fn processes_take_a_number_or_a_range() {
 #[test]
 fn report_takes_a_run_reference_defaulting_to_latest() {
     let cli = Cli::parse_from_cargo(["cargo-gpubench", "gpubench", "report"]).unwrap();
-    let r = cli.report_args().unwrap();
+    let r = report_args(&cli).unwrap();
     assert_eq!((r.run.as_str(), r.open), ("latest", false));
     let cli = Cli::parse_from_cargo(["cargo-gpubench", "report", "run:2026", "--open"]).unwrap();
-    let r = cli.report_args().unwrap();
+    let r = report_args(&cli).unwrap();
     assert_eq!((r.run.as_str(), r.open), ("run:2026", true));
     assert!(
-        Cli::parse_from_cargo(["cargo-gpubench", "--no-report"])
-            .unwrap()
-            .run_args()
-            .output
-            .no_report
+        run_args(&Cli::parse_from_cargo(["cargo-gpubench", "--no-report"]).unwrap()).no_report
     );
 }
 
@@ -208,7 +233,7 @@ fn every_option_reads_an_environment_variable() {
 #[test]
 fn baseline_options_map_to_the_comparison_settings() {
     let cli = Cli::parse_from_cargo(["cargo-gpubench", "gpubench"]).unwrap();
-    let v = &cli.run_args().verdicts;
+    let v = &run_args(&cli).verdicts;
     assert_eq!(v.compare_config(), CompareConfig::default());
     assert_eq!(v.fail_on, FailOn::Regressed);
     assert_eq!(v.gate(), Gate::default());
@@ -232,7 +257,7 @@ fn baseline_options_map_to_the_comparison_settings() {
         "markdown",
     ])
     .unwrap();
-    let args = cli.run_args();
+    let args = run_args(&cli);
     assert_eq!(
         args.verdicts.gate(),
         Gate::of(&[Metric::Kernel, Metric::Counters])
@@ -256,7 +281,7 @@ fn baseline_options_map_to_the_comparison_settings() {
         "0.1",
     ])
     .unwrap();
-    let c = cli.compare_args().unwrap();
+    let c = compare_args(&cli).unwrap();
     assert_eq!(
         (c.baseline.as_str(), c.current.as_str()),
         ("main", "latest")
@@ -416,7 +441,7 @@ fn ab_has_a_paired_noise_threshold_of_its_own() {
     let parse = |argv: &[&str]| {
         let cli =
             Cli::parse_from_cargo(["cargo-gpubench", "ab"].iter().chain(argv).copied()).unwrap();
-        cli.ab_args().unwrap().settings()
+        ab_args(&cli).unwrap().settings()
     };
     let settings = parse(&[]);
     assert_eq!(
@@ -467,3 +492,138 @@ fn the_options_a_harness_names_as_cargo_gpubenchs_are_options_of_a_run() {
         );
     }
 }
+
+/// A subcommand's `--help`, as one line.
+fn long_help(subcommand: &str) -> String {
+    let mut cmd = Cli::command();
+    cmd.find_subcommand_mut(subcommand)
+        .expect("the subcommand exists")
+        .clone()
+        .render_long_help()
+        .to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The number right after `before` in `text`, up to `after`: `3..6` or `5`.
+fn stated<'a>(text: &'a str, before: &str, after: &str) -> &'a str {
+    let from = text
+        .find(before)
+        .unwrap_or_else(|| panic!("`{before}` not in: {text}"))
+        + before.len();
+    let len = text[from..]
+        .find(after)
+        .unwrap_or_else(|| panic!("`{after}` not after `{before}` in: {text}"));
+    &text[from..from + len]
+}
+
+#[test]
+fn ab_help_states_the_processes_ab_runs() {
+    let help = long_help("ab");
+    // What `ab` runs, by the one builder its command uses.
+    let runs = |argv: &[&str]| {
+        let cli =
+            Cli::parse_from_cargo(["cargo-gpubench", "ab"].iter().chain(argv).copied()).unwrap();
+        let args = ab_args(&cli).unwrap();
+        args.measure
+            .run_options(&args.process, ProcessDefaults::ab())
+            .unwrap()
+            .processes
+    };
+    let default = runs(&[]);
+    let quick = runs(&["--quick"]);
+    let range = |p: ProcessPolicy| {
+        if p.is_fixed() {
+            p.min.to_string()
+        } else {
+            format!("{}..{}", p.min, p.max)
+        }
+    };
+    // --processes: "[default: 5..10, going past 5 while ... ±1%; 5 with --quick]".
+    assert_eq!(stated(&help, "[default: ", ", going past"), range(default));
+    assert_eq!(stated(&help, ", going past ", " "), default.min.to_string());
+    assert_eq!(
+        stated(&help, "interval is wider than ±", "%"),
+        format!("{}", default.target_rel_ci * 100.0)
+    );
+    assert_eq!(stated(&help, "±1%; ", " with --quick"), range(quick));
+    // --quick: "... bounds and 5 processes per benchmark".
+    assert_eq!(
+        stated(&help, "measurement bounds and ", " processes per benchmark"),
+        range(quick)
+    );
+    // A run's numbers are not ab's.
+    assert_ne!(default, ProcessDefaults::run().standard);
+    assert!(!help.contains("3..6"), "a run's default in ab's help: {help}");
+}
+
+#[test]
+fn a_run_help_states_the_processes_a_run_runs() {
+    let help = long_help("run");
+    let defaults = ProcessDefaults::run();
+    let standard = defaults.standard;
+    assert_eq!(
+        stated(&help, "[default: ", ", where only"),
+        format!("{}..{}", standard.min, standard.max)
+    );
+    assert_eq!(
+        stated(&help, "; ", " with --quick]"),
+        defaults.quick.min.to_string()
+    );
+    assert_eq!(
+        stated(&help, "measurement bounds and ", " processes per benchmark"),
+        defaults.quick.min.to_string()
+    );
+}
+
+#[test]
+fn a_subcommand_refuses_the_options_it_does_not_read() {
+    // capacity reads which benchmarks, device, timeout, baselines and output; a run's
+    // measurement, verdict and spreading options are usage errors, not ignored.
+    for option in [
+        &["--quick"][..],
+        &["--processes", "5"],
+        &["--min-samples", "20"],
+        &["--flush-l2"],
+        &["--fail-on", "any"],
+        &["--devices", "all"],
+        &["--partition", "count:1/2"],
+        &["--no-report"],
+        &["--list"],
+        &["--exact"],
+    ] {
+        let argv = ["cargo-gpubench", "capacity"].iter().chain(option).copied();
+        let err = Cli::parse_from_cargo(argv).unwrap_err();
+        assert_eq!(err.exit_code(), 2, "{option:?}");
+        assert!(
+            err.to_string().contains("unexpected argument"),
+            "{option:?}: {err}"
+        );
+    }
+    let cli = Cli::parse_from_cargo([
+        "cargo-gpubench",
+        "capacity",
+        "--device",
+        "cuda:1",
+        "--timeout",
+        "60",
+        "--save-baseline",
+        "main",
+        "--format",
+        "json",
+        "--max-probes",
+        "8",
+        "mlp",
+    ])
+    .unwrap();
+    let Some(Command::Capacity(args)) = &cli.command else {
+        panic!("capacity parses as capacity");
+    };
+    assert_eq!(args.process.device.as_deref(), Some("cuda:1"));
+    assert_eq!(args.process.timeout, Duration::from_secs(60));
+    assert_eq!(args.baselines.save_baseline.as_deref(), Some("main"));
+    assert_eq!(args.output.format, Format::Json);
+    assert_eq!((args.max_probes, args.filters.as_slice()), (8, &["mlp".to_string()][..]));
+}
+

@@ -17,39 +17,29 @@ use std::ffi::OsString;
 
 use anyhow::Result;
 
-use crate::cli::Cli;
+use crate::cli::{Cli, Command};
 use crate::exit_code::Exit;
 
-/// Runs the subcommand `cli` names; `command_line` is recorded in a run's manifest.
+/// Runs the subcommand `cli` names (a run when it names none); `command_line` is
+/// recorded in a run's manifest.
 pub fn dispatch(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
-    if let Some(args) = cli.ab_args() {
-        crate::cli::refuse_unsupported_harness_vars(|v| std::env::var_os(v))?;
-        return ab::run(args, command_line);
+    match &cli.command {
+        None => run::run(&cli.run, command_line),
+        Some(Command::Run(args)) => run::run(args, command_line),
+        Some(Command::Ab(args)) => {
+            crate::cli::refuse_unsupported_harness_vars(|v| std::env::var_os(v))?;
+            ab::run(args, command_line)
+        }
+        Some(Command::Archive(args)) => archive::run(args),
+        Some(Command::Compare(args)) => compare::run(args),
+        Some(Command::Report(args)) => report::run(args),
+        Some(Command::Merge(args)) => merge::run(args, command_line),
+        Some(Command::History(args)) => history::run(args),
+        Some(Command::Setup(args)) => {
+            crate::build::setup::run(&args.options())?;
+            Ok(Exit::Success)
+        }
+        Some(Command::Capacity(args)) => run::capacity::run(args),
+        Some(Command::Doctor(args)) => doctor::run(args),
     }
-    if let Some(args) = cli.archive_args() {
-        return archive::run(args);
-    }
-    if let Some(args) = cli.compare_args() {
-        return compare::run(args);
-    }
-    if let Some(args) = cli.report_args() {
-        return report::run(args);
-    }
-    if let Some(args) = cli.merge_args() {
-        return merge::run(args, command_line);
-    }
-    if let Some(args) = cli.history_args() {
-        return history::run(args);
-    }
-    if let Some(args) = cli.setup_args() {
-        crate::build::setup::run(&args.options())?;
-        return Ok(Exit::Success);
-    }
-    if let Some(args) = cli.capacity_args() {
-        return run::capacity::run(args);
-    }
-    if let Some(args) = cli.doctor_args() {
-        return doctor::run(args);
-    }
-    run::run(cli.run_args(), command_line)
 }

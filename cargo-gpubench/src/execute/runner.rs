@@ -25,19 +25,15 @@ const QUOTED_STDERR_BYTES: usize = 3500;
 pub struct RunOptions {
     /// `--device`.
     pub device: Option<String>,
-    /// `--quick`.
-    pub quick: bool,
-    /// `--flush-l2`.
-    pub flush_l2: bool,
     /// The time limit of one process.
     pub timeout: Duration,
     /// How many processes measure each benchmark.
     pub processes: ProcessPolicy,
-    /// The measurement time bound of one process, seconds: the benchmark's
-    /// measurement time split across its processes.
-    pub measurement_time_s: f64,
-    /// The other measurement options given (`--warm-up-time`, `--sample-time`, ...).
-    pub measure: MeasurementSettings,
+    /// How each process measures, its measurement time the benchmark's split across
+    /// its processes.
+    pub settings: MeasurementSettings,
+    /// A benchmark's warm-up and measurement time, all its processes together.
+    pub time_per_benchmark: Duration,
 }
 
 impl RunOptions {
@@ -49,17 +45,10 @@ impl RunOptions {
 
     /// The measurement options the harness was asked for.
     pub fn config(&self) -> MeasurementConfig {
-        let mut config = if self.quick {
-            MeasurementConfig::quick()
-        } else {
-            MeasurementConfig::standard()
-        };
-        self.measure.overlay(&mut config);
-        config.flush_l2 = self.flush_l2;
-        // Each process measures its share of the benchmark's measurement time.
-        config.measurement_time_s = self.measurement_time_s;
-        config.processes = self.processes;
-        config
+        MeasurementConfig {
+            processes: self.processes,
+            ..self.settings.config()
+        }
     }
 
     /// The measurement time of one process when a benchmark's `total` is split
@@ -97,30 +86,7 @@ pub fn bench_command(
     if let Some(device) = &opts.device {
         cmd.args(["--device", device]);
     }
-    if opts.quick {
-        cmd.arg("--quick");
-    }
-    if opts.flush_l2 {
-        cmd.arg("--flush-l2");
-    }
-    cmd.args([
-        "--measurement-time",
-        &format!("{}", opts.measurement_time_s),
-    ]);
-    let m = &opts.measure;
-    let options = [
-        ("--warm-up-time", m.warm_up_time_s),
-        ("--sample-time", m.sample_time_s),
-        ("--min-samples", m.min_samples.map(f64::from)),
-        ("--max-samples", m.max_samples.map(f64::from)),
-        ("--target-rel-ci", m.target_rel_ci),
-        ("--throttle-threshold", m.throttle_threshold),
-    ];
-    for (flag, value) in options {
-        if let Some(v) = value {
-            cmd.args([flag, &format!("{v}")]);
-        }
-    }
+    cmd.args(opts.settings.harness_args());
     env.apply(&mut cmd);
     cmd.env(RECORD_DIR_VAR, record_dir);
     cmd.env(ROUND_VAR, round.to_string());
@@ -291,12 +257,14 @@ mod tests {
     fn opts() -> RunOptions {
         RunOptions {
             device: Some("cuda:1".into()),
-            quick: true,
-            flush_l2: false,
             timeout: Duration::from_secs(300),
             processes: ProcessPolicy::fixed(3),
-            measurement_time_s: 0.25,
-            measure: MeasurementSettings::default(),
+            settings: MeasurementSettings {
+                quick: true,
+                measurement_time_s: Some(0.25),
+                ..MeasurementSettings::default()
+            },
+            time_per_benchmark: Duration::from_secs(1),
         }
     }
 
@@ -522,12 +490,12 @@ mod tests {
         // The measurement options given reach the harness under their own names,
         // and the record's config says what was asked.
         let mut with = opts();
-        with.measure = MeasurementSettings {
+        with.settings = MeasurementSettings {
             sample_time_s: Some(0.002),
             min_samples: Some(20),
             warm_up_time_s: Some(0.5),
             throttle_threshold: Some(0.5),
-            ..MeasurementSettings::default()
+            ..with.settings
         };
         let args: Vec<String> =
             bench_command(&bench, 1, &with, &ChildEnv::default(), Path::new("/r"))

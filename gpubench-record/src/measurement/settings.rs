@@ -140,10 +140,18 @@ impl std::fmt::Display for InvalidSetting {
 
 impl std::error::Error for InvalidSetting {}
 
-/// The measurement settings given, each `None` when not given (the default of the
-/// [`MeasurementConfig`] they go into then holds).
+/// How to measure, as given on a command line: the one settings type that goes from
+/// `cargo gpubench`'s options to every benchmark process (as the harness's flags,
+/// [`MeasurementSettings::harness_args`]) and that the bench executable reads back
+/// from them; each value `None` when not given, so the defaults of `--quick` (or of
+/// a run) hold. [`MeasurementSettings::config`] builds the record's
+/// [`MeasurementConfig`] from it, on both sides.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct MeasurementSettings {
+    /// `--quick`: the shorter defaults of [`MeasurementConfig::quick`].
+    pub quick: bool,
+    /// `--flush-l2`.
+    pub flush_l2: bool,
     /// `--warm-up-time`, seconds.
     pub warm_up_time_s: Option<f64>,
     /// `--measurement-time`, seconds.
@@ -161,9 +169,43 @@ pub struct MeasurementSettings {
 }
 
 impl MeasurementSettings {
-    /// Puts the settings given into `config`, unchecked (see
-    /// [`MeasurementSettings::apply`]).
-    pub fn overlay(&self, config: &mut MeasurementConfig) {
+    /// The defaults the given values go over: [`MeasurementConfig::quick`] with
+    /// `--quick`, else [`MeasurementConfig::standard`].
+    pub fn defaults(&self) -> MeasurementConfig {
+        if self.quick {
+            MeasurementConfig::quick()
+        } else {
+            MeasurementConfig::standard()
+        }
+    }
+
+    /// The values given, by option.
+    fn given(&self) -> [(MeasurementOption, Option<f64>); 7] {
+        [
+            (MeasurementOption::MeasurementTime, self.measurement_time_s),
+            (MeasurementOption::WarmUpTime, self.warm_up_time_s),
+            (MeasurementOption::SampleTime, self.sample_time_s),
+            (
+                MeasurementOption::MinSamples,
+                self.min_samples.map(f64::from),
+            ),
+            (
+                MeasurementOption::MaxSamples,
+                self.max_samples.map(f64::from),
+            ),
+            (MeasurementOption::TargetRelCi, self.target_rel_ci),
+            (
+                MeasurementOption::ThrottleThreshold,
+                self.throttle_threshold,
+            ),
+        ]
+    }
+
+    /// The record's config of these settings, unchecked (see
+    /// [`MeasurementSettings::checked_config`]): the given values over
+    /// [`MeasurementSettings::defaults`], one process, mode `bench`.
+    pub fn config(&self) -> MeasurementConfig {
+        let mut config = self.defaults();
         let set = |to: &mut f64, from: Option<f64>| {
             if let Some(v) = from {
                 *to = v;
@@ -180,39 +222,20 @@ impl MeasurementSettings {
         if let Some(v) = self.max_samples {
             config.max_samples = v;
         }
+        config.flush_l2 = self.flush_l2;
+        config
     }
 
-    /// `config` with the settings given put in, once each follows its option's rule
-    /// and the sample bounds agree, the defaults of `config` counted
-    /// (`--max-samples 8` is below the standard 10 fewest).
-    pub fn apply(
-        &self,
-        mut config: MeasurementConfig,
-    ) -> Result<MeasurementConfig, InvalidSetting> {
-        let given = [
-            (MeasurementOption::WarmUpTime, self.warm_up_time_s),
-            (MeasurementOption::MeasurementTime, self.measurement_time_s),
-            (MeasurementOption::SampleTime, self.sample_time_s),
-            (
-                MeasurementOption::MinSamples,
-                self.min_samples.map(f64::from),
-            ),
-            (
-                MeasurementOption::MaxSamples,
-                self.max_samples.map(f64::from),
-            ),
-            (MeasurementOption::TargetRelCi, self.target_rel_ci),
-            (
-                MeasurementOption::ThrottleThreshold,
-                self.throttle_threshold,
-            ),
-        ];
-        for (option, value) in given {
+    /// [`MeasurementSettings::config`], once each value given follows its option's
+    /// rule and the sample bounds agree, the defaults counted (`--max-samples 8` is
+    /// below the standard 10 fewest).
+    pub fn checked_config(&self) -> Result<MeasurementConfig, InvalidSetting> {
+        for (option, value) in self.given() {
             if let Some(v) = value {
                 option.check(v)?;
             }
         }
-        self.overlay(&mut config);
+        let config = self.config();
         if config.max_samples < config.min_samples {
             return Err(InvalidSetting::SampleBounds {
                 min: config.min_samples,
@@ -222,6 +245,26 @@ impl MeasurementSettings {
             });
         }
         Ok(config)
+    }
+
+    /// The bench executable's flags for these settings, the values given only (the
+    /// harness has the same defaults): `--quick`, `--flush-l2`, then each option
+    /// under its own name.
+    pub fn harness_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if self.quick {
+            args.push("--quick".to_string());
+        }
+        if self.flush_l2 {
+            args.push("--flush-l2".to_string());
+        }
+        for (option, value) in self.given() {
+            if let Some(v) = value {
+                args.push(option.flag().to_string());
+                args.push(format!("{v}"));
+            }
+        }
+        args
     }
 }
 
@@ -237,7 +280,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            both.apply(MeasurementConfig::standard())
+            both.checked_config()
                 .unwrap_err()
                 .to_string(),
             "--max-samples (10) is below --min-samples (50): raise --max-samples or lower --min-samples"
@@ -248,19 +291,22 @@ mod tests {
         };
         assert_eq!(
             max_only
-                .apply(MeasurementConfig::standard())
+                .checked_config()
                 .unwrap_err()
                 .to_string(),
             "--max-samples (8) is below --min-samples (10, the default): raise --max-samples or lower --min-samples"
         );
         // --quick's fewest is 5.
-        let c = max_only.apply(MeasurementConfig::quick()).unwrap();
+        let quick = MeasurementSettings {
+            quick: true,
+            ..max_only
+        };
+        let c = quick.checked_config().unwrap();
         assert_eq!((c.min_samples, c.max_samples), (5, 8));
     }
 
     #[test]
     fn each_value_follows_its_rule_and_the_message_names_flag_and_variable() {
-        let base = MeasurementConfig::standard;
         let bad = [
             MeasurementSettings {
                 warm_up_time_s: Some(0.0),
@@ -285,7 +331,7 @@ mod tests {
         ];
         let messages: Vec<String> = bad
             .iter()
-            .map(|s| s.apply(base()).unwrap_err().to_string())
+            .map(|s| s.checked_config().unwrap_err().to_string())
             .collect();
         assert_eq!(
             messages,
@@ -305,8 +351,9 @@ mod tests {
             max_samples: Some(2),
             target_rel_ci: Some(0.05),
             throttle_threshold: Some(0.0),
+            ..Default::default()
         };
-        let c = good.apply(base()).unwrap();
+        let c = good.checked_config().unwrap();
         assert_eq!(
             (
                 c.warmup_time_s,
@@ -320,8 +367,27 @@ mod tests {
             (0.5, 2.0, 0.002, 2, 2, 0.05, 0.0)
         );
         assert_eq!(
-            MeasurementSettings::default().apply(base()).unwrap(),
-            base()
+            MeasurementSettings::default().checked_config().unwrap(),
+            MeasurementConfig::standard()
+        );
+        assert_eq!(
+            good.harness_args(),
+            [
+                "--measurement-time",
+                "2",
+                "--warm-up-time",
+                "0.5",
+                "--sample-time",
+                "0.002",
+                "--min-samples",
+                "2",
+                "--max-samples",
+                "2",
+                "--target-rel-ci",
+                "0.05",
+                "--throttle-threshold",
+                "0"
+            ]
         );
     }
 }

@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
-use gpubench_record::measurement::ProcessPolicy;
 
 use crate::build::compile::BenchExecutable;
 use crate::build::discover::DiscoverError;
@@ -22,7 +21,7 @@ use crate::build::library::run_copy::{self, BuildLock, LibraryDigest, RunLibrari
 use crate::build::library::{self, BenchLibrary};
 use crate::build::libtorch;
 use crate::build::revision::{self, Checkout, Checkouts, Resolution, Resolved, Revision};
-use crate::cli::AbArgs;
+use crate::cli::{AbArgs, ProcessDefaults};
 use crate::console;
 use crate::execute::paired::runner::{self as paired_runner, PairedRunError};
 use crate::execute::process::ChildEnv;
@@ -39,17 +38,15 @@ use session::{Mode, Session};
 /// Runs `ab`; see [`crate::cli::ab::AB_HELP`] for the codes.
 pub fn run(args: &AbArgs, command_line: &[OsString]) -> Result<Exit> {
     let stop = crate::execute::process::interrupt_flag()?;
-    let defaults = args.process.defaults();
-    args.process
+    let opts = args
         .measure
-        .settings()
-        .apply(defaults.clone())
+        .run_options(&args.process, ProcessDefaults::ab())
         .context("failed to check the measurement options")?;
 
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let prepared = match (&args.base_libraries, &args.head_libraries) {
-        (Some(base), Some(head)) => imported(base, head, &cwd, args, &stop)?,
-        _ => built(args, &stop)?,
+        (Some(base), Some(head)) => imported(base, head, &cwd, args, &opts, &stop)?,
+        _ => built(args, &opts, &stop)?,
     };
     let Prepared {
         base,
@@ -67,7 +64,6 @@ pub fn run(args: &AbArgs, command_line: &[OsString]) -> Result<Exit> {
         Ready::Exported | Ready::Identical => return Ok(Exit::Success),
         Ready::Interrupted => return Ok(Exit::Interrupted),
     };
-    let opts = run_options(args);
 
     let filter = args.select.filter();
     let plan = Plan::new(&base_list, &head_list, &filter);
@@ -96,16 +92,6 @@ pub fn run(args: &AbArgs, command_line: &[OsString]) -> Result<Exit> {
             Mode::Separate { reason } => Some(reason.clone()),
         },
     };
-    let measurement_time = args
-        .process
-        .measure
-        .measurement_time
-        .unwrap_or(defaults.measurement_time_s);
-    let warmup_time = args
-        .process
-        .measure
-        .warm_up_time
-        .unwrap_or(defaults.warmup_time_s);
     let session = Session {
         store: &store,
         opts: &opts,
@@ -113,12 +99,12 @@ pub fn run(args: &AbArgs, command_line: &[OsString]) -> Result<Exit> {
         stop: &stop,
         mode,
         // Each process warms and measures both sides: twice a run's share.
-        budget: std::time::Duration::from_secs_f64(4.0 * (warmup_time + measurement_time)),
+        budget: 4 * opts.time_per_benchmark,
         base: &base,
         head: &head,
         ab,
         all_targets: args.targets.packages.is_empty() && args.targets.benches.is_empty(),
-        format: args.format,
+        format: args.output.format,
         verdicts: &args.verdicts,
         settings: args.settings(),
         report_dir: (!args.no_report)
@@ -191,7 +177,7 @@ struct Kept {
 /// Finds and builds both revisions of the workspace: as loadable libraries when
 /// they pair, else as executables; with `--export-libraries`, exports the libraries
 /// and stops.
-fn built(args: &AbArgs, stop: &AtomicBool) -> Result<Ready> {
+fn built(args: &AbArgs, opts: &RunOptions, stop: &AtomicBool) -> Result<Ready> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let workspace = crate::build::discover::find_targets(
         args.targets.manifest_path.as_deref(),
@@ -259,8 +245,7 @@ fn built(args: &AbArgs, stop: &AtomicBool) -> Result<Ready> {
         &workspace.target_dir,
         &crate::cli::option_env_vars(),
     );
-    let opts = run_options(args);
-    let out_dir = match &args.out_dir {
+    let out_dir = match &args.output.out_dir {
         Some(dir) => cwd.join(dir),
         None => workspace.target_dir.join("gpubench"),
     };
@@ -324,7 +309,7 @@ fn built(args: &AbArgs, stop: &AtomicBool) -> Result<Ready> {
             return Ok(Ready::Exported);
         }
         if let Some(((b, base_digests), (h, head_digests))) = libraries {
-            match list_libraries(&b, &h, &base, &head, &env, &opts, stop)? {
+            match list_libraries(&b, &h, &base, &head, &env, opts, stop)? {
                 Paired::Listed(bl, hl) => {
                     listed = Some((bl, hl));
                     kept.base = base_digests;
@@ -357,7 +342,7 @@ fn built(args: &AbArgs, stop: &AtomicBool) -> Result<Ready> {
                 &workspace.target_dir,
                 copies,
                 &env,
-                &opts,
+                opts,
                 stop,
             )?
             else {
@@ -395,6 +380,7 @@ fn imported(
     head_dir: &Path,
     cwd: &Path,
     args: &AbArgs,
+    opts: &RunOptions,
     stop: &AtomicBool,
 ) -> Result<Ready> {
     let side = |dir: &Path, role: Role, flag: &str| -> Result<(Revision, Vec<BenchLibrary>)> {
@@ -435,8 +421,7 @@ fn imported(
         &target_dir,
         &crate::cli::option_env_vars(),
     );
-    let opts = run_options(args);
-    let out_dir = match &args.out_dir {
+    let out_dir = match &args.output.out_dir {
         Some(dir) => cwd.join(dir),
         None => target_dir.join("gpubench"),
     };
@@ -458,7 +443,7 @@ fn imported(
         head: digests(&head_libs)?,
     };
     let (base_list, head_list) =
-        match list_libraries(&base_libs, &head_libs, &base, &head, &env, &opts, stop)? {
+        match list_libraries(&base_libs, &head_libs, &base, &head, &env, opts, stop)? {
             Paired::Listed(b, h) => (b, h),
             Paired::Interrupted => return Ok(Ready::Interrupted),
             // Without the sources there is nothing to fall back to.
@@ -482,32 +467,6 @@ fn imported(
         libraries,
         checkouts: None,
     })))
-}
-
-/// The options every process of `ab` gets, as a run's, but for the number of
-/// processes: each gives one paired ratio, and a verdict on them needs more than a
-/// run's three ([`ProcessPolicy::paired`]; 5 with `--quick`).
-fn run_options(args: &AbArgs) -> RunOptions {
-    let processes = match args.process.processes {
-        Some(p) => p,
-        None if args.process.quick => ProcessPolicy::fixed(5),
-        None => ProcessPolicy::paired(),
-    };
-    let defaults = args.process.defaults();
-    let measurement_time = args
-        .process
-        .measure
-        .measurement_time
-        .unwrap_or(defaults.measurement_time_s);
-    RunOptions {
-        device: args.process.device.clone(),
-        quick: args.process.quick,
-        flush_l2: args.process.flush_l2,
-        timeout: args.process.timeout,
-        processes,
-        measurement_time_s: RunOptions::split_measurement_time(measurement_time, &processes),
-        measure: args.process.measure.settings(),
-    }
 }
 
 fn manifest_revision(r: &Revision, libraries: &[LibraryDigest]) -> ManifestRevision {
@@ -789,20 +748,6 @@ fn separate_listings(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
-
-    /// `ab --help`, as one line.
-    fn ab_help() -> String {
-        let mut cmd = crate::cli::Cli::command();
-        cmd.find_subcommand_mut("ab")
-            .expect("an ab subcommand")
-            .clone()
-            .render_long_help()
-            .to_string()
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
 
     fn revision(role: Role) -> Revision {
         Revision {
@@ -820,7 +765,13 @@ mod tests {
     #[test]
     fn a_listing_cut_short_by_ctrl_c_is_an_interruption_not_a_reason_not_to_pair() {
         let cli = crate::cli::Cli::parse_from_cargo(["cargo-gpubench", "ab"]).unwrap();
-        let opts = run_options(cli.ab_args().unwrap());
+        let Some(crate::cli::Command::Ab(args)) = &cli.command else {
+            panic!("ab parses as ab");
+        };
+        let opts = args
+            .measure
+            .run_options(&args.process, ProcessDefaults::ab())
+            .unwrap();
         let lib = BenchLibrary {
             package: "p".into(),
             target: "t".into(),
@@ -844,34 +795,5 @@ mod tests {
         assert!(matches!(listed(true), Paired::Interrupted));
         // Without it, a library that cannot be listed is a reason not to pair.
         assert!(matches!(listed(false), Paired::Not(_)));
-    }
-
-    #[test]
-    fn the_help_gives_the_processes_ab_runs() {
-        let help = ab_help();
-        let defaults = ProcessPolicy::paired();
-        assert!(
-            help.contains(&format!(
-                "[default: {}..{}, going past {}",
-                defaults.min, defaults.max, defaults.min
-            )),
-            "{help}"
-        );
-        assert!(help.contains("and 5 processes per benchmark"), "{help}");
-        assert!(
-            !help.contains("3..6"),
-            "a run's default is not ab's: {help}"
-        );
-        assert!(help.contains("exits 0"), "{help}");
-        // What the help says is what runs.
-        let parsed = |args: &[&str]| {
-            let cli = crate::cli::Cli::parse_from_cargo(
-                ["cargo-gpubench", "ab"].iter().chain(args).copied(),
-            )
-            .unwrap();
-            run_options(cli.ab_args().unwrap()).processes
-        };
-        assert_eq!(parsed(&[]), defaults);
-        assert_eq!(parsed(&["--quick"]), ProcessPolicy::fixed(5));
     }
 }

@@ -494,8 +494,8 @@ impl Session<'_> {
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
             device: self.opts.device_label().to_string(),
-            quick: self.opts.quick,
-            flush_l2: self.opts.flush_l2,
+            quick: self.opts.settings.quick,
+            flush_l2: self.opts.settings.flush_l2,
             processes: self.opts.processes,
             partition: None,
             ab: Some(self.ab.clone()),

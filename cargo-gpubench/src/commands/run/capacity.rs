@@ -54,8 +54,7 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
     if args.repeats == 0 {
         return Err(UsageError("--repeats must be at least 1".into()).into());
     }
-    let run = &args.run;
-    let Some((prepared, libtorch)) = prepare_benchmarks(run, &stop)? else {
+    let Some((prepared, libtorch)) = prepare_benchmarks(&args.sources(), &stop)? else {
         return Ok(Exit::Interrupted);
     };
     let env = crate::execute::process::for_benchmarks(
@@ -70,9 +69,9 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
     let _lock = RunStore::open(&out).context("failed to start the capacity search")?;
     let mut listed = Vec::new();
     for exe in &prepared.executables {
-        listed.extend(list_capacity(&exe.path, &env, run.process.timeout, &stop)?);
+        listed.extend(list_capacity(&exe.path, &env, args.process.timeout, &stop)?);
     }
-    let filters = &run.select.filters;
+    let filters = &args.filters;
     listed.retain(|l| filters.is_empty() || filters.iter().any(|f| l.name.contains(f.as_str())));
     if listed.is_empty() {
         return Err(UsageError(
@@ -83,7 +82,7 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
         .into());
     }
     let baselines = capacity_baselines_dir(
-        run.baselines.baselines_dir.as_deref(),
+        args.baselines.baselines_dir.as_deref(),
         &prepared.workspace_root,
     );
 
@@ -150,7 +149,7 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
     // Compared with the baseline before a save overwrites it.
     let mut findings = Vec::new();
     let mut missing = Vec::new();
-    let wanted = match run.baselines.wanted() {
+    let wanted = match args.baselines.wanted() {
         Wanted::None => None,
         Wanted::Default => Some((DEFAULT_BASELINE.to_string(), false)),
         Wanted::Named(name) => Some((name, true)),
@@ -172,7 +171,7 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
             }
         }
     }
-    match &run.baselines.save_baseline {
+    match &args.baselines.save_baseline {
         Some(name) if interrupted => console::warning(format_args!(
             "capacity baseline `{name}` not saved: the search was interrupted (the results \
              that finished are in {})",
@@ -214,7 +213,7 @@ pub fn run(args: &CapacityArgs) -> Result<Exit> {
     )
     .context("failed to write the capacity report")?;
 
-    match run.output.format {
+    match args.output.format {
         Format::Json => {
             print_document(&json_document(&results, &findings, &missing, &failed));
         }
@@ -413,7 +412,7 @@ fn search(
             "--capacity-probe",
             &size.to_string(),
         ]);
-        if let Some(d) = &args.run.process.device {
+        if let Some(d) = &args.process.device {
             cmd.args(["--device", d]);
         }
         if let Some(f) = args.memory_fraction {
@@ -422,7 +421,7 @@ fn search(
         env.apply(&mut cmd);
         cmd.env(RECORD_DIR_VAR, &probe_dir);
         console::detail(format_args!("probe: {}", process::shell_line(&cmd)));
-        let finished = match process::run(cmd, args.run.process.timeout, stop, process::TAIL_BYTES)
+        let finished = match process::run(cmd, args.process.timeout, stop, process::TAIL_BYTES)
         {
             Ok(f) => f,
             Err(e) => {
@@ -440,7 +439,7 @@ fn search(
         let record = match finished.ending {
             Ending::TimedOut => Err(format!(
                 "timed out after {} s and was killed",
-                args.run.process.timeout.as_secs_f64()
+                args.process.timeout.as_secs_f64()
             )),
             ending if !path.exists() => {
                 Err(format!("{} without writing a record", ending_words(ending)))

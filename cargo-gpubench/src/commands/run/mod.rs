@@ -7,9 +7,8 @@ use std::ffi::OsString;
 
 use anyhow::{Context, Result};
 
-use crate::cli::{Format, RunArgs};
+use crate::cli::{Format, ProcessDefaults, RunArgs};
 use crate::execute::devices;
-use crate::execute::runner::RunOptions;
 use crate::execute::select::{self, Benchmark, Filter, Ignored};
 use crate::exit_code::Exit;
 use crate::format::plural;
@@ -25,6 +24,7 @@ mod prepare;
 mod session;
 
 use prepare::prepare_benchmarks;
+pub(crate) use prepare::Sources;
 use session::{Baselines, Session};
 
 /// Runs benchmarks as `args` say; `command_line` is recorded in the run's manifest.
@@ -32,15 +32,13 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
     let stop = crate::execute::process::interrupt_flag()?;
     // Checked together before anything is built or started, by the harness's own
     // rules: settings it would refuse fail here once, not in every process.
-    let defaults = args.process.defaults();
-    args.process
+    let opts = args
         .measure
-        .settings()
-        .apply(defaults.clone())
+        .run_options(&args.process, ProcessDefaults::run())
         .context("failed to check the measurement options")?;
     let user_threads = cpu_threads::UserThreads::from_env()?;
 
-    let Some((prepared, libtorch)) = prepare_benchmarks(args, &stop)? else {
+    let Some((prepared, libtorch)) = prepare_benchmarks(&args.sources(), &stop)? else {
         return Ok(Exit::Interrupted);
     };
     let mut env = crate::execute::process::for_benchmarks(
@@ -250,29 +248,9 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
     for note in store.mark_incomplete_runs()? {
         crate::console::note(format_args!("{note}"));
     }
-    let processes = args.process.process_policy();
-    let measurement_time = args
-        .process
-        .measure
-        .measurement_time
-        .unwrap_or(defaults.measurement_time_s);
-    let warmup_time = args
-        .process
-        .measure
-        .warm_up_time
-        .unwrap_or(defaults.warmup_time_s);
-    let opts = RunOptions {
-        device: args.process.device.clone(),
-        quick: args.process.quick,
-        flush_l2: args.process.flush_l2,
-        timeout: args.process.timeout,
-        processes,
-        measurement_time_s: RunOptions::split_measurement_time(measurement_time, &processes),
-        measure: args.process.measure.settings(),
-    };
     // A benchmark gets rounds beyond its floor only while its processes have taken
     // less than twice its warm-up and measurement time.
-    let budget = std::time::Duration::from_secs_f64(2.0 * (warmup_time + measurement_time));
+    let budget = 2 * opts.time_per_benchmark;
     let session = Session {
         store: &store,
         opts: &opts,
@@ -291,7 +269,7 @@ pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
         },
         summary_file: args.verdicts.summary_file.as_ref().map(|p| cwd.join(p)),
         report_url: args.verdicts.report_url.clone(),
-        report_dir: (!args.output.no_report).then(|| run_report::report_dir(store.dir())),
+        report_dir: (!args.no_report).then(|| run_report::report_dir(store.dir())),
         archive: prepared
             .archive
             .as_ref()

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use crate::archive::{self, unpack::Extracted};
 use crate::build::compile::BenchExecutable;
 use crate::build::libtorch::{self, Libtorch};
-use crate::cli::RunArgs;
+use crate::cli::{PrebuiltArgs, TargetArgs};
 use crate::exit_code::UsageError;
 use crate::format::plural;
 use crate::store::manifest::ManifestArchive;
@@ -60,12 +60,26 @@ impl FromArchive {
     }
 }
 
+/// Where a command's benchmarks come from (the workspace's bench targets, bench
+/// executables or an archive), and where its results go: what a run and `capacity`
+/// share.
+pub(crate) struct Sources<'a> {
+    /// Which bench targets of which workspace.
+    pub targets: &'a TargetArgs,
+    /// Bench executables built elsewhere, instead of the targets.
+    pub prebuilt: &'a PrebuiltArgs,
+    /// `--out-dir`.
+    pub out_dir: Option<&'a Path>,
+    /// `--list`: nothing is stored.
+    pub list: bool,
+}
+
 /// The benchmarks `args` name (an archive, executables or the workspace's bench
 /// targets, built) and the libtorch their processes load: found before the build when
 /// it was handed to it, else searched now with the build scripts' library paths too.
 /// `None` when interrupted.
 pub(super) fn prepare_benchmarks(
-    args: &RunArgs,
+    args: &Sources<'_>,
     stop: &AtomicBool,
 ) -> Result<Option<(Prepared, Libtorch)>> {
     let prepared = if let Some(file) = &args.prebuilt.archive {
@@ -90,13 +104,13 @@ pub(super) fn prepare_benchmarks(
 }
 
 /// Discovers and builds; `None` when interrupted.
-pub(super) fn prepare_workspace(args: &RunArgs, stop: &AtomicBool) -> Result<Option<Prepared>> {
+pub(super) fn prepare_workspace(args: &Sources<'_>, stop: &AtomicBool) -> Result<Option<Prepared>> {
     let workspace = crate::build::discover::find_targets(
         args.targets.manifest_path.as_deref(),
         &args.targets.packages,
         &args.targets.benches,
     )?;
-    let out_dir = match &args.output.out_dir {
+    let out_dir = match args.out_dir {
         Some(dir) => std::env::current_dir()
             .context("failed to read the current directory")?
             .join(dir),
@@ -128,7 +142,7 @@ pub(super) fn prepare_workspace(args: &RunArgs, stop: &AtomicBool) -> Result<Opt
 }
 
 /// Takes `--exe` executables as they are.
-pub(super) fn prepare_executables(args: &RunArgs) -> Result<Prepared> {
+pub(super) fn prepare_executables(args: &Sources<'_>) -> Result<Prepared> {
     let mut executables = Vec::new();
     for path in &args.prebuilt.exes {
         if !path.is_file() {
@@ -160,10 +174,7 @@ pub(super) fn prepare_executables(args: &RunArgs) -> Result<Prepared> {
         executables,
         native_paths: Vec::new(),
         out_dir: cwd.join(
-            args.output
-                .out_dir
-                .as_deref()
-                .unwrap_or(Path::new(EXE_MODE_OUT_DIR)),
+            args.out_dir.unwrap_or(Path::new(EXE_MODE_OUT_DIR)),
         ),
         target_dir: cwd.join("target"),
         workspace_root: cwd,
@@ -175,7 +186,7 @@ pub(super) fn prepare_executables(args: &RunArgs) -> Result<Prepared> {
 
 /// Extracts `--archive FILE` into a temporary directory and takes its executables,
 /// once the libtorch here is the version they were built against.
-pub(super) fn prepare_archive(file: &Path, args: &RunArgs) -> Result<Prepared> {
+pub(super) fn prepare_archive(file: &Path, args: &Sources<'_>) -> Result<Prepared> {
     if !file.is_file() {
         return Err(UsageError(format!(
             "archive {} does not exist: make one with `cargo gpubench archive -o FILE`",
@@ -240,10 +251,7 @@ pub(super) fn prepare_archive(file: &Path, args: &RunArgs) -> Result<Prepared> {
         executables,
         native_paths: vec![extracted.lib_dir()],
         out_dir: cwd.join(
-            args.output
-                .out_dir
-                .as_deref()
-                .unwrap_or(Path::new(EXE_MODE_OUT_DIR)),
+            args.out_dir.unwrap_or(Path::new(EXE_MODE_OUT_DIR)),
         ),
         // The bundled libraries are under it, so they go on the loader path.
         target_dir: dir.path().to_path_buf(),

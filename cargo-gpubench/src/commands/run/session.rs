@@ -116,8 +116,8 @@ impl Session<'_> {
                 let labels: Vec<&str> = self.devices.iter().map(|d| d.label.as_str()).collect();
                 labels.join(",")
             },
-            quick: self.opts.quick,
-            flush_l2: self.opts.flush_l2,
+            quick: self.opts.settings.quick,
+            flush_l2: self.opts.settings.flush_l2,
             processes: self.opts.processes,
             partition: self.partition.map(|p| p.to_string()),
             ab: None,
