@@ -177,10 +177,13 @@ pub fn alternate<E>(
     let mut sampling = rule.start();
     let mut kind = TimeKind::Device;
     loop {
-        let mut block = [(Side::First, PerCall {
-            device_ns: None,
-            wall_ns: 0.0,
-        }); 4];
+        let mut block = [(
+            Side::First,
+            PerCall {
+                device_ns: None,
+                wall_ns: 0.0,
+            },
+        ); 4];
         for (slot, side) in block.iter_mut().zip(BLOCK) {
             *slot = (side, sample(side)?);
         }
@@ -293,7 +296,9 @@ mod tests {
         // From the second block on each side has one sample after the other's and one
         // after its own: the ratio is 1. (The first block's first sample follows
         // nothing here.)
-        assert!(alternated.ratios[1..].iter().all(|r| (r - 1.0).abs() < 1e-12));
+        assert!(alternated.ratios[1..]
+            .iter()
+            .all(|r| (r - 1.0).abs() < 1e-12));
     }
 
     #[test]

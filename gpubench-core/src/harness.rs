@@ -402,7 +402,10 @@ fn print_list(cases: &[Case], args: &HarnessArgs) {
 /// The measurement settings of `args`, checked by the rules `cargo gpubench`
 /// checks them with before it starts this process.
 fn measurement_config(args: &HarnessArgs) -> Result<MeasurementConfig, String> {
-    let mut c = args.settings().checked_config().map_err(|e| e.to_string())?;
+    let mut c = args
+        .settings()
+        .checked_config()
+        .map_err(|e| e.to_string())?;
     c.mode = if args.bench {
         RunMode::Bench
     } else {

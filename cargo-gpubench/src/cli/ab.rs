@@ -7,8 +7,8 @@ use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args};
 use gpubench_analysis::compare::DEFAULT_PAIRED_NOISE_THRESHOLD;
 
-use super::compare::{parse_noise_threshold, VerdictArgs};
-use super::run::{MeasureArgs, OutputArgs, ProcessArgs, SelectArgs, TargetArgs};
+use super::compare::{parse_noise_threshold, Format, VerdictArgs};
+use super::run::{MeasureArgs, ProcessArgs, SelectArgs, TargetArgs};
 
 /// Options of `cargo gpubench ab`.
 #[derive(Debug, Clone, Args)]
@@ -97,10 +97,20 @@ pub struct AbArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,
 
-    /// What `ab` prints and where it keeps the run (`--out-dir` has `ab`'s own help,
-    /// `OUT_DIR_HELP`).
-    #[command(flatten)]
-    pub output: OutputArgs,
+    /// Output format on stdout.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        env = "GPUBENCH_FORMAT",
+        default_value_t = Format::Human
+    )]
+    pub format: Format,
+
+    /// Where the run is stored [default: `<target-dir>/gpubench`, or ./target/gpubench
+    /// with --base-libraries].
+    #[arg(long, value_name = "DIR", env = "GPUBENCH_OUT_DIR")]
+    pub out_dir: Option<PathBuf>,
 
     /// Do not write the HTML report (`<out-dir>/report/index.html`).
     #[arg(long, env = "GPUBENCH_NO_REPORT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
@@ -177,10 +187,6 @@ pub fn refuse_unsupported_harness_vars(
 pub const PROCESSES_HELP: &str = "Processes per benchmark, each giving one paired ratio \
     of head to base: N, or MIN..MAX to let `ab` decide [default: 5..10, going past 5 \
     while the paired change's interval is wider than ±1%; 5 with --quick]";
-
-/// `ab`'s `--out-dir`.
-pub const OUT_DIR_HELP: &str = "Where the run is stored [default: `<target-dir>/gpubench`, \
-    or ./target/gpubench with --base-libraries]";
 
 /// `ab`'s `--quick`.
 pub const QUICK_HELP: &str = "Shorter warm-up and measurement bounds and 5 processes \

@@ -86,8 +86,8 @@ pub struct CapacityArgs {
 
 impl CapacityArgs {
     /// Where the searched benchmarks come from and the results go.
-    pub(crate) fn sources(&self) -> crate::commands::run::Sources<'_> {
-        crate::commands::run::Sources {
+    pub(crate) fn sources(&self) -> super::Sources<'_> {
+        super::Sources {
             targets: &self.targets,
             prebuilt: &self.prebuilt,
             out_dir: self.output.out_dir.as_deref(),

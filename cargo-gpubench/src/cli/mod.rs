@@ -22,7 +22,7 @@ pub use history::{HistoryArgs, HISTORY_ABOUT, HISTORY_HELP};
 pub use merge::MergeArgs;
 pub use run::{
     MeasureArgs, OutputArgs, PrebuiltArgs, ProcessArgs, ProcessDefaults, RunArgs, SelectArgs,
-    SpreadArgs, TargetArgs, MAX_PROCESSES,
+    Sources, SpreadArgs, TargetArgs, MAX_PROCESSES,
 };
 
 use std::ffi::OsString;
@@ -119,8 +119,7 @@ pub enum Command {
         long_about = ab::AB_ABOUT,
         after_long_help = ab::AB_HELP,
         mut_arg("processes", |a| a.help(ab::PROCESSES_HELP)),
-        mut_arg("quick", |a| a.help(ab::QUICK_HELP)),
-        mut_arg("out_dir", |a| a.help(ab::OUT_DIR_HELP))
+        mut_arg("quick", |a| a.help(ab::QUICK_HELP))
     )]
     Ab(AbArgs),
     /// Compare two stored baselines or runs, without running anything.
@@ -362,7 +361,7 @@ impl Cli {
         match &self.command {
             None => Some(self.run.output.format),
             Some(Command::Run(args)) => Some(args.output.format),
-            Some(Command::Ab(args)) => Some(args.output.format),
+            Some(Command::Ab(args)) => Some(args.format),
             Some(Command::Compare(args)) => Some(args.format),
             Some(Command::Merge(args)) => Some(args.format),
             Some(Command::History(args)) => Some(args.format),

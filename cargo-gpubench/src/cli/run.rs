@@ -1,7 +1,7 @@
 //! The options of a run (`cargo gpubench [run]`): what to build and run, how to
 //! measure, where to keep results, and their parsers.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::compare::{BaselineArgs, Format, VerdictArgs};
@@ -319,7 +319,6 @@ pub struct OutputArgs {
     /// with --exe or --archive].
     #[arg(long, value_name = "DIR", env = "GPUBENCH_OUT_DIR")]
     pub out_dir: Option<PathBuf>,
-
 }
 
 /// Options of a run.
@@ -373,14 +372,28 @@ pub struct RunArgs {
 
 impl RunArgs {
     /// Where the run's benchmarks come from and its results go.
-    pub(crate) fn sources(&self) -> crate::commands::run::Sources<'_> {
-        crate::commands::run::Sources {
+    pub(crate) fn sources(&self) -> Sources<'_> {
+        Sources {
             targets: &self.targets,
             prebuilt: &self.prebuilt,
             out_dir: self.output.out_dir.as_deref(),
             list: self.list,
         }
     }
+}
+
+/// Where a command's benchmarks come from (the workspace's bench targets, bench
+/// executables or an archive), and where its results go: what a run and `capacity`
+/// share.
+pub struct Sources<'a> {
+    /// Which bench targets of which workspace.
+    pub targets: &'a TargetArgs,
+    /// Bench executables built elsewhere, instead of the targets.
+    pub prebuilt: &'a PrebuiltArgs,
+    /// `--out-dir`.
+    pub out_dir: Option<&'a Path>,
+    /// `--list`: nothing is stored.
+    pub list: bool,
 }
 
 /// Most processes a benchmark may be given.

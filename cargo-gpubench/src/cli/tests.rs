@@ -191,9 +191,7 @@ fn report_takes_a_run_reference_defaulting_to_latest() {
     let cli = Cli::parse_from_cargo(["cargo-gpubench", "report", "run:2026", "--open"]).unwrap();
     let r = report_args(&cli).unwrap();
     assert_eq!((r.run.as_str(), r.open), ("run:2026", true));
-    assert!(
-        run_args(&Cli::parse_from_cargo(["cargo-gpubench", "--no-report"]).unwrap()).no_report
-    );
+    assert!(run_args(&Cli::parse_from_cargo(["cargo-gpubench", "--no-report"]).unwrap()).no_report);
 }
 
 #[test]
@@ -541,7 +539,10 @@ fn ab_help_states_the_processes_ab_runs() {
         }
     };
     // --processes: "[default: 5..10, going past 5 while ... ±1%; 5 with --quick]".
-    assert_eq!(stated(&help, "[default: ", ", going past"), range(default));
+    assert_eq!(
+        stated(&help, "`ab` decide [default: ", ", going past"),
+        range(default)
+    );
     assert_eq!(stated(&help, ", going past ", " "), default.min.to_string());
     assert_eq!(
         stated(&help, "interval is wider than ±", "%"),
@@ -555,7 +556,10 @@ fn ab_help_states_the_processes_ab_runs() {
     );
     // A run's numbers are not ab's.
     assert_ne!(default, ProcessDefaults::run().standard);
-    assert!(!help.contains("3..6"), "a run's default in ab's help: {help}");
+    assert!(
+        !help.contains("3..6"),
+        "a run's default in ab's help: {help}"
+    );
 }
 
 #[test]
@@ -564,11 +568,13 @@ fn a_run_help_states_the_processes_a_run_runs() {
     let defaults = ProcessDefaults::run();
     let standard = defaults.standard;
     assert_eq!(
-        stated(&help, "[default: ", ", where only"),
+        stated(&help, "the run decide [default: ", ", where only"),
         format!("{}..{}", standard.min, standard.max)
     );
+    let ci = stated(&help, "their interval is wider than ±", "%");
+    assert_eq!(ci, format!("{}", standard.target_rel_ci * 100.0));
     assert_eq!(
-        stated(&help, "; ", " with --quick]"),
+        stated(&help, &format!("than ±{ci}%; "), " with --quick]"),
         defaults.quick.min.to_string()
     );
     assert_eq!(
@@ -624,6 +630,8 @@ fn a_subcommand_refuses_the_options_it_does_not_read() {
     assert_eq!(args.process.timeout, Duration::from_secs(60));
     assert_eq!(args.baselines.save_baseline.as_deref(), Some("main"));
     assert_eq!(args.output.format, Format::Json);
-    assert_eq!((args.max_probes, args.filters.as_slice()), (8, &["mlp".to_string()][..]));
+    assert_eq!(
+        (args.max_probes, args.filters.as_slice()),
+        (8, &["mlp".to_string()][..])
+    );
 }
-

@@ -104,7 +104,7 @@ pub fn run(args: &AbArgs, command_line: &[OsString]) -> Result<Exit> {
         head: &head,
         ab,
         all_targets: args.targets.packages.is_empty() && args.targets.benches.is_empty(),
-        format: args.output.format,
+        format: args.format,
         verdicts: &args.verdicts,
         settings: args.settings(),
         report_dir: (!args.no_report)
@@ -245,7 +245,7 @@ fn built(args: &AbArgs, opts: &RunOptions, stop: &AtomicBool) -> Result<Ready> {
         &workspace.target_dir,
         &crate::cli::option_env_vars(),
     );
-    let out_dir = match &args.output.out_dir {
+    let out_dir = match &args.out_dir {
         Some(dir) => cwd.join(dir),
         None => workspace.target_dir.join("gpubench"),
     };
@@ -421,7 +421,7 @@ fn imported(
         &target_dir,
         &crate::cli::option_env_vars(),
     );
-    let out_dir = match &args.output.out_dir {
+    let out_dir = match &args.out_dir {
         Some(dir) => cwd.join(dir),
         None => target_dir.join("gpubench"),
     };

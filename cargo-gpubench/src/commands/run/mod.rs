@@ -24,7 +24,6 @@ mod prepare;
 mod session;
 
 use prepare::prepare_benchmarks;
-pub(crate) use prepare::Sources;
 use session::{Baselines, Session};
 
 /// Runs benchmarks as `args` say; `command_line` is recorded in the run's manifest.

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use crate::archive::{self, unpack::Extracted};
 use crate::build::compile::BenchExecutable;
 use crate::build::libtorch::{self, Libtorch};
-use crate::cli::{PrebuiltArgs, TargetArgs};
+use crate::cli::Sources;
 use crate::exit_code::UsageError;
 use crate::format::plural;
 use crate::store::manifest::ManifestArchive;
@@ -58,20 +58,6 @@ impl FromArchive {
             libtorch_version: m.libtorch_version.clone(),
         }
     }
-}
-
-/// Where a command's benchmarks come from (the workspace's bench targets, bench
-/// executables or an archive), and where its results go: what a run and `capacity`
-/// share.
-pub(crate) struct Sources<'a> {
-    /// Which bench targets of which workspace.
-    pub targets: &'a TargetArgs,
-    /// Bench executables built elsewhere, instead of the targets.
-    pub prebuilt: &'a PrebuiltArgs,
-    /// `--out-dir`.
-    pub out_dir: Option<&'a Path>,
-    /// `--list`: nothing is stored.
-    pub list: bool,
 }
 
 /// The benchmarks `args` name (an archive, executables or the workspace's bench
@@ -173,9 +159,7 @@ pub(super) fn prepare_executables(args: &Sources<'_>) -> Result<Prepared> {
     Ok(Prepared {
         executables,
         native_paths: Vec::new(),
-        out_dir: cwd.join(
-            args.out_dir.unwrap_or(Path::new(EXE_MODE_OUT_DIR)),
-        ),
+        out_dir: cwd.join(args.out_dir.unwrap_or(Path::new(EXE_MODE_OUT_DIR))),
         target_dir: cwd.join("target"),
         workspace_root: cwd,
         store: None,
@@ -250,9 +234,7 @@ pub(super) fn prepare_archive(file: &Path, args: &Sources<'_>) -> Result<Prepare
     Ok(Prepared {
         executables,
         native_paths: vec![extracted.lib_dir()],
-        out_dir: cwd.join(
-            args.out_dir.unwrap_or(Path::new(EXE_MODE_OUT_DIR)),
-        ),
+        out_dir: cwd.join(args.out_dir.unwrap_or(Path::new(EXE_MODE_OUT_DIR))),
         // The bundled libraries are under it, so they go on the loader path.
         target_dir: dir.path().to_path_buf(),
         workspace_root: cwd,

@@ -13,12 +13,12 @@
 //! Stopping follows a run's rule ([`gpubench_analysis::sampling::StoppingRule`]) on
 //! the blocks' ratios instead of one side's samples.
 
-use std::path::Path;
 use gpubench_analysis::sampling::{self, PerCall, Side, StoppingRule};
 use gpubench_analysis::stats::median;
 use gpubench_record::measurement::{MeasurementConfig, StopReason, TimeKind};
 use gpubench_record::paired::{AbiSample, AbiSide, Pairing, Role};
 use gpubench_record::record::RawRecord;
+use std::path::Path;
 
 /// A side the driver can warm and sample.
 pub trait PairSide {
@@ -115,7 +115,11 @@ pub fn alternate(
         Side::First => first_role,
         Side::Second => second_role,
     };
-    let head_side = if base_first { Side::Second } else { Side::First };
+    let head_side = if base_first {
+        Side::Second
+    } else {
+        Side::First
+    };
     let alternated = sampling::alternate(&StoppingRule::of(config), head_side, |side| {
         let role = role_of(side);
         let (s, iters): (&mut dyn PairSide, u64) = match role {
