@@ -325,8 +325,11 @@ fn subcommand(cli: &Cli) -> &'static str {
 fn builds(cli: &Cli) -> bool {
     match &cli.command {
         Some(Subcommand::Archive(_) | Subcommand::Ab(_)) => true,
-        None | Some(Subcommand::Run(_) | Subcommand::Capacity(_)) => {
-            let args = cli.run_args();
+        None => cli.run.prebuilt.archive.is_none() && cli.run.prebuilt.exes.is_empty(),
+        Some(Subcommand::Run(args)) => {
+            args.prebuilt.archive.is_none() && args.prebuilt.exes.is_empty()
+        }
+        Some(Subcommand::Capacity(args)) => {
             args.prebuilt.archive.is_none() && args.prebuilt.exes.is_empty()
         }
         _ => false,
@@ -381,7 +384,10 @@ fn the_merge_is_checked_as_a_push_and_as_a_pull_request_would_run_it() {
     assert_eq!(clis.len(), 2, "{merge:?}");
     let saves: Vec<Option<&str>> = clis
         .iter()
-        .map(|c| c.merge_args().unwrap().baselines.save_baseline.as_deref())
+        .map(|c| match &c.command {
+            Some(Subcommand::Merge(args)) => args.baselines.save_baseline.as_deref(),
+            _ => panic!("not a merge"),
+        })
         .collect();
     assert_eq!(saves, [Some("main"), None]);
 }
@@ -453,7 +459,9 @@ fn the_cpu_template_gates_pull_requests_with_ab_on_a_hosted_runner() {
             match subcommand(cli) {
                 "ab" => {}
                 "setup" => {
-                    let args = cli.setup_args().unwrap();
+                    let Some(Subcommand::Setup(args)) = &cli.command else {
+                        unreachable!("a setup")
+                    };
                     assert!(args.no_cuda_headers && args.no_cargo_config, "{}", f.at);
                     // PyTorch's CPU wheels, not PyPI's 3 GB of CUDA libraries.
                     let step = &job.steps[f.step];
@@ -591,7 +599,7 @@ fn every_job_sets_up_libtorch_before_it_builds_or_runs_benchmarks() {
             let mut setup: Option<bool> = None;
             for (f, clis) in found.iter().filter(|(f, _)| f.job == job.id) {
                 let cli = &clis[0];
-                if let Some(args) = cli.setup_args() {
+                if let Some(Subcommand::Setup(args)) = &cli.command {
                     // Without the CUDA headers the kernel-timing shim is not built:
                     // only a job that measures on the CPU goes without them.
                     setup = Some(!args.no_cuda_headers || on_cpu(&wf, job));
