@@ -491,17 +491,18 @@ fn the_options_a_harness_names_as_cargo_gpubenchs_are_options_of_a_run() {
     }
 }
 
-/// A subcommand's `--help`, as one line.
-fn long_help(subcommand: &str) -> String {
+/// A subcommand's `--help` and `-h`, each as one line.
+fn helps(subcommand: &str) -> [String; 2] {
     let mut cmd = Cli::command();
-    cmd.find_subcommand_mut(subcommand)
+    let sub = cmd
+        .find_subcommand_mut(subcommand)
         .expect("the subcommand exists")
-        .clone()
-        .render_long_help()
-        .to_string()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
+        .clone();
+    let one_line = |s: String| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    [
+        one_line(sub.clone().render_long_help().to_string()),
+        one_line(sub.clone().render_help().to_string()),
+    ]
 }
 
 /// The number right after `before` in `text`, up to `after`: `3..6` or `5`.
@@ -518,7 +519,12 @@ fn stated<'a>(text: &'a str, before: &str, after: &str) -> &'a str {
 
 #[test]
 fn ab_help_states_the_processes_ab_runs() {
-    let help = long_help("ab");
+    for help in helps("ab") {
+        ab_help_states(&help);
+    }
+}
+
+fn ab_help_states(help: &str) {
     // What `ab` runs, by the one builder its command uses.
     let runs = |argv: &[&str]| {
         let cli =
@@ -540,18 +546,18 @@ fn ab_help_states_the_processes_ab_runs() {
     };
     // --processes: "[default: 5..10, going past 5 while ... ±1%; 5 with --quick]".
     assert_eq!(
-        stated(&help, "`ab` decide [default: ", ", going past"),
+        stated(help, "`ab` decide [default: ", ", going past"),
         range(default)
     );
-    assert_eq!(stated(&help, ", going past ", " "), default.min.to_string());
+    assert_eq!(stated(help, ", going past ", " "), default.min.to_string());
     assert_eq!(
-        stated(&help, "interval is wider than ±", "%"),
+        stated(help, "interval is wider than ±", "%"),
         format!("{}", default.target_rel_ci * 100.0)
     );
-    assert_eq!(stated(&help, "±1%; ", " with --quick"), range(quick));
+    assert_eq!(stated(help, "±1%; ", " with --quick"), range(quick));
     // --quick: "... bounds and 5 processes per benchmark".
     assert_eq!(
-        stated(&help, "measurement bounds and ", " processes per benchmark"),
+        stated(help, "measurement bounds and ", " processes per benchmark"),
         range(quick)
     );
     // A run's numbers are not ab's.
@@ -564,7 +570,7 @@ fn ab_help_states_the_processes_ab_runs() {
 
 #[test]
 fn a_run_help_states_the_processes_a_run_runs() {
-    let help = long_help("run");
+    let [help, _] = helps("run");
     let defaults = ProcessDefaults::run();
     let standard = defaults.standard;
     assert_eq!(
