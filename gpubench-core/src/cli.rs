@@ -59,13 +59,14 @@ pub struct HarnessArgs {
     /// Device to measure on: `cpu`, `cuda` or `cuda:N` (default: cuda:0 if available, else cpu).
     #[arg(long, env = protocol::DEVICE_VAR, value_name = "DEVICE")]
     pub device: Option<String>,
-    /// Shorter time bounds (0.2 s warm-up, 1 s measurement).
+    /// Shorter warm-up and measurement bounds, fewer samples and a looser target
+    /// (the defaults after `--quick:` below).
     #[arg(long, env = "GPUBENCH_QUICK", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub quick: bool,
     /// Write one raw JSON record per benchmark into this directory.
     #[arg(long, env = protocol::RECORD_DIR_VAR, value_name = "DIR")]
     pub record_dir: Option<PathBuf>,
-    /// Warm-up time bound in seconds (default 1, quick 0.2).
+    /// Warm-up time bound in seconds [default: 1; --quick: 0.2].
     #[arg(
         long,
         env = "GPUBENCH_WARM_UP_TIME",
@@ -73,7 +74,7 @@ pub struct HarnessArgs {
         value_name = "SECS"
     )]
     pub warm_up_time: Option<f64>,
-    /// Measurement time bound in seconds (default 5, quick 1).
+    /// Measurement time bound in seconds [default: 5; --quick: 1].
     #[arg(
         long,
         env = "GPUBENCH_MEASUREMENT_TIME",
@@ -81,7 +82,7 @@ pub struct HarnessArgs {
         value_name = "SECS"
     )]
     pub measurement_time: Option<f64>,
-    /// Target duration of one sample in seconds (default 0.01).
+    /// Target duration of one sample in seconds [default: 0.01; --quick: 0.005].
     #[arg(
         long,
         env = "GPUBENCH_SAMPLE_TIME",
@@ -89,13 +90,14 @@ pub struct HarnessArgs {
         value_name = "SECS"
     )]
     pub sample_time: Option<f64>,
-    /// Fewest samples (default 10, quick 5).
+    /// Fewest samples [default: 10; --quick: 5].
     #[arg(long, env = "GPUBENCH_MIN_SAMPLES", value_name = "N")]
     pub min_samples: Option<u32>,
-    /// Most samples (default 200).
+    /// Most samples [default: 200; --quick: 100].
     #[arg(long, env = "GPUBENCH_MAX_SAMPLES", value_name = "N")]
     pub max_samples: Option<u32>,
-    /// Stop once the median's 95% interval is within ± this fraction (default 0.01).
+    /// Stop once the median's 95% interval is within ± this fraction [default: 0.01;
+    /// --quick: 0.02].
     #[arg(
         long,
         env = "GPUBENCH_TARGET_REL_CI",
@@ -239,6 +241,44 @@ mod tests {
 
     use super::*;
 
+    /// Each measurement option's flag with its default and its `--quick` default.
+    fn measurement_defaults() -> Vec<(&'static str, String, String)> {
+        use gpubench_record::measurement::MeasurementConfig;
+        let (s, q) = (MeasurementConfig::standard(), MeasurementConfig::quick());
+        vec![
+            (
+                "--warm-up-time",
+                s.warmup_time_s.to_string(),
+                q.warmup_time_s.to_string(),
+            ),
+            (
+                "--measurement-time",
+                s.measurement_time_s.to_string(),
+                q.measurement_time_s.to_string(),
+            ),
+            (
+                "--sample-time",
+                s.sample_target_s.to_string(),
+                q.sample_target_s.to_string(),
+            ),
+            (
+                "--min-samples",
+                s.min_samples.to_string(),
+                q.min_samples.to_string(),
+            ),
+            (
+                "--max-samples",
+                s.max_samples.to_string(),
+                q.max_samples.to_string(),
+            ),
+            (
+                "--target-rel-ci",
+                s.target_rel_ci.to_string(),
+                q.target_rel_ci.to_string(),
+            ),
+        ]
+    }
+
     fn help_for(argv: &[&str]) -> Option<String> {
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
         let err = HarnessArgs::try_parse_from(&argv).expect_err("the options are refused");
@@ -266,6 +306,21 @@ mod tests {
         );
         // Not an unknown option: clap's own error stands.
         assert!(help_for(&["bench", "--min-samples", "x"]).is_none());
+    }
+
+    #[test]
+    fn help_states_the_defaults_of_the_measurement_options() {
+        let help = HarnessArgs::command().render_long_help().to_string();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for (flag, default, quick) in measurement_defaults() {
+            let at = help
+                .find(&format!("{flag} <"))
+                .unwrap_or_else(|| panic!("{flag}: {help}"));
+            let end = help[at..].find("[env:").map_or(help.len(), |i| at + i);
+            let text = &help[at..end];
+            let expected = format!("[default: {default}; --quick: {quick}]");
+            assert!(text.contains(&expected), "{flag} says: {text}");
+        }
     }
 
     #[test]

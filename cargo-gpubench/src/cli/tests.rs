@@ -641,3 +641,49 @@ fn a_subcommand_refuses_the_options_it_does_not_read() {
         (8, &["mlp".to_string()][..])
     );
 }
+
+#[test]
+fn the_measurement_options_help_states_their_defaults() {
+    use gpubench_record::measurement::MeasurementConfig;
+    let (s, q) = (MeasurementConfig::standard(), MeasurementConfig::quick());
+    let stated = [
+        ("warm_up_time", s.warmup_time_s, q.warmup_time_s),
+        (
+            "measurement_time",
+            s.measurement_time_s,
+            q.measurement_time_s,
+        ),
+        ("sample_time", s.sample_target_s, q.sample_target_s),
+        (
+            "min_samples",
+            f64::from(s.min_samples),
+            f64::from(q.min_samples),
+        ),
+        (
+            "max_samples",
+            f64::from(s.max_samples),
+            f64::from(q.max_samples),
+        ),
+        ("target_rel_ci", s.target_rel_ci, q.target_rel_ci),
+    ];
+    for sub in ["run", "ab"] {
+        let cmd = Cli::command();
+        let sub = cmd.find_subcommand(sub).unwrap();
+        let help_of = |id: &str| {
+            let arg = sub.get_arguments().find(|a| a.get_id() == id).unwrap();
+            arg.get_help().unwrap().to_string()
+        };
+        for (id, default, quick) in stated {
+            let help = help_of(id);
+            assert!(
+                help.contains(&format!("[default: {default}; --quick: {quick}]")),
+                "{id}: {help}"
+            );
+        }
+        let help = help_of("throttle_threshold");
+        assert!(
+            help.contains(&format!("[default: {};", s.throttle_threshold)),
+            "{help}"
+        );
+    }
+}
