@@ -63,7 +63,7 @@ pub struct Bencher {
     pub(crate) not_measured: Option<String>,
     /// In a paired process, the account of this side's own memory, begun when the
     /// side opened.
-    pub(crate) own_memory: Option<Rc<crate::paired::OwnMemory>>,
+    pub(crate) own_memory: Option<Rc<crate::engine::OwnMemory>>,
 }
 
 impl Bencher {

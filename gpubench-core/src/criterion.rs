@@ -76,8 +76,7 @@ impl SyncedWallTime {
     }
 
     /// Synced wall time on `device`, e.g. the simulated device of a test.
-    #[doc(hidden)]
-    pub fn on(device: &'static dyn DeviceBackend) -> Self {
+    fn on(device: &'static dyn DeviceBackend) -> Self {
         SyncedWallTime {
             device,
             wall: WallTime,
@@ -148,8 +147,7 @@ impl DeviceTime {
     }
 
     /// Device time on `device`, e.g. the simulated device of a test.
-    #[doc(hidden)]
-    pub fn on(device: &'static dyn DeviceBackend) -> Result<Self, String> {
+    fn on(device: &'static dyn DeviceBackend) -> Result<Self, String> {
         let timer = device.timer().ok_or_else(|| {
             format!(
                 "{:?} has no device timer: use SyncedWallTime there",
@@ -200,3 +198,6 @@ impl Measurement for DeviceTime {
         self.wall.formatter()
     }
 }
+
+#[cfg(test)]
+mod tests;

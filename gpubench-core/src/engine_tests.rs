@@ -13,7 +13,7 @@ use gpubench_record::measurement::{
     Flag, Measurement, MeasurementConfig, ProcessPolicy, RunMode, StopReason,
 };
 
-use crate::device::simulated::spin_until;
+use crate::device::spin_until;
 use crate::device::{DeviceBackend, SimulatedDevice, TorchDevice};
 use crate::Bencher;
 

@@ -26,6 +26,8 @@ use crate::registry::{self, Case};
 use crate::telemetry::Telemetry;
 use crate::{fingerprint, output, Bencher};
 
+pub(crate) mod paired_entry;
+
 pub use gpubench_record::protocol::{EXIT_BENCHMARK_FAILED as EXIT_FAILED, EXIT_USAGE};
 
 thread_local! {
@@ -603,7 +605,7 @@ fn run_case(
     backend.reset_memory();
     // A side of a paired process shares the allocator with the other side: its
     // memory is what its own code allocates from here on.
-    let own_memory = paired.map(|_| Rc::new(crate::paired::OwnMemory::begin(Rc::clone(backend))));
+    let own_memory = paired.map(|_| Rc::new(crate::engine::OwnMemory::begin(Rc::clone(backend))));
     let watching = host.start();
     let log = telemetry.as_ref().map(Telemetry::start);
     let fingerprint = Fingerprint {

@@ -49,7 +49,6 @@ mod cli;
 #[cfg(feature = "criterion")]
 pub mod criterion;
 pub mod cuda_loader;
-mod cuda_shim;
 mod device;
 pub mod eager_compiled;
 mod engine;
@@ -146,13 +145,12 @@ pub mod __private {
 
     /// What [`crate::export_paired`] expands to calls.
     pub mod paired {
-        pub use crate::paired::{free, list, open, ReadyFn, ABI_VERSION};
+        pub use crate::harness::paired_entry::{free, list, open, ReadyFn, ABI_VERSION};
     }
 
     /// The devices a [`crate::Bencher`] measures on.
     pub mod device {
-        pub use crate::device::simulated::spin_until;
-        pub use crate::device::{DeviceBackend, SimulatedDevice, TorchDevice};
+        pub use crate::device::{spin_until, DeviceBackend, TorchDevice};
     }
 
     /// The measurement engine's options.

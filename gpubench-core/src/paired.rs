@@ -1,21 +1,17 @@
-//! One side of a paired process (`cargo gpubench ab`): the C entry points a
-//! revision's bench code exports when built as a loadable library
-//! ([`crate::export_paired`]), and what a benchmark's `b.iter…` hands the driver
-//! there. The contract, and how the driver uses it, is [`gpubench_record::paired`].
+//! One side of a paired process (`cargo gpubench ab`): what a benchmark's `b.iter…`
+//! hands the driver, which takes the side's samples alternating with the other
+//! side's. The C entry points through which the driver opens a side are the
+//! harness's ([`crate::export_paired`]); the contract, and how the driver uses it,
+//! is [`gpubench_record::paired`].
 
 use std::any::Any;
-use std::ffi::{c_char, c_void, CStr, CString};
+use std::ffi::c_void;
 use std::panic::{self, AssertUnwindSafe};
 
 use gpubench_record::measurement::{Measurement, Sample, StopReason, WarmupPoint};
-use gpubench_record::paired::{AbiSample, AbiSide, PairedBenchmark, PairedError, PairedRequest};
+use gpubench_record::paired::{AbiSample, AbiSide, ReadyFn};
 
-use crate::engine::{Begun, Engine, EngineOptions, Workload};
-
-mod own_memory;
-pub(crate) use own_memory::OwnMemory;
-
-pub use gpubench_record::paired::{ReadyFn, ABI_VERSION};
+use crate::engine::{Begun, Engine, EngineOptions, OwnMemory, Workload};
 
 /// Where a paired process's driver waits for a side.
 #[derive(Clone, Copy)]
@@ -161,119 +157,6 @@ pub(crate) fn measure(
         samples,
         StopReason::Paired,
     ))
-}
-
-/// Text for the driver, which frees it with [`free`].
-fn to_c(text: String) -> *mut c_char {
-    // JSON never holds a NUL byte outside a string escape.
-    CString::new(text)
-        .unwrap_or_else(|_| CString::new("{\"error\":\"NUL in output\"}").expect("no NUL"))
-        .into_raw()
-}
-
-/// `gpubench_paired_list`: the benchmarks of this library, as JSON.
-pub fn list() -> *mut c_char {
-    let listed = match crate::registry::cases() {
-        Ok(cases) => serde_json::to_string(
-            &cases
-                .iter()
-                .map(|c| PairedBenchmark {
-                    id: c.id.clone(),
-                    ignored: c.ignore,
-                })
-                .collect::<Vec<_>>(),
-        ),
-        Err(e) => serde_json::to_string(&PairedError {
-            error: e.to_string(),
-        }),
-    };
-    to_c(listed.expect("plain data serialises"))
-}
-
-/// `gpubench_paired_open`: runs benchmark `request.id` as one side of a paired
-/// process, calling `ready` from inside its `b.iter…`; returns its record as JSON,
-/// or a [`PairedError`].
-///
-/// # Safety
-/// `request` is a NUL-terminated string; `ready` and `user` are the driver's, valid
-/// for the call.
-pub unsafe fn open(request: *const c_char, ready: ReadyFn, user: *mut c_void) -> *mut c_char {
-    let error = |e: String| {
-        to_c(serde_json::to_string(&PairedError { error: e }).expect("plain data serialises"))
-    };
-    // SAFETY: the caller passes a NUL-terminated string.
-    let text = unsafe { CStr::from_ptr(request) }.to_string_lossy();
-    let request: PairedRequest = match serde_json::from_str(&text) {
-        Ok(r) => r,
-        Err(e) => return error(format!("failed to read the pairing request: {e}")),
-    };
-    let hook = Hook { ready, user };
-    match panic::catch_unwind(AssertUnwindSafe(|| {
-        crate::harness::run_paired(&request, hook)
-    })) {
-        Ok(Ok(record)) => to_c(record.to_json_pretty()),
-        Ok(Err(e)) => error(e),
-        Err(_) => error(format!(
-            "the harness of benchmark {} panicked outside the benchmark",
-            request.id
-        )),
-    }
-}
-
-/// `gpubench_paired_free`.
-///
-/// # Safety
-/// `text` came from [`list`] or [`open`] and is freed once.
-pub unsafe fn free(text: *mut c_char) {
-    if !text.is_null() {
-        // SAFETY: made by `CString::into_raw` in `to_c`.
-        drop(unsafe { CString::from_raw(text) });
-    }
-}
-
-/// Exports the C entry points of `cargo gpubench ab` from a crate that includes a
-/// bench target's source: used by the loadable library `ab` generates for each
-/// revision, never written by hand.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! export_paired {
-    () => {
-        /// The pairing ABI this library speaks.
-        #[unsafe(no_mangle)]
-        pub extern "C" fn gpubench_paired_abi_version() -> u32 {
-            $crate::__private::paired::ABI_VERSION
-        }
-
-        /// This library's benchmarks, as JSON.
-        #[unsafe(no_mangle)]
-        pub extern "C" fn gpubench_paired_list() -> *mut ::std::ffi::c_char {
-            $crate::__private::paired::list()
-        }
-
-        /// Runs one benchmark as a side of a paired process.
-        ///
-        /// # Safety
-        /// As `gpubench_core::__private::paired::open`.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn gpubench_paired_open(
-            request: *const ::std::ffi::c_char,
-            ready: $crate::__private::paired::ReadyFn,
-            user: *mut ::std::ffi::c_void,
-        ) -> *mut ::std::ffi::c_char {
-            // SAFETY: the caller's promises, passed on.
-            unsafe { $crate::__private::paired::open(request, ready, user) }
-        }
-
-        /// Frees a string this library returned.
-        ///
-        /// # Safety
-        /// As `gpubench_core::__private::paired::free`.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn gpubench_paired_free(text: *mut ::std::ffi::c_char) {
-            // SAFETY: the caller's promises, passed on.
-            unsafe { $crate::__private::paired::free(text) }
-        }
-    };
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ impl Telemetry {
             ("cuda", Some(i)) => i,
             (kind, _) => return Err(format!("no GPU telemetry on {kind}")),
         };
-        let pci = crate::fingerprint::cuda_device_pci_bus_id(index as usize);
+        let pci = crate::device::cuda_device_pci_bus_id(index as usize);
         let source = gpubench_analysis::nvml::NvmlSource::open(pci.as_deref(), index)?;
         Ok(Telemetry::new(Rc::new(source)))
     }

@@ -14,7 +14,7 @@ use gpubench_record::telemetry::{
     ClockReading, GpuProcess, GpuState, SlowdownReason, TelemetryReading,
 };
 
-use crate::device::simulated::spin_until;
+use crate::device::spin_until;
 use crate::device::{DeviceBackend, TorchDevice};
 use crate::telemetry::Telemetry;
 use crate::Bencher;

@@ -5,9 +5,9 @@
 //! The engine only sees [`DeviceBackend`], so it runs unchanged on libtorch's CUDA
 //! devices, on the CPU (where syncs are no-ops and there is no kernel timing), and on
 //! a simulated asynchronous device whose work completes after the host call returns
-//! (for tests).
+//! (this crate's tests only: it is no part of a bench executable).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gpubench_analysis::memory_trace::AllocatorTrace;
 use gpubench_record::kernels::ActivityKind;
@@ -15,11 +15,23 @@ use gpubench_record::measurement::MemoryStats;
 use gpubench_record::memory_snapshot::MemorySnapshot;
 use gpubench_record::record::DeviceIdentity;
 
+mod cuda_shim;
+mod hardware;
+#[cfg(test)]
 pub mod simulated;
 pub mod torch;
 
+pub use hardware::{cpu_model, cuda_device_pci_bus_id};
+#[cfg(test)]
 pub use simulated::SimulatedDevice;
 pub use torch::TorchDevice;
+
+/// Spins rather than sleeps so short waits stay accurate.
+pub fn spin_until(deadline: Instant) {
+    while Instant::now() < deadline {
+        std::hint::spin_loop();
+    }
+}
 
 /// A pair of device-side timestamps around a region of queued work.
 pub trait DeviceTimer {

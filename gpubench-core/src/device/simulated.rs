@@ -18,7 +18,7 @@ use gpubench_record::memory_snapshot::{BlockView, MemorySnapshot, SegmentView};
 use gpubench_record::record::DeviceIdentity;
 use gpubench_record::units::format_bytes;
 
-use super::{DeviceBackend, DeviceProfile, DeviceTimer};
+use super::{spin_until, DeviceBackend, DeviceProfile, DeviceTimer};
 
 /// The name [`SimulatedDevice::launch`] gives its kernels.
 pub const DEFAULT_KERNEL: &str = "simulated_kernel";
@@ -259,13 +259,6 @@ impl SimulatedDevice {
     fn completion_time(&self) -> Instant {
         let q = self.queue();
         q.busy_until.max(Instant::now())
-    }
-}
-
-/// Spins rather than sleeps so short waits stay accurate.
-pub fn spin_until(deadline: Instant) {
-    while Instant::now() < deadline {
-        std::hint::spin_loop();
     }
 }
 

@@ -10,8 +10,8 @@ use gpubench_record::memory_snapshot::{self, MemorySnapshot};
 use gpubench_record::record::DeviceIdentity;
 use tch::{Device, Kind, Tensor};
 
+use super::cuda_shim::{self, Capture};
 use super::{DeviceBackend, DeviceProfile, DeviceTimer};
-use crate::cuda_shim::{self, Capture};
 use crate::shim;
 
 /// Whether allocation history is being recorded (once on, for the process).
@@ -114,14 +114,14 @@ impl DeviceBackend for TorchDevice {
             Some(i) => DeviceIdentity {
                 kind: "cuda".into(),
                 index: Some(i as u32),
-                name: crate::fingerprint::cuda_device_name(i)
+                name: super::hardware::cuda_device_name(i)
                     .unwrap_or_else(|| "unknown CUDA device".into()),
                 total_memory_bytes: shim::memory_info(i).ok().map(|(_, total)| total),
             },
             None => DeviceIdentity {
                 kind: "cpu".into(),
                 index: None,
-                name: crate::fingerprint::cpu_model().unwrap_or_else(|| "unknown CPU".into()),
+                name: super::hardware::cpu_model().unwrap_or_else(|| "unknown CPU".into()),
                 total_memory_bytes: None,
             },
         }

@@ -18,12 +18,14 @@ use gpubench_record::measurement::{
 use gpubench_record::memory_snapshot::PeakMemory;
 
 use crate::device::{DeviceBackend, DeviceTimer};
-use crate::paired::OwnMemory;
 use crate::telemetry::Telemetry;
 
 #[cfg(test)]
 mod growth_tests;
 pub(crate) mod kernels;
+mod own_memory;
+
+pub(crate) use own_memory::OwnMemory;
 
 /// What the engine times. Implemented by the [`crate::Bencher`] adapters.
 pub trait Workload {

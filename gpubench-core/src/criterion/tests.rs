@@ -3,18 +3,28 @@
 //! `DeviceTime` and `SyncedWallTime` the work.
 
 use std::path::Path;
+use std::sync::MutexGuard;
 use std::time::Duration;
 
-use criterion::measurement::Measurement;
-use criterion::Criterion;
-use gpubench_core::__private::device::SimulatedDevice;
-use gpubench_core::criterion::{DeviceTime, SyncedWallTime};
+use ::criterion::measurement::Measurement;
+use ::criterion::Criterion;
+
+use super::{DeviceTime, SyncedWallTime};
+use crate::device::SimulatedDevice;
 
 /// Device work of one call.
 const WORK: Duration = Duration::from_micros(300);
 
 fn simulated() -> &'static SimulatedDevice {
     Box::leak(Box::new(SimulatedDevice::new()))
+}
+
+/// The timing tests of this crate run one at a time: a spin of the simulated device
+/// that another test's spin delays reads long.
+fn serial() -> MutexGuard<'static, ()> {
+    crate::engine_tests::SERIAL
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
 }
 
 /// Criterion's mean per call of a bench of `WORK`-long asynchronous launches, ns.
@@ -40,6 +50,7 @@ fn mean_per_call<M: Measurement + 'static>(
 
 #[test]
 fn device_time_sees_the_work_where_criterions_wall_clock_sees_the_queue() {
+    let _serial = serial();
     let out = tempfile::tempdir().unwrap();
     let work = WORK.as_nanos() as f64;
 
@@ -78,6 +89,7 @@ fn device_time_sees_the_work_where_criterions_wall_clock_sees_the_queue() {
 
 #[test]
 fn iter_custom_brackets_the_calls_it_is_given() {
+    let _serial = serial();
     let dev = simulated();
     let m = DeviceTime::on(dev).unwrap();
     let ns = m.time(|| {

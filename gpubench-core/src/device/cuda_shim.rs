@@ -10,8 +10,8 @@ use std::sync::OnceLock;
 
 use gpubench_record::kernels::ActivityKind;
 
+use super::DeviceProfile;
 use crate::cuda_loader::{self, CudaLoad};
-use crate::device::DeviceProfile;
 use crate::shim::call;
 
 /// The ABI version of `shim/cuda_shim.cpp` this build expects.
