@@ -27,7 +27,8 @@
 //! `BaselineArgs::wanted`, ...). Inside [`commands`], a subcommand never imports
 //! another: a step two of them share lives in the stage it belongs to, and what
 //! they say after storing a run in `commands::present`. A test reads this table and
-//! fails on any `crate::` path that points up or sideways.
+//! fails on any `crate::` path that points up or sideways (`checks/`, with the
+//! checks that no modules import each other in a circle and no code is written twice).
 #![warn(missing_docs)]
 
 pub mod archive;
@@ -44,7 +45,7 @@ pub mod output;
 pub mod store;
 
 #[cfg(test)]
-mod layering;
+mod checks;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

@@ -35,6 +35,25 @@ use ::criterion::measurement::{Measurement, ValueFormatter, WallTime};
 
 use crate::device::{DeviceBackend, DeviceTimer, TorchDevice};
 
+/// What every measurement here shares of criterion's [`Measurement`]: its values are
+/// nanoseconds (`f64`), shown as criterion's wall time shows them.
+macro_rules! nanoseconds {
+    () => {
+        fn add(&self, a: &f64, b: &f64) -> f64 {
+            a + b
+        }
+        fn zero(&self) -> f64 {
+            0.0
+        }
+        fn to_f64(&self, value: &f64) -> f64 {
+            *value
+        }
+        fn formatter(&self) -> &dyn ValueFormatter {
+            self.wall.formatter()
+        }
+    };
+}
+
 /// A device that lives for the rest of the process.
 fn leak(device: tch::Device) -> &'static dyn DeviceBackend {
     crate::cuda_loader::ensure_loaded();
@@ -103,19 +122,7 @@ impl Measurement for SyncedWallTime {
         self.device.synchronize();
         t0.elapsed().as_nanos() as f64
     }
-    fn add(&self, a: &f64, b: &f64) -> f64 {
-        a + b
-    }
-    fn zero(&self) -> f64 {
-        0.0
-    }
-    fn to_f64(&self, value: &f64) -> f64 {
-        *value
-    }
-    fn formatter(&self) -> &dyn ValueFormatter {
-        // Nanoseconds, as criterion's wall time shows them.
-        self.wall.formatter()
-    }
+    nanoseconds!();
 }
 
 /// The device's own time for the calls, in nanoseconds, from two device events
@@ -185,18 +192,7 @@ impl Measurement for DeviceTime {
             .elapsed_ns()
             .expect("the device recorded both events and was synchronised")
     }
-    fn add(&self, a: &f64, b: &f64) -> f64 {
-        a + b
-    }
-    fn zero(&self) -> f64 {
-        0.0
-    }
-    fn to_f64(&self, value: &f64) -> f64 {
-        *value
-    }
-    fn formatter(&self) -> &dyn ValueFormatter {
-        self.wall.formatter()
-    }
+    nanoseconds!();
 }
 
 #[cfg(test)]

@@ -34,6 +34,35 @@
 //! * [`cuda_loader`]: CUDA for a bench whose `main` is not [`main()`].
 //!
 //! The user guide is in the repository's `docs/guide/`.
+//!
+//! ## Inside
+//!
+//! The private modules, in layers:
+//!
+//! | layer | module | what it owns |
+//! |---|---|---|
+//! | 8 | `harness` | the bench executable's `main`: its command line, listing, running each benchmark and writing its record; the C entry points of `ab`'s paired processes |
+//! | 7 | `registry` | the benchmarks `#[gpu_bench]` registers, expanded into cases |
+//! | 6 | `bencher` | the [`Bencher`] a benchmark receives, which hands the engine what to time |
+//! | 6 | `output` | the summary the harness prints |
+//! | 5 | `paired` | one side of an `ab` paired process: its samples taken by the driver |
+//! | 5 | `eager_compiled` | an eager closure against a compiled variant |
+//! | 4 | `engine` | the measurement: cold calls, warm-up, synced samples, kernels, memory |
+//! | 3 | `fingerprint` | where a benchmark ran |
+//! | 3 | `telemetry` | the GPU's clocks and readings around a benchmark |
+//! | 3 | `criterion` | criterion measurements of GPU work |
+//! | 2 | `device` | the device the engine measures through (libtorch's, the CPU, a simulated one in tests) |
+//! | 1 | `cuda_loader` | CUDA made available without link flags |
+//! | 0 | `shim` | the C++ shim's safe wrappers |
+//! | 0 | `aoti` | AOTInductor packages |
+//! | 0 | `cli` | the bench executable's command line |
+//! | 0 | `host` | the host's threads and readings |
+//! | 0 | `shapes` | what makes two inputs the same shape |
+//! | 0 | `panic_site` | where a benchmark's panic happened |
+//! | 0 | `quiet_panic` | panics the engine expects and handles |
+//!
+//! A module imports only modules of a lower layer; a test in cargo-gpubench reads
+//! this table.
 #![warn(missing_docs)]
 
 // The bench author's API is what is `pub` here: the items re-exported below, and the
