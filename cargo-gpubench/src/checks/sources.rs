@@ -260,6 +260,14 @@ pub(super) fn production_code(text: &str) -> String {
     out.join("\n")
 }
 
+/// `text` without comments, tests included.
+pub(super) fn code(text: &str) -> String {
+    text.lines()
+        .map(without_comment)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A line without its `//` comment (a `//` inside a string ends it too, which only
 /// ever hides code from the checks, never invents it).
 fn without_comment(line: &str) -> &str {
