@@ -196,7 +196,7 @@ impl Crate {
             })
             .collect();
         for f in files.iter_mut() {
-            f.is_test = (1..=f.module.len()).any(|n| tests.contains(&f.module[..n].to_vec()));
+            f.is_test = (1..=f.module.len()).any(|n| tests.contains(&f.module[..n]));
         }
     }
 

@@ -109,7 +109,7 @@ fn input(run: StoredRun<'_>) -> Result<ReportInput> {
         .with_baseline(&comparison.baseline.name, &entries, &comparison.set)
         .with_missing(&comparison);
     // Named as the terminal names them, where the run knows their bench target.
-    let name_of = |id: &str| comparison.name_of(id, &run.entries);
+    let name_of = |id: &str| comparison.name_of(id, run.entries);
     for m in &mut input.missing {
         m.id = name_of(&m.id);
     }
