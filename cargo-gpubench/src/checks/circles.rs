@@ -91,11 +91,13 @@ fn circles(krate: &Crate) -> Vec<(String, Vec<String>)> {
                 parent.join("::")
             };
             let names: Vec<&str> = members.iter().copied().collect();
-            let closing: Vec<String> = edges
+            let mut closing: Vec<String> = edges
                 .iter()
                 .filter(|(a, b, _)| members.contains(a.as_str()) && members.contains(b.as_str()))
                 .map(|(_, _, at)| at.clone())
                 .collect();
+            // One line of a group (`use crate::{a::X, a::Y}`) once.
+            closing.dedup();
             found.push((format!("{parent}: {}", names.join(", ")), closing));
         }
     }
