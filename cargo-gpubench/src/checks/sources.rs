@@ -300,58 +300,47 @@ fn root_reexports(code: &str) -> BTreeMap<String, Vec<String>> {
 }
 
 /// The paths of a use tree starting at byte `at` of `code` (`a::{b, c::d}` is
-/// `a::b` and `a::c::d`); `as` renames and `*` are dropped.
+/// `a::b` and `a::c::d`); `as` renames are dropped, a glob names its module.
 fn expand(code: &str, at: usize) -> Vec<Vec<String>> {
-    let (paths, _) = tree(code, at);
-    paths
+    tree(code, at).0
+}
+
+/// `at` moved past white space.
+fn skip_space(code: &str, at: usize) -> usize {
+    at + (code[at..].len() - code[at..].trim_start().len())
 }
 
 /// The paths of the use tree at `at`, and where it ends.
 fn tree(code: &str, mut at: usize) -> (Vec<Vec<String>>, usize) {
     let mut prefix = Vec::new();
     loop {
-        let rest = &code[at..];
-        let skipped = rest.len() - rest.trim_start().len();
-        at += skipped;
-        let rest = &code[at..];
-        if rest.starts_with('{') {
+        at = skip_space(code, at);
+        if code[at..].starts_with('{') {
             at += 1;
             let mut paths = Vec::new();
             loop {
-                let rest = &code[at..];
-                let skipped = rest.len() - rest.trim_start().len();
-                at += skipped;
+                at = skip_space(code, at);
                 if code[at..].starts_with('}') {
-                    at += 1;
-                    break;
+                    return (paths, at + 1);
                 }
-                let (inner_paths, end) = tree(code, at);
-                at = end;
-                for p in inner_paths {
-                    let mut full = prefix.clone();
-                    full.extend(p);
-                    paths.push(full);
-                }
-                let rest = &code[at..];
-                let skipped = rest.len() - rest.trim_start().len();
-                at += skipped;
-                if code[at..].starts_with(',') {
-                    at += 1;
-                } else if code[at..].starts_with('}') {
-                    at += 1;
-                    break;
-                } else {
-                    break;
+                let (inner, end) = tree(code, at);
+                paths.extend(inner.into_iter().map(|p| [prefix.clone(), p].concat()));
+                at = skip_space(code, end);
+                match code[at..].chars().next() {
+                    Some(',') => at += 1,
+                    Some('}') => return (paths, at + 1),
+                    _ => return (paths, at),
                 }
             }
-            return (paths, at);
         }
-        let name = ident(rest);
+        let name = ident(&code[at..]);
         if name.is_empty() {
-            return (
-                vec![prefix].into_iter().filter(|p| !p.is_empty()).collect(),
-                at,
-            );
+            let paths = if prefix.is_empty() {
+                vec![]
+            } else {
+                vec![prefix]
+            };
+            return (paths, at);
         }
         at += name.len();
         if name != "self" {
@@ -361,10 +350,10 @@ fn tree(code: &str, mut at: usize) -> (Vec<Vec<String>>, usize) {
             at += 2;
             continue;
         }
-        let rest = &code[at..];
-        if let Some(alias) = rest.trim_start().strip_prefix("as ") {
-            at += rest.len() - alias.len();
-            at += ident(alias.trim_start()).len() + (alias.len() - alias.trim_start().len());
+        let after = skip_space(code, at);
+        if code[after..].starts_with("as ") {
+            let alias = skip_space(code, after + "as ".len());
+            at = alias + ident(&code[alias..]).len();
         }
         return (vec![prefix], at);
     }
@@ -422,7 +411,7 @@ fn imports_are_read_through_groups_supers_and_reexports() {
         ),
         (
             "a/mod.rs",
-            "mod x;\nuse crate::{b::inner::{self, Y}, Thing};\n",
+            "mod x;\nuse crate::{b::inner::{self, Y}, Thing};\nuse crate::b::inner as i; use crate::b::*;\n",
         ),
         (
             "a/x.rs",
@@ -451,7 +440,9 @@ fn imports_are_read_through_groups_supers_and_reexports() {
         [
             (2, "b::inner".into()),
             (2, "b::inner".into()),
-            (2, "b::inner".into())
+            (2, "b::inner".into()),
+            (3, "b::inner".into()),
+            (3, "b".into())
         ]
     );
     assert_eq!(of("a/x.rs"), [(1, "b".to_string())]);
