@@ -37,7 +37,7 @@
 //!
 //! ## Inside
 //!
-//! The private modules, in layers:
+//! The crate's modules (most of them private), in layers:
 //!
 //! | layer | module | what it owns |
 //! |---|---|---|
