@@ -10,6 +10,7 @@ mod history;
 mod merge;
 pub mod reference;
 mod run;
+mod slurm;
 #[cfg(test)]
 mod tests;
 
@@ -20,6 +21,7 @@ pub use compare::{BaselineArgs, CompareArgs, Format, ReportArgs, VerdictArgs};
 pub use console::ConsoleArgs;
 pub use history::{HistoryArgs, HISTORY_ABOUT, HISTORY_HELP};
 pub use merge::MergeArgs;
+pub use slurm::{SbatchArgs, SlurmAction, SlurmArgs, SlurmDirArgs, SlurmFollowArgs, SlurmRunArgs};
 pub use run::{
     MeasureArgs, OutputArgs, PrebuiltArgs, ProcessArgs, ProcessDefaults, RunArgs, SelectArgs,
     Sources, SpreadArgs, TargetArgs, MAX_PROCESSES,
@@ -193,6 +195,10 @@ pub enum Command {
     /// by doubling then bisection, each probe in a fresh process.
     #[command(long_about = capacity::CAPACITY_ABOUT, after_long_help = crate::exit_code::HELP)]
     Capacity(CapacityArgs),
+    /// Measure the suite over a Slurm array job, one GPU per part, merged and gated
+    /// by a dependent job (or write it as a Kubernetes Indexed Job).
+    #[command(after_long_help = crate::exit_code::HELP)]
+    Slurm(SlurmArgs),
 }
 
 /// What `archive --help` says.
@@ -367,7 +373,11 @@ impl Cli {
             Some(Command::History(args)) => Some(args.format),
             Some(Command::Capacity(args)) => Some(args.output.format),
             Some(
-                Command::Archive(_) | Command::Report(_) | Command::Setup(_) | Command::Doctor(_),
+                Command::Archive(_)
+                | Command::Report(_)
+                | Command::Setup(_)
+                | Command::Doctor(_)
+                | Command::Slurm(_),
             ) => None,
         }
     }

@@ -1,6 +1,6 @@
 //! The subcommands, one module each, and which one an invocation runs: [`run`]
 //! (`cargo gpubench`, the default), [`ab`], [`archive`], [`compare`], [`report`], [`merge`],
-//! [`history`], [`doctor`], and `setup` ([`crate::build::setup`]); [`present`] is what a run and
+//! [`history`], [`doctor`], [`slurm`], and `setup` ([`crate::build::setup`]); [`present`] is what a run and
 //! `merge` show once their run is stored.
 
 pub mod ab;
@@ -12,6 +12,7 @@ pub mod merge;
 pub mod present;
 pub mod report;
 pub mod run;
+pub mod slurm;
 
 use std::ffi::OsString;
 
@@ -41,5 +42,6 @@ pub fn dispatch(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
         }
         Some(Command::Capacity(args)) => run::capacity::run(args),
         Some(Command::Doctor(args)) => doctor::run(args),
+        Some(Command::Slurm(args)) => slurm::run(args),
     }
 }

@@ -39,6 +39,17 @@ use rules::Part;
 
 /// Runs `merge`; see [`crate::cli::MERGE_HELP`] for the codes.
 pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
+    run_with_lost_parts(args, command_line, &[])
+}
+
+/// Runs `merge` for a cluster's job (`slurm collect`): `lost` names each part whose
+/// task left no completed run (its scheduler state and reason), a gap like an input
+/// cut short, which makes the merged run incomplete.
+pub fn run_with_lost_parts(
+    args: &MergeArgs,
+    command_line: &[OsString],
+    lost: &[String],
+) -> Result<Exit> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let places = places(
         args.manifest_path.as_deref(),
@@ -53,9 +64,15 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
         parts.push(load_part(dir).with_context(|| format!("failed to load RUN `{arg}`"))?);
     }
     // Every refusal is about the inputs given: bad input (2).
-    let plan = rules::plan(&parts)
+    let mut plan = rules::plan(&parts)
         .map_err(|e| UsageError(e.to_string()))
         .context("failed to merge the runs")?;
+    if !lost.is_empty() {
+        plan.gaps.splice(0..0, lost.iter().cloned());
+        if plan.status == RunStatus::Completed {
+            plan.status = RunStatus::Incomplete;
+        }
+    }
     let allow_gaps = args.verdicts.allow_missing().not_run;
     for gap in &plan.gaps {
         match allow_gaps {
