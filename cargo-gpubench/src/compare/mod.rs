@@ -204,7 +204,8 @@ impl Absences {
                     id,
                     MissingKind::NotRun,
                     format!(
-                        "its --partition part is missing from the merge into {}: merge that                          part's run too",
+                        "its --partition part is missing from the merge into {}: merge that \
+                         part's run too",
                         self.side
                     ),
                 )

@@ -23,9 +23,9 @@ use cargo_gpubench::build::compile::BenchExecutable;
 use cargo_gpubench::store::manifest::RunStatus;
 use gpubench_analysis::BaselineStore;
 use support::{
-    cargo_gpubench, latest_run, manifest, prepare_record, run, stand_in, synthetic_record, Ran,
-    STAND_IN_EXE,
+    cargo_gpubench, latest_run, manifest, prepare_record, run, stand_in, Ran, STAND_IN_EXE,
 };
+use gpubench_record::record::RawRecord;
 
 const DEVICE: &str = "NVIDIA H200";
 const IDS: [&str; 8] = [
@@ -50,6 +50,16 @@ echo "$3 task=${SLURM_ARRAY_JOB_ID-none}_${SLURM_ARRAY_TASK_ID-none} cvd=${CUDA_
 sleep "${FAKE_SLEEP:-0}"
 cp "$FAKE_RECORDS/records/$(echo "$3" | tr / _)/"*.json "$GPUBENCH_RECORD_DIR/"
 "#;
+
+/// A record of `id` of 5 processes (enough for a verdict on each side), `factor`
+/// times slower, seeded by `seed`.
+fn synthetic_record(id: &str, factor: f64, seed: u64) -> RawRecord {
+    use rand::SeedableRng;
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+    gpubench_analysis::synthetic::GpuLikeSamples::default()
+        .scaled(factor)
+        .record_processes(id, DEVICE, 5, 30, &mut rng)
+}
 
 /// The local Slurm, stopped by its daemons' pids when dropped.
 struct Slurm {
@@ -97,8 +107,9 @@ fn script() -> PathBuf {
 /// The machine: a fake libtorch, the archive of the stand-in with a baseline `main`
 /// of every benchmark, and record sets to hand back.
 struct Suite {
-    dir: tempfile::TempDir,
+    // Before `dir`: fields drop in order, and the daemons' pids are in `dir`.
     slurm: Slurm,
+    dir: tempfile::TempDir,
 }
 
 impl Suite {
@@ -112,7 +123,7 @@ impl Suite {
             let factor = if slowed.contains(id) { slow } else { 1.0 };
             prepare_record(
                 &self.path(name),
-                &synthetic_record(id, DEVICE, factor, 100 + seed as u64),
+                &synthetic_record(id, factor, 100 + seed as u64),
                 false,
             );
         }
@@ -178,7 +189,7 @@ fn suite() -> Suite {
     let baseline: Vec<_> = IDS
         .iter()
         .enumerate()
-        .map(|(seed, id)| synthetic_record(id, DEVICE, 1.0, seed as u64))
+        .map(|(seed, id)| synthetic_record(id, 1.0, seed as u64))
         .collect();
     store.save("main", &baseline).unwrap();
     let bundle = Bundle {
@@ -201,7 +212,7 @@ fn suite() -> Suite {
         libtorch_version: Some("2.11.0+cpu".into()),
     };
     pack::write(&bundle, &root.join("benches.tar.gz")).unwrap();
-    let suite = Suite { dir, slurm };
+    let suite = Suite { slurm, dir };
     suite.records("same", &[], 1.0);
     suite.records("slower", &["op/6"], 2.0);
     suite
@@ -239,7 +250,7 @@ fn a_suite_over_a_slurm_array_merges_into_one_run_and_one_gate() {
 
     // Four tasks, one GPU each, every benchmark measured exactly once.
     let clock = Instant::now();
-    let ran = run(s.submit("four", 4, "same", 1.0, &["--wait"])).expect_code(0);
+    let ran = run(&mut s.submit("four", 4, "same", 1.0, &["--wait"])).expect_code(0);
     let four = clock.elapsed();
     let calls = s.calls("four");
     assert_eq!(
@@ -296,6 +307,12 @@ fn a_suite_over_a_slurm_array_merges_into_one_run_and_one_gate() {
     }
     for k in 1..=4 {
         assert!(
+            summary.contains(&format!("| `count:{k}/4` |")),
+            "part {k} in the summary's table of parts:\n{summary}"
+        );
+    }
+    for k in 1..=4 {
+        assert!(
             ran.stderr.contains(&format!("part {k}/4:")),
             "{}",
             ran.stderr
@@ -304,7 +321,7 @@ fn a_suite_over_a_slurm_array_merges_into_one_run_and_one_gate() {
 
     // The same suite as one task, for the figures.
     let clock = Instant::now();
-    run(s.submit("one", 1, "same", 1.0, &["--wait"])).expect_code(0);
+    run(&mut s.submit("one", 1, "same", 1.0, &["--wait"])).expect_code(0);
     let one = clock.elapsed();
     eprintln!(
         "wall time with 1 s per benchmark, 8 benchmarks: 4 tasks {:.1} s, 1 task {:.1} s",
@@ -313,12 +330,12 @@ fn a_suite_over_a_slurm_array_merges_into_one_run_and_one_gate() {
     );
 
     // A planted 2x slowdown fails the gate.
-    let ran = run(s.submit("slower", 4, "slower", 0.0, &["--wait"])).expect_code(4);
+    let ran = run(&mut s.submit("slower", 4, "slower", 0.0, &["--wait"])).expect_code(4);
     assert!(ran.stderr.contains("op/6"), "{}", ran.stderr);
 
     // A task cancelled while it measures: the merged run is incomplete and the gate
     // fails naming the task; resubmitting the part completes it.
-    let ran = run(s.submit("cancel", 4, "same", 3.0, &[])).expect_code(0);
+    let ran = run(&mut s.submit("cancel", 4, "same", 3.0, &[])).expect_code(0);
     let job = cargo_gpubench::commands::slurm::layout::Job::read(&s.path("cancel")).unwrap();
     let array = job.attempts[0].array_job.clone();
     let started = s.path(&format!("cancel/tasks/part-3.job-{array}.started"));
@@ -352,7 +369,11 @@ fn a_suite_over_a_slurm_array_merges_into_one_run_and_one_gate() {
     assert_eq!(table["parts"][2]["outcome"], "lost", "{table}");
     assert_eq!(table["parts"][2]["state"], "CANCELLED", "{table}");
     let summary = std::fs::read_to_string(s.path("cancel.md")).unwrap();
-    assert!(summary.contains(&format!("{array}_3")), "{summary}");
+    assert!(
+        summary.contains(&format!("| `count:3/4` | `{array}_3` | CANCELLED"))
+            && summary.contains(&format!("Slurm task {array}_3 ended CANCELLED")),
+        "{summary}"
+    );
 
     let ran = run(s
         .slurm("same", "cancel.log", 0.0)

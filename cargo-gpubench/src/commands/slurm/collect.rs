@@ -292,7 +292,59 @@ fn merge(job: &Job) -> Result<Exit> {
     if let Some(run) = crate::store::runs::resolve_latest(&job.merged()).filter(|r| Some(r) != before.as_ref()) {
         write_tasks(job, &outcomes, &run)?;
     }
+    if let Some(file) = &args.verdicts.summary_file {
+        let cwd = std::env::current_dir().context("failed to read the current directory")?;
+        append_parts(&cwd.join(file), job, &outcomes)?;
+    }
     Ok(exit)
+}
+
+/// The parts' table (and why each lost part was lost) after the merge's Markdown
+/// summary, which knows runs, not tasks.
+fn append_parts(file: &Path, job: &Job, outcomes: &[PartOutcome]) -> Result<()> {
+    use std::fmt::Write as _;
+    let mut text = std::fs::read_to_string(file)
+        .with_context(|| format!("failed to read the summary {}", file.display()))?;
+    let _ = writeln!(
+        text,
+        "\n#### Parts (`cargo gpubench slurm`, `{}`)\n",
+        job.dir.display()
+    );
+    text.push_str("| Part | Task | State | Host | GPUs | Outcome |\n| :-- | :-- | :-- | :-- | :-- | :-- |\n");
+    for o in outcomes {
+        let started = |k: &str| o.files.started.get(k).cloned().unwrap_or_else(|| "—".into());
+        let state = match &o.scheduler {
+            Some(s) if s.reason != "None" && !s.reason.is_empty() => {
+                format!("{} ({})", s.state, s.reason)
+            }
+            Some(s) => s.state.clone(),
+            None => "unknown".into(),
+        };
+        let outcome = match (&o.run, o.completed(), o.empty()) {
+            (Some((_, m)), true, _) => format!("merged: run `{}`", m.run_id),
+            (_, _, true) => "held no benchmark".into(),
+            _ => "**lost**".into(),
+        };
+        let _ = writeln!(
+            text,
+            "| `{}` | `{}` | {state} | {} | {} | {outcome} |",
+            job.partition(o.part),
+            o.task_id(),
+            started("host"),
+            started("cuda_visible_devices"),
+        );
+    }
+    let lost: Vec<&PartOutcome> = outcomes
+        .iter()
+        .filter(|o| !o.completed() && !o.empty())
+        .collect();
+    if !lost.is_empty() {
+        text.push_str("\n**Lost parts** (missing evidence, which fails the gate unless `--allow-missing not-run`):\n\n");
+        for o in lost {
+            let _ = writeln!(text, "- {}", o.describe(job));
+        }
+    }
+    crate::output::markdown::write_summary_file(file, &text)
 }
 
 /// `slurm-tasks.json` beside the merged run's manifest: every part, its task, what
