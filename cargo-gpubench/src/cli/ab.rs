@@ -84,6 +84,12 @@ pub struct AbArgs {
     #[command(flatten)]
     pub select: SelectArgs,
 
+    /// Measure only part K of N of the selected benchmarks (of the head's), e.g. one
+    /// task of a cluster job: `count:K/N` or `hash:K/N` as for a run; the parts'
+    /// runs merge into one paired `ab` run (`cargo gpubench merge`).
+    #[arg(long, value_name = "count:K/N|hash:K/N", env = "GPUBENCH_PARTITION", value_parser = super::run::parse_partition)]
+    pub partition: Option<crate::execute::partition::Partition>,
+
     /// Which bench targets of which workspace.
     #[command(flatten)]
     pub targets: TargetArgs,

@@ -33,6 +33,7 @@ use crate::store::manifest::{ManifestAb, ManifestRevision};
 use crate::store::runs::RunStore;
 use gpubench_record::paired::Role;
 use plan::Plan;
+pub use session::BASE_RECORDS;
 use session::{Mode, Session};
 
 /// Runs `ab`; see [`crate::cli::ab::AB_HELP`] for the codes.
@@ -70,6 +71,24 @@ pub fn run(args: &AbArgs, command_line: &[OsString]) -> Result<Exit> {
     if plan.is_empty() {
         return Err(crate::execute::select::explain_empty(&head_list, &filter).into());
     }
+    let plan = match args.partition {
+        None => plan,
+        Some(p) => {
+            let selected = plan.pairs.len() + plan.new.len();
+            let part = plan.partitioned(p);
+            console::status(format_args!(
+                "partition {p}: {} of the {selected} selected benchmarks",
+                part.pairs.len() + part.new.len()
+            ));
+            if part.is_empty() {
+                console::status(format_args!(
+                    "partition {p} holds no benchmark: nothing to run"
+                ));
+                return Ok(Exit::Success);
+            }
+            part
+        }
+    };
     crate::execute::select::check_unique_ids(&head_list)?;
     for gone in &plan.gone {
         console::note(format_args!(
@@ -103,6 +122,7 @@ pub fn run(args: &AbArgs, command_line: &[OsString]) -> Result<Exit> {
         base: &base,
         head: &head,
         ab,
+        partition: args.partition.map(|p| p.to_string()),
         all_targets: args.targets.packages.is_empty() && args.targets.benches.is_empty(),
         format: args.format,
         verdicts: &args.verdicts,

@@ -2,6 +2,7 @@
 //! `<target>/<id>`, the selection applied to the head's, and the benchmarks only one
 //! revision has.
 
+use crate::execute::partition::Partition;
 use crate::execute::select::{self, Benchmark, Filter};
 
 /// What `ab` measures and what it names.
@@ -16,6 +17,8 @@ pub struct Plan {
     pub gone: Vec<Benchmark>,
     /// Benchmarks of the head's listing the selection left out, by id.
     pub filtered_out: Vec<String>,
+    /// Selected benchmarks `--partition` left to the other parts, by id, sorted.
+    pub other_parts: Vec<String>,
 }
 
 impl Plan {
@@ -47,6 +50,42 @@ impl Plan {
             new,
             gone,
             filtered_out,
+            other_parts: Vec::new(),
+        }
+    }
+
+    /// The part `partition` of the selected head benchmarks (as a run deals them):
+    /// the others are left to the other parts; the benchmarks the head lost are named
+    /// by part 1 only, so a merge of the parts names each once.
+    pub fn partitioned(self, partition: Partition) -> Plan {
+        let selected: Vec<Benchmark> = self
+            .pairs
+            .iter()
+            .map(|(_, h)| h.clone())
+            .chain(self.new.iter().cloned())
+            .collect();
+        let part: Vec<String> = partition
+            .split(&selected)
+            .into_iter()
+            .map(|b| b.qualified())
+            .collect();
+        let mine = |h: &Benchmark| part.contains(&h.qualified());
+        let mut other_parts: Vec<String> = selected
+            .iter()
+            .filter(|h| !mine(h))
+            .map(|h| h.id.clone())
+            .collect();
+        other_parts.sort();
+        Plan {
+            pairs: self.pairs.into_iter().filter(|(_, h)| mine(h)).collect(),
+            new: self.new.into_iter().filter(|h| mine(h)).collect(),
+            gone: if partition.index == 1 {
+                self.gone
+            } else {
+                Vec::new()
+            },
+            filtered_out: self.filtered_out,
+            other_parts,
         }
     }
 
@@ -116,5 +155,40 @@ mod tests {
         assert_eq!(plan.gone.len(), 1);
         assert_eq!(plan.filtered_out, ["bf16", "f32"]);
         assert!(!plan.is_empty());
+    }
+
+    #[test]
+    fn the_parts_of_an_ab_measure_each_selected_benchmark_once_and_name_the_gone_once() {
+        let base = [bench("ops", "add"), bench("ops", "mul"), bench("mm", "f32")];
+        let head = [
+            bench("ops", "add"),
+            bench("ops", "div"),
+            bench("mm", "f32"),
+            bench("mm", "bf16"),
+        ];
+        let all = Filter {
+            patterns: vec![],
+            skip: vec![],
+            exact: false,
+            ignored: Ignored::Skip,
+        };
+        let mut measured = Vec::new();
+        let mut gone = Vec::new();
+        for k in 1..=3 {
+            let p: Partition = format!("count:{k}/3").parse().unwrap();
+            let part = Plan::new(&base, &head, &all).partitioned(p);
+            let mine: Vec<String> = part
+                .pairs
+                .iter()
+                .map(|(_, h)| h.qualified())
+                .chain(part.new.iter().map(Benchmark::qualified))
+                .collect();
+            assert_eq!(part.other_parts.len(), 4 - mine.len(), "part {k}");
+            measured.extend(mine);
+            gone.extend(part.gone.iter().map(Benchmark::qualified));
+        }
+        measured.sort();
+        assert_eq!(measured, ["mm/bf16", "mm/f32", "ops/add", "ops/div"]);
+        assert_eq!(gone, ["ops/mul"]);
     }
 }

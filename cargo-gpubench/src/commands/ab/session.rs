@@ -69,6 +69,8 @@ pub struct Session<'a> {
     pub base: &'a Revision,
     pub head: &'a Revision,
     pub ab: ManifestAb,
+    /// `--partition`, when the run measures part of the selection.
+    pub partition: Option<String>,
     /// Whether every bench target was listed (no `-p`/`--bench`).
     pub all_targets: bool,
     pub format: Format,
@@ -497,12 +499,12 @@ impl Session<'_> {
             quick: self.opts.settings.quick,
             flush_l2: self.opts.settings.flush_l2,
             processes: self.opts.processes,
-            partition: None,
+            partition: self.partition.clone(),
             ab: Some(self.ab.clone()),
             selection: Some(Selection {
                 all_targets: self.all_targets,
                 filtered_out: plan.filtered_out.clone(),
-                other_parts: Vec::new(),
+                other_parts: plan.other_parts.clone(),
             }),
             timeout_s: self.opts.timeout.as_secs_f64(),
             libtorch_lib: self.libtorch_lib.display().to_string(),

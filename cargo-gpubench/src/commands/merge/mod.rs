@@ -10,6 +10,7 @@
 //! is checked before the directory is made, and a failure while writing removes it,
 //! so no half-merged run is left behind.
 
+mod ab;
 pub mod rules;
 
 use std::collections::BTreeMap;
@@ -89,7 +90,12 @@ pub fn run_with_lost_parts(
 
     // Loaded before anything is written, as a run loads it: a missing or corrupt
     // baseline, or one that cannot be saved, leaves nothing behind.
-    let baseline = baselines::load_for_run(&args.baselines.wanted(), &places.baselines)?;
+    // A merged `ab` is judged against its own base, as `ab` judges: no baseline.
+    let is_ab = parts.iter().any(|p| p.manifest.ab.is_some());
+    let baseline = match is_ab {
+        true => None,
+        false => baselines::load_for_run(&args.baselines.wanted(), &places.baselines)?,
+    };
     if let Some(b) = &baseline {
         crate::commands::present::announce_baseline(b);
     }
@@ -146,7 +152,11 @@ pub fn run_with_lost_parts(
     )
     .with_gaps(plan.gaps.clone(), !allow_gaps)
     .with_report_url(args.verdicts.report_url.clone());
-    if let Some(baseline) = &baseline {
+    if is_ab {
+        let comparison = ab::judge(&run.path, &parts, &merged.records, &manifest, args)?;
+        summary.ab = manifest.ab.clone();
+        summary = summary.with_comparison(comparison);
+    } else if let Some(baseline) = &baseline {
         let comparison = RunComparison::judge_stored_run(
             &run.path,
             &merged.records,
@@ -286,6 +296,21 @@ fn write_run(
         let bytes = std::fs::read(&from)
             .with_context(|| format!("failed to read record {}", from.display()))?;
         write_atomic(&run.path.join(to), &bytes)?;
+        // An `ab` part's base record beside it, named alike.
+        let base = from
+            .parent()
+            .map(|d| d.join(ab::BASE_RECORDS))
+            .zip(from.file_name())
+            .map(|(d, f)| d.join(f))
+            .filter(|b| part.manifest.ab.is_some() && b.is_file());
+        if let Some(base) = base {
+            let bytes = std::fs::read(&base)
+                .with_context(|| format!("failed to read record {}", base.display()))?;
+            let to = run.path.join(ab::BASE_RECORDS).join(to);
+            std::fs::create_dir_all(to.parent().expect("a file in base/"))
+                .with_context(|| format!("failed to create {}", run.path.join(ab::BASE_RECORDS).display()))?;
+            write_atomic(&to, &bytes)?;
+        }
     }
     run.write_manifest(manifest)?;
     Ok(())

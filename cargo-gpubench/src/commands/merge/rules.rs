@@ -4,12 +4,16 @@
 //! * **A run still being written is refused**: its manifest says `running` and its
 //!   cargo gpubench is alive, so merging it would fold in half a part.
 //! * **The same run given twice is refused** (same run id), naming both places.
-//! * **An `ab` run is refused**, alone or with others, the reason naming the run and
-//!   its revisions: its verdicts rest on base and head paired in each process, and a
-//!   merged run (the head's records as a plain run's) would drop the base, the
-//!   pairing and the verdicts. Mixing it with plain runs, or with `ab` runs of other
-//!   revisions, would in addition fold measurements of different code; the refusal
-//!   names that first, since it is the larger mistake.
+//! * **`ab` runs merge only with `ab` runs of the same base and head builds**,
+//!   measured the same way (paired or not): the parts of one `ab` split with
+//!   `--partition` (one per GPU or cluster task) fold into one paired `ab` run, the
+//!   head's records as its records and the base's under `base/`, judged again from
+//!   the per-process ratios each part recorded. An `ab` run with a plain run, or
+//!   with an `ab` run of another base or head (another commit, uncommitted changes
+//!   on one side, other library files, or paired on one side only), is refused
+//!   naming the run and its revisions: their verdicts answer different questions,
+//!   and a plain run has no base to pair with; the refusal names that first, since
+//!   it is the larger mistake.
 //! * **A benchmark id in two inputs is refused.** Merging folds *disjoint* parts of a
 //!   suite (the runs of `--partition K/N`, or runs of different filters) into one
 //!   run; it never pools two measurements of one benchmark, nor picks one of them:
@@ -81,7 +85,7 @@ pub enum MergeError {
         second: String,
     },
     /// An `ab` run among the inputs.
-    #[error("run `{run}` is an `ab` run ({subject}): {why}; merge folds the parts of a plain run only, so it refuses `ab` runs rather than drop their base, their pairing and their verdicts. {fix}")]
+    #[error("run `{run}` is an `ab` run ({subject}): {why}; merge folds an `ab` run only with `ab` runs of the same base and head builds, measured alike, so that one paired verdict covers them. {fix}")]
     AbRun {
         /// Its run id.
         run: String,
@@ -277,7 +281,8 @@ pub fn plan(parts: &[Part]) -> Result<Plan, MergeError> {
 }
 
 /// Why an `ab` input cannot be merged, the worst reason first: mixed with a plain
-/// run, then with an `ab` run of other revisions, then alone.
+/// run, then with an `ab` run of other revisions or measured another way; `None`
+/// when no input is an `ab` run, or all are parts of one `ab`.
 fn ab_refusal(parts: &[Part]) -> Option<MergeError> {
     let (first_ab, ab) = parts
         .iter()
@@ -289,8 +294,8 @@ fn ab_refusal(parts: &[Part]) -> Option<MergeError> {
         fix: fix.to_string(),
     };
     let each_alone = "Show each `ab` run on its own (`cargo gpubench report run:ID`), or \
-                      measure again with one `cargo gpubench ab` (--processes N for a \
-                      tighter interval)";
+                      measure again with one `cargo gpubench ab` (--partition K/N for \
+                      parts of one suite)";
     if let Some(plain) = parts.iter().find(|p| p.manifest.ab.is_none()) {
         return Some(refuse(
             format!(
@@ -323,16 +328,36 @@ fn ab_refusal(parts: &[Part]) -> Option<MergeError> {
             each_alone,
         ));
     }
-    Some(refuse(
-        "a merge would keep only the head's records".to_string(),
-        each_alone,
-    ))
+    if let Some(other) = parts
+        .iter()
+        .find(|p| p.manifest.ab.as_ref().is_some_and(|o| o.paired != ab.paired))
+    {
+        return Some(refuse(
+            format!(
+                "run `{}` measured base and head {}, run `{}` {}, so their verdicts rest on \
+                 different evidence",
+                first_ab.manifest.run_id,
+                ab.how_short(),
+                other.manifest.run_id,
+                other.manifest.ab.as_ref().expect("found as ab").how_short()
+            ),
+            each_alone,
+        ));
+    }
+    None
 }
 
 /// What names a revision of an `ab` run: its commit (with whether it had changes
-/// not committed), else its label.
-fn revision_key(r: &ManifestRevision) -> (String, bool) {
-    (r.commit.clone().unwrap_or_else(|| r.label.clone()), r.dirty)
+/// not committed), else its label, and the digests of the files its processes
+/// loaded (two builds of a dirty working tree differ there).
+fn revision_key(r: &ManifestRevision) -> (String, bool, Vec<String>) {
+    let mut digests: Vec<String> = r.libraries.iter().map(|l| l.sha256.clone()).collect();
+    digests.sort();
+    (
+        r.commit.clone().unwrap_or_else(|| r.label.clone()),
+        r.dirty,
+        digests,
+    )
 }
 
 fn status_word(status: RunStatus) -> &'static str {
@@ -517,7 +542,8 @@ pub fn manifest(
             .map(|p| p.manifest.processes)
             .unwrap_or_default(),
         partition: None,
-        ab: None,
+        // Every input's, by the rules: the parts of one `ab`.
+        ab: parts.first().and_then(|p| p.manifest.ab.clone()),
         selection: merged_selection(parts, plan),
         timeout_s: parts
             .iter()

@@ -1,5 +1,5 @@
 use super::*;
-use crate::store::manifest::BenchStatus;
+use crate::store::manifest::{BenchStatus, LibraryDigest};
 
 /// A completed run `run_id` that measured `ids` (all passed) on `model`.
 fn part(run_id: &str, partition: Option<&str>, ids: &[&str], model: Option<&str>) -> Part {
@@ -303,32 +303,55 @@ fn ab_part(run_id: &str, ids: &[&str], base: &str, head: &str) -> Part {
 }
 
 #[test]
+fn the_parts_of_one_ab_merge_into_one_ab_run() {
+    let mut parts = [
+        ab_part("x", &["add", "sub"], "base0001", "head0001"),
+        ab_part("y", &["mul"], "base0001", "head0001"),
+    ];
+    parts[0].manifest.partition = Some("count:1/2".into());
+    parts[1].manifest.partition = Some("count:2/2".into());
+    let plan = plan(&parts).expect("parts of one ab merge");
+    assert!(plan.gaps.is_empty(), "{:?}", plan.gaps);
+    let m = manifest(&parts, &plan, "merged", "2026-01-01T00:00:00Z", vec![]);
+    assert_eq!(m.ab, parts[0].manifest.ab, "the merged run is the same ab");
+    assert_eq!(m.benchmarks.len(), 3);
+    assert_eq!(m.merged_from.len(), 2);
+}
+
+#[test]
 fn ab_runs_are_refused_naming_the_run_the_reason_and_what_to_do() {
     let refusal = |parts: &[Part]| match plan(parts) {
         Err(e @ MergeError::AbRun { .. }) => e.to_string(),
         other => panic!("not refused as an ab run: {other:?}"),
     };
-    // Alone, or with another of the same revisions: the base and the verdicts
-    // would be dropped.
-    let same = [
-        ab_part("x", &["add"], "base0001", "head0001"),
-        ab_part("y", &["mul"], "base0001", "head0001"),
-    ];
-    let e = refusal(&same);
-    assert!(
-        e.contains("run `x` is an `ab` run (head (head0001) against base (base0001))")
-            && e.contains("only the head's records")
-            && e.contains("cargo gpubench report run:ID"),
-        "{e}"
-    );
-    refusal(&same[..1]);
     // With an ab run of another base: named, with the other base.
     let e = refusal(&[
         ab_part("x", &["add"], "base0001", "head0001"),
         ab_part("y", &["mul"], "base0002", "head0001"),
     ]);
     assert!(
-        e.contains("run `y` judged head (head0001) against base (base0002) with another base"),
+        e.contains("run `x` is an `ab` run (head (head0001) against base (base0001))")
+            && e.contains(
+                "run `y` judged head (head0001) against base (base0002) with another base"
+            )
+            && e.contains("cargo gpubench report run:ID"),
+        "{e}"
+    );
+    // Of the same commits but other builds (a dirty tree built twice), or measured
+    // another way: refused too.
+    let mut other_build = ab_part("y", &["mul"], "base0001", "head0001");
+    other_build.manifest.ab.as_mut().unwrap().head.libraries = vec![LibraryDigest {
+        package: "p".into(),
+        target: "ops".into(),
+        sha256: "ab12".into(),
+    }];
+    let e = refusal(&[ab_part("x", &["add"], "base0001", "head0001"), other_build]);
+    assert!(e.contains("with another head"), "{e}");
+    let mut unpaired = ab_part("y", &["mul"], "base0001", "head0001");
+    unpaired.manifest.ab.as_mut().unwrap().paired = false;
+    let e = refusal(&[ab_part("x", &["add"], "base0001", "head0001"), unpaired]);
+    assert!(
+        e.contains("paired in one process, run `y` in separate processes"),
         "{e}"
     );
     // With a plain run, in either order: named, and the way out is to leave it out.
