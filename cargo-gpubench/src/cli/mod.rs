@@ -21,7 +21,10 @@ pub use compare::{BaselineArgs, CompareArgs, Format, ReportArgs, VerdictArgs};
 pub use console::ConsoleArgs;
 pub use history::{HistoryArgs, HISTORY_ABOUT, HISTORY_HELP};
 pub use merge::MergeArgs;
-pub use slurm::{SbatchArgs, SlurmAction, SlurmArgs, SlurmDirArgs, SlurmFollowArgs, SlurmRunArgs};
+pub use slurm::{
+    SbatchArgs, SlurmAbArgs, SlurmAction, SlurmArgs, SlurmDirArgs, SlurmFollowArgs, SlurmJobArgs,
+    SlurmRunArgs,
+};
 pub use run::{
     MeasureArgs, OutputArgs, PrebuiltArgs, ProcessArgs, ProcessDefaults, RunArgs, SelectArgs,
     Sources, SpreadArgs, TargetArgs, MAX_PROCESSES,

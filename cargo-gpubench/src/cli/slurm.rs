@@ -23,6 +23,10 @@ pub enum SlurmAction {
     /// Build the archive once, submit one array task per part (each on a GPU of its
     /// own) and a dependent job that merges the parts, compares and gates.
     Run(SlurmRunArgs),
+    /// Export both revisions' libraries once, submit one array task per part running
+    /// `ab --base-libraries … --head-libraries … --partition K/N`, and a merge job
+    /// that folds the parts into one paired `ab` run and gates.
+    Ab(SlurmAbArgs),
     /// Submit again only the parts whose task did not leave a completed run (failed,
     /// cancelled, pre-empted, timed out, never ran), and a merge of all parts.
     Resubmit(SlurmDirArgs),
@@ -35,18 +39,41 @@ pub enum SlurmAction {
     Collect(SlurmFollowArgs),
 }
 
-/// Options of `slurm run`.
+/// What `slurm run` and `slurm ab` share: the parts, the shared directory, the
+/// submission, the merge's options and whether to wait.
 #[derive(Debug, Clone, Args)]
-pub struct SlurmRunArgs {
+pub struct SlurmJobArgs {
     /// How many parts (array tasks, one GPU each) the suite is split into
     /// (`--partition count:K/N` in task K).
     #[arg(long, value_name = "N", env = "GPUBENCH_SLURM_PARTS", value_parser = clap::value_parser!(u32).range(1..=10000))]
     pub parts: u32,
 
-    /// The shared directory every node reads and writes: the archive, the scripts,
-    /// each part's output directory, the tasks' logs and the merged run go there.
+    /// The shared directory every node reads and writes: what the tasks measure, the
+    /// scripts, each part's output directory, the tasks' logs and the merged run.
     #[arg(long, value_name = "DIR", env = "GPUBENCH_SLURM_DIR")]
     pub dir: PathBuf,
+
+    /// Where the jobs are submitted to and how they are shaped.
+    #[command(flatten)]
+    pub sbatch: SbatchArgs,
+
+    /// An option of the merge job's `cargo gpubench merge` (the gate: --fail-on,
+    /// --baseline, --allow-missing, --summary-file, …); repeat for each, e.g.
+    /// `--merge-arg=--fail-on=ambiguous`.
+    #[arg(long = "merge-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub merge_args: Vec<String>,
+
+    /// Follow the jobs until the merge has gated, and exit with its code.
+    #[arg(long, env = "GPUBENCH_SLURM_WAIT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub wait: bool,
+}
+
+/// Options of `slurm run`.
+#[derive(Debug, Clone, Args)]
+pub struct SlurmRunArgs {
+    /// The parts, the shared directory, the submission.
+    #[command(flatten)]
+    pub job: SlurmJobArgs,
 
     /// Measure this archive (from `cargo gpubench archive`) instead of building one.
     #[arg(long, value_name = "FILE", env = "GPUBENCH_ARCHIVE", conflicts_with_all = ["packages", "benches", "manifest_path"])]
@@ -55,20 +82,6 @@ pub struct SlurmRunArgs {
     /// Which bench targets of which workspace go into the archive.
     #[command(flatten)]
     pub targets: TargetArgs,
-
-    /// Where the jobs are submitted to and how they are shaped.
-    #[command(flatten)]
-    pub sbatch: SbatchArgs,
-
-    /// An option of the merge job's `cargo gpubench merge` (the gate: --fail-on,
-    /// --baseline, --allow-missing, --summary-file, …); repeat for each, e.g.
-    /// `--merge-arg=--fail-on=regressed`.
-    #[arg(long = "merge-arg", value_name = "ARG", allow_hyphen_values = true)]
-    pub merge_args: Vec<String>,
-
-    /// Follow the jobs until the merge has gated, and exit with its code.
-    #[arg(long, env = "GPUBENCH_SLURM_WAIT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
-    pub wait: bool,
 
     /// Write the parts as a Kubernetes Indexed Job to FILE (for `kubectl apply -f`)
     /// instead of submitting to Slurm.
@@ -88,6 +101,36 @@ pub struct SlurmRunArgs {
     /// measurement options, --device), after `--`.
     #[arg(last = true, value_name = "RUN OPTIONS")]
     pub run_args: Vec<String>,
+}
+
+/// Options of `slurm ab`.
+#[derive(Debug, Clone, Args)]
+pub struct SlurmAbArgs {
+    /// The parts, the shared directory, the submission.
+    #[command(flatten)]
+    pub job: SlurmJobArgs,
+
+    /// The revision judged against, as `ab --base` takes it.
+    #[arg(long, value_name = "REV", env = "GPUBENCH_AB_BASE")]
+    pub base: Option<String>,
+
+    /// The revision judged, as `ab --head` takes it [default: the working tree].
+    #[arg(long, value_name = "REV", env = "GPUBENCH_AB_HEAD")]
+    pub head: Option<String>,
+
+    /// Measure the libraries `ab --export-libraries DIR` wrote (DIR/base, DIR/head,
+    /// reachable from every node) instead of exporting them here.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["base", "head", "packages", "benches", "manifest_path"])]
+    pub libraries: Option<PathBuf>,
+
+    /// Which bench targets of which workspace are built.
+    #[command(flatten)]
+    pub targets: TargetArgs,
+
+    /// The options of each task's `cargo-gpubench ab` (filters, measurement
+    /// options, --device, --paired-noise-threshold), after `--`.
+    #[arg(last = true, value_name = "AB OPTIONS")]
+    pub ab_args: Vec<String>,
 }
 
 /// How the jobs are submitted.

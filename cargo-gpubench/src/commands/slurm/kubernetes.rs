@@ -84,6 +84,7 @@ mod tests {
             bin: "/shared/suite/bin/cargo-gpubench".into(),
             run_args: vec!["--quick".into()],
             merge_args: vec![],
+            ab_libraries: None,
             sbatch: Sbatch {
                 max_running: Some(4),
                 gres: "gpu:1".into(),

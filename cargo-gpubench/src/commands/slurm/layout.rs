@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! DIR/slurm.json                      the job: parts, archive, options, attempts
-//! DIR/benches.tar.gz                  the archive every task measures
+//! DIR/benches.tar.gz                  the archive every task measures (slurm run)
+//! DIR/libraries/base, head/           the libraries every task measures (slurm ab)
 //! DIR/baselines/                      the archive's baselines, for the merge
 //! DIR/scripts/array-<n>.sh, merge.sh  the sbatch scripts of attempt n
 //! DIR/parts/<K>/                      part K's --out-dir: one run per attempt
@@ -46,6 +47,11 @@ pub struct Job {
     pub run_args: Vec<String>,
     /// The merge's options.
     pub merge_args: Vec<String>,
+    /// For `slurm ab`: the libraries `ab --export-libraries` wrote (`base/` and
+    /// `head/`), which each task measures with `ab`; absent for `slurm run`, whose
+    /// tasks measure the archive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab_libraries: Option<PathBuf>,
     /// How the jobs are submitted.
     pub sbatch: Sbatch,
     /// Every submission, the first first.
@@ -224,6 +230,7 @@ mod tests {
             bin: "/bin/cargo-gpubench".into(),
             run_args: vec![],
             merge_args: vec![],
+            ab_libraries: None,
             sbatch: Sbatch::default(),
             attempts: vec![],
         };

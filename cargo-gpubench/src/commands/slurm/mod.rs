@@ -3,7 +3,9 @@
 //! task per `--partition` part, each on a GPU of its own, and a merge job that
 //! depends on it ([`script`], [`scheduler`]); the merge job ([`collect`]) folds the
 //! parts' runs into one run, names every part whose task did not leave a completed
-//! run with its Slurm state and reason, compares and gates. `slurm resubmit`
+//! run with its Slurm state and reason, compares and gates. `slurm ab` does the same
+//! with both revisions' libraries exported once (`ab --export-libraries`), each task
+//! running `ab --partition K/N`, merged into one paired `ab` run. `slurm resubmit`
 //! submits the lost parts again, `slurm follow` (or `--wait`) follows the tasks and
 //! exits with the gate's code, and `--kubernetes` writes the parts as an Indexed Job
 //! instead ([`kubernetes`]).
@@ -20,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::cli::{ArchiveArgs, SlurmAction, SlurmArgs, SlurmRunArgs};
+use crate::cli::{ArchiveArgs, SlurmAbArgs, SlurmAction, SlurmArgs, SlurmJobArgs, SlurmRunArgs};
 use crate::console;
 use crate::exit_code::{Exit, UsageError};
 use layout::{Attempt, Job, Sbatch, JOB_FILE, JOB_FORMAT_VERSION};
@@ -29,6 +31,7 @@ use layout::{Attempt, Job, Sbatch, JOB_FILE, JOB_FORMAT_VERSION};
 pub fn run(args: &SlurmArgs) -> Result<Exit> {
     match &args.action {
         SlurmAction::Run(a) => submit_run(a),
+        SlurmAction::Ab(a) => submit_ab(a),
         SlurmAction::Resubmit(a) => resubmit(&absolute(&a.dir)?, a.wait),
         SlurmAction::Follow(a) => follow(&Job::read(&absolute(&a.dir)?)?),
         SlurmAction::Collect(a) => collect::run(&absolute(&a.dir)?),
@@ -39,9 +42,10 @@ fn absolute(dir: &Path) -> Result<PathBuf> {
     std::path::absolute(dir).with_context(|| format!("failed to resolve {}", dir.display()))
 }
 
-/// `slurm run`: the archive, the scripts, the submission.
-fn submit_run(args: &SlurmRunArgs) -> Result<Exit> {
-    let dir = absolute(&args.dir)?;
+/// The new job of `common` in its shared directory, not yet written: the
+/// directory checked and made, the cargo-gpubench the tasks run chosen.
+fn new_job(common: &SlurmJobArgs, run_args: &[String], kubernetes: bool) -> Result<Job> {
+    let dir = absolute(&common.dir)?;
     if dir.join(JOB_FILE).exists() {
         return Err(UsageError(format!(
             "{} already holds a slurm job ({JOB_FILE}): give a new --dir, or `cargo gpubench \
@@ -59,40 +63,107 @@ fn submit_run(args: &SlurmRunArgs) -> Result<Exit> {
         ))
         .into());
     }
-    if let Some(line) = args.sbatch.extra.iter().find(|l| l.contains('\n')) {
-        return Err(UsageError(format!("--sbatch `{line}` holds a new line: give one line per --sbatch")).into());
+    if let Some(line) = common.sbatch.extra.iter().find(|l| l.contains('\n')) {
+        return Err(UsageError(format!(
+            "--sbatch `{line}` holds a new line: give one line per --sbatch"
+        ))
+        .into());
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("failed to create {}", dir.display()))?;
-    let bin = match (&args.sbatch.bin, &args.kubernetes) {
+    let bin = match (&common.sbatch.bin, kubernetes) {
         (Some(bin), _) => absolute(bin)?,
         // A pod sees the shared directory, not this machine's files.
-        (None, Some(_)) => {
+        (None, true) => {
             let to = dir.join("bin/cargo-gpubench");
             std::fs::create_dir_all(dir.join("bin"))?;
             std::fs::copy(std::env::current_exe()?, &to)
                 .with_context(|| format!("failed to copy cargo-gpubench to {}", to.display()))?;
             to
         }
-        (None, None) => std::env::current_exe().context("failed to find this cargo-gpubench")?,
+        (None, false) => std::env::current_exe().context("failed to find this cargo-gpubench")?,
     };
-    let mut job = Job {
+    let job = Job {
         format_version: JOB_FORMAT_VERSION,
         dir: dir.clone(),
-        parts: args.parts,
+        parts: common.parts,
         bin,
-        run_args: args.run_args.clone(),
-        merge_args: args.merge_args.clone(),
+        run_args: run_args.to_vec(),
+        merge_args: common.merge_args.clone(),
+        ab_libraries: None,
         sbatch: Sbatch {
-            partition: args.sbatch.slurm_partition.clone(),
-            account: args.sbatch.account.clone(),
-            time: args.sbatch.time.clone(),
-            max_running: args.sbatch.max_running,
-            gres: args.sbatch.gres.clone(),
-            extra: args.sbatch.extra.clone(),
+            partition: common.sbatch.slurm_partition.clone(),
+            account: common.sbatch.account.clone(),
+            time: common.sbatch.time.clone(),
+            max_running: common.sbatch.max_running,
+            gres: common.sbatch.gres.clone(),
+            extra: common.sbatch.extra.clone(),
         },
         attempts: Vec::new(),
     };
+    for d in [job.scripts(), job.tasks(), job.logs(), job.dir.join("results")] {
+        std::fs::create_dir_all(&d).with_context(|| format!("failed to create {}", d.display()))?;
+    }
+    Ok(job)
+}
 
+/// Submits every part of `job`, then follows it or says how to.
+fn submit_all(mut job: Job, wait: bool) -> Result<Exit> {
+    let parts: Vec<u32> = (1..=job.parts).collect();
+    submit(&mut job, &parts)?;
+    if wait {
+        return follow(&job);
+    }
+    say_how_to_follow(&job);
+    Ok(Exit::Success)
+}
+
+/// `slurm ab`: both revisions' libraries exported once (or given), then the parts.
+fn submit_ab(args: &SlurmAbArgs) -> Result<Exit> {
+    let mut job = new_job(&args.job, &args.ab_args, false)?;
+    let libraries = match &args.libraries {
+        Some(given) => absolute(given)?,
+        None => {
+            let to = job.dir.join("libraries");
+            let mut cmd = std::process::Command::new(std::env::current_exe()?);
+            cmd.arg("ab").arg("--export-libraries").arg(&to);
+            if let Some(base) = &args.base {
+                cmd.args(["--base", base]);
+            }
+            if let Some(head) = &args.head {
+                cmd.args(["--head", head]);
+            }
+            if let Some(manifest) = &args.targets.manifest_path {
+                cmd.arg("--manifest-path").arg(manifest);
+            }
+            for p in &args.targets.packages {
+                cmd.args(["-p", p]);
+            }
+            for b in &args.targets.benches {
+                cmd.args(["--bench", b]);
+            }
+            let status = cmd
+                .status()
+                .context("failed to run cargo-gpubench ab --export-libraries")?;
+            match status.code() {
+                Some(0) => {}
+                Some(code) => return Ok(exit_of_code(u8::try_from(code).unwrap_or(5))),
+                None => return Ok(Exit::Interrupted),
+            }
+            if !to.join("base").is_dir() {
+                // `ab` found nothing to compare (base and head the same code): said so.
+                return Ok(Exit::Success);
+            }
+            to
+        }
+    };
+    job.ab_libraries = Some(libraries);
+    submit_all(job, args.job.wait)
+}
+
+/// `slurm run`: the archive, the scripts, the submission.
+fn submit_run(args: &SlurmRunArgs) -> Result<Exit> {
+    let mut job = new_job(&args.job, &args.run_args, args.kubernetes.is_some())?;
+    let dir = job.dir.clone();
     match &args.archive {
         Some(given) => {
             std::fs::copy(given, job.archive()).with_context(|| {
@@ -114,9 +185,6 @@ fn submit_run(args: &SlurmRunArgs) -> Result<Exit> {
         }
     }
     extract_baselines(&job)?;
-    for d in [job.scripts(), job.tasks(), job.logs(), job.dir.join("results")] {
-        std::fs::create_dir_all(&d).with_context(|| format!("failed to create {}", d.display()))?;
-    }
 
     if let (Some(file), Some(image)) = (&args.kubernetes, &args.image) {
         let name = format!("gpubench-parts-{}", chrono::Utc::now().format("%Y%m%d%H%M%S"));
@@ -148,13 +216,7 @@ fn submit_run(args: &SlurmRunArgs) -> Result<Exit> {
         return Ok(Exit::Success);
     }
 
-    let parts: Vec<u32> = (1..=job.parts).collect();
-    submit(&mut job, &parts)?;
-    if args.wait {
-        return follow(&job);
-    }
-    say_how_to_follow(&job);
-    Ok(Exit::Success)
+    submit_all(job, args.job.wait)
 }
 
 /// The archive's baselines, where the merge compares with them (as `run --archive`

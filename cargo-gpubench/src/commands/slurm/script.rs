@@ -77,19 +77,35 @@ fn shared_lines(s: &mut String, sbatch: &Sbatch) {
 /// `array_job` are shell words giving the part number (1-based) and the job's id.
 pub fn task_body(job: &Job, part: &str, array_job: &str) -> String {
     let dir = quote(&job.dir.display().to_string());
-    let mut run = vec![
-        quote(&job.bin.display().to_string()),
-        "run".into(),
-        "--archive".into(),
-        "\"$dir/benches.tar.gz\"".into(),
+    let mut run = vec![quote(&job.bin.display().to_string())];
+    // The merge compares and gates: a part's run is one piece of evidence.
+    match &job.ab_libraries {
+        None => run.extend([
+            "run".into(),
+            "--archive".into(),
+            "\"$dir/benches.tar.gz\"".into(),
+            "--no-baseline".into(),
+        ]),
+        Some(libraries) => {
+            let libraries = libraries.display().to_string();
+            run.extend([
+                "ab".into(),
+                "--base-libraries".into(),
+                quote(&format!("{libraries}/base")),
+                "--head-libraries".into(),
+                quote(&format!("{libraries}/head")),
+                "--fail-on".into(),
+                "never".into(),
+            ]);
+        }
+    }
+    run.extend([
         "--partition".into(),
         format!("\"count:$part/{}\"", job.parts),
         "--out-dir".into(),
         "\"$dir/parts/$part\"".into(),
-        // The merge compares and gates; a part's run is one piece of evidence.
-        "--no-baseline".into(),
         "--no-report".into(),
-    ];
+    ]);
     run.extend(job.run_args.iter().map(|a| quote(a)));
     format!(
         r#"set -u
@@ -175,6 +191,7 @@ mod tests {
             bin: "/opt/cargo-gpubench".into(),
             run_args: vec!["--quick".into(), "matmul's".into()],
             merge_args: vec![],
+            ab_libraries: None,
             sbatch: Sbatch {
                 partition: Some("gpu".into()),
                 account: Some("perf".into()),
@@ -213,12 +230,25 @@ mod tests {
         assert!(s.contains("dir=/shared/suite\n"));
         assert!(s.contains("part=\"$SLURM_ARRAY_TASK_ID\"\n"));
         assert!(s.contains(
-            "/opt/cargo-gpubench run --archive \"$dir/benches.tar.gz\" --partition \
-             \"count:$part/4\" --out-dir \"$dir/parts/$part\" --no-baseline --no-report \
+            "/opt/cargo-gpubench run --archive \"$dir/benches.tar.gz\" --no-baseline \
+             --partition \"count:$part/4\" --out-dir \"$dir/parts/$part\" --no-report \
              --quick 'matmul'\\''s' &\n"
         ));
         assert!(s.contains("echo \"cuda_visible_devices=${CUDA_VISIBLE_DEVICES-unset}\""));
         assert!(s.contains("echo \"exit_code=$code\""));
+    }
+
+    #[test]
+    fn an_ab_task_measures_its_part_of_both_revisions_libraries_without_gating() {
+        let mut j = job();
+        j.ab_libraries = Some("/shared/suite/libraries".into());
+        let s = array_script(&j, &[1, 2]);
+        assert!(s.contains(
+            "/opt/cargo-gpubench ab --base-libraries /shared/suite/libraries/base \
+             --head-libraries /shared/suite/libraries/head --fail-on never --partition \
+             \"count:$part/4\" --out-dir \"$dir/parts/$part\" --no-report --quick \
+             'matmul'\\''s' &\n"
+        ), "{s}");
     }
 
     #[test]
