@@ -21,13 +21,13 @@ pub use compare::{BaselineArgs, CompareArgs, Format, ReportArgs, VerdictArgs};
 pub use console::ConsoleArgs;
 pub use history::{HistoryArgs, HISTORY_ABOUT, HISTORY_HELP};
 pub use merge::MergeArgs;
-pub use slurm::{
-    SbatchArgs, SlurmAbArgs, SlurmAction, SlurmArgs, SlurmDirArgs, SlurmFollowArgs, SlurmJobArgs,
-    SlurmRunArgs,
-};
 pub use run::{
     MeasureArgs, OutputArgs, PrebuiltArgs, ProcessArgs, ProcessDefaults, RunArgs, SelectArgs,
     Sources, SpreadArgs, TargetArgs, MAX_PROCESSES,
+};
+pub use slurm::{
+    SbatchArgs, SlurmAbArgs, SlurmAction, SlurmArgs, SlurmDirArgs, SlurmFollowArgs, SlurmJobArgs,
+    SlurmRunArgs,
 };
 
 use std::ffi::OsString;

@@ -94,7 +94,12 @@ pub struct SlurmRunArgs {
     pub image: Option<String>,
 
     /// The PersistentVolumeClaim mounted at --dir in every pod of the Kubernetes Job.
-    #[arg(long, value_name = "NAME", default_value = "gpubench-shared", requires = "kubernetes")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "gpubench-shared",
+        requires = "kubernetes"
+    )]
     pub volume_claim: String,
 
     /// The options of each task's `cargo-gpubench run --archive` (filters,
@@ -153,7 +158,12 @@ pub struct SbatchArgs {
     pub max_running: Option<u32>,
 
     /// The GPUs of one task (sbatch --gres).
-    #[arg(long, value_name = "GRES", default_value = "gpu:1", env = "GPUBENCH_SLURM_GRES")]
+    #[arg(
+        long,
+        value_name = "GRES",
+        default_value = "gpu:1",
+        env = "GPUBENCH_SLURM_GRES"
+    )]
     pub gres: String,
 
     /// A line for the array job's script, as `#SBATCH LINE` (e.g. `--constraint=h100`);

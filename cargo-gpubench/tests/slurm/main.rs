@@ -22,10 +22,10 @@ use cargo_gpubench::archive::ArchivedBenchmark;
 use cargo_gpubench::build::compile::BenchExecutable;
 use cargo_gpubench::store::manifest::RunStatus;
 use gpubench_analysis::BaselineStore;
+use gpubench_record::record::RawRecord;
 use support::{
     cargo_gpubench, latest_run, manifest, prepare_record, run, stand_in, Ran, STAND_IN_EXE,
 };
-use gpubench_record::record::RawRecord;
 
 const DEVICE: &str = "NVIDIA H200";
 const IDS: [&str; 8] = [
@@ -93,10 +93,7 @@ impl Slurm {
 
 impl Drop for Slurm {
     fn drop(&mut self) {
-        let _ = Command::new(script())
-            .arg("stop")
-            .arg(&self.state)
-            .status();
+        let _ = Command::new(script()).arg("stop").arg(&self.state).status();
     }
 }
 
@@ -169,7 +166,11 @@ impl Suite {
         for line in text.lines() {
             let mut words = line.split_whitespace();
             let id = words.next().unwrap().to_string();
-            let task = words.next().unwrap().trim_start_matches("task=").to_string();
+            let task = words
+                .next()
+                .unwrap()
+                .trim_start_matches("task=")
+                .to_string();
             let cvd = words.next().unwrap().trim_start_matches("cvd=").to_string();
             calls.entry(id).or_default().push((task, cvd));
         }
@@ -182,7 +183,11 @@ fn suite() -> Suite {
     let root = dir.path();
     let slurm = Slurm::start(&root.join("slurm"));
     let bin = stand_in(root, STAND_IN);
-    std::fs::write(root.join("libtorch/version.py"), "__version__ = '2.11.0+cpu'\n").unwrap();
+    std::fs::write(
+        root.join("libtorch/version.py"),
+        "__version__ = '2.11.0+cpu'\n",
+    )
+    .unwrap();
     std::fs::create_dir_all(root.join("tmp")).unwrap();
     let ws = root.join("ws");
     let store = BaselineStore::for_workspace(&ws);
@@ -290,7 +295,9 @@ fn a_suite_over_a_slurm_array_merges_into_one_run_and_one_gate() {
         .collect();
     assert_eq!(
         parts,
-        (1..=4).map(|k| format!("count:{k}/4")).collect::<BTreeSet<_>>()
+        (1..=4)
+            .map(|k| format!("count:{k}/4"))
+            .collect::<BTreeSet<_>>()
     );
     let table = tasks_json(&merged);
     let outcomes: Vec<&str> = table["parts"]
@@ -341,7 +348,11 @@ fn a_suite_over_a_slurm_array_merges_into_one_run_and_one_gate() {
     let started = s.path(&format!("cancel/tasks/part-3.job-{array}.started"));
     let deadline = Instant::now() + Duration::from_secs(60);
     while !started.is_file() {
-        assert!(Instant::now() < deadline, "task 3 never started: {}", ran.stderr);
+        assert!(
+            Instant::now() < deadline,
+            "task 3 never started: {}",
+            ran.stderr
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     std::thread::sleep(Duration::from_secs(1));
@@ -357,7 +368,8 @@ fn a_suite_over_a_slurm_array_merges_into_one_run_and_one_gate() {
         .arg(s.path("cancel")))
     .expect_code(1);
     assert!(
-        ran.stderr.contains(&format!("Slurm task {array}_3 ended CANCELLED")),
+        ran.stderr
+            .contains(&format!("Slurm task {array}_3 ended CANCELLED")),
         "the gate names the task and its state:\n{}",
         ran.stderr
     );
@@ -386,6 +398,21 @@ fn a_suite_over_a_slurm_array_merges_into_one_run_and_one_gate() {
     assert_eq!(m.status, RunStatus::Completed, "{}", ran.stderr);
     assert_eq!(m.benchmarks.len(), 8);
     // The cancelled attempt's run is kept beside the new one.
-    let runs = std::fs::read_dir(s.path("cancel/parts/3/runs")).unwrap().count();
+    let runs = std::fs::read_dir(s.path("cancel/parts/3/runs"))
+        .unwrap()
+        .count();
     assert_eq!(runs, 2, "both attempts of part 3 are kept");
+}
+
+#[test]
+fn the_local_slurm_script_is_shellcheck_clean() {
+    let out = Command::new("shellcheck")
+        .arg(script())
+        .output()
+        .expect("shellcheck runs (Debian: apt-get install shellcheck; scripts/test does)");
+    assert!(
+        out.status.success(),
+        "shellcheck scripts/slurm-local:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }

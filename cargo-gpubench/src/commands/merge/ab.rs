@@ -14,8 +14,8 @@ use gpubench_record::record::RawRecord;
 
 use super::rules::Part;
 use crate::cli::MergeArgs;
-use crate::compare::{Absences, RunComparison};
 pub use crate::commands::ab::BASE_RECORDS;
+use crate::compare::{Absences, RunComparison};
 use crate::store::manifest::RunManifest;
 use crate::store::runs::RunDir;
 use crate::store::{Source, SourceKind};
@@ -96,8 +96,8 @@ pub fn judge(
             gone.push(m.clone());
         }
     }
-    let comparison = RunComparison::of_set(set, head, &entries, source, settings, &absences)
-        .with_missing(gone);
+    let comparison =
+        RunComparison::of_set(set, head, &entries, source, settings, &absences).with_missing(gone);
     comparison
         .store(run, &entries)
         .context("failed to store the comparison with the run")?;
@@ -169,11 +169,18 @@ mod tests {
         ];
         let cli = Cli::parse_from_cargo(argv.clone()).unwrap();
         let exit = super::super::run(cli.merge_args().unwrap(), &argv).unwrap();
-        assert_eq!(exit, Exit::RegressionFound, "the MLP step's +1.75% trips the gate");
+        assert_eq!(
+            exit,
+            Exit::RegressionFound,
+            "the MLP step's +1.75% trips the gate"
+        );
 
         let run = resolve_latest(&out).unwrap();
         let m = RunManifest::read(&run.join(MANIFEST_FILE)).unwrap();
-        assert_eq!(m.ab.as_ref().map(|ab| ab.head.label.as_str()), Some("5e6f7a8b"));
+        assert_eq!(
+            m.ab.as_ref().map(|ab| ab.head.label.as_str()),
+            Some("5e6f7a8b")
+        );
         assert_eq!(m.benchmarks.len(), 3);
         for id in [MLP, MATMUL, ADD] {
             assert!(

@@ -307,8 +307,12 @@ fn write_run(
             let bytes = std::fs::read(&base)
                 .with_context(|| format!("failed to read record {}", base.display()))?;
             let to = run.path.join(ab::BASE_RECORDS).join(to);
-            std::fs::create_dir_all(to.parent().expect("a file in base/"))
-                .with_context(|| format!("failed to create {}", run.path.join(ab::BASE_RECORDS).display()))?;
+            std::fs::create_dir_all(to.parent().expect("a file in base/")).with_context(|| {
+                format!(
+                    "failed to create {}",
+                    run.path.join(ab::BASE_RECORDS).display()
+                )
+            })?;
             write_atomic(&to, &bytes)?;
         }
     }

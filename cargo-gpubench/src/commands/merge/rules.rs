@@ -328,10 +328,12 @@ fn ab_refusal(parts: &[Part]) -> Option<MergeError> {
             each_alone,
         ));
     }
-    if let Some(other) = parts
-        .iter()
-        .find(|p| p.manifest.ab.as_ref().is_some_and(|o| o.paired != ab.paired))
-    {
+    if let Some(other) = parts.iter().find(|p| {
+        p.manifest
+            .ab
+            .as_ref()
+            .is_some_and(|o| o.paired != ab.paired)
+    }) {
         return Some(refuse(
             format!(
                 "run `{}` measured base and head {}, run `{}` {}, so their verdicts rest on \

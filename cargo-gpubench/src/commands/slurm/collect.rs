@@ -55,8 +55,7 @@ impl PartOutcome {
 
     /// Whether its task ended well without a run: its part held no benchmark.
     pub fn empty(&self) -> bool {
-        self.run.is_none()
-            && self.files.finished.get("exit_code").map(String::as_str) == Some("0")
+        self.run.is_none() && self.files.finished.get("exit_code").map(String::as_str) == Some("0")
     }
 
     /// Whether its task is still waiting or running.
@@ -78,11 +77,7 @@ impl PartOutcome {
 
     /// `123_4`.
     pub fn task_id(&self) -> String {
-        format!(
-            "{}_{}",
-            self.array_job.as_deref().unwrap_or("?"),
-            self.part
-        )
+        format!("{}_{}", self.array_job.as_deref().unwrap_or("?"), self.part)
     }
 
     fn task_words(&self) -> String {
@@ -95,7 +90,11 @@ impl PartOutcome {
 
     /// Why the part is lost, in a sentence naming its task, state and reason.
     pub fn describe(&self, job: &Job) -> String {
-        let mut s = format!("part {} was lost: {}", job.partition(self.part), self.task_words());
+        let mut s = format!(
+            "part {} was lost: {}",
+            job.partition(self.part),
+            self.task_words()
+        );
         match &self.scheduler {
             Some(t) if t.active() => s.push_str(&format!(" is still {}", t.state)),
             Some(t) => {
@@ -111,9 +110,9 @@ impl PartOutcome {
                     s.push_str(&format!(" ({})", why.join(", ")));
                 }
             }
-            None if self.slurm => {
-                s.push_str(" is unknown to sacct and scontrol (accounting off and the controller forgot it)")
-            }
+            None if self.slurm => s.push_str(
+                " is unknown to sacct and scontrol (accounting off and the controller forgot it)",
+            ),
             None => {}
         }
         if self.files.began() {
@@ -237,7 +236,11 @@ fn merge(job: &Job) -> Result<Exit> {
     for o in &outcomes {
         let what = if o.completed() {
             let (_, m) = o.run.as_ref().expect("a completed part has a run");
-            format!("merged (run `{}`, {} benchmarks)", m.run_id, m.benchmarks.len())
+            format!(
+                "merged (run `{}`, {} benchmarks)",
+                m.run_id,
+                m.benchmarks.len()
+            )
         } else if o.empty() {
             "held no benchmark".to_string()
         } else {
@@ -276,20 +279,26 @@ fn merge(job: &Job) -> Result<Exit> {
     argv.extend(inputs.iter().map(|d| d.as_os_str().to_owned()));
     argv.push("--out-dir".into());
     argv.push(job.merged().into());
-    let chooses_baseline = job.merge_args.iter().any(|a| {
-        a.starts_with("--baselines-dir") || a.starts_with("--no-baseline")
-    });
+    let chooses_baseline = job
+        .merge_args
+        .iter()
+        .any(|a| a.starts_with("--baselines-dir") || a.starts_with("--no-baseline"));
     if !chooses_baseline && job.baselines().is_dir() {
         argv.push("--baselines-dir".into());
         argv.push(job.baselines().into());
     }
     argv.extend(job.merge_args.iter().map(OsString::from));
-    let cli = Cli::parse_from_cargo(argv.clone())
-        .map_err(|e| UsageError(format!("the merge's options (--merge-arg) do not parse: {e}")))?;
+    let cli = Cli::parse_from_cargo(argv.clone()).map_err(|e| {
+        UsageError(format!(
+            "the merge's options (--merge-arg) do not parse: {e}"
+        ))
+    })?;
     let args = cli.merge_args().expect("parsed as merge");
     let before = crate::store::runs::resolve_latest(&job.merged());
     let exit = crate::commands::merge::run_with_lost_parts(args, &argv, &lost)?;
-    if let Some(run) = crate::store::runs::resolve_latest(&job.merged()).filter(|r| Some(r) != before.as_ref()) {
+    if let Some(run) =
+        crate::store::runs::resolve_latest(&job.merged()).filter(|r| Some(r) != before.as_ref())
+    {
         write_tasks(job, &outcomes, &run)?;
     }
     if let Some(file) = &args.verdicts.summary_file {
@@ -310,9 +319,17 @@ fn append_parts(file: &Path, job: &Job, outcomes: &[PartOutcome]) -> Result<()> 
         "\n#### Parts (`cargo gpubench slurm`, `{}`)\n",
         job.dir.display()
     );
-    text.push_str("| Part | Task | State | Host | GPUs | Outcome |\n| :-- | :-- | :-- | :-- | :-- | :-- |\n");
+    text.push_str(
+        "| Part | Task | State | Host | GPUs | Outcome |\n| :-- | :-- | :-- | :-- | :-- | :-- |\n",
+    );
     for o in outcomes {
-        let started = |k: &str| o.files.started.get(k).cloned().unwrap_or_else(|| "—".into());
+        let started = |k: &str| {
+            o.files
+                .started
+                .get(k)
+                .cloned()
+                .unwrap_or_else(|| "—".into())
+        };
         let state = match &o.scheduler {
             Some(s) if s.reason != "None" && !s.reason.is_empty() => {
                 format!("{} ({})", s.state, s.reason)

@@ -125,10 +125,7 @@ mod tests {
         let c = &containers[0];
         assert_eq!(c["name"].as_str(), Some("part"));
         assert_eq!(c["image"].as_str(), Some("ghcr.io/acme/bench:2.11"));
-        assert_eq!(
-            c["resources"]["limits"]["nvidia.com/gpu"].as_i64(),
-            Some(1)
-        );
+        assert_eq!(c["resources"]["limits"]["nvidia.com/gpu"].as_i64(), Some(1));
         let command: Vec<&str> = c["command"]
             .as_vec()
             .unwrap()

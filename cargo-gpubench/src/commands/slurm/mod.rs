@@ -100,7 +100,12 @@ fn new_job(common: &SlurmJobArgs, run_args: &[String], kubernetes: bool) -> Resu
         },
         attempts: Vec::new(),
     };
-    for d in [job.scripts(), job.tasks(), job.logs(), job.dir.join("results")] {
+    for d in [
+        job.scripts(),
+        job.tasks(),
+        job.logs(),
+        job.dir.join("results"),
+    ] {
         std::fs::create_dir_all(&d).with_context(|| format!("failed to create {}", d.display()))?;
     }
     Ok(job)
@@ -187,7 +192,10 @@ fn submit_run(args: &SlurmRunArgs) -> Result<Exit> {
     extract_baselines(&job)?;
 
     if let (Some(file), Some(image)) = (&args.kubernetes, &args.image) {
-        let name = format!("gpubench-parts-{}", chrono::Utc::now().format("%Y%m%d%H%M%S"));
+        let name = format!(
+            "gpubench-parts-{}",
+            chrono::Utc::now().format("%Y%m%d%H%M%S")
+        );
         let yaml = kubernetes::indexed_job(
             &job,
             &kubernetes::Pods {
@@ -231,7 +239,10 @@ fn extract_baselines(job: &Job) -> Result<()> {
     let from = extracted.baselines_root();
     if from.is_dir() {
         std::fs::rename(&from, job.baselines()).with_context(|| {
-            format!("failed to keep the archive's baselines in {}", job.baselines().display())
+            format!(
+                "failed to keep the archive's baselines in {}",
+                job.baselines().display()
+            )
         })?;
     }
     std::fs::remove_dir_all(&scratch)
@@ -412,7 +423,12 @@ fn follow(job: &Job) -> Result<Exit> {
     let code = std::fs::read_to_string(&result)
         .ok()
         .and_then(|t| t.trim().parse::<u8>().ok())
-        .with_context(|| format!("failed to read the merge's exit code from {}", result.display()))?;
+        .with_context(|| {
+            format!(
+                "failed to read the merge's exit code from {}",
+                result.display()
+            )
+        })?;
     Ok(exit_of_code(code))
 }
 

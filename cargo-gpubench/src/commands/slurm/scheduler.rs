@@ -25,7 +25,12 @@ impl TaskState {
     pub fn active(&self) -> bool {
         matches!(
             self.state.as_str(),
-            "PENDING" | "RUNNING" | "REQUEUED" | "RESIZING" | "SUSPENDED" | "CONFIGURING"
+            "PENDING"
+                | "RUNNING"
+                | "REQUEUED"
+                | "RESIZING"
+                | "SUSPENDED"
+                | "CONFIGURING"
                 | "COMPLETING"
         )
     }
@@ -53,7 +58,12 @@ pub fn submit(script: &Path, after: Option<&str>) -> Result<String> {
     }
     let text = String::from_utf8_lossy(&out.stdout);
     // `--parsable` prints `id` or `id;cluster`.
-    let id = text.trim().split(';').next().unwrap_or_default().to_string();
+    let id = text
+        .trim()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .to_string();
     if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) {
         bail!("sbatch printed `{}`, not a job id", text.trim());
     }
@@ -114,7 +124,11 @@ pub fn parse_sacct(text: &str, array_job: &str) -> BTreeMap<u32, TaskState> {
         };
         let state = TaskState {
             // `CANCELLED by 1000`: the word is the state, the rest who did it.
-            state: state.split_whitespace().next().unwrap_or_default().to_string(),
+            state: state
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_string(),
             reason: match state.split_once(' ') {
                 Some((_, by)) if reason == "None" || reason.is_empty() => by.to_string(),
                 _ => reason.to_string(),

@@ -44,7 +44,11 @@ pub fn array_script(job: &Job, parts: &[u32]) -> String {
 pub fn merge_script(job: &Job) -> String {
     let mut s = String::from("#!/bin/bash\n");
     let _ = writeln!(s, "#SBATCH --job-name=gpubench-merge");
-    let _ = writeln!(s, "#SBATCH --output={}/merge.job-%j.out", job.logs().display());
+    let _ = writeln!(
+        s,
+        "#SBATCH --output={}/merge.job-%j.out",
+        job.logs().display()
+    );
     shared_lines(&mut s, &job.sbatch);
     let _ = writeln!(
         s,
@@ -225,7 +229,10 @@ mod tests {
         // Every directive before the first command, or sbatch ignores it.
         let first_command = s.lines().position(|l| l.starts_with("set -u")).unwrap();
         let lines: Vec<&str> = s.lines().collect();
-        let last_directive = lines.iter().rposition(|l| l.starts_with("#SBATCH")).unwrap();
+        let last_directive = lines
+            .iter()
+            .rposition(|l| l.starts_with("#SBATCH"))
+            .unwrap();
         assert!(last_directive < first_command);
         assert!(s.contains("dir=/shared/suite\n"));
         assert!(s.contains("part=\"$SLURM_ARRAY_TASK_ID\"\n"));
@@ -243,12 +250,15 @@ mod tests {
         let mut j = job();
         j.ab_libraries = Some("/shared/suite/libraries".into());
         let s = array_script(&j, &[1, 2]);
-        assert!(s.contains(
-            "/opt/cargo-gpubench ab --base-libraries /shared/suite/libraries/base \
+        assert!(
+            s.contains(
+                "/opt/cargo-gpubench ab --base-libraries /shared/suite/libraries/base \
              --head-libraries /shared/suite/libraries/head --fail-on never --partition \
              \"count:$part/4\" --out-dir \"$dir/parts/$part\" --no-report --quick \
              'matmul'\\''s' &\n"
-        ), "{s}");
+            ),
+            "{s}"
+        );
     }
 
     #[test]
