@@ -317,6 +317,7 @@ fn subcommand(cli: &Cli) -> &'static str {
         Some(Subcommand::Setup(_)) => "setup",
         Some(Subcommand::Doctor(_)) => "doctor",
         Some(Subcommand::Capacity(_)) => "capacity",
+        Some(Subcommand::Slurm(_)) => "slurm",
     }
 }
 
