@@ -48,4 +48,10 @@ pub struct MergeArgs {
     /// and the baselines go.
     #[command(flatten)]
     pub verdicts: VerdictArgs,
+
+    /// A part of the suite a cluster's job lost, and why (what `cargo gpubench slurm
+    /// collect` passes): a gap, as an input cut short, that makes the merged run
+    /// incomplete; repeat for each.
+    #[arg(long = "lost-part", value_name = "WHY", hide = true)]
+    pub lost_parts: Vec<String>,
 }

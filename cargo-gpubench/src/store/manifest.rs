@@ -225,8 +225,11 @@ pub struct RunManifest {
     pub merged_from: Vec<MergedPart>,
 }
 
+/// The folder of an `ab` run holding the base's records, named like the head's.
+pub const BASE_RECORDS: &str = "base";
+
 /// The revisions of an `ab` run. Its benchmarks' records are the head's; the base's
-/// are under `base/` with the same file names.
+/// are under [`BASE_RECORDS`] with the same file names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManifestAb {
     /// The revision judged against.

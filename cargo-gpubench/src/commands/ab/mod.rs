@@ -33,7 +33,6 @@ use crate::store::manifest::{ManifestAb, ManifestRevision};
 use crate::store::runs::RunStore;
 use gpubench_record::paired::Role;
 use plan::Plan;
-pub use session::BASE_RECORDS;
 use session::{Mode, Session};
 
 /// Runs `ab`; see [`crate::cli::ab::AB_HELP`] for the codes.

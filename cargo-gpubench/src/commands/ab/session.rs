@@ -35,14 +35,11 @@ use crate::exit_code::Exit;
 use crate::output::json::RunSummary;
 use crate::store::manifest::{
     BenchStatus, ManifestAb, ManifestBenchmark, ManifestExecutable, RunManifest, RunStatus,
-    Selection, MANIFEST_FORMAT_VERSION,
+    Selection, BASE_RECORDS, MANIFEST_FORMAT_VERSION,
 };
 use crate::store::references::SummaryEntry;
 use crate::store::runs::{write_atomic, RunDir, RunStore};
 use crate::store::{Source, SourceKind};
-
-/// The folder of an `ab` run holding the base's records, named like the head's.
-pub const BASE_RECORDS: &str = "base";
 
 /// How base and head share processes.
 #[derive(Debug, Clone, PartialEq, Eq)]

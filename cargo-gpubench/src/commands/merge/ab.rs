@@ -14,9 +14,8 @@ use gpubench_record::record::RawRecord;
 
 use super::rules::Part;
 use crate::cli::MergeArgs;
-pub use crate::commands::ab::BASE_RECORDS;
 use crate::compare::{Absences, RunComparison};
-use crate::store::manifest::RunManifest;
+use crate::store::manifest::{RunManifest, BASE_RECORDS};
 use crate::store::runs::RunDir;
 use crate::store::{Source, SourceKind};
 

@@ -32,7 +32,7 @@ use crate::output::html::run_report;
 use crate::output::json::RunSummary;
 use crate::store::baselines;
 use crate::store::manifest::{
-    BenchStatus, ManifestBenchmark, RunManifest, RunStatus, MANIFEST_FILE,
+    BenchStatus, ManifestBenchmark, RunManifest, RunStatus, BASE_RECORDS, MANIFEST_FILE,
 };
 use crate::store::references::{self, Places, Resolved, Side};
 use crate::store::runs::{resolve_latest, write_atomic, RunDir, RunStore};
@@ -40,17 +40,6 @@ use rules::Part;
 
 /// Runs `merge`; see [`crate::cli::MERGE_HELP`] for the codes.
 pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
-    run_with_lost_parts(args, command_line, &[])
-}
-
-/// Runs `merge` for a cluster's job (`slurm collect`): `lost` names each part whose
-/// task left no completed run (its scheduler state and reason), a gap like an input
-/// cut short, which makes the merged run incomplete.
-pub fn run_with_lost_parts(
-    args: &MergeArgs,
-    command_line: &[OsString],
-    lost: &[String],
-) -> Result<Exit> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let places = places(
         args.manifest_path.as_deref(),
@@ -68,6 +57,9 @@ pub fn run_with_lost_parts(
     let mut plan = rules::plan(&parts)
         .map_err(|e| UsageError(e.to_string()))
         .context("failed to merge the runs")?;
+    // Parts a cluster's job lost (`slurm collect` names them): gaps like an input cut
+    // short, which make the merged run incomplete.
+    let lost = &args.lost_parts;
     if !lost.is_empty() {
         plan.gaps.splice(0..0, lost.iter().cloned());
         if plan.status == RunStatus::Completed {
@@ -299,19 +291,16 @@ fn write_run(
         // An `ab` part's base record beside it, named alike.
         let base = from
             .parent()
-            .map(|d| d.join(ab::BASE_RECORDS))
+            .map(|d| d.join(BASE_RECORDS))
             .zip(from.file_name())
             .map(|(d, f)| d.join(f))
             .filter(|b| part.manifest.ab.is_some() && b.is_file());
         if let Some(base) = base {
             let bytes = std::fs::read(&base)
                 .with_context(|| format!("failed to read record {}", base.display()))?;
-            let to = run.path.join(ab::BASE_RECORDS).join(to);
+            let to = run.path.join(BASE_RECORDS).join(to);
             std::fs::create_dir_all(to.parent().expect("a file in base/")).with_context(|| {
-                format!(
-                    "failed to create {}",
-                    run.path.join(ab::BASE_RECORDS).display()
-                )
+                format!("failed to create {}", run.path.join(BASE_RECORDS).display())
             })?;
             write_atomic(&to, &bytes)?;
         }

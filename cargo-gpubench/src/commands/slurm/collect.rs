@@ -288,6 +288,12 @@ fn merge(job: &Job) -> Result<Exit> {
         argv.push(job.baselines().into());
     }
     argv.extend(job.merge_args.iter().map(OsString::from));
+    argv.extend(
+        lost.iter()
+            .map(|why| OsString::from(format!("--lost-part={why}"))),
+    );
+    // Parsed here to refuse bad --merge-arg options before anything runs, and to find
+    // the summary file; run as its own process, as every subcommand is here.
     let cli = Cli::parse_from_cargo(argv.clone()).map_err(|e| {
         UsageError(format!(
             "the merge's options (--merge-arg) do not parse: {e}"
@@ -295,7 +301,16 @@ fn merge(job: &Job) -> Result<Exit> {
     })?;
     let args = cli.merge_args().expect("parsed as merge");
     let before = crate::store::runs::resolve_latest(&job.merged());
-    let exit = crate::commands::merge::run_with_lost_parts(args, &argv, &lost)?;
+    let status = std::process::Command::new(
+        std::env::current_exe().context("failed to find this cargo-gpubench")?,
+    )
+    .args(&argv[1..])
+    .status()
+    .context("failed to run cargo-gpubench merge")?;
+    let exit = match status.code() {
+        Some(code) => super::exit_of_code(u8::try_from(code).unwrap_or(Exit::Setup.code())),
+        None => Exit::Interrupted,
+    };
     if let Some(run) =
         crate::store::runs::resolve_latest(&job.merged()).filter(|r| Some(r) != before.as_ref())
     {

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::cli::{ArchiveArgs, SlurmAbArgs, SlurmAction, SlurmArgs, SlurmJobArgs, SlurmRunArgs};
+use crate::cli::{SlurmAbArgs, SlurmAction, SlurmArgs, SlurmJobArgs, SlurmRunArgs, TargetArgs};
 use crate::console;
 use crate::exit_code::{Exit, UsageError};
 use layout::{Attempt, Job, Sbatch, JOB_FILE, JOB_FORMAT_VERSION};
@@ -137,15 +137,7 @@ fn submit_ab(args: &SlurmAbArgs) -> Result<Exit> {
             if let Some(head) = &args.head {
                 cmd.args(["--head", head]);
             }
-            if let Some(manifest) = &args.targets.manifest_path {
-                cmd.arg("--manifest-path").arg(manifest);
-            }
-            for p in &args.targets.packages {
-                cmd.args(["-p", p]);
-            }
-            for b in &args.targets.benches {
-                cmd.args(["--bench", b]);
-            }
+            target_args(&mut cmd, &args.targets);
             let status = cmd
                 .status()
                 .context("failed to run cargo-gpubench ab --export-libraries")?;
@@ -180,12 +172,16 @@ fn submit_run(args: &SlurmRunArgs) -> Result<Exit> {
             })?;
         }
         None => {
-            let built = crate::commands::archive::run(&ArchiveArgs {
-                output: job.archive(),
-                targets: args.targets.clone(),
-            })?;
-            if built != Exit::Success {
-                return Ok(built);
+            let mut cmd = std::process::Command::new(std::env::current_exe()?);
+            cmd.arg("archive").arg("-o").arg(job.archive());
+            target_args(&mut cmd, &args.targets);
+            let status = cmd
+                .status()
+                .context("failed to run cargo-gpubench archive")?;
+            match status.code() {
+                Some(0) => {}
+                Some(code) => return Ok(exit_of_code(u8::try_from(code).unwrap_or(5))),
+                None => return Ok(Exit::Interrupted),
             }
         }
     }
@@ -225,6 +221,21 @@ fn submit_run(args: &SlurmRunArgs) -> Result<Exit> {
     }
 
     submit_all(job, args.job.wait)
+}
+
+/// `--manifest-path`, `-p` and `--bench` as `targets` gives them, for `archive` and
+/// `ab --export-libraries`, which run as processes of their own (subcommands do not
+/// call each other).
+fn target_args(cmd: &mut std::process::Command, targets: &TargetArgs) {
+    if let Some(manifest) = &targets.manifest_path {
+        cmd.arg("--manifest-path").arg(manifest);
+    }
+    for p in &targets.packages {
+        cmd.args(["-p", p]);
+    }
+    for b in &targets.benches {
+        cmd.args(["--bench", b]);
+    }
 }
 
 /// The archive's baselines, where the merge compares with them (as `run --archive`
@@ -433,7 +444,7 @@ fn follow(job: &Job) -> Result<Exit> {
 }
 
 /// The [`Exit`] a code stands for (an unknown one is the machine's: setup).
-fn exit_of_code(code: u8) -> Exit {
+pub(crate) fn exit_of_code(code: u8) -> Exit {
     [
         Exit::Success,
         Exit::BenchmarkFailed,
