@@ -164,7 +164,11 @@ pub enum Command {
             it is interrupted or incomplete, naming the input. A missing part or an input \
             cut short leaves the merged run without benchmarks of the suite: the merge \
             names them and exits 1, unless --allow-missing not-run lets it pass (against \
-            a baseline, their benchmarks are then listed as not run).",
+            a baseline, their benchmarks are then listed as not run).\n\n\
+            The parts of one `ab` (`ab --partition K/N`, the same base and head builds, \
+            measured alike) merge into one paired `ab` run, the base's records beside the \
+            head's, judged again against its base (no baseline) with --fail-on; an `ab` \
+            run with a plain run, or with an `ab` run of another base or head, is refused.",
         after_long_help = MERGE_HELP
     )]
     Merge(MergeArgs),
@@ -318,8 +322,9 @@ Exit codes:
        an input cut short or a --partition part missing (--allow-missing not-run
        lets that pass)
   2    bad input: an unknown run, a benchmark in two inputs (or measured on two
-       device models), a run still being written, an `ab` run (merge folds
-       plain runs only), a corrupt or newer file, a --baseline that is not saved
+       device models), a run still being written, an `ab` run with a plain run
+       or with an `ab` of other revisions, a corrupt or newer file, a --baseline
+       that is not saved
   4    compared with the baseline, a benchmark tripped the --fail-on gate
        (regressed, by default)
   5    a file could not be read or written, another run holds the output

@@ -5,8 +5,12 @@
 //! libtorch, no build): 8 benchmarks whose records are prepared, so the test judges
 //! the scheduling, the merge and the gate, not timings.
 //!
-//! Ignored by default (it needs root or an installed Slurm, and takes about a
-//! minute): `.ci/run` runs it with `--ignored`.
+//! `ab` over 2 tasks builds a two-commit package's bench targets as libraries
+//! (with tch, into the nested target directory the workspace tests share) and
+//! measures them on the CPU.
+//!
+//! Ignored by default (they need root or an installed Slurm, and take minutes):
+//! `.ci/run` runs them with `--ignored`.
 #![cfg(unix)]
 
 #[path = "../support/mod.rs"]
@@ -21,6 +25,7 @@ use cargo_gpubench::archive::pack::{self, Bundle, BundledExecutable};
 use cargo_gpubench::archive::ArchivedBenchmark;
 use cargo_gpubench::build::compile::BenchExecutable;
 use cargo_gpubench::store::manifest::RunStatus;
+use gpubench_analysis::baseline::ComparisonOutcome;
 use gpubench_analysis::BaselineStore;
 use gpubench_record::record::RawRecord;
 use support::{
@@ -67,10 +72,14 @@ struct Slurm {
 }
 
 impl Slurm {
-    fn start(state: &Path) -> Slurm {
+    /// A Slurm whose daemons listen on `ports` (each test its own, as tests run at
+    /// once).
+    fn start(state: &Path, ports: (u16, u16)) -> Slurm {
         let out = Command::new(script())
             .arg("start")
             .arg(state)
+            .env("SLURM_LOCAL_CTLD_PORT", ports.0.to_string())
+            .env("SLURM_LOCAL_D_PORT", ports.1.to_string())
             .output()
             .expect("scripts/slurm-local runs");
         // Stopped even when starting failed halfway.
@@ -181,7 +190,7 @@ impl Suite {
 fn suite() -> Suite {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let slurm = Slurm::start(&root.join("slurm"));
+    let slurm = Slurm::start(&root.join("slurm"), (16817, 16818));
     let bin = stand_in(root, STAND_IN);
     std::fs::write(
         root.join("libtorch/version.py"),
@@ -415,4 +424,156 @@ fn the_local_slurm_script_is_shellcheck_clean() {
         "shellcheck scripts/slurm-local:\n{}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("cargo-gpubench is inside the workspace")
+        .to_path_buf()
+}
+
+/// The bench file of a revision: `planted` makes `products` matrix products per
+/// call (8 times as many in the head: on a small machine other work shares, the
+/// CPU's processes spread by tens of percent, which a 2x can drown in), the others
+/// alike in both.
+fn ab_bench_source(products: u32) -> String {
+    format!(
+        r#"use gpubench_core::{{gpu_bench, Bencher}};
+use tch::{{Kind, Tensor}};
+
+#[gpu_bench]
+fn planted(b: &mut Bencher) {{
+    let x = Tensor::ones([160, 160], (Kind::Float, b.device()));
+    let w = Tensor::eye(160, (Kind::Float, b.device()));
+    b.iter(|| (0..{products}).fold(x.shallow_clone(), |acc, _| acc.matmul(&w)));
+}}
+
+#[gpu_bench]
+fn adds(b: &mut Bencher) {{
+    let x = Tensor::ones([4096], (Kind::Float, b.device()));
+    b.iter(|| &x + 1.0);
+}}
+
+#[gpu_bench]
+fn muls(b: &mut Bencher) {{
+    let x = Tensor::ones([4096], (Kind::Float, b.device()));
+    b.iter(|| &x * 2.0);
+}}
+
+fn main() {{
+    gpubench_core::main()
+}}
+"#
+    )
+}
+
+#[test]
+#[ignore = "starts a real Slurm and builds tch bench libraries: .ci/run runs it"]
+fn ab_over_a_slurm_array_merges_into_one_paired_run_and_one_gate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let slurm = Slurm::start(&tmp.path().join("slurm"), (16827, 16828));
+    let ws = tmp.path().join("kernels");
+    std::fs::create_dir_all(ws.join("benches")).unwrap();
+    std::fs::write(
+        ws.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"kernels\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+             [dev-dependencies]\ngpubench-core = {{ path = \"{}\" }}\ntch = \"=0.24.0\"\n\n\
+             [[bench]]\nname = \"ops\"\nharness = false\n\n[workspace]\n",
+            repo_root().join("gpubench-core").display()
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    std::fs::write(ws.join("src/lib.rs"), "").unwrap();
+    // This repository's lock, so tch and gpubench-core's dependencies resolve
+    // offline to what is built.
+    std::fs::copy(repo_root().join("Cargo.lock"), ws.join("Cargo.lock")).unwrap();
+    std::fs::write(ws.join(".gitignore"), "/target\n").unwrap();
+    std::fs::write(ws.join("benches/ops.rs"), ab_bench_source(3)).unwrap();
+    support::git(&ws, &["init", "--quiet", "-b", "main"]);
+    support::git(&ws, &["add", "--all"]);
+    support::git(&ws, &["commit", "--quiet", "-m", "benchmarks"]);
+    let base = support::git(&ws, &["rev-parse", "HEAD"]);
+    std::fs::write(ws.join("benches/ops.rs"), ab_bench_source(24)).unwrap();
+    support::git(
+        &ws,
+        &["commit", "--quiet", "--all", "-m", "twice the products"],
+    );
+
+    // The target directory the workspace tests share, where tch is built once.
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"))
+        .join("nested");
+    let dir = tmp.path().join("ab");
+    let summary = tmp.path().join("ab.md");
+    let ran = run(cargo_gpubench()
+        .current_dir(&ws)
+        .env("SLURM_CONF", slurm.conf())
+        .env("GPUBENCH_SLURM_POLL_S", "1")
+        .env("CARGO_TARGET_DIR", &target)
+        .env("OMP_NUM_THREADS", "1")
+        .args(["slurm", "ab", "--base", &base, "--parts", "2", "--dir"])
+        .arg(&dir)
+        .arg(format!("--merge-arg=--summary-file={}", summary.display()))
+        // On a small machine other work shares, the CPU's processes may spread so
+        // widely that a change is called ambiguous rather than regressed: either trips.
+        .arg("--merge-arg=--fail-on=ambiguous")
+        .args(["--wait", "--", "--device", "cpu", "--quick"]));
+    assert_eq!(
+        ran.code,
+        Some(4),
+        "the planted 8x fails the merged gate\n{}\n{}",
+        ran.stdout,
+        ran.stderr
+    );
+    let merged = latest_run(&dir.join("merged"));
+    let m = manifest(&merged);
+    assert_eq!(m.status, RunStatus::Completed);
+    let ab = m.ab.as_ref().expect("the merged run is an ab run");
+    assert_eq!(ab.base.commit.as_deref(), Some(base.as_str()));
+    assert!(ab.paired, "{ab:?}");
+    let parts: BTreeSet<String> = m
+        .merged_from
+        .iter()
+        .filter_map(|p| p.partition.clone())
+        .collect();
+    assert_eq!(
+        parts,
+        BTreeSet::from(["count:1/2".into(), "count:2/2".into()])
+    );
+    let ids: BTreeSet<&str> = m.benchmarks.iter().map(|b| b.id.as_str()).collect();
+    assert_eq!(ids, BTreeSet::from(["adds", "muls", "planted"]));
+    for b in &m.benchmarks {
+        let file = b.record.as_ref().unwrap();
+        assert!(
+            merged.join("base").join(file).is_file(),
+            "{}'s base record",
+            b.id
+        );
+    }
+    let c = cargo_gpubench::compare::RunComparison::read(&merged)
+        .unwrap()
+        .expect("the merged run is judged");
+    assert!(c.is_ab());
+    assert!(c.tripping().contains(&"planted"), "{}", ran.stderr);
+    // The paired ratios of both parts' processes see the 8x.
+    let ComparisonOutcome::Compared { comparison, .. } = &c.get("planted").unwrap().outcome else {
+        panic!("planted is judged: {}", ran.stderr);
+    };
+    assert!(
+        comparison.change.lower > 1.0,
+        "the planted 8x is a change of about +700%: {:?}\n{}",
+        comparison.change,
+        ran.stderr
+    );
+    let gpus: BTreeSet<String> = task_files(&dir)
+        .iter()
+        .map(|t| t["cuda_visible_devices"].clone())
+        .collect();
+    assert_eq!(gpus.len(), 2, "each task its own GPU: {gpus:?}");
+    let text = std::fs::read_to_string(&summary).unwrap();
+    assert!(text.contains("| `count:2/2` |"), "{text}");
 }
