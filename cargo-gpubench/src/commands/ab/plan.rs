@@ -110,8 +110,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn benchmarks_pair_by_target_and_id_and_the_rest_are_named() {
+    /// A base and a head sharing two benchmarks, each with one of its own, and the
+    /// filter that selects everything.
+    fn listings() -> ([Benchmark; 3], [Benchmark; 4], Filter) {
         let base = [bench("ops", "add"), bench("ops", "mul"), bench("mm", "f32")];
         let head = [
             bench("ops", "add"),
@@ -125,6 +126,12 @@ mod tests {
             exact: false,
             ignored: Ignored::Skip,
         };
+        (base, head, all)
+    }
+
+    #[test]
+    fn benchmarks_pair_by_target_and_id_and_the_rest_are_named() {
+        let (base, head, all) = listings();
         let plan = Plan::new(&base, &head, &all);
         let names: Vec<String> = plan.pairs.iter().map(|(b, _)| b.qualified()).collect();
         assert_eq!(names, ["mm/f32", "ops/add"]);
@@ -159,19 +166,7 @@ mod tests {
 
     #[test]
     fn the_parts_of_an_ab_measure_each_selected_benchmark_once_and_name_the_gone_once() {
-        let base = [bench("ops", "add"), bench("ops", "mul"), bench("mm", "f32")];
-        let head = [
-            bench("ops", "add"),
-            bench("ops", "div"),
-            bench("mm", "f32"),
-            bench("mm", "bf16"),
-        ];
-        let all = Filter {
-            patterns: vec![],
-            skip: vec![],
-            exact: false,
-            ignored: Ignored::Skip,
-        };
+        let (base, head, all) = listings();
         let mut measured = Vec::new();
         let mut gone = Vec::new();
         for k in 1..=3 {

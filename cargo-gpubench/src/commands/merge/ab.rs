@@ -107,7 +107,7 @@ pub fn judge(
 mod tests {
     use std::ffi::OsString;
 
-    use crate::cli::Cli;
+    use crate::cli::{Cli, Command};
     use crate::compare::paired_fixture::{ab_records, ADD, MATMUL, MLP};
     use crate::exit_code::Exit;
     use crate::store::manifest::{RunManifest, MANIFEST_FILE};
@@ -167,7 +167,10 @@ mod tests {
             "--no-report".into(),
         ];
         let cli = Cli::parse_from_cargo(argv.clone()).unwrap();
-        let exit = super::super::run(cli.merge_args().unwrap(), &argv).unwrap();
+        let Some(Command::Merge(args)) = &cli.command else {
+            panic!("parsed as merge");
+        };
+        let exit = super::super::run(args, &argv).unwrap();
         assert_eq!(
             exit,
             Exit::RegressionFound,

@@ -20,7 +20,7 @@ use anyhow::{Context, Result};
 
 use super::layout::{Job, TaskFiles};
 use super::scheduler::{self, TaskState};
-use crate::cli::Cli;
+use crate::cli::{Cli, Command};
 use crate::console;
 use crate::exit_code::{Exit, UsageError};
 use crate::store::manifest::{RunManifest, RunStatus, MANIFEST_FILE};
@@ -299,7 +299,9 @@ fn merge(job: &Job) -> Result<Exit> {
             "the merge's options (--merge-arg) do not parse: {e}"
         ))
     })?;
-    let args = cli.merge_args().expect("parsed as merge");
+    let Some(Command::Merge(args)) = &cli.command else {
+        unreachable!("`merge …` parses as merge");
+    };
     let before = crate::store::runs::resolve_latest(&job.merged());
     let status = std::process::Command::new(
         std::env::current_exe().context("failed to find this cargo-gpubench")?,
