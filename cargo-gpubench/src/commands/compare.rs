@@ -8,15 +8,18 @@ use serde::Serialize;
 
 use crate::build::discover::places;
 use crate::cli::{CompareArgs, Format};
-use crate::compare::{change_text, outcome_word, Absences, RunComparison};
+use crate::compare::{Absences, RunComparison};
 use crate::console::{self, Console};
 use crate::exit_code::Exit;
 use crate::output::json::{attach_comparison, ExitVerdict, SUMMARY_FORMAT_VERSION};
 use crate::output::markdown::{MarkdownSummary, ReportLink};
 use crate::output::terminal::{
-    align_cells, comparison_line, count_line, gate_line, outcome_tone, render_comparison,
-    render_failures, render_process_medians, render_quiet, status_tone, Cell,
+    align_cells, comparison_line, count_line, gate_line, render_comparison, render_failures,
+    render_process_medians, render_quiet,
 };
+use crate::output::view::metrics::change_text;
+use crate::output::view::table::{outcome_tone, status_tone, Cell};
+use crate::output::view::words::outcome_word;
 use crate::store::manifest::BenchStatus;
 use crate::store::references::SummaryEntry;
 use crate::store::references::{self, Side};

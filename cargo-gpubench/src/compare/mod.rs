@@ -23,21 +23,18 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use gpubench_analysis::baseline::{
-    AllowMissing, BenchmarkComparison, ComparisonOutcome, CrossDevice, Gate, Metric, Missing,
-    MissingKind, VerdictCounts,
+    AllowMissing, BenchmarkComparison, ComparisonOutcome, CrossDevice, Gate, Missing, MissingKind,
+    VerdictCounts,
 };
-use gpubench_analysis::kernels::{CounterChange, KernelChange};
-use gpubench_analysis::memory::MemoryComparison;
 use gpubench_analysis::{
     compare_with_baseline, BaselineCompareOptions, BaselineEntry, BaselineError, CompareConfig,
-    Comparison, ComparisonSet, FailOn, Verdict,
+    ComparisonSet, FailOn,
 };
-use gpubench_record::estimate::Estimate;
 use gpubench_record::record::RawRecord;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::format::{percent, plural};
+use crate::format::plural;
 use crate::store::baselines::LoadedBaseline;
 use crate::store::manifest::{BenchStatus, RunManifest, RunStatus, Selection};
 use crate::store::references::SummaryEntry;
@@ -452,56 +449,6 @@ impl RunComparison {
         self.baseline.kind == SourceKind::Revision
     }
 
-    /// The thresholds of the paired verdicts in words, `the paired noise threshold
-    /// ±1%`, adding the others where some benchmarks ran in processes of their own;
-    /// `None` when no time verdict is paired.
-    pub fn paired_threshold_text(&self) -> Option<String> {
-        let compared: Vec<&Comparison> = self
-            .set
-            .comparisons
-            .iter()
-            .filter_map(|b| match &b.outcome {
-                ComparisonOutcome::Compared { comparison, .. } => Some(comparison),
-                _ => None,
-            })
-            .collect();
-        let paired = compared.iter().filter(|c| c.paired).count();
-        if paired == 0 {
-            return None;
-        }
-        let config = &self.settings.config;
-        let mut text = format!(
-            "the paired noise threshold ±{}",
-            crate::format::plain_percent(config.paired_noise_threshold)
-        );
-        if paired < compared.len() {
-            text.push_str(&format!(
-                " (in processes of their own: ±{}, host-bound ±{})",
-                crate::format::plain_percent(config.noise_threshold),
-                crate::format::plain_percent(config.host_noise_threshold)
-            ));
-        }
-        Some(text)
-    }
-
-    /// What the smallest change each benchmark could have detected is (the `could
-    /// detect` column of an `ab` summary), for the line under its table; `None` for
-    /// other comparisons.
-    pub fn detectable_note(&self) -> Option<String> {
-        if !self.is_ab() {
-            return None;
-        }
-        let threshold = match self.paired_threshold_text() {
-            Some(paired) => format!("{paired}, or 1.5 times the spread of the per-process ratios"),
-            None => "the noise threshold, or 1.5 times the spread between processes".to_string(),
-        };
-        Some(format!(
-            "each verdict's threshold ({threshold}, whichever is larger) plus the \
-             half-width of its change's interval: a change read beyond it is regressed or \
-             improved; \"no change\" says the change lies within the threshold"
-        ))
-    }
-
     /// Benchmark `id`'s comparison, when the baseline has it.
     pub fn get(&self, id: &str) -> Option<&BenchmarkComparison> {
         self.set.comparisons.iter().find(|c| c.id == id)
@@ -562,7 +509,9 @@ impl RunComparison {
             .collect()
     }
 
-    /// The sentence about a device mismatch, when benchmarks were left out for one.
+    /// The sentence about a device mismatch, when benchmarks were left out for one:
+    /// the warning this stage prints when it declines to compare them, which the
+    /// outputs repeat.
     pub fn device_mismatch_message(&self) -> Option<String> {
         let first = self.device_mismatch.first()?;
         let n = self.device_mismatch.len();
@@ -601,66 +550,6 @@ impl RunComparison {
             .collect()
     }
 
-    /// The ids whose outcome trips the gate, each with why ([`trip_reasons`], joined),
-    /// then those whose missing evidence does (`not run`, `kernel time missing`).
-    pub fn tripping_reasons(&self) -> Vec<(&str, String)> {
-        let mut out: Vec<(&str, String)> = self
-            .tripping()
-            .into_iter()
-            .map(|id| {
-                let why = self
-                    .get(id)
-                    .map(|b| trip_reasons(b, &self.settings).join(", "))
-                    .unwrap_or_default();
-                (id, why)
-            })
-            .collect();
-        for m in self.missing_tripping() {
-            match out.iter_mut().find(|(id, _)| *id == m.id) {
-                Some((_, why)) => {
-                    why.push_str(", ");
-                    why.push_str(&m.what());
-                }
-                None => out.push((m.id.as_str(), m.what())),
-            }
-        }
-        out
-    }
-
-    /// `1 regressed, 2 no change, 1 failed`: the non-zero counts, worst first.
-    pub fn counts_text(&self) -> String {
-        let c = &self.counts;
-        let parts: Vec<String> = [
-            (c.regressed, "regressed"),
-            (c.ambiguous, "ambiguous"),
-            (c.improved, "improved"),
-            (c.no_change, "no change"),
-            (c.not_compared, "not compared"),
-            (c.failed, "failed"),
-            (self.set.missing_in_baseline.len(), "new"),
-            (self.missing_benchmarks(), "missing"),
-        ]
-        .iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, word)| format!("{n} {word}"))
-        .collect();
-        if parts.is_empty() {
-            "nothing to compare".to_string()
-        } else {
-            parts.join(", ")
-        }
-    }
-
-    /// What tripped the gate, in words: `regression found` when a verdict did, else
-    /// `missing evidence`.
-    pub fn trip_headline(&self) -> &'static str {
-        if self.tripping().is_empty() {
-            "missing evidence"
-        } else {
-            "regression found"
-        }
-    }
-
     /// The missing evidence, each with whether the gate lets it pass, in order.
     pub fn missing_with_allowance(&self) -> Vec<(&Missing, bool)> {
         self.missing
@@ -682,44 +571,6 @@ impl RunComparison {
             .iter()
             .filter(|m| matches!(m.kind, MissingKind::NotRun | MissingKind::Gone))
             .count()
-    }
-
-    /// `kernel time: 1 regressed, 1 no change; counters: 1 regressed; memory: 2 no
-    /// change`: the verdicts on kernel time, counters and memory, worst first, when
-    /// any benchmark has one.
-    pub fn gpu_counts_text(&self) -> Option<String> {
-        let parts: Vec<String> = [
-            (Metric::Kernel, "kernel time"),
-            (Metric::Counters, "counters"),
-            (Metric::Memory, "memory"),
-        ]
-        .into_iter()
-        .filter_map(|(metric, label)| {
-            let verdicts: Vec<Verdict> = self
-                .set
-                .comparisons
-                .iter()
-                .filter_map(|b| b.verdict_of(metric))
-                .collect();
-            if verdicts.is_empty() {
-                return None;
-            }
-            let counts: Vec<String> = [
-                Verdict::Regressed,
-                Verdict::Ambiguous,
-                Verdict::Improved,
-                Verdict::NoChange,
-            ]
-            .into_iter()
-            .filter_map(|v| {
-                let n = verdicts.iter().filter(|&&x| x == v).count();
-                (n > 0).then(|| format!("{n} {}", v.label()))
-            })
-            .collect();
-            Some(format!("{label}: {}", counts.join(", ")))
-        })
-        .collect();
-        (!parts.is_empty()).then(|| parts.join("; "))
     }
 
     /// Pretty JSON with a trailing newline.
@@ -779,157 +630,7 @@ impl RunComparison {
     }
 }
 
-/// `+12.3% [+10.1%, +14.6%]`: a change with its interval; `+600.8% (too noisy for
-/// an interval)` when the interval's ratios span more than
-/// [`crate::format::TOO_NOISY_RATIO`], as a figure's would.
-pub fn change_text(change: &Estimate) -> String {
-    if crate::format::too_noisy(1.0 + change.lower, 1.0 + change.upper) {
-        return format!("{} (too noisy for an interval)", percent(change.point));
-    }
-    format!(
-        "{} [{}, {}]",
-        percent(change.point),
-        percent(change.lower),
-        percent(change.upper)
-    )
-}
-
-/// A verdict in words: its label, or for a change that is certain but under the
-/// threshold, `no change (certain, under ±1%)`, so it does not read as nothing.
-pub fn verdict_text(c: &Comparison) -> String {
-    if c.certain_under_threshold {
-        format!(
-            "{} (certain, under ±{})",
-            c.verdict.label(),
-            crate::format::plain_percent(c.threshold)
-        )
-    } else {
-        c.verdict.label().to_string()
-    }
-}
-
-/// `±1.03%`: the smallest change `c` could have detected
-/// ([`Comparison::detectable`]), when a verdict was possible.
-pub fn detectable_text(c: &Comparison) -> Option<String> {
-    let p = c.detectable? * 100.0;
-    Some(if !p.is_finite() {
-        "—".to_string()
-    } else if p >= 10.0 {
-        format!("±{p:.0}%")
-    } else {
-        format!("±{p:.2}%")
-    })
-}
-
-/// The word for a benchmark's outcome: a verdict, `failed` or `not compared`.
-pub fn outcome_word(outcome: &ComparisonOutcome) -> &'static str {
-    match outcome {
-        ComparisonOutcome::Compared { comparison, .. } => comparison.verdict.label(),
-        ComparisonOutcome::Failed { .. } => "failed",
-        ComparisonOutcome::NotCompared { .. } => "not compared",
-    }
-}
-
-/// Kernel changes named under a benchmark; the rest are counted.
-pub const KERNEL_CHANGES_SHOWN: usize = 5;
-
-/// The kernel-time comparison of `outcome`, when both sides measured kernel time.
-pub fn kernel_comparison(outcome: &ComparisonOutcome) -> Option<&Comparison> {
-    match outcome {
-        ComparisonOutcome::Compared { kernel, .. } => kernel.as_deref(),
-        _ => None,
-    }
-}
-
-/// The counter changes of `outcome` (empty: all equal), when both sides counted.
-pub fn counter_changes(outcome: &ComparisonOutcome) -> Option<&[CounterChange]> {
-    match outcome {
-        ComparisonOutcome::Compared { counters, .. } => counters.as_deref(),
-        _ => None,
-    }
-}
-
-/// `+1 kernel per call, new sync: 1 per call`, or `no change`: the counters' verdict
-/// in words, when both sides counted.
-pub fn counters_text(outcome: &ComparisonOutcome) -> Option<String> {
-    let changes = counter_changes(outcome)?;
-    Some(if changes.is_empty() {
-        Verdict::NoChange.label().to_string()
-    } else {
-        changes
-            .iter()
-            .map(CounterChange::describe)
-            .collect::<Vec<_>>()
-            .join(", ")
-    })
-}
-
-/// The memory comparison of `outcome`, when both sides read the allocator.
-pub fn memory_comparison(outcome: &ComparisonOutcome) -> Option<&MemoryComparison> {
-    match outcome {
-        ComparisonOutcome::Compared { memory, .. } => memory.as_ref(),
-        _ => None,
-    }
-}
-
-/// `holds +64.00 KiB per call (the baseline held none; …)`, or `no change`: the
-/// memory verdict in words, each changed figure with the tolerance it went beyond,
-/// when both sides read the allocator.
-pub fn memory_text(outcome: &ComparisonOutcome) -> Option<String> {
-    memory_comparison(outcome).map(MemoryComparison::describe)
-}
-
-/// What the GPU did differently, in words: the counter changes, then the kernels
-/// that are new, gone or moved (the first [`KERNEL_CHANGES_SHOWN`], then how many
-/// more).
-pub fn gpu_changes(outcome: &ComparisonOutcome) -> Vec<String> {
-    let ComparisonOutcome::Compared { kernel_changes, .. } = outcome else {
-        return Vec::new();
-    };
-    let mut out: Vec<String> = counter_changes(outcome)
-        .unwrap_or_default()
-        .iter()
-        .map(CounterChange::describe)
-        .collect();
-    out.extend(
-        kernel_changes
-            .iter()
-            .take(KERNEL_CHANGES_SHOWN)
-            .map(KernelChange::describe),
-    );
-    let more = kernel_changes.len().saturating_sub(KERNEL_CHANGES_SHOWN);
-    if more > 0 {
-        out.push(format!("{more} more kernel{} changed", plural(more)));
-    }
-    out
-}
-
-/// Why `b` trips a gate on `settings`: one phrase per metric that trips, e.g.
-/// `kernel time regressed`, `counters: +1 kernel per call`.
-pub fn trip_reasons(b: &BenchmarkComparison, settings: &VerdictSettings) -> Vec<String> {
-    settings
-        .gate
-        .metrics()
-        .into_iter()
-        .filter_map(|m| {
-            let v = b.verdict_of(m).filter(|&v| settings.fail_on.fails(v))?;
-            Some(match m {
-                Metric::Time => format!("time {}", v.label()),
-                Metric::Kernel => format!("kernel time {}", v.label()),
-                Metric::Counters => format!(
-                    "counters: {}",
-                    counters_text(&b.outcome).unwrap_or_else(|| v.label().to_string())
-                ),
-                Metric::Memory => format!(
-                    "memory: {}",
-                    memory_text(&b.outcome).unwrap_or_else(|| v.label().to_string())
-                ),
-            })
-        })
-        .collect()
-}
-
 #[cfg(test)]
 pub(crate) mod paired_fixture;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

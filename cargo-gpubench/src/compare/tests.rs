@@ -8,7 +8,7 @@ use gpubench_record::failure::{Failure, FailureKind};
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
-fn settings(fail_on: FailOn, allow: bool) -> VerdictSettings {
+pub(crate) fn settings(fail_on: FailOn, allow: bool) -> VerdictSettings {
     VerdictSettings {
         config: CompareConfig::default(),
         fail_on,
@@ -19,7 +19,7 @@ fn settings(fail_on: FailOn, allow: bool) -> VerdictSettings {
     }
 }
 
-fn source() -> Source {
+pub(crate) fn source() -> Source {
     Source {
         kind: SourceKind::Baseline,
         name: "main".into(),
@@ -29,7 +29,7 @@ fn source() -> Source {
     }
 }
 
-fn records(ids: &[&str], device: &str, factor: f64, seed: u64) -> Vec<RawRecord> {
+pub(crate) fn records(ids: &[&str], device: &str, factor: f64, seed: u64) -> Vec<RawRecord> {
     let mut rng = Pcg64Mcg::seed_from_u64(seed);
     let model = GpuLikeSamples::default()
         .with_shift(ProcessShift::LogNormal { sigma: 0.005 })
@@ -39,7 +39,7 @@ fn records(ids: &[&str], device: &str, factor: f64, seed: u64) -> Vec<RawRecord>
         .collect()
 }
 
-fn entries(records: &[RawRecord]) -> Vec<BaselineEntry> {
+pub(crate) fn entries(records: &[RawRecord]) -> Vec<BaselineEntry> {
     records
         .iter()
         .map(|r| BaselineEntry::from_record(r).unwrap())
@@ -56,13 +56,6 @@ fn another_device_is_not_compared_unless_allowed_and_says_both_devices() {
     // Not compared is no verdict, but missing evidence: it trips the gate...
     assert!(c.tripping().is_empty());
     assert!(c.gate_tripped);
-    assert_eq!(
-        c.tripping_reasons(),
-        [
-            ("mm", "not compared".to_string()),
-            ("conv", "not compared".to_string())
-        ]
-    );
     // ...unless --allow-missing not-compared lets it pass.
     let let_pass = VerdictSettings {
         allow_missing: AllowMissing::of(&[MissingKind::NotCompared]),
@@ -102,7 +95,7 @@ fn stored_with_a_copy_of_the_baseline_and_read_back() {
     now[2].rounds[0].failure = Some(Failure::new(FailureKind::Panic, "boom"));
     let c =
         RunComparison::judge(&now, &base, source(), settings(FailOn::Regressed, false)).unwrap();
-    assert_eq!(c.counts_text(), "1 no change, 1 failed, 1 new, 1 missing");
+    assert_eq!((c.counts.no_change, c.counts.failed), (1, 1));
     assert!(c.is_new("new") && !c.is_new("mm"));
     assert_eq!(c.set.missing_in_current, ["gone"]);
     assert_eq!(c.missing.len(), 1);
@@ -130,28 +123,6 @@ fn stored_with_a_copy_of_the_baseline_and_read_back() {
         err.contains("format_version 7") && err.contains("upgrade"),
         "{err}"
     );
-}
-
-#[test]
-fn percentages_read_well() {
-    assert_eq!(percent(0.1234), "+12.3%");
-    assert_eq!(percent(-0.0004), "+0.0%");
-    assert_eq!(percent(-0.05), "-5.0%");
-    assert_eq!(percent(1.0), "+100.0%");
-    let e = Estimate {
-        point: 0.5,
-        lower: 0.48,
-        upper: 0.521,
-        confidence: 0.95,
-    };
-    assert_eq!(change_text(&e), "+50.0% [+48.0%, +52.1%]");
-    let wild = Estimate {
-        point: 6.008,
-        lower: -0.209,
-        upper: 61.105,
-        confidence: 0.9,
-    };
-    assert_eq!(change_text(&wild), "+600.8% (too noisy for an interval)");
 }
 
 #[test]
@@ -197,7 +168,6 @@ fn a_baseline_benchmark_the_run_lacks_is_not_selected_not_run_or_gone() {
     );
     assert_eq!(c.not_selected, ["filtered", "other_part"]);
     assert!(c.gate_tripped && c.tripping().is_empty());
-    assert_eq!(c.trip_headline(), "missing evidence");
     assert!(c.missing[1]
         .reason
         .ends_with("delete /ws/gpubench/baselines/main/removed.json from the baseline"));

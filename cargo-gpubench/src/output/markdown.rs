@@ -10,19 +10,20 @@
 use anyhow::Context;
 use std::fmt::Write as _;
 
-use gpubench_analysis::baseline::ComparisonOutcome;
+use gpubench_analysis::baseline::{ComparisonOutcome, Metric};
 use gpubench_analysis::processes::Bound;
 use gpubench_analysis::{BenchmarkSummary, Verdict};
 use gpubench_record::kernels::Counter;
 use gpubench_record::units::format_ns;
 
-use crate::compare::{
-    change_text, counter_changes, counters_text, detectable_text, gpu_changes, kernel_comparison,
-    memory_comparison, outcome_word, verdict_text, RunComparison,
-};
+use crate::compare::RunComparison;
 use crate::exit_code::Exit;
 use crate::format::{figure, plain_percent, plural, shorten, spread_percent};
-use crate::output::terminal::{kernel_cells, process_note, processes_cell};
+use crate::output::view::drifts;
+use crate::output::view::metrics::{self, gpu_changes, MetricView};
+use crate::output::view::notes::{self, process_note};
+use crate::output::view::table::{dash, kernel_cells, processes_cell};
+use crate::output::view::words::{self, counts_text, detectable_text, outcome_word};
 use crate::store::manifest::BenchStatus;
 use crate::store::references::SummaryEntry;
 use crate::store::SourceKind;
@@ -97,7 +98,7 @@ impl MarkdownSummary<'_> {
         self.unstable(&mut out);
         self.memory_held(&mut out);
         self.eager_compiled(&mut out);
-        out.push_str(&crate::output::gpu_notes::render_markdown(
+        out.push_str(&render_conditions(
             self.entries
                 .iter()
                 .filter_map(|e| Some((e.name.as_str(), e.summary.as_ref()?))),
@@ -114,15 +115,15 @@ impl MarkdownSummary<'_> {
     }
 
     /// [`render`](Self::render), then the head figures that continue a drift of the
-    /// baseline's committed history ([`crate::output::history::drift_section`]): what
+    /// baseline's committed history ([`drift_section`]): what
     /// a run, `ab` and `compare` write. It reads git; a failure to is a note on stderr.
     pub fn render_with_drifts(&self) -> String {
         let mut out = self.render();
         let drifts = self
             .comparison
-            .map(crate::output::history::continued_drifts_noted)
+            .map(drifts::continued_drifts_noted)
             .unwrap_or_default();
-        out.push_str(&crate::output::history::drift_section(&drifts));
+        out.push_str(&drift_section(&drifts));
         out
     }
 
@@ -175,7 +176,7 @@ impl MarkdownSummary<'_> {
                     String::new()
                 };
                 // Paired verdicts (`ab`) have a threshold of their own.
-                let noise = c.paired_threshold_text().unwrap_or_else(|| {
+                let noise = words::paired_threshold_text(c).unwrap_or_else(|| {
                     format!(
                         "noise threshold ±{} (host-bound ±{}{cpu})",
                         plain_percent(s.config.noise_threshold),
@@ -199,25 +200,21 @@ impl MarkdownSummary<'_> {
     fn compared_table(&self, out: &mut String, c: &RunComparison) {
         let confidence = c.settings.config.confidence * 100.0;
         let outcome = |e: &SummaryEntry| c.get(&e.id).map(|b| &b.outcome);
-        let kernel_column = self
+        let verdicts: Vec<Vec<MetricView>> = self
             .entries
             .iter()
-            .filter_map(outcome)
-            .any(|o| kernel_comparison(o).is_some());
-        let counters_column = self
-            .entries
-            .iter()
-            .filter_map(outcome)
-            .any(|o| counters_text(o).is_some());
-        let memory_column = self
-            .entries
-            .iter()
-            .filter_map(outcome)
-            .any(|o| memory_comparison(o).is_some());
-        let verdict = if kernel_column || counters_column || memory_column {
-            "Verdict on time"
-        } else {
+            .map(|e| outcome(e).map(metrics::verdicts).unwrap_or_default())
+            .collect();
+        // A column for each metric beside time that some benchmark was judged on.
+        let columns: Vec<Metric> = Metric::ALL
+            .into_iter()
+            .filter(|&m| m != Metric::Time)
+            .filter(|&m| verdicts.iter().flatten().any(|v| v.metric == m))
+            .collect();
+        let verdict = if columns.is_empty() {
             "Verdict"
+        } else {
+            "Verdict on time"
         };
         // `ab` shows what each verdict could have seen.
         let detectable_column = c.is_ab();
@@ -233,21 +230,19 @@ impl MarkdownSummary<'_> {
             "| :-- | --: | --: | --: |{} --: | :-- |",
             if detectable_column { " --: |" } else { "" }
         );
-        if kernel_column {
-            header.push_str(&format!(" Kernel time [{confidence:.0}% CI] |"));
-            rule.push_str(" --: |");
-        }
-        if counters_column {
-            header.push_str(" Counters |");
-            rule.push_str(" :-- |");
-        }
-        if memory_column {
-            header.push_str(" Memory |");
-            rule.push_str(" :-- |");
+        for &metric in &columns {
+            let (title, align) = match metric {
+                Metric::Time => unreachable!("time has its own columns"),
+                Metric::Kernel => (format!("Kernel time [{confidence:.0}% CI]"), "--:"),
+                Metric::Counters => ("Counters".to_string(), ":--"),
+                Metric::Memory => ("Memory".to_string(), ":--"),
+            };
+            let _ = write!(header, " {title} |");
+            let _ = write!(rule, " {align} |");
         }
         let head = format!("{header}\n{rule}\n");
         let mut rows = Vec::new();
-        for e in self.entries {
+        for (e, views) in self.entries.iter().zip(&verdicts) {
             let passed = e.status == BenchStatus::Passed;
             let current = || {
                 current_estimate(e)
@@ -265,12 +260,8 @@ impl MarkdownSummary<'_> {
             let mut could_detect = dash();
             let (baseline, now, change, procs, verdict) = match c.get(&e.id).map(|b| &b.outcome) {
                 Some(ComparisonOutcome::Compared { comparison: x, .. }) => {
-                    let word = verdict_text(x);
-                    let word = if x.verdict == Verdict::Regressed {
-                        format!("**{word}**")
-                    } else {
-                        word
-                    };
+                    let time = views.iter().find(|m| m.metric == Metric::Time);
+                    let word = time.map(marked).unwrap_or_default();
                     if let Some(d) = detectable_text(x) {
                         could_detect = d;
                     }
@@ -281,7 +272,7 @@ impl MarkdownSummary<'_> {
                     (
                         format_ns(x.baseline_estimate),
                         format_ns(x.current_estimate),
-                        change_text(&x.change),
+                        time.and_then(|m| m.change.clone()).unwrap_or_else(dash),
                         format!(
                             "{} vs {}{spread}",
                             x.baseline_processes, x.current_processes
@@ -306,21 +297,8 @@ impl MarkdownSummary<'_> {
             };
             // A row folds only when every verdict it holds says nothing changed (a
             // change certain but under the threshold is no change too).
-            let unremarkable = outcome(e)
-                .and_then(|o| match o {
-                    ComparisonOutcome::Compared { comparison, .. } => Some(comparison.verdict),
-                    _ => None,
-                })
-                .is_some_and(|v| v == Verdict::NoChange)
-                && outcome(e)
-                    .and_then(kernel_comparison)
-                    .is_none_or(|k| k.verdict == Verdict::NoChange)
-                && outcome(e)
-                    .and_then(counter_changes)
-                    .is_none_or(<[_]>::is_empty)
-                && outcome(e)
-                    .and_then(memory_comparison)
-                    .is_none_or(|m| m.verdict() == Verdict::NoChange);
+            let unremarkable =
+                !views.is_empty() && views.iter().all(|m| m.verdict == Verdict::NoChange);
             let detectable = if detectable_column {
                 format!(" {could_detect} |")
             } else {
@@ -330,35 +308,18 @@ impl MarkdownSummary<'_> {
                 "| {} | {baseline} | {now} | {change} |{detectable} {procs} | {verdict} |",
                 cell_code(&e.name)
             );
-            if kernel_column {
-                let cell = outcome(e)
-                    .and_then(kernel_comparison)
-                    .map(|k| {
-                        let word = if k.verdict == Verdict::Regressed {
-                            format!("**{}**", verdict_text(k))
-                        } else {
-                            verdict_text(k)
-                        };
-                        format!("{} {word}", change_text(&k.change))
-                    })
-                    .unwrap_or_else(dash);
-                let _ = write!(line, " {cell} |");
-            }
-            if counters_column {
-                let cell = match outcome(e).and_then(counter_changes) {
-                    Some([]) => Verdict::NoChange.label().to_string(),
-                    Some(changes) => {
-                        let words: Vec<String> = changes.iter().map(|c| c.describe()).collect();
-                        format!("**{}**", text(&words.join(", ")))
+            for &metric in &columns {
+                let cell = match views.iter().find(|m| m.metric == metric) {
+                    Some(m) => {
+                        let mut cell = marked(m);
+                        if let Some(change) = &m.change {
+                            cell = format!("{change} {cell}");
+                        }
+                        if let Some(detail) = &m.detail {
+                            let _ = write!(cell, ": {}", text(detail));
+                        }
+                        cell
                     }
-                    None => dash(),
-                };
-                let _ = write!(line, " {cell} |");
-            }
-            if memory_column {
-                let cell = match outcome(e).and_then(memory_comparison) {
-                    Some(m) if m.verdict() == Verdict::NoChange => m.verdict().label().to_string(),
-                    Some(m) => format!("**{}**: {}", m.verdict().label(), text(&m.describe())),
                     None => dash(),
                 };
                 let _ = write!(line, " {cell} |");
@@ -368,11 +329,11 @@ impl MarkdownSummary<'_> {
         fold_table(out, &head, &rows, |n| {
             format!("{n} more benchmark{} with no change", plural(n))
         });
-        let _ = writeln!(out, "\n**Verdicts:** {}.", c.counts_text());
-        if let Some(note) = c.detectable_note() {
+        let _ = writeln!(out, "\n**Verdicts:** {}.", counts_text(c));
+        if let Some(note) = words::detectable_note(c) {
             let _ = writeln!(out, "\n**Could detect:** {}.", text(&note));
         }
-        if let Some(gpu) = c.gpu_counts_text() {
+        if let Some(gpu) = words::gpu_counts_text(c) {
             let _ = writeln!(out, "\n**On the GPU's own work:** {}.", text(&gpu));
         }
         let changed: Vec<String> = self
@@ -422,7 +383,7 @@ impl MarkdownSummary<'_> {
             })
             .collect();
         notes.extend(
-            crate::output::gpu_notes::clock_lines(&c.set.other_clocks)
+            notes::clock_lines(&c.set.other_clocks)
                 .into_iter()
                 .map(|(id, note)| format!("{} ran at other clocks: {}.", code(&id), text(&note))),
         );
@@ -691,8 +652,7 @@ impl MarkdownSummary<'_> {
     fn result_sentence(&self) -> String {
         let code_n = self.exit.code();
         let gate = self.comparison.filter(|c| c.gate_tripped).map(|c| {
-            let tripping: Vec<String> = c
-                .tripping_reasons()
+            let tripping: Vec<String> = words::tripping_reasons(c)
                 .into_iter()
                 .map(|(id, why)| {
                     let name = self
@@ -743,7 +703,7 @@ impl MarkdownSummary<'_> {
             Exit::RegressionFound => format!(
                 "**Result: {}** (exit code {code_n}): {}.",
                 self.comparison
-                    .map_or("regression found", RunComparison::trip_headline),
+                    .map_or("regression found", words::trip_headline),
                 gate.unwrap_or_default()
             ),
             Exit::Setup => format!(
@@ -759,6 +719,56 @@ impl MarkdownSummary<'_> {
             },
         }
     }
+}
+
+/// The Markdown section listing [`drifts::continued_drift_words`] notes; empty without any.
+pub fn drift_section(notes: &[String]) -> String {
+    if notes.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n**Continuing drifts** (from the baseline's git history; `cargo gpubench history` shows it):\n\n");
+    for n in notes {
+        out.push_str(&format!("- {n}\n"));
+    }
+    out
+}
+
+/// A verdict's words as a cell says them: escaped, and bold when it stands out.
+fn marked(m: &MetricView) -> String {
+    if m.marked() {
+        format!("**{}**", text(&m.words))
+    } else {
+        text(&m.words)
+    }
+}
+
+/// The benchmarks whose GPU throttled or was shared, or whose host was
+/// oversubscribed, as a Markdown list (folded when long), with `code` and `text`
+/// escaping as the caller does.
+pub(crate) fn render_conditions<'a>(
+    benchmarks: impl IntoIterator<Item = (&'a str, &'a BenchmarkSummary)>,
+    code: impl Fn(&str) -> String,
+    text: impl Fn(&str) -> String,
+) -> String {
+    let noted: Vec<(&str, &BenchmarkSummary, String)> = benchmarks
+        .into_iter()
+        .filter_map(|(name, s)| Some((name, s, notes::gpu_note(s)?)))
+        .collect();
+    let items: Vec<String> = noted
+        .iter()
+        .map(|(name, _, note)| format!("{}: {}", code(name), text(note)))
+        .collect();
+    let chosen = notes::heading(noted.iter().map(|(_, s, _)| *s));
+    let mut heading = chosen.to_string();
+    heading[..1].make_ascii_uppercase();
+    let summary = if chosen == notes::CPU_HEADING {
+        "The host was oversubscribed"
+    } else {
+        "The GPU throttled or was shared"
+    };
+    let mut out = String::new();
+    list(&mut out, &format!("**{heading}:**"), summary, &items);
+    out
 }
 
 /// The word for a benchmark the baseline lacks.
@@ -784,10 +794,6 @@ fn current_estimate(e: &SummaryEntry) -> Option<f64> {
         .as_ref()
         .and_then(BenchmarkSummary::primary)
         .map(|p| p.estimate.point)
-}
-
-fn dash() -> String {
-    "—".to_string()
 }
 
 fn known(name: &str) -> bool {

@@ -8,21 +8,21 @@
 
 use std::fmt::Write as _;
 
-use gpubench_analysis::baseline::ComparisonOutcome;
-use gpubench_analysis::kernels::count_text;
+use gpubench_analysis::baseline::{ComparisonOutcome, Metric};
 use gpubench_analysis::summary::BenchmarkSummary;
-use gpubench_analysis::Verdict;
-use gpubench_record::kernels::Counter;
 use gpubench_record::units::{format_bytes, format_ns};
 
-use crate::compare::{
-    change_text, counter_changes, counters_text, detectable_text, gpu_changes, kernel_comparison,
-    memory_comparison, outcome_word, verdict_text, RunComparison,
-};
+use crate::compare::RunComparison;
 use crate::console::{Console, Tone};
 use crate::exit_code::Exit;
-use crate::format::{figure, plural, shorten, spread_percent};
+use crate::format::{figure, plural, shorten};
 use crate::output::json::RunSummary;
+use crate::output::view::metrics::{self, gpu_changes, MetricView};
+use crate::output::view::notes::{self, held_at_peak_lines, process_note};
+use crate::output::view::table::{
+    dash, kernel_cells, outcome_tone, processes_cell, status_tone, Cell,
+};
+use crate::output::view::words::{self, counts_text, detectable_text, outcome_word};
 use crate::store::manifest::BenchStatus;
 use crate::store::references::SummaryEntry;
 
@@ -96,29 +96,22 @@ pub fn render_quiet(
         let Some(o) = comparison.and_then(|c| c.get(&e.id)).map(|b| &b.outcome) else {
             continue;
         };
-        let mut parts = Vec::new();
-        let mut metric = |what: &str, verdict: Verdict, change: String| {
-            if matches!(verdict, Verdict::Regressed | Verdict::Improved) {
-                let word = console.paint(verdict_tone(verdict), verdict.label());
-                parts.push(format!("{what} {word} {change}"));
-            }
-        };
-        if let ComparisonOutcome::Compared { comparison: c, .. } = o {
-            metric("time", c.verdict, change_text(&c.change));
-        }
-        if let Some(k) = kernel_comparison(o) {
-            metric("kernel time", k.verdict, change_text(&k.change));
-        }
-        if let Some(words) = counters_text(o).filter(|_| counters_tone(o).is_some()) {
-            parts.push(format!(
-                "counters {}",
-                console.paint(counters_tone(o), &words)
-            ));
-        }
-        if let Some(m) = memory_comparison(o).filter(|m| m.verdict() != Verdict::NoChange) {
-            let word = console.paint(verdict_tone(m.verdict()), m.verdict().label());
-            parts.push(format!("memory {word}: {}", m.describe()));
-        }
+        // A line names each metric that moved for certain, e.g. `time regressed
+        // +50.0% [+49.2%, +50.8%]`, `memory regressed: holds ...`.
+        let parts: Vec<String> = metrics::verdicts(o)
+            .iter()
+            .filter(|m| m.changed())
+            .map(|m| {
+                let mut part = format!("{} {}", m.label(), console.paint(m.tone(), &m.words));
+                if let Some(detail) = &m.detail {
+                    let _ = write!(part, ": {detail}");
+                }
+                if let Some(change) = &m.change {
+                    let _ = write!(part, " {change}");
+                }
+                part
+            })
+            .collect();
         if !parts.is_empty() {
             let _ = writeln!(out, "{}: {}", e.name, parts.join("; "));
         }
@@ -175,16 +168,6 @@ pub fn render_failures(entries: &[SummaryEntry], console: Console) -> String {
     out
 }
 
-/// The lines of the allocator's state at a benchmark's peak
-/// (`--memory-peak-snapshot`), or why there is none; `None` when not asked for.
-pub fn held_at_peak_lines(s: &BenchmarkSummary) -> Option<Vec<String>> {
-    match (&s.memory.at_peak, &s.memory.at_peak_unavailable) {
-        (Some(p), _) => Some(p.report_lines(s.memory.peak.map(|m| m.peak_allocated_bytes))),
-        (None, Some(why)) => Some(vec![format!("no allocator snapshot at the peak: {why}")]),
-        (None, None) => None,
-    }
-}
-
 /// What held memory at each benchmark's peak (`--memory-peak-snapshot`), or why it
 /// could not be read; empty when no benchmark asked for it.
 pub fn render_memory_peaks(entries: &[SummaryEntry]) -> String {
@@ -218,7 +201,7 @@ pub fn comparison_line(c: &RunComparison) -> String {
     format!(
         "compared with {}{how}: {}\n",
         c.baseline.describe(),
-        c.counts_text()
+        counts_text(c)
     )
 }
 
@@ -231,10 +214,10 @@ pub fn render_comparison(
     console: Console,
 ) -> String {
     let mut out = comparison_line(c);
-    if let Some(note) = c.detectable_note() {
+    if let Some(note) = words::detectable_note(c) {
         let _ = writeln!(out, "  could detect: {note}");
     }
-    if let Some(gpu) = c.gpu_counts_text() {
+    if let Some(gpu) = words::gpu_counts_text(c) {
         let _ = writeln!(out, "  on the GPU's own work: {gpu}");
     }
     if let Some(msg) = c.device_mismatch_message() {
@@ -255,7 +238,7 @@ pub fn render_comparison(
             x.differences.join("; ")
         );
     }
-    for (id, note) in crate::output::gpu_notes::clock_lines(&c.set.other_clocks) {
+    for (id, note) in notes::clock_lines(&c.set.other_clocks) {
         let _ = writeln!(out, "  compared at other clocks: {id}: {note}");
     }
     let name_of = |id: &str| c.name_of(id, entries);
@@ -327,12 +310,11 @@ pub fn gate_line(
     let fail_on = c.settings.fail_on;
     let gate = c.settings.gate;
     if c.gate_tripped {
-        let tripping: Vec<String> = c
-            .tripping_reasons()
+        let tripping: Vec<String> = words::tripping_reasons(c)
             .into_iter()
             .map(|(id, why)| format!("{} ({why})", name_of(id)))
             .collect();
-        let found = console.paint(Some(Tone::Failed), c.trip_headline());
+        let found = console.paint(Some(Tone::Failed), words::trip_headline(c));
         format!(
             "{found} (--fail-on {fail_on} --gate-on {gate}): {}{}
 ",
@@ -384,10 +366,10 @@ fn listed(ids: &[String], shown: usize) -> String {
 /// +0.7%] no change (certain, under ±1%)`, `new`, ...
 fn change_cell(e: &SummaryEntry, comparison: &RunComparison) -> Cell {
     match comparison.get(&e.id).map(|b| &b.outcome) {
-        Some(o @ ComparisonOutcome::Compared { comparison: c, .. }) => Cell::toned(
-            format!("{} {}", change_text(&c.change), verdict_text(c)),
-            outcome_tone(o),
-        ),
+        Some(o @ ComparisonOutcome::Compared { .. }) => match metrics::verdict(o, Metric::Time) {
+            Some(m) => Cell::toned(m.cell(), m.tone()),
+            None => dash().into(),
+        },
         // The status column says how it failed.
         Some(ComparisonOutcome::Failed { .. }) => dash().into(),
         Some(o @ ComparisonOutcome::NotCompared { .. }) => {
@@ -398,58 +380,24 @@ fn change_cell(e: &SummaryEntry, comparison: &RunComparison) -> Cell {
     }
 }
 
-/// The colour of a verdict: none for no change.
-pub fn verdict_tone(verdict: Verdict) -> Option<Tone> {
-    match verdict {
-        Verdict::Regressed => Some(Tone::Regressed),
-        Verdict::Improved => Some(Tone::Improved),
-        Verdict::Ambiguous => Some(Tone::Ambiguous),
-        Verdict::NoChange => None,
+/// Lines under the terminal table naming throttled or contended benchmarks (empty
+/// when none was); `benchmarks` are each benchmark's name and figures.
+pub fn render_conditions<'a>(
+    benchmarks: impl IntoIterator<Item = (&'a str, &'a BenchmarkSummary)>,
+) -> String {
+    let mut out = String::new();
+    let mut noted = Vec::new();
+    for (name, s) in benchmarks {
+        if let Some(note) = notes::gpu_note(s) {
+            let _ = writeln!(out, "  {name}: {note}");
+            noted.push(s);
+        }
     }
-}
-
-/// The colour of a benchmark's comparison (its time verdict).
-pub fn outcome_tone(outcome: &ComparisonOutcome) -> Option<Tone> {
-    match outcome {
-        ComparisonOutcome::Compared { comparison, .. } => verdict_tone(comparison.verdict),
-        ComparisonOutcome::Failed { .. } => Some(Tone::Failed),
-        ComparisonOutcome::NotCompared { .. } => Some(Tone::Ambiguous),
+    if !out.is_empty() {
+        let heading = notes::heading(noted.into_iter());
+        out.insert_str(0, &format!("\n{heading}:\n"));
     }
-}
-
-/// The colour of the counters' verdict: more work per call is a regression, only
-/// less an improvement, none when the counts are equal.
-fn counters_tone(outcome: &ComparisonOutcome) -> Option<Tone> {
-    let changes = counter_changes(outcome)?;
-    if changes.is_empty() {
-        None
-    } else if changes.iter().any(|c| c.is_increase()) {
-        Some(Tone::Regressed)
-    } else {
-        Some(Tone::Improved)
-    }
-}
-
-/// A cell of the terminal table: its text, and the colour it is painted in.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cell {
-    /// What it says.
-    pub text: String,
-    /// Its colour, when coloured.
-    pub tone: Option<Tone>,
-}
-
-impl Cell {
-    /// `text` in `tone`.
-    pub fn toned(text: String, tone: Option<Tone>) -> Self {
-        Cell { text, tone }
-    }
-}
-
-impl From<String> for Cell {
-    fn from(text: String) -> Self {
-        Cell { text, tone: None }
-    }
+    out
 }
 
 /// The table: one row per benchmark, columns aligned; with a comparison, a
@@ -513,51 +461,23 @@ pub fn render_table(
                 r.insert(at, cell.into());
             }
         }
-        if outcomes
+        // A column for each metric beside time that some benchmark was judged on.
+        let verdicts: Vec<Vec<MetricView>> = outcomes
             .iter()
-            .flatten()
-            .any(|o| kernel_comparison(o).is_some())
-        {
-            at += 1;
-            header.insert(at, "kernel change".into());
-            for (r, o) in rows.iter_mut().zip(&outcomes) {
-                let cell = match o.and_then(kernel_comparison) {
-                    Some(k) => Cell::toned(
-                        format!("{} {}", change_text(&k.change), verdict_text(k)),
-                        verdict_tone(k.verdict),
-                    ),
-                    None => dash().into(),
-                };
-                r.insert(at, cell);
+            .map(|o| o.map(metrics::verdicts).unwrap_or_default())
+            .collect();
+        for metric in Metric::ALL.into_iter().filter(|&m| m != Metric::Time) {
+            if !verdicts.iter().flatten().any(|m| m.metric == metric) {
+                continue;
             }
-        }
-        if outcomes
-            .iter()
-            .flatten()
-            .any(|o| counters_text(o).is_some())
-        {
             at += 1;
-            header.insert(at, "counters".into());
-            for (r, o) in rows.iter_mut().zip(&outcomes) {
-                let cell = match o.and_then(|o| Some((counters_text(o)?, counters_tone(o)))) {
-                    Some((text, tone)) => Cell::toned(text, tone),
-                    None => dash().into(),
-                };
-                r.insert(at, cell);
-            }
-        }
-        if outcomes
-            .iter()
-            .flatten()
-            .any(|o| memory_comparison(o).is_some())
-        {
-            at += 1;
-            header.insert(at, "memory".into());
-            for (r, o) in rows.iter_mut().zip(&outcomes) {
-                let cell = match o.and_then(|o| memory_comparison(o)) {
-                    Some(m) => {
-                        Cell::toned(m.verdict().label().to_string(), verdict_tone(m.verdict()))
-                    }
+            header.insert(at, metric_header(metric).into());
+            for (r, views) in rows.iter_mut().zip(&verdicts) {
+                let cell = match views.iter().find(|m| m.metric == metric) {
+                    // The memory column says the verdict; the lines under the table
+                    // say what changed.
+                    Some(m) if m.metric == Metric::Memory => Cell::toned(m.words.clone(), m.tone()),
+                    Some(m) => Cell::toned(m.cell(), m.tone()),
                     None => dash().into(),
                 };
                 r.insert(at, cell);
@@ -567,14 +487,14 @@ pub fn render_table(
     let mut out = align_cells(&header, &rows, console);
     out.push_str(&render_process_notes(entries));
     out.push_str(&render_eager_compiled(entries));
-    out.push_str(&crate::output::gpu_notes::render_terminal(
+    out.push_str(&render_conditions(
         entries
             .iter()
             .filter_map(|e| Some((e.name.as_str(), e.summary.as_ref()?))),
     ));
     out.push_str(&render_kernel_notes(entries, comparison));
     out.push_str(&render_memory_notes(entries, comparison));
-    out.push_str(&crate::output::gpu_notes::cpu_threads_line(
+    out.push_str(&notes::cpu_threads_line(
         entries
             .iter()
             .filter_map(|e| Some((e.name.as_str(), e.summary.as_ref()?))),
@@ -582,8 +502,14 @@ pub fn render_table(
     out
 }
 
-fn dash() -> String {
-    "—".to_string()
+/// The terminal's header of a metric's change column.
+fn metric_header(metric: Metric) -> &'static str {
+    match metric {
+        Metric::Time => "change",
+        Metric::Kernel => "kernel change",
+        Metric::Counters => "counters",
+        Metric::Memory => "memory",
+    }
 }
 
 /// Lines under the table on kernel time: why there is none, which benchmarks could
@@ -677,9 +603,9 @@ pub fn render_memory_notes(entries: &[SummaryEntry], comparison: Option<&RunComp
         let changed: Vec<String> = entries
             .iter()
             .filter_map(|e| {
-                let m = memory_comparison(&c.get(&e.id)?.outcome)?;
-                (m.verdict() != Verdict::NoChange)
-                    .then(|| format!("  {}: {}: {}", e.name, m.verdict().label(), m.describe()))
+                let m = metrics::verdict(&c.get(&e.id)?.outcome, Metric::Memory)?;
+                let detail = m.detail?;
+                Some(format!("  {}: {}: {detail}", e.name, m.words))
             })
             .collect();
         if !changed.is_empty() {
@@ -690,18 +616,6 @@ pub fn render_memory_notes(entries: &[SummaryEntry], comparison: Option<&RunComp
         }
     }
     out
-}
-
-/// `4 ±1.2%`: how many processes measured the benchmark and the spread between them
-/// (the standard deviation of their medians, relative); `1` for one process.
-pub fn processes_cell(s: &BenchmarkSummary) -> String {
-    match s.primary() {
-        Some(p) => match p.processes.between {
-            Some(b) => format!("{} ±{}", p.processes.count, spread_percent(b)),
-            None => p.processes.count.to_string(),
-        },
-        None => "—".to_string(),
-    }
 }
 
 /// Lines under the table for benchmarks whose processes disagree: the range of their
@@ -723,45 +637,6 @@ unstable across processes (each process is a fresh start; the interval covers th
         );
     }
     out
-}
-
-/// What the processes of an unstable benchmark did: `processes in 2 modes: 5.40 µs
-/// (3), 9.30 µs (2)`, or `process medians 7.30 µs to 11.9 µs`.
-pub fn process_note(s: &BenchmarkSummary) -> Option<String> {
-    let p = s.primary()?;
-    if !p.processes.unstable {
-        return None;
-    }
-    Some(match p.processes.modes {
-        Some([low, high]) => format!(
-            "processes in 2 modes: {} ({} process{}) and {} ({})",
-            format_ns(low.centre),
-            low.processes,
-            if low.processes == 1 { "" } else { "es" },
-            format_ns(high.centre),
-            high.processes
-        ),
-        None => {
-            let lo = p
-                .processes
-                .medians
-                .iter()
-                .copied()
-                .fold(f64::INFINITY, f64::min);
-            let hi = p
-                .processes
-                .medians
-                .iter()
-                .copied()
-                .fold(f64::NEG_INFINITY, f64::max);
-            format!(
-                "process medians from {} to {} over {} processes",
-                format_ns(lo),
-                format_ns(hi),
-                p.processes.count
-            )
-        }
-    })
 }
 
 /// Rows under a header, columns aligned with two spaces between them.
@@ -856,16 +731,6 @@ fn row(e: &SummaryEntry, kernel_columns: bool) -> Vec<Cell> {
     cells
 }
 
-/// The colour of a benchmark's status: bold red when it failed, yellow when it did
-/// not run to the end, none when it passed.
-pub fn status_tone(status: BenchStatus) -> Option<Tone> {
-    match status {
-        BenchStatus::Passed => None,
-        BenchStatus::Failed => Some(Tone::Failed),
-        BenchStatus::Interrupted | BenchStatus::Pending => Some(Tone::NotRun),
-    }
-}
-
 /// Lines under the table for benchmarks that compare eager with compiled.
 pub fn render_eager_compiled(entries: &[SummaryEntry]) -> String {
     let lines: Vec<String> = entries
@@ -883,25 +748,6 @@ pub fn render_eager_compiled(entries: &[SummaryEntry]) -> String {
         return String::new();
     }
     format!("\neager versus compiled:\n{}", lines.concat())
-}
-
-/// `kernel/iter`, `kernels` and `launch`: kernel time per call, kernels launched per
-/// call, and the share of device time outside the kernels (`1 − kernel/device`).
-pub fn kernel_cells(s: Option<&BenchmarkSummary>) -> [String; 3] {
-    let kernel = s
-        .and_then(|s| s.timing.kernel.as_ref())
-        .map(|k| format_ns(k.estimate.point))
-        .unwrap_or_else(dash);
-    let kernels = s
-        .and_then(|s| s.counters.counts)
-        .and_then(|c| c.per_call(Counter::Kernels))
-        .map(count_text)
-        .unwrap_or_else(dash);
-    let launch = s
-        .and_then(|s| s.kernels.launch_overhead)
-        .map(|x| format!("{:.0}%", x * 100.0))
-        .unwrap_or_else(dash);
-    [kernel, kernels, launch]
 }
 
 fn status_cell(e: &SummaryEntry) -> String {

@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use super::facts::{fact, Fact};
 use super::input::BaselineComparison;
-use crate::compare::{counters_text, kernel_comparison};
 use crate::format;
+use crate::output::view::metrics;
 
 /// One row of the kernel table: a kernel (or copy, memset) of one call, now and in
 /// the baseline.
@@ -83,7 +83,7 @@ impl KernelView {
                 "of device time outside the kernels (1 − kernel ÷ device)",
             ));
         }
-        if let Some(c) = outcome.and_then(kernel_comparison) {
+        if let Some(c) = outcome.and_then(metrics::kernel) {
             v.facts.push(fact(
                 "kernel time vs baseline",
                 format::percent_change(c.change.point),
@@ -99,7 +99,10 @@ impl KernelView {
         if let Some(c) = s.counters.counts {
             v.facts.extend(counter_facts(&c, baseline));
         }
-        if let Some(words) = outcome.and_then(counters_text) {
+        if let Some(words) = outcome
+            .and_then(|o| metrics::verdict(o, gpubench_analysis::baseline::Metric::Counters))
+            .map(|m| m.words)
+        {
             v.facts.push(fact(
                 "counters vs baseline",
                 words,

@@ -1,7 +1,6 @@
 //! A benchmark's page: its facts, cold calls, naive loops, failure, memory and
 //! settings.
 
-use crate::compare::memory_comparison;
 use crate::format;
 use crate::output::html::eager_compiled::EagerCompiledView;
 use crate::output::html::facts::{fact, Fact};
@@ -41,7 +40,7 @@ pub(crate) fn benchmark_view(
         measured: fig.is_some(),
         smoke: r.config.mode == RunMode::Smoke,
         facts: MeasuredFacts::default(),
-        held_at_peak: crate::output::terminal::held_at_peak_lines(s).unwrap_or_default(),
+        held_at_peak: crate::output::view::notes::held_at_peak_lines(s).unwrap_or_default(),
         baseline_note: baseline_note(b),
         charts: PageCharts::default(),
         comparison,
@@ -254,7 +253,7 @@ fn comparison_facts(
             p_value(c.p_value),
         ),
     )];
-    if let Some(d) = crate::compare::detectable_text(c) {
+    if let Some(d) = crate::output::view::words::detectable_text(c) {
         // Both on the log scale the verdict is decided on.
         let half_width = ((1.0 + e.upper) / (1.0 + e.lower)).sqrt() - 1.0;
         let fine = |x: f64| format!("{:.2}%", x * 100.0);
@@ -430,7 +429,7 @@ fn flag_reading(flag: Flag, s: &BenchmarkSummary, on_cpu: bool) -> Vec<String> {
         }
         Flag::UnstableAcrossProcesses => vec![format!(
             "The processes disagree ({}): the machine runs this benchmark at a different speed in each fresh process, usually the host's dispatch speed for launch-bound work. The interval covers that; kernel time would not move with it.",
-            crate::output::terminal::process_note(s).unwrap_or_default()
+            crate::output::view::notes::process_note(s).unwrap_or_default()
         )],
         _ => Vec::new(),
     }
@@ -515,7 +514,7 @@ fn resource_facts(
     if let Some(c) = b
         .baseline
         .as_ref()
-        .and_then(|c| memory_comparison(&c.outcome))
+        .and_then(|c| crate::output::view::metrics::memory(&c.outcome))
     {
         // A bounded cache in one phrase first (it explains the peak and the growth),
         // then every figure, then what was left out and why.

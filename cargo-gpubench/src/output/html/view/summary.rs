@@ -7,6 +7,8 @@ use crate::output::html::view::common::{
     baseline_note, compared, first_line, percent_of_peak, wrap_points, BenchmarkView, Cell,
     Figures, StatusView,
 };
+use crate::output::view::metrics;
+use gpubench_analysis::baseline::Metric;
 use gpubench_analysis::kernels::count_text;
 use gpubench_analysis::BenchmarkSummary;
 use gpubench_record::kernels::Counter;
@@ -183,7 +185,7 @@ fn change_cell(b: &ReportBenchmark) -> Cell {
                     format::plain_percent(c.threshold)
                 ));
             }
-            if let Some(d) = crate::compare::detectable_text(c) {
+            if let Some(d) = crate::output::view::words::detectable_text(c) {
                 detail.push(format!("could detect {d}"));
             }
             Cell {
@@ -252,17 +254,15 @@ pub(crate) fn kernel_cell(b: &ReportBenchmark, s: &BenchmarkSummary) -> Cell {
     };
     let outcome = b.baseline.as_ref().map(|c| &c.outcome);
     let mut detail: Vec<String> = Vec::new();
-    if let Some(c) = outcome.and_then(crate::compare::kernel_comparison) {
+    if let Some(c) = outcome.and_then(metrics::kernel) {
         detail.push(format!(
             "{} {}",
             format::percent_change(c.change.point),
             c.verdict.label()
         ));
     }
-    match outcome.and_then(crate::compare::counter_changes) {
-        Some(changes) if !changes.is_empty() => {
-            detail.extend(changes.iter().map(|c| c.describe()));
-        }
+    match outcome.and_then(|o| metrics::verdict(o, Metric::Counters)) {
+        Some(counters) if !counters.changes.is_empty() => detail.extend(counters.changes),
         _ => {
             if let Some(n) = s.counters.counts.and_then(|c| c.per_call(Counter::Kernels)) {
                 detail.push(format!(

@@ -1,12 +1,11 @@
-//! What the GPU and the host did to a run, in words for the terminal and Markdown:
-//! benchmarks whose samples ran throttled (left out of the figures), that shared the
-//! GPU with another process or ran on a host too busy to serve their threads, and
-//! comparisons whose two sides ran at clearly different clocks.
-
-use std::fmt::Write as _;
+//! Notes under a summary's tables, in words every output shows: what the processes,
+//! the GPU and the host did to a benchmark's figures (unstable processes, throttled
+//! or contended samples, the CPU's threads, other clocks) and what held memory at
+//! its peak.
 
 use gpubench_analysis::baseline::OtherClocks;
 use gpubench_analysis::BenchmarkSummary;
+use gpubench_record::units::format_ns;
 
 /// `3 of 120 samples throttled, left out; shared the GPU with process 4242`, when
 /// the GPU throttled or was shared, and `contended in 3 of 3 processes: the host's 2
@@ -60,7 +59,7 @@ pub const CPU_HEADING: &str = "the host was oversubscribed (a contended benchmar
 
 /// The heading for notes of `noted`: [`CPU_HEADING`] when all of them ran on the CPU
 /// device, else [`HEADING`].
-fn heading<'a>(mut noted: impl Iterator<Item = &'a BenchmarkSummary>) -> &'static str {
+pub fn heading<'a>(mut noted: impl Iterator<Item = &'a BenchmarkSummary>) -> &'static str {
     if noted.all(|s| s.timing.bound == Some(gpubench_analysis::processes::Bound::Cpu)) {
         CPU_HEADING
     } else {
@@ -92,54 +91,6 @@ pub fn cpu_threads_line<'a>(
     format!("\non the CPU: {}\n", each.join("; "))
 }
 
-/// Lines under the terminal table naming throttled or contended benchmarks (empty
-/// when none was); `benchmarks` are each benchmark's name and figures.
-pub fn render_terminal<'a>(
-    benchmarks: impl IntoIterator<Item = (&'a str, &'a BenchmarkSummary)>,
-) -> String {
-    let mut out = String::new();
-    let mut noted = Vec::new();
-    for (name, s) in benchmarks {
-        if let Some(note) = gpu_note(s) {
-            let _ = writeln!(out, "  {name}: {note}");
-            noted.push(s);
-        }
-    }
-    if !out.is_empty() {
-        let heading = heading(noted.into_iter());
-        out.insert_str(0, &format!("\n{heading}:\n"));
-    }
-    out
-}
-
-/// The same as a Markdown list (folded when long), with `code` and `text` escaping
-/// as the caller does.
-pub fn render_markdown<'a>(
-    benchmarks: impl IntoIterator<Item = (&'a str, &'a BenchmarkSummary)>,
-    code: impl Fn(&str) -> String,
-    text: impl Fn(&str) -> String,
-) -> String {
-    let noted: Vec<(&str, &BenchmarkSummary, String)> = benchmarks
-        .into_iter()
-        .filter_map(|(name, s)| Some((name, s, gpu_note(s)?)))
-        .collect();
-    let items: Vec<String> = noted
-        .iter()
-        .map(|(name, _, note)| format!("{}: {}", code(name), text(note)))
-        .collect();
-    let chosen = heading(noted.iter().map(|(_, s, _)| *s));
-    let mut heading = chosen.to_string();
-    heading[..1].make_ascii_uppercase();
-    let summary = if chosen == CPU_HEADING {
-        "The host was oversubscribed"
-    } else {
-        "The GPU throttled or was shared"
-    };
-    let mut out = String::new();
-    crate::output::markdown::list(&mut out, &format!("**{heading}:**"), summary, &items);
-    out
-}
-
 /// `compared at other clocks: mm: the GPU ran at 1410 MHz here, 1980 MHz in the
 /// baseline (mean SM clock)`, one line per benchmark.
 pub fn clock_lines(other: &[OtherClocks]) -> Vec<(String, String)> {
@@ -157,9 +108,60 @@ pub fn clock_lines(other: &[OtherClocks]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// What the processes of an unstable benchmark did: `processes in 2 modes: 5.40 µs
+/// (3), 9.30 µs (2)`, or `process medians 7.30 µs to 11.9 µs`.
+pub fn process_note(s: &BenchmarkSummary) -> Option<String> {
+    let p = s.primary()?;
+    if !p.processes.unstable {
+        return None;
+    }
+    Some(match p.processes.modes {
+        Some([low, high]) => format!(
+            "processes in 2 modes: {} ({} process{}) and {} ({})",
+            format_ns(low.centre),
+            low.processes,
+            if low.processes == 1 { "" } else { "es" },
+            format_ns(high.centre),
+            high.processes
+        ),
+        None => {
+            let lo = p
+                .processes
+                .medians
+                .iter()
+                .copied()
+                .fold(f64::INFINITY, f64::min);
+            let hi = p
+                .processes
+                .medians
+                .iter()
+                .copied()
+                .fold(f64::NEG_INFINITY, f64::max);
+            format!(
+                "process medians from {} to {} over {} processes",
+                format_ns(lo),
+                format_ns(hi),
+                p.processes.count
+            )
+        }
+    })
+}
+
+/// The lines of the allocator's state at a benchmark's peak
+/// (`--memory-peak-snapshot`), or why there is none; `None` when not asked for.
+pub fn held_at_peak_lines(s: &BenchmarkSummary) -> Option<Vec<String>> {
+    match (&s.memory.at_peak, &s.memory.at_peak_unavailable) {
+        (Some(p), _) => Some(p.report_lines(s.memory.peak.map(|m| m.peak_allocated_bytes))),
+        (None, Some(why)) => Some(vec![format!("no allocator snapshot at the peak: {why}")]),
+        (None, None) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::markdown::render_conditions as render_markdown;
+    use crate::output::terminal::render_conditions as render_terminal;
     use gpubench_analysis::synthetic::GpuLikeSamples;
     use gpubench_record::host::{HostCpus, HostReading, HostTelemetry, ThreadSource};
     use rand::SeedableRng;

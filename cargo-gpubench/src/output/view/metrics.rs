@@ -1,0 +1,241 @@
+//! Each metric's verdict on one benchmark, in words every output shows: the one
+//! place that reads a comparison's per-metric fields (time, kernel time, counters,
+//! memory), so a metric added to the judge is shown by adding it here.
+
+use gpubench_analysis::baseline::{ComparisonOutcome, Metric};
+use gpubench_analysis::kernels::{CounterChange, KernelChange};
+use gpubench_analysis::memory::MemoryComparison;
+use gpubench_analysis::{Comparison, Verdict};
+use gpubench_record::estimate::Estimate;
+
+use crate::console::Tone;
+use crate::format::{percent, plural};
+
+/// One metric's verdict on a benchmark, in words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricView {
+    /// Which metric.
+    pub metric: Metric,
+    /// Its verdict.
+    pub verdict: Verdict,
+    /// `+12.3% [+10.1%, +14.6%]`: the change with its interval, for a metric judged
+    /// by statistics (time, kernel time).
+    pub change: Option<String>,
+    /// The verdict in words: `no change (certain, under ±1%)` (time, kernel time),
+    /// `+1 kernel per call` or `no change` (counters), `regressed` (memory).
+    pub words: String,
+    /// What changed, figure by figure with the tolerance it went beyond (memory),
+    /// when something did.
+    pub detail: Option<String>,
+    /// Each count that changed, in words (counters); `words` runs them together.
+    pub changes: Vec<String>,
+}
+
+impl MetricView {
+    /// The metric's name in a sentence: `time`, `kernel time`, `counters`, `memory`.
+    pub fn label(&self) -> &'static str {
+        match self.metric {
+            Metric::Time => "time",
+            Metric::Kernel => "kernel time",
+            Metric::Counters => "counters",
+            Metric::Memory => "memory",
+        }
+    }
+
+    /// Whether every change of it is a finding (exact counts, memory figures that
+    /// repeat), rather than only a change beyond the noise.
+    fn exact(&self) -> bool {
+        matches!(self.metric, Metric::Counters | Metric::Memory)
+    }
+
+    /// The colour of its verdict.
+    pub fn tone(&self) -> Option<Tone> {
+        verdict_tone(self.verdict)
+    }
+
+    /// Whether a summary makes it stand out: a regression, or any change of an
+    /// exact metric.
+    pub fn marked(&self) -> bool {
+        self.verdict == Verdict::Regressed || (self.exact() && self.verdict != Verdict::NoChange)
+    }
+
+    /// Whether it moved either way for certain (regressed or improved).
+    pub fn changed(&self) -> bool {
+        matches!(self.verdict, Verdict::Regressed | Verdict::Improved)
+    }
+
+    /// A table cell's text: the change, then the verdict in words
+    /// (`+12.3% [+10.1%, +14.6%] regressed`, `+1 kernel per call`).
+    pub fn cell(&self) -> String {
+        match &self.change {
+            Some(change) => format!("{change} {}", self.words),
+            None => self.words.clone(),
+        }
+    }
+
+    /// Why it trips a gate, in a phrase: `kernel time regressed`, `counters: +1
+    /// kernel per call`, `memory: holds +64.00 KiB per call (…)`.
+    pub fn trip_phrase(&self) -> String {
+        if self.exact() {
+            format!(
+                "{}: {}",
+                self.label(),
+                self.detail.as_deref().unwrap_or(&self.words)
+            )
+        } else {
+            format!("{} {}", self.label(), self.verdict.label())
+        }
+    }
+}
+
+/// The colour of a verdict: none for no change.
+pub fn verdict_tone(verdict: Verdict) -> Option<Tone> {
+    match verdict {
+        Verdict::Regressed => Some(Tone::Regressed),
+        Verdict::Improved => Some(Tone::Improved),
+        Verdict::Ambiguous => Some(Tone::Ambiguous),
+        Verdict::NoChange => None,
+    }
+}
+
+/// The verdict on every metric `outcome` compared, in [`Metric::ALL`]'s order (time
+/// first); empty when it was not compared.
+pub fn verdicts(outcome: &ComparisonOutcome) -> Vec<MetricView> {
+    Metric::ALL
+        .into_iter()
+        .filter_map(|m| verdict(outcome, m))
+        .collect()
+}
+
+/// The verdict on `metric`, when `outcome` compared it.
+pub fn verdict(outcome: &ComparisonOutcome, metric: Metric) -> Option<MetricView> {
+    let statistical = |c: &Comparison| MetricView {
+        metric,
+        verdict: c.verdict,
+        change: Some(change_text(&c.change)),
+        words: verdict_text(c),
+        detail: None,
+        changes: Vec::new(),
+    };
+    match metric {
+        Metric::Time => time(outcome).map(statistical),
+        Metric::Kernel => kernel(outcome).map(statistical),
+        Metric::Counters => {
+            let counted = counter_changes(outcome)?;
+            let changes: Vec<String> = counted.iter().map(CounterChange::describe).collect();
+            Some(MetricView {
+                metric,
+                verdict: gpubench_analysis::baseline::counters_verdict(counted),
+                change: None,
+                words: if changes.is_empty() {
+                    Verdict::NoChange.label().to_string()
+                } else {
+                    changes.join(", ")
+                },
+                detail: None,
+                changes,
+            })
+        }
+        Metric::Memory => {
+            let m = memory(outcome)?;
+            let verdict = m.verdict();
+            Some(MetricView {
+                metric,
+                verdict,
+                change: None,
+                words: verdict.label().to_string(),
+                detail: (verdict != Verdict::NoChange).then(|| m.describe()),
+                changes: Vec::new(),
+            })
+        }
+    }
+}
+
+/// The time comparison of `outcome`, when it was compared.
+pub fn time(outcome: &ComparisonOutcome) -> Option<&Comparison> {
+    match outcome {
+        ComparisonOutcome::Compared { comparison, .. } => Some(comparison),
+        _ => None,
+    }
+}
+
+/// The kernel-time comparison of `outcome`, when both sides measured kernel time.
+pub fn kernel(outcome: &ComparisonOutcome) -> Option<&Comparison> {
+    match outcome {
+        ComparisonOutcome::Compared { kernel, .. } => kernel.as_deref(),
+        _ => None,
+    }
+}
+
+/// The counter changes of `outcome` (empty: all equal), when both sides counted.
+fn counter_changes(outcome: &ComparisonOutcome) -> Option<&[CounterChange]> {
+    match outcome {
+        ComparisonOutcome::Compared { counters, .. } => counters.as_deref(),
+        _ => None,
+    }
+}
+
+/// The memory comparison of `outcome`, when both sides read the allocator.
+pub fn memory(outcome: &ComparisonOutcome) -> Option<&MemoryComparison> {
+    match outcome {
+        ComparisonOutcome::Compared { memory, .. } => memory.as_ref(),
+        _ => None,
+    }
+}
+
+/// Kernel changes named under a benchmark; the rest are counted.
+pub const KERNEL_CHANGES_SHOWN: usize = 5;
+
+/// What the GPU did differently, in words: the counter changes, then the kernels
+/// that are new, gone or moved (the first [`KERNEL_CHANGES_SHOWN`], then how many
+/// more).
+pub fn gpu_changes(outcome: &ComparisonOutcome) -> Vec<String> {
+    let ComparisonOutcome::Compared { kernel_changes, .. } = outcome else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = counter_changes(outcome)
+        .unwrap_or_default()
+        .iter()
+        .map(CounterChange::describe)
+        .collect();
+    out.extend(
+        kernel_changes
+            .iter()
+            .take(KERNEL_CHANGES_SHOWN)
+            .map(KernelChange::describe),
+    );
+    let more = kernel_changes.len().saturating_sub(KERNEL_CHANGES_SHOWN);
+    if more > 0 {
+        out.push(format!("{more} more kernel{} changed", plural(more)));
+    }
+    out
+}
+
+/// `+12.3% [+10.1%, +14.6%]`: a change with its interval; `+600.8% (too noisy for
+/// an interval)` when the interval's ratios span more than
+/// [`crate::format::TOO_NOISY_RATIO`], as a figure's would.
+pub fn change_text(change: &Estimate) -> String {
+    if crate::format::too_noisy(1.0 + change.lower, 1.0 + change.upper) {
+        return format!("{} (too noisy for an interval)", percent(change.point));
+    }
+    format!(
+        "{} [{}, {}]",
+        percent(change.point),
+        percent(change.lower),
+        percent(change.upper)
+    )
+}
+
+/// A verdict in words: its label, or for a change that is certain but under the
+/// threshold, `no change (certain, under ±1%)`, so it does not read as nothing.
+pub fn verdict_text(c: &Comparison) -> String {
+    if c.certain_under_threshold {
+        format!(
+            "{} (certain, under ±{})",
+            c.verdict.label(),
+            crate::format::plain_percent(c.threshold)
+        )
+    } else {
+        c.verdict.label().to_string()
+    }
+}

@@ -1,0 +1,80 @@
+//! Tests of [`super`]: a comparison in words, on the judge's own fixtures.
+
+use gpubench_analysis::FailOn;
+use gpubench_record::estimate::Estimate;
+use gpubench_record::failure::{Failure, FailureKind};
+
+use crate::compare::tests::{entries, records, settings, source};
+use crate::compare::{Absences, RunComparison};
+use crate::format::percent;
+use crate::output::view::metrics::change_text;
+use crate::output::view::words::{counts_text, trip_headline, tripping_reasons};
+
+#[test]
+fn benchmarks_not_compared_trip_the_gate_as_not_compared() {
+    let base = entries(&records(&["mm", "conv"], "NVIDIA A100", 1.0, 1));
+    let now = records(&["mm", "conv"], "NVIDIA H200", 1.5, 2);
+    let c =
+        RunComparison::judge(&now, &base, source(), settings(FailOn::Regressed, false)).unwrap();
+    assert_eq!(
+        tripping_reasons(&c),
+        [
+            ("mm", "not compared".to_string()),
+            ("conv", "not compared".to_string())
+        ]
+    );
+    assert_eq!(trip_headline(&c), "missing evidence");
+    let allowed =
+        RunComparison::judge(&now, &base, source(), settings(FailOn::Regressed, true)).unwrap();
+    assert_eq!(trip_headline(&allowed), "regression found");
+    assert_eq!(
+        tripping_reasons(&allowed),
+        [
+            ("mm", "time regressed".to_string()),
+            ("conv", "time regressed".to_string())
+        ]
+    );
+}
+
+#[test]
+fn the_counts_name_failed_new_and_missing_benchmarks() {
+    let base = entries(&records(&["mm", "gone", "broke"], "GPU", 1.0, 3));
+    let mut now = records(&["mm", "new"], "GPU", 1.0, 4);
+    now.push(records(&["broke"], "GPU", 1.0, 5).remove(0));
+    now[2].rounds[0].measurement = None;
+    now[2].rounds[0].failure = Some(Failure::new(FailureKind::Panic, "boom"));
+    let c =
+        RunComparison::judge(&now, &base, source(), settings(FailOn::Regressed, false)).unwrap();
+    assert_eq!(counts_text(&c), "1 no change, 1 failed, 1 new, 1 missing");
+    let nothing = RunComparison::judge_with(
+        &[],
+        &[],
+        source(),
+        settings(FailOn::Regressed, false),
+        &Absences::default(),
+    )
+    .unwrap();
+    assert_eq!(counts_text(&nothing), "nothing to compare");
+}
+
+#[test]
+fn percentages_read_well() {
+    assert_eq!(percent(0.1234), "+12.3%");
+    assert_eq!(percent(-0.0004), "+0.0%");
+    assert_eq!(percent(-0.05), "-5.0%");
+    assert_eq!(percent(1.0), "+100.0%");
+    let e = Estimate {
+        point: 0.5,
+        lower: 0.48,
+        upper: 0.521,
+        confidence: 0.95,
+    };
+    assert_eq!(change_text(&e), "+50.0% [+48.0%, +52.1%]");
+    let wild = Estimate {
+        point: 6.008,
+        lower: -0.209,
+        upper: 61.105,
+        confidence: 0.9,
+    };
+    assert_eq!(change_text(&wild), "+600.8% (too noisy for an interval)");
+}
