@@ -17,13 +17,14 @@ use crate::output::terminal::{
     align_cells, comparison_line, count_line, gate_line, render_comparison, render_failures,
     render_process_medians, render_quiet,
 };
-use crate::output::view::metrics::change_text;
-use crate::output::view::table::{outcome_tone, status_tone, Cell};
-use crate::output::view::words::outcome_word;
+use crate::output::view::metrics;
+use crate::output::view::table::{dash, Cell};
+use crate::output::view::SummaryView;
 use crate::store::manifest::BenchStatus;
 use crate::store::references::SummaryEntry;
 use crate::store::references::{self, Side};
 use crate::store::Source;
+use gpubench_analysis::baseline::Metric;
 
 /// What `--format json` prints for `compare`.
 #[derive(Debug, Serialize)]
@@ -165,8 +166,9 @@ fn render_human(
     exit: Exit,
     console: Console,
 ) -> String {
+    let view = SummaryView::build(rows, Some(comparison));
     if console.quiet() {
-        let mut out = render_quiet(rows, Some(comparison), console);
+        let mut out = render_quiet(&view, console);
         out.push_str(&format!("{}\n", count_line(rows)));
         out.push_str(&comparison_line(comparison));
         out.push_str(&gate_line(comparison, rows, exit, console));
@@ -189,43 +191,31 @@ fn render_human(
         ),
         "verdict".to_string(),
     ];
-    let dash = || "—".to_string();
-    let table: Vec<Vec<Cell>> = rows
-        .iter()
-        .map(|e| {
-            let outcome = comparison.get(&e.id).map(|b| &b.outcome);
-            let compared = match outcome {
-                Some(gpubench_analysis::baseline::ComparisonOutcome::Compared {
-                    comparison,
-                    ..
-                }) => Some(comparison),
-                _ => None,
-            };
+    let table: Vec<Vec<Cell>> = view
+        .compared_rows()
+        .map(|(e, row)| {
+            let time = comparison
+                .get(&e.id)
+                .and_then(|b| metrics::time(&b.outcome));
             let fmt = gpubench_record::units::format_ns;
-            let current = compared.map(|c| c.current_estimate).or_else(|| {
+            let current = time.map(|c| c.current_estimate).or_else(|| {
                 e.summary
                     .as_ref()
                     .and_then(|s| s.primary())
                     .map(|p| p.estimate.point)
             });
-            let word = match outcome {
-                Some(o) => Cell::toned(outcome_word(o).to_string(), outcome_tone(o)),
-                None if e.status == BenchStatus::Failed => {
-                    Cell::toned("failed".to_string(), status_tone(e.status))
-                }
-                None if comparison.is_new(&e.id) => {
-                    Cell::toned("new".to_string(), Some(console::Tone::New))
-                }
-                None => Cell::toned("not run".to_string(), status_tone(BenchStatus::Pending)),
+            // The time verdict's plain label: the change column holds the figures.
+            let word = match row.verdict(Metric::Time) {
+                Some(m) => Cell::toned(m.verdict.label().to_string(), m.tone()),
+                None => row.word.clone(),
             };
             vec![
                 e.name.clone().into(),
-                compared
-                    .map_or_else(dash, |c| fmt(c.baseline_estimate))
-                    .into(),
+                time.map_or_else(dash, |c| fmt(c.baseline_estimate)).into(),
                 current.map_or_else(dash, fmt).into(),
-                compared
-                    .map_or_else(dash, |c| change_text(&c.change))
+                row.verdict(Metric::Time)
+                    .and_then(|m| m.change.clone())
+                    .unwrap_or_else(dash)
                     .into(),
                 word,
             ]
@@ -237,6 +227,6 @@ fn render_human(
     }
     out.push_str(&render_failures(rows, console));
     out.push_str(&format!("\n{}\n", count_line(rows)));
-    out.push_str(&render_comparison(comparison, rows, exit, console));
+    out.push_str(&render_comparison(&view, exit, console));
     out
 }

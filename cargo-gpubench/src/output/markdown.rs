@@ -10,9 +10,9 @@
 use anyhow::Context;
 use std::fmt::Write as _;
 
-use gpubench_analysis::baseline::{ComparisonOutcome, Metric};
+use gpubench_analysis::baseline::Metric;
 use gpubench_analysis::processes::Bound;
-use gpubench_analysis::{BenchmarkSummary, Verdict};
+use gpubench_analysis::BenchmarkSummary;
 use gpubench_record::kernels::Counter;
 use gpubench_record::units::format_ns;
 
@@ -20,10 +20,11 @@ use crate::compare::RunComparison;
 use crate::exit_code::Exit;
 use crate::format::{figure, plain_percent, plural, shorten, spread_percent};
 use crate::output::view::drifts;
-use crate::output::view::metrics::{self, gpu_changes, MetricView};
-use crate::output::view::notes::{self, process_note};
+use crate::output::view::metrics::{self, MetricView};
+use crate::output::view::notes::{self, Note, NoteKind};
 use crate::output::view::table::{dash, kernel_cells, processes_cell};
-use crate::output::view::words::{self, counts_text, detectable_text, outcome_word};
+use crate::output::view::words::{self, counts_text};
+use crate::output::view::SummaryView;
 use crate::store::manifest::BenchStatus;
 use crate::store::references::SummaryEntry;
 use crate::store::SourceKind;
@@ -91,24 +92,19 @@ impl MarkdownSummary<'_> {
         }
         out.push_str(&self.header_line());
         out.push_str("\n\n");
+        let view = SummaryView::build(self.entries, self.comparison);
         match self.comparison {
-            Some(c) => self.compared_table(&mut out, c),
+            Some(c) => self.compared_table(&mut out, &view, c),
             None => self.plain_table(&mut out),
         }
-        self.unstable(&mut out);
-        self.memory_held(&mut out);
-        self.eager_compiled(&mut out);
-        out.push_str(&render_conditions(
-            self.entries
-                .iter()
-                .filter_map(|e| Some((e.name.as_str(), e.summary.as_ref()?))),
-            code,
-            text,
-        ));
+        self.unstable(&mut out, &view);
+        self.memory_held(&mut out, &view);
+        self.eager_compiled(&mut out, &view);
+        out.push_str(&render_conditions(&view));
         self.failures(&mut out);
         self.memory_peaks(&mut out);
-        if let Some(c) = self.comparison {
-            self.one_side_only(&mut out, c);
+        if self.comparison.is_some() {
+            self.one_side_only(&mut out, &view);
         }
         let _ = writeln!(out, "\n{}", self.result_sentence());
         out
@@ -197,21 +193,9 @@ impl MarkdownSummary<'_> {
         self.entries.iter().filter_map(|e| e.summary.as_ref())
     }
 
-    fn compared_table(&self, out: &mut String, c: &RunComparison) {
+    fn compared_table(&self, out: &mut String, view: &SummaryView, c: &RunComparison) {
         let confidence = c.settings.config.confidence * 100.0;
-        let outcome = |e: &SummaryEntry| c.get(&e.id).map(|b| &b.outcome);
-        let verdicts: Vec<Vec<MetricView>> = self
-            .entries
-            .iter()
-            .map(|e| outcome(e).map(metrics::verdicts).unwrap_or_default())
-            .collect();
-        // A column for each metric beside time that some benchmark was judged on.
-        let columns: Vec<Metric> = Metric::ALL
-            .into_iter()
-            .filter(|&m| m != Metric::Time)
-            .filter(|&m| verdicts.iter().flatten().any(|v| v.metric == m))
-            .collect();
-        let verdict = if columns.is_empty() {
+        let verdict = if view.metric_columns.is_empty() {
             "Verdict"
         } else {
             "Verdict on time"
@@ -230,7 +214,7 @@ impl MarkdownSummary<'_> {
             "| :-- | --: | --: | --: |{} --: | :-- |",
             if detectable_column { " --: |" } else { "" }
         );
-        for &metric in &columns {
+        for &metric in &view.metric_columns {
             let (title, align) = match metric {
                 Metric::Time => unreachable!("time has its own columns"),
                 Metric::Kernel => (format!("Kernel time [{confidence:.0}% CI]"), "--:"),
@@ -242,7 +226,7 @@ impl MarkdownSummary<'_> {
         }
         let head = format!("{header}\n{rule}\n");
         let mut rows = Vec::new();
-        for (e, views) in self.entries.iter().zip(&verdicts) {
+        for (e, row) in view.compared_rows() {
             let passed = e.status == BenchStatus::Passed;
             let current = || {
                 current_estimate(e)
@@ -257,14 +241,9 @@ impl MarkdownSummary<'_> {
                     .map(processes_cell)
                     .unwrap_or_else(dash)
             };
-            let mut could_detect = dash();
-            let (baseline, now, change, procs, verdict) = match c.get(&e.id).map(|b| &b.outcome) {
-                Some(ComparisonOutcome::Compared { comparison: x, .. }) => {
-                    let time = views.iter().find(|m| m.metric == Metric::Time);
-                    let word = time.map(marked).unwrap_or_default();
-                    if let Some(d) = detectable_text(x) {
-                        could_detect = d;
-                    }
+            let time = c.get(&e.id).and_then(|b| metrics::time(&b.outcome));
+            let (baseline, now, change, procs, verdict) = match (time, row.verdict(Metric::Time)) {
+                (Some(x), Some(m)) => {
                     let spread = x
                         .spread
                         .map(|s| format!(" (±{})", spread_percent(s)))
@@ -272,35 +251,24 @@ impl MarkdownSummary<'_> {
                     (
                         format_ns(x.baseline_estimate),
                         format_ns(x.current_estimate),
-                        time.and_then(|m| m.change.clone()).unwrap_or_else(dash),
+                        m.change.clone().unwrap_or_else(dash),
                         format!(
                             "{} vs {}{spread}",
                             x.baseline_processes, x.current_processes
                         ),
-                        word,
+                        marked(m),
                     )
                 }
-                Some(o) => (
+                _ => (
                     dash(),
                     current(),
                     dash(),
                     processes(),
-                    outcome_word(o).to_string(),
-                ),
-                None => (
-                    dash(),
-                    current(),
-                    dash(),
-                    processes(),
-                    status_word(e, c).to_string(),
+                    row.word.text.clone(),
                 ),
             };
-            // A row folds only when every verdict it holds says nothing changed (a
-            // change certain but under the threshold is no change too).
-            let unremarkable =
-                !views.is_empty() && views.iter().all(|m| m.verdict == Verdict::NoChange);
             let detectable = if detectable_column {
-                format!(" {could_detect} |")
+                format!(" {} |", row.could_detect.clone().unwrap_or_else(dash))
             } else {
                 String::new()
             };
@@ -308,8 +276,8 @@ impl MarkdownSummary<'_> {
                 "| {} | {baseline} | {now} | {change} |{detectable} {procs} | {verdict} |",
                 cell_code(&e.name)
             );
-            for &metric in &columns {
-                let cell = match views.iter().find(|m| m.metric == metric) {
+            for &metric in &view.metric_columns {
+                let cell = match row.verdict(metric) {
                     Some(m) => {
                         let mut cell = marked(m);
                         if let Some(change) = &m.change {
@@ -324,7 +292,11 @@ impl MarkdownSummary<'_> {
                 };
                 let _ = write!(line, " {cell} |");
             }
-            rows.push(Row { line, unremarkable });
+            // A row folds only when every verdict it holds says nothing changed.
+            rows.push(Row {
+                line,
+                unremarkable: row.unremarkable(),
+            });
         }
         fold_table(out, &head, &rows, |n| {
             format!("{n} more benchmark{} with no change", plural(n))
@@ -336,65 +308,43 @@ impl MarkdownSummary<'_> {
         if let Some(gpu) = words::gpu_counts_text(c) {
             let _ = writeln!(out, "\n**On the GPU's own work:** {}.", text(&gpu));
         }
-        let changed: Vec<String> = self
-            .entries
-            .iter()
-            .filter_map(|e| {
-                let words = gpu_changes(outcome(e)?);
-                (!words.is_empty()).then(|| {
-                    let words: Vec<String> = words.iter().map(|w| backticked(w)).collect();
-                    format!("{}: {}", code(&e.name), words.join("; "))
-                })
-            })
-            .collect();
+        let changed = items(view.notes_of(&NoteKind::GpuChanges), backticked);
         list(
             out,
             "**What the GPU did differently:**",
             "What the GPU did differently",
             &changed,
         );
-        // A note many benchmarks share is said once, with the benchmarks it covers.
-        let named = c.notes().into_iter().map(|(id, note)| {
-            let name = self
-                .entries
-                .iter()
-                .find(|e| e.id == id)
-                .map_or(id, |e| e.name.as_str());
-            (code(name), note)
-        });
-        let ambiguous: Vec<String> = crate::format::grouped(named)
+        let ambiguous: Vec<String> = items(view.notes_of(&NoteKind::Ambiguous), text)
             .into_iter()
-            .map(|(note, names)| format!("{}: {}.", names.join(", "), text(&note)))
+            .map(|item| format!("{item}."))
             .collect();
         quoted(out, "Ambiguous", "Why they are ambiguous", &ambiguous);
         if let Some(msg) = c.device_mismatch_message() {
             let _ = writeln!(out, "\n> **Warning:** {}.", text(&msg));
         }
-        let mut notes: Vec<String> = c
-            .set
-            .other_settings
+        let notes: Vec<String> = view
+            .notes
             .iter()
-            .map(|x| {
-                format!(
-                    "{} was compared across settings (`--allow-settings-mismatch`): {}.",
-                    code(&x.id),
-                    text(&x.differences.join("; "))
-                )
+            .filter_map(|n| {
+                let names = names(n);
+                Some(match &n.kind {
+                    NoteKind::OtherSettings => format!(
+                        "{names} was compared across settings (`--allow-settings-mismatch`): {}.",
+                        text(&n.text)
+                    ),
+                    NoteKind::OtherClocks => {
+                        format!("{names} ran at other clocks: {}.", text(&n.text))
+                    }
+                    NoteKind::CrossDevice { baseline, current } => format!(
+                        "{names} was compared across devices (`--allow-device-mismatch`): {} in the baseline, {} now.",
+                        text(baseline),
+                        text(current)
+                    ),
+                    _ => return None,
+                })
             })
             .collect();
-        notes.extend(
-            notes::clock_lines(&c.set.other_clocks)
-                .into_iter()
-                .map(|(id, note)| format!("{} ran at other clocks: {}.", code(&id), text(&note))),
-        );
-        notes.extend(c.set.cross_device.iter().map(|x| {
-            format!(
-                "{} was compared across devices (`--allow-device-mismatch`): {} in the baseline, {} now.",
-                code(&x.id),
-                text(&x.baseline_device),
-                text(&x.current_device)
-            )
-        }));
         quoted(out, "Note", "Notes", &notes);
     }
 
@@ -458,66 +408,31 @@ impl MarkdownSummary<'_> {
         }
     }
 
-    fn unstable(&self, out: &mut String) {
-        let notes: Vec<(&SummaryEntry, String)> = self
-            .entries
-            .iter()
-            .filter_map(|e| Some((e, e.summary.as_ref().and_then(process_note)?)))
-            .collect();
-        let items: Vec<String> = notes
-            .iter()
-            .map(|(e, note)| format!("{}: {}", code(&e.name), text(note)))
-            .collect();
+    fn unstable(&self, out: &mut String, view: &SummaryView) {
         list(
             out,
             "**Unstable across processes** (each process is a fresh start; the interval covers them):",
             "Unstable across processes",
-            &items,
+            &items(view.notes_of(&NoteKind::Unstable), text),
         );
     }
 
     /// The benchmarks whose routine keeps memory per call, with the figure.
-    fn memory_held(&self, out: &mut String) {
-        let items: Vec<String> = self
-            .entries
-            .iter()
-            .filter_map(|e| {
-                let g = e.summary.as_ref()?.memory.growth.as_ref()?;
-                let held = g.flag_text()?;
-                Some(format!(
-                    "{}: {} (allocated after its outputs were dropped, over two stretches of {} calls)",
-                    code(&e.name),
-                    text(&held),
-                    g.calls
-                ))
-            })
-            .collect();
+    fn memory_held(&self, out: &mut String, view: &SummaryView) {
         list(
             out,
             "**Holds memory per call** (a cache that never evicts leaks like this):",
             "Holds memory per call",
-            &items,
+            &items(view.notes_of(&NoteKind::HoldsMemory), text),
         );
     }
 
-    fn eager_compiled(&self, out: &mut String) {
-        let lines: Vec<(&SummaryEntry, String)> = self
-            .entries
-            .iter()
-            .filter_map(|e| {
-                let c = e.summary.as_ref()?.eager_compiled.as_ref()?;
-                Some((e, crate::output::eager_compiled::line(c)))
-            })
-            .collect();
-        let items: Vec<String> = lines
-            .iter()
-            .map(|(e, line)| format!("{}: {}", code(&e.name), text(line)))
-            .collect();
+    fn eager_compiled(&self, out: &mut String, view: &SummaryView) {
         list(
             out,
             "**Eager versus compiled:**",
             "Eager versus compiled",
-            &items,
+            &items(view.notes_of(&NoteKind::EagerCompiled), text),
         );
     }
 
@@ -597,41 +512,37 @@ impl MarkdownSummary<'_> {
         );
     }
 
-    fn one_side_only(&self, out: &mut String, c: &RunComparison) {
-        let name_of = |id: &str| code(&c.name_of(id, self.entries));
-        let not_compared: Vec<String> = crate::format::grouped(
-            c.not_compared()
+    fn one_side_only(&self, out: &mut String, view: &SummaryView) {
+        list(
+            out,
+            "**Not compared:**",
+            "Not compared",
+            &items(view.notes_of(&NoteKind::NotCompared), text),
+        );
+        let listed = |kind: NoteKind| -> Vec<String> {
+            view.notes_of(&kind)
                 .into_iter()
-                .map(|(id, reason)| (name_of(id), reason)),
-        )
-        .into_iter()
-        .map(|(reason, names)| format!("{}: {}", names.join(", "), text(&reason)))
-        .collect();
-        list(out, "**Not compared:**", "Not compared", &not_compared);
-        let names: Vec<String> = c
-            .set
-            .missing_in_baseline
-            .iter()
-            .map(|id| name_of(id))
-            .collect();
+                .flat_map(|n| n.benchmarks.iter().map(|b| code(b)))
+                .collect()
+        };
         inline_list(
             out,
             "**New** (not in the baseline):",
             "New, not in the baseline",
-            &names,
+            &listed(NoteKind::New),
         );
-        let missing: Vec<String> =
-            crate::format::grouped(c.missing_with_allowance().iter().map(|(m, passes)| {
-                let why = format!(
-                    "{}: {}{}",
-                    m.what(),
-                    text(&m.reason),
-                    if *passes { " (allowed)" } else { "" }
-                );
-                (name_of(&m.id), why)
-            }))
+        let missing: Vec<String> = view
+            .notes_where(|k| matches!(k, NoteKind::Missing { .. }))
             .into_iter()
-            .map(|(why, names)| format!("{}: {why}", names.join(", ")))
+            .map(|n| {
+                let allowed = n.kind == NoteKind::Missing { allowed: true };
+                format!(
+                    "{}: {}{}",
+                    names(n),
+                    text(&n.text),
+                    if allowed { " (allowed)" } else { "" }
+                )
+            })
             .collect();
         list(
             out,
@@ -640,12 +551,11 @@ impl MarkdownSummary<'_> {
             "Missing evidence, which fails the gate",
             &missing,
         );
-        let names: Vec<String> = c.not_selected.iter().map(|id| name_of(id)).collect();
         inline_list(
             out,
             "**Not selected** (in the baseline, left out here):",
             "Not selected: in the baseline, left out here",
-            &names,
+            &listed(NoteKind::NotSelected),
         );
     }
 
@@ -654,14 +564,7 @@ impl MarkdownSummary<'_> {
         let gate = self.comparison.filter(|c| c.gate_tripped).map(|c| {
             let tripping: Vec<String> = words::tripping_reasons(c)
                 .into_iter()
-                .map(|(id, why)| {
-                    let name = self
-                        .entries
-                        .iter()
-                        .find(|e| e.id == id)
-                        .map_or(id, |e| e.name.as_str());
-                    format!("{} ({})", code(name), text(&why))
-                })
+                .map(|(id, why)| format!("{} ({})", code(&c.name_of(id, self.entries)), text(&why)))
                 .collect();
             format!(
                 "{} (`--fail-on {} --gate-on {}`)",
@@ -743,22 +646,10 @@ fn marked(m: &MetricView) -> String {
 }
 
 /// The benchmarks whose GPU throttled or was shared, or whose host was
-/// oversubscribed, as a Markdown list (folded when long), with `code` and `text`
-/// escaping as the caller does.
-pub(crate) fn render_conditions<'a>(
-    benchmarks: impl IntoIterator<Item = (&'a str, &'a BenchmarkSummary)>,
-    code: impl Fn(&str) -> String,
-    text: impl Fn(&str) -> String,
-) -> String {
-    let noted: Vec<(&str, &BenchmarkSummary, String)> = benchmarks
-        .into_iter()
-        .filter_map(|(name, s)| Some((name, s, notes::gpu_note(s)?)))
-        .collect();
-    let items: Vec<String> = noted
-        .iter()
-        .map(|(name, _, note)| format!("{}: {}", code(name), text(note)))
-        .collect();
-    let chosen = notes::heading(noted.iter().map(|(_, s, _)| *s));
+/// oversubscribed, as a Markdown list (folded when long).
+pub(crate) fn render_conditions(view: &SummaryView) -> String {
+    let noted = view.notes_where(|k| matches!(k, NoteKind::Conditions { .. }));
+    let chosen = notes::conditions_heading(noted.iter().copied());
     let mut heading = chosen.to_string();
     heading[..1].make_ascii_uppercase();
     let summary = if chosen == notes::CPU_HEADING {
@@ -767,18 +658,31 @@ pub(crate) fn render_conditions<'a>(
         "The GPU throttled or was shared"
     };
     let mut out = String::new();
-    list(&mut out, &format!("**{heading}:**"), summary, &items);
+    list(
+        &mut out,
+        &format!("**{heading}:**"),
+        summary,
+        &items(noted, text),
+    );
     out
 }
 
-/// The word for a benchmark the baseline lacks.
-fn status_word(e: &SummaryEntry, c: &RunComparison) -> &'static str {
-    match e.status {
-        BenchStatus::Failed => "failed",
-        BenchStatus::Interrupted | BenchStatus::Pending => "not run",
-        BenchStatus::Passed if c.is_new(&e.id) => "new",
-        BenchStatus::Passed => "—",
-    }
+/// `` `a`, `b` ``: the benchmarks a note covers, as code spans.
+fn names(n: &Note) -> String {
+    n.benchmarks
+        .iter()
+        .map(|b| code(b))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `` `a`, `b`: words ``: each note with the benchmarks it covers, its words as
+/// `words` escapes them.
+fn items(notes: Vec<&Note>, words: impl Fn(&str) -> String) -> Vec<String> {
+    notes
+        .into_iter()
+        .map(|n| format!("{}: {}", names(n), words(&n.text)))
+        .collect()
 }
 
 fn run_status_word(status: BenchStatus) -> &'static str {

@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use gpubench_analysis::baseline::{ComparisonOutcome, Metric};
+use gpubench_analysis::baseline::Metric;
 use gpubench_analysis::summary::BenchmarkSummary;
 use gpubench_record::units::{format_bytes, format_ns};
 
@@ -17,12 +17,10 @@ use crate::console::{Console, Tone};
 use crate::exit_code::Exit;
 use crate::format::{figure, plural, shorten};
 use crate::output::json::RunSummary;
-use crate::output::view::metrics::{self, gpu_changes, MetricView};
-use crate::output::view::notes::{self, held_at_peak_lines, process_note};
-use crate::output::view::table::{
-    dash, kernel_cells, outcome_tone, processes_cell, status_tone, Cell,
-};
-use crate::output::view::words::{self, counts_text, detectable_text, outcome_word};
+use crate::output::view::notes::{self, held_at_peak_lines, NoteKind};
+use crate::output::view::table::{dash, kernel_cells, processes_cell, status_tone, Cell};
+use crate::output::view::words::{self, counts_text};
+use crate::output::view::{RowView, SummaryView};
 use crate::store::manifest::BenchStatus;
 use crate::store::references::SummaryEntry;
 
@@ -47,8 +45,9 @@ impl RunSummary {
             self.run_dir
         );
         let exit = self.exit_code();
+        let view = SummaryView::build(&self.benchmarks, self.comparison.as_ref());
         if console.quiet() {
-            let mut out = render_quiet(&self.benchmarks, self.comparison.as_ref(), console);
+            let mut out = render_quiet(&view, console);
             out.push_str(&closing);
             if let Some(c) = &self.comparison {
                 out.push_str(&comparison_line(c));
@@ -56,7 +55,7 @@ impl RunSummary {
             }
             return out;
         }
-        let mut out = render_table(&self.benchmarks, self.comparison.as_ref(), console);
+        let mut out = render_table(&view, console);
         if console.verbose() {
             out.push_str(&render_process_medians(&self.benchmarks));
         }
@@ -67,23 +66,17 @@ impl RunSummary {
         if let Some(ab) = &self.ab {
             let _ = writeln!(out, "{}, {}", ab.subject(), ab.how());
         }
-        if let Some(c) = &self.comparison {
-            out.push_str(&render_comparison(c, &self.benchmarks, exit, console));
-        }
+        out.push_str(&render_comparison(&view, exit, console));
         out
     }
 }
 
 /// What `-q` shows of the benchmarks: a line for each that failed, and for each with
-/// a regressed or improved verdict (on time, kernel time or counters), e.g.
-/// `suite/mm: time regressed +50.0% [+49.2%, +50.8%]`; nothing for the others.
-pub fn render_quiet(
-    entries: &[SummaryEntry],
-    comparison: Option<&RunComparison>,
-    console: Console,
-) -> String {
+/// a regressed or improved verdict (on any metric), e.g. `suite/mm: time regressed
+/// +50.0% [+49.2%, +50.8%]`; nothing for the others.
+pub fn render_quiet(view: &SummaryView, console: Console) -> String {
     let mut out = String::new();
-    for e in entries {
+    for (i, e) in view.entries.iter().enumerate() {
         if e.status == BenchStatus::Failed {
             let why = match e.summary.as_ref().and_then(|s| s.outcome.failure.as_ref()) {
                 Some(_) => format!(" ({})", status_cell(e)),
@@ -93,12 +86,13 @@ pub fn render_quiet(
             let _ = writeln!(out, "{}: {failed}{why}", e.name);
             continue;
         }
-        let Some(o) = comparison.and_then(|c| c.get(&e.id)).map(|b| &b.outcome) else {
+        let Some(row) = view.rows.get(i) else {
             continue;
         };
         // A line names each metric that moved for certain, e.g. `time regressed
         // +50.0% [+49.2%, +50.8%]`, `memory regressed: holds ...`.
-        let parts: Vec<String> = metrics::verdicts(o)
+        let parts: Vec<String> = row
+            .verdicts
             .iter()
             .filter(|m| m.changed())
             .map(|m| {
@@ -206,13 +200,12 @@ pub fn comparison_line(c: &RunComparison) -> String {
 }
 
 /// What the comparison found, under the table: the baseline and the counts, what
-/// was not compared and why, benchmarks on one side only, and the gate.
-pub fn render_comparison(
-    c: &RunComparison,
-    entries: &[SummaryEntry],
-    exit: Exit,
-    console: Console,
-) -> String {
+/// was not compared and why, benchmarks on one side only, and the gate; empty
+/// without a comparison.
+pub fn render_comparison(view: &SummaryView, exit: Exit, console: Console) -> String {
+    let Some(c) = view.comparison else {
+        return String::new();
+    };
     let mut out = comparison_line(c);
     if let Some(note) = words::detectable_note(c) {
         let _ = writeln!(out, "  could detect: {note}");
@@ -223,78 +216,83 @@ pub fn render_comparison(
     if let Some(msg) = c.device_mismatch_message() {
         let _ = writeln!(out, "  warning: {msg}");
     }
-    for x in &c.set.cross_device {
+    for n in &view.notes {
+        let names = n.benchmarks.join(", ");
+        match &n.kind {
+            NoteKind::CrossDevice { baseline, current } => {
+                let _ = writeln!(
+                    out,
+                    "  compared across devices (--allow-device-mismatch): {names} ran on `{baseline}` in the baseline, on `{current}` now",
+                );
+            }
+            NoteKind::OtherSettings => {
+                let _ = writeln!(
+                    out,
+                    "  compared across settings (--allow-settings-mismatch): {names} was measured with {}",
+                    n.text
+                );
+            }
+            _ => {}
+        }
+    }
+    for n in view.notes_of(&NoteKind::OtherClocks) {
         let _ = writeln!(
             out,
-            "  compared across devices (--allow-device-mismatch): {} ran on `{}` in the baseline, on `{}` now",
-            x.id, x.baseline_device, x.current_device
+            "  compared at other clocks: {}: {}",
+            n.benchmarks.join(", "),
+            n.text
         );
     }
-    for x in &c.set.other_settings {
+    for n in view.notes_of(&NoteKind::NotCompared) {
         let _ = writeln!(
             out,
-            "  compared across settings (--allow-settings-mismatch): {} was measured with {}",
-            x.id,
-            x.differences.join("; ")
+            "  not compared: {} ({})",
+            n.benchmarks.join(", "),
+            n.text
         );
     }
-    for (id, note) in notes::clock_lines(&c.set.other_clocks) {
-        let _ = writeln!(out, "  compared at other clocks: {id}: {note}");
+    for n in view.notes_of(&NoteKind::Ambiguous) {
+        let verb = if n.benchmarks.len() == 1 { "is" } else { "are" };
+        let _ = writeln!(
+            out,
+            "  {} {verb} ambiguous: {}",
+            n.benchmarks.join(", "),
+            n.text
+        );
     }
-    let name_of = |id: &str| c.name_of(id, entries);
-    // A reason many benchmarks share (another thread count, a noisy host) is said
-    // once, with the benchmarks it covers.
-    for (reason, names) in crate::format::grouped(
-        c.not_compared()
-            .into_iter()
-            .map(|(id, reason)| (name_of(id), reason)),
-    ) {
-        let _ = writeln!(out, "  not compared: {} ({reason})", names.join(", "));
+    for n in view.notes_of(&NoteKind::New) {
+        let _ = writeln!(
+            out,
+            "  new, not in the baseline: {}",
+            n.benchmarks.join(", ")
+        );
     }
-    for (note, names) in
-        crate::format::grouped(c.notes().into_iter().map(|(id, note)| (name_of(id), note)))
-    {
-        let verb = if names.len() == 1 { "is" } else { "are" };
-        let _ = writeln!(out, "  {} {verb} ambiguous: {note}", names.join(", "));
-    }
-    if !c.set.missing_in_baseline.is_empty() {
-        let names: Vec<String> = c
-            .set
-            .missing_in_baseline
-            .iter()
-            .map(|id| name_of(id))
-            .collect();
-        let _ = writeln!(out, "  new, not in the baseline: {}", names.join(", "));
-    }
-    let missing = c.missing_with_allowance();
+    let missing = view.notes_where(|k| matches!(k, NoteKind::Missing { .. }));
     if !missing.is_empty() {
         let _ = writeln!(
             out,
             "  missing evidence (a gate cannot pass on what was not measured; --allow-missing \
              not-run|gone|not-compared|metric lets a kind pass):"
         );
-        let lines = missing.into_iter().map(|(m, passes)| {
-            let why = format!(
-                "{}: {}{}",
-                m.what(),
-                m.reason,
-                if passes { " [allowed]" } else { "" }
+        for n in missing {
+            let allowed = n.kind == NoteKind::Missing { allowed: true };
+            let _ = writeln!(
+                out,
+                "    {}: {}{}",
+                n.benchmarks.join(", "),
+                n.text,
+                if allowed { " [allowed]" } else { "" }
             );
-            (name_of(&m.id), why)
-        });
-        for (why, names) in crate::format::grouped(lines) {
-            let _ = writeln!(out, "    {}: {why}", names.join(", "));
         }
     }
-    if !c.not_selected.is_empty() {
-        let names: Vec<String> = c.not_selected.iter().map(|id| name_of(id)).collect();
+    for n in view.notes_of(&NoteKind::NotSelected) {
         let _ = writeln!(
             out,
             "  in the baseline, not selected here: {}",
-            listed(&names, LISTED_NOT_SELECTED)
+            listed(&n.benchmarks, LISTED_NOT_SELECTED)
         );
     }
-    out.push_str(&gate_line(c, entries, exit, console));
+    out.push_str(&gate_line(c, view.entries, exit, console));
     out
 }
 
@@ -363,39 +361,26 @@ fn listed(ids: &[String], shown: usize) -> String {
 }
 
 /// The change column's cell: `+12.3% [+10.1%, +14.6%] regressed`, `+0.6% [+0.5%,
-/// +0.7%] no change (certain, under ±1%)`, `new`, ...
-fn change_cell(e: &SummaryEntry, comparison: &RunComparison) -> Cell {
-    match comparison.get(&e.id).map(|b| &b.outcome) {
-        Some(o @ ComparisonOutcome::Compared { .. }) => match metrics::verdict(o, Metric::Time) {
-            Some(m) => Cell::toned(m.cell(), m.tone()),
-            None => dash().into(),
-        },
-        // The status column says how it failed.
-        Some(ComparisonOutcome::Failed { .. }) => dash().into(),
-        Some(o @ ComparisonOutcome::NotCompared { .. }) => {
-            Cell::toned(outcome_word(o).to_string(), outcome_tone(o))
-        }
-        None if comparison.is_new(&e.id) => Cell::toned("new".to_string(), Some(Tone::New)),
+/// +0.7%] no change (certain, under ±1%)`, `not compared`, `new`; a dash where the
+/// status column says why there is none (failed, not run).
+fn change_cell(row: &RowView) -> Cell {
+    match row.verdict(Metric::Time) {
+        Some(m) => Cell::toned(m.cell(), m.tone()),
+        None if matches!(row.word.text.as_str(), "not compared" | "new") => row.word.clone(),
         None => dash().into(),
     }
 }
 
 /// Lines under the terminal table naming throttled or contended benchmarks (empty
-/// when none was); `benchmarks` are each benchmark's name and figures.
-pub fn render_conditions<'a>(
-    benchmarks: impl IntoIterator<Item = (&'a str, &'a BenchmarkSummary)>,
-) -> String {
-    let mut out = String::new();
-    let mut noted = Vec::new();
-    for (name, s) in benchmarks {
-        if let Some(note) = notes::gpu_note(s) {
-            let _ = writeln!(out, "  {name}: {note}");
-            noted.push(s);
-        }
+/// when none was).
+pub fn render_conditions(view: &SummaryView) -> String {
+    let noted = view.notes_where(|k| matches!(k, NoteKind::Conditions { .. }));
+    if noted.is_empty() {
+        return String::new();
     }
-    if !out.is_empty() {
-        let heading = notes::heading(noted.into_iter());
-        out.insert_str(0, &format!("\n{heading}:\n"));
+    let mut out = format!("\n{}:\n", notes::conditions_heading(noted.iter().copied()));
+    for n in noted {
+        let _ = writeln!(out, "  {}: {}", n.benchmarks.join(", "), n.text);
     }
     out
 }
@@ -404,11 +389,8 @@ pub fn render_conditions<'a>(
 /// `change vs NAME` column after the time, and kernel-time and counter columns when
 /// either side measured them. Kernel columns appear only when some benchmark has
 /// kernel figures; otherwise a line says why there are none.
-pub fn render_table(
-    entries: &[SummaryEntry],
-    comparison: Option<&RunComparison>,
-    console: Console,
-) -> String {
+pub fn render_table(view: &SummaryView, console: Console) -> String {
+    let entries = view.entries;
     let confidence = entries
         .iter()
         .filter_map(|e| e.summary.as_ref()?.primary())
@@ -436,44 +418,26 @@ pub fn render_table(
         "status".into(),
     ]);
     let mut rows: Vec<Vec<Cell>> = entries.iter().map(|e| row(e, kernel_columns)).collect();
-    if let Some(c) = comparison {
-        let outcomes: Vec<Option<&ComparisonOutcome>> = entries
-            .iter()
-            .map(|e| c.get(&e.id).map(|b| &b.outcome))
-            .collect();
+    if let Some(c) = view.comparison {
         let mut at = 2;
         header.insert(at, format!("change vs {}", c.baseline.name));
-        for (r, e) in rows.iter_mut().zip(entries) {
-            r.insert(at, change_cell(e, c));
+        for (r, v) in rows.iter_mut().zip(&view.rows) {
+            r.insert(at, change_cell(v));
         }
         // `ab` shows what each verdict could have seen (the line under the table
         // says what the figure is).
         if c.is_ab() {
             at += 1;
             header.insert(at, "could detect".into());
-            for (r, o) in rows.iter_mut().zip(&outcomes) {
-                let cell = match o {
-                    Some(ComparisonOutcome::Compared { comparison, .. }) => {
-                        detectable_text(comparison).unwrap_or_else(dash)
-                    }
-                    _ => dash(),
-                };
-                r.insert(at, cell.into());
+            for (r, v) in rows.iter_mut().zip(&view.rows) {
+                r.insert(at, v.could_detect.clone().unwrap_or_else(dash).into());
             }
         }
-        // A column for each metric beside time that some benchmark was judged on.
-        let verdicts: Vec<Vec<MetricView>> = outcomes
-            .iter()
-            .map(|o| o.map(metrics::verdicts).unwrap_or_default())
-            .collect();
-        for metric in Metric::ALL.into_iter().filter(|&m| m != Metric::Time) {
-            if !verdicts.iter().flatten().any(|m| m.metric == metric) {
-                continue;
-            }
+        for &metric in &view.metric_columns {
             at += 1;
             header.insert(at, metric_header(metric).into());
-            for (r, views) in rows.iter_mut().zip(&verdicts) {
-                let cell = match views.iter().find(|m| m.metric == metric) {
+            for (r, v) in rows.iter_mut().zip(&view.rows) {
+                let cell = match v.verdict(metric) {
                     // The memory column says the verdict; the lines under the table
                     // say what changed.
                     Some(m) if m.metric == Metric::Memory => Cell::toned(m.words.clone(), m.tone()),
@@ -485,15 +449,11 @@ pub fn render_table(
         }
     }
     let mut out = align_cells(&header, &rows, console);
-    out.push_str(&render_process_notes(entries));
-    out.push_str(&render_eager_compiled(entries));
-    out.push_str(&render_conditions(
-        entries
-            .iter()
-            .filter_map(|e| Some((e.name.as_str(), e.summary.as_ref()?))),
-    ));
-    out.push_str(&render_kernel_notes(entries, comparison));
-    out.push_str(&render_memory_notes(entries, comparison));
+    out.push_str(&render_process_notes(view));
+    out.push_str(&render_eager_compiled(view));
+    out.push_str(&render_conditions(view));
+    out.push_str(&render_kernel_notes(view));
+    out.push_str(&render_memory_notes(view));
     out.push_str(&notes::cpu_threads_line(
         entries
             .iter()
@@ -515,7 +475,8 @@ fn metric_header(metric: Metric) -> &'static str {
 /// Lines under the table on kernel time: why there is none, which benchmarks could
 /// not be captured in a CUDA graph, whose counts differ between processes, and what
 /// the GPU did differently from the baseline.
-pub fn render_kernel_notes(entries: &[SummaryEntry], comparison: Option<&RunComparison>) -> String {
+pub fn render_kernel_notes(view: &SummaryView) -> String {
+    let entries = view.entries;
     let mut out = String::new();
     let measured: Vec<(&SummaryEntry, &BenchmarkSummary)> = entries
         .iter()
@@ -559,13 +520,11 @@ kernel time: not measured ({})",
             );
         }
     }
-    if let Some(c) = comparison {
-        let changes: Vec<String> = entries
-            .iter()
-            .filter_map(|e| {
-                let words = gpu_changes(&c.get(&e.id)?.outcome);
-                (!words.is_empty()).then(|| format!("  {}: {}", e.name, words.join("; ")))
-            })
+    if let Some(c) = view.comparison {
+        let changes: Vec<String> = view
+            .notes_of(&NoteKind::GpuChanges)
+            .into_iter()
+            .map(|n| format!("  {}: {}", n.benchmarks.join(", "), n.text))
             .collect();
         if !changes.is_empty() {
             let _ = writeln!(
@@ -585,33 +544,17 @@ what the GPU did differently from {}:",
 /// Lines under the table on memory: each benchmark that holds memory per call, with
 /// the figure, and each whose memory changed against the baseline, figure by figure
 /// with the tolerance it went beyond.
-pub fn render_memory_notes(entries: &[SummaryEntry], comparison: Option<&RunComparison>) -> String {
+pub fn render_memory_notes(view: &SummaryView) -> String {
     let mut out = String::new();
-    for e in entries {
-        let Some(g) = e.summary.as_ref().and_then(|s| s.memory.growth.as_ref()) else {
-            continue;
-        };
-        if let Some(held) = g.flag_text() {
-            let _ = writeln!(
-                out,
-                "  {}: {held} (allocated after its outputs were dropped, over two stretches of {} calls)",
-                e.name, g.calls
-            );
-        }
+    for n in view.notes_of(&NoteKind::HoldsMemory) {
+        let _ = writeln!(out, "  {}: {}", n.benchmarks.join(", "), n.text);
     }
-    if let Some(c) = comparison {
-        let changed: Vec<String> = entries
-            .iter()
-            .filter_map(|e| {
-                let m = metrics::verdict(&c.get(&e.id)?.outcome, Metric::Memory)?;
-                let detail = m.detail?;
-                Some(format!("  {}: {}: {detail}", e.name, m.words))
-            })
-            .collect();
+    if let Some(c) = view.comparison {
+        let changed = view.notes_of(&NoteKind::MemoryChanged);
         if !changed.is_empty() {
             let _ = writeln!(out, "\nmemory against {}:", c.baseline.describe());
-            for line in changed {
-                let _ = writeln!(out, "{line}");
+            for n in changed {
+                let _ = writeln!(out, "  {}: {}", n.benchmarks.join(", "), n.text);
             }
         }
     }
@@ -620,13 +563,10 @@ pub fn render_memory_notes(entries: &[SummaryEntry], comparison: Option<&RunComp
 
 /// Lines under the table for benchmarks whose processes disagree: the range of their
 /// medians, or the two modes they fall into.
-pub fn render_process_notes(entries: &[SummaryEntry]) -> String {
+pub fn render_process_notes(view: &SummaryView) -> String {
     let mut out = String::new();
-    for e in entries {
-        let Some(note) = e.summary.as_ref().and_then(process_note) else {
-            continue;
-        };
-        let _ = writeln!(out, "  {}: {note}", e.name);
+    for n in view.notes_of(&NoteKind::Unstable) {
+        let _ = writeln!(out, "  {}: {}", n.benchmarks.join(", "), n.text);
     }
     if !out.is_empty() {
         out.insert_str(
@@ -732,17 +672,11 @@ fn row(e: &SummaryEntry, kernel_columns: bool) -> Vec<Cell> {
 }
 
 /// Lines under the table for benchmarks that compare eager with compiled.
-pub fn render_eager_compiled(entries: &[SummaryEntry]) -> String {
-    let lines: Vec<String> = entries
-        .iter()
-        .filter_map(|e| {
-            let c = e.summary.as_ref()?.eager_compiled.as_ref()?;
-            Some(format!(
-                "  {}: {}\n",
-                e.name,
-                crate::output::eager_compiled::line(c)
-            ))
-        })
+pub fn render_eager_compiled(view: &SummaryView) -> String {
+    let lines: Vec<String> = view
+        .notes_of(&NoteKind::EagerCompiled)
+        .into_iter()
+        .map(|n| format!("  {}: {}\n", n.benchmarks.join(", "), n.text))
         .collect();
     if lines.is_empty() {
         return String::new();

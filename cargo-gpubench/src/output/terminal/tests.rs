@@ -101,7 +101,7 @@ fn kernel_columns_verdicts_and_gpu_changes_in_the_terminal() {
     )
     .unwrap();
     let entries = vec![entry(&now, BenchStatus::Passed)];
-    let text = render_table(&entries, Some(&c), Console::default());
+    let text = render_table(&SummaryView::build(&entries, Some(&c)), Console::default());
     let lines: Vec<&str> = text.lines().collect();
     for column in [
         "kernel change",
@@ -128,7 +128,11 @@ fn kernel_columns_verdicts_and_gpu_changes_in_the_terminal() {
         text.contains("what the GPU did differently from baseline `main`:\n  suite/matmul/4096: +1 kernel per call; new kernel `copy_kernel`"),
         "{text}"
     );
-    let closing = render_comparison(&c, &entries, Exit::RegressionFound, Console::default());
+    let closing = render_comparison(
+        &SummaryView::build(&entries, Some(&c)),
+        Exit::RegressionFound,
+        Console::default(),
+    );
     assert!(
         closing
             .contains("  on the GPU's own work: kernel time: 1 no change; counters: 1 regressed"),
@@ -145,8 +149,7 @@ fn kernel_columns_verdicts_and_gpu_changes_in_the_terminal() {
         m.kernel_unavailable = Some("no kernel timing on cpu".into());
     }
     let text = render_table(
-        &[entry(&cpu, BenchStatus::Passed)],
-        None,
+        &SummaryView::build(&[entry(&cpu, BenchStatus::Passed)], None),
         Console::default(),
     );
     assert!(!text.lines().next().unwrap().contains("kernel"), "{text}");
@@ -272,7 +275,10 @@ fn scattered_record(factors: [f64; 3]) -> RawRecord {
 #[test]
 fn processes_that_disagree_wildly_show_their_range_not_an_interval() {
     let e = entry(&scattered_record([0.05, 1.0, 12.0]), BenchStatus::Passed);
-    let text = render_table(std::slice::from_ref(&e), None, Console::default());
+    let text = render_table(
+        &SummaryView::build(std::slice::from_ref(&e), None),
+        Console::default(),
+    );
     let row = text.lines().nth(1).unwrap();
     assert!(
         row.contains("(too noisy for an interval; processes 80.55 µs – 19.33 ms)"),
@@ -324,7 +330,10 @@ fn eager_versus_compiled_has_a_line_under_the_table() {
         flags: vec![],
         flag_words: vec![],
     });
-    let out = render_table(std::slice::from_ref(&e), None, Console::default());
+    let out = render_table(
+        &SummaryView::build(std::slice::from_ref(&e), None),
+        Console::default(),
+    );
     assert!(
         out.contains("eager versus compiled:\n  suite/matmul/4096: traced 1.32× faster [1.30×, 1.35×] (2.100 ms vs 1.590 ms per call); outputs agree at 3 shape(s); pays off after 1200 calls"),
         "{out}"

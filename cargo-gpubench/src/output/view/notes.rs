@@ -1,11 +1,268 @@
-//! Notes under a summary's tables, in words every output shows: what the processes,
-//! the GPU and the host did to a benchmark's figures (unstable processes, throttled
-//! or contended samples, the CPU's threads, other clocks) and what held memory at
-//! its peak.
+//! Notes under a summary's tables, each with its kind, the benchmark it is about and
+//! the benchmarks it covers, in words every output shows ([`Note`], built once by
+//! [`notes`]): what the processes, the GPU and the host did to a benchmark's figures
+//! (unstable processes, throttled or contended samples, the CPU's threads, other
+//! clocks), what a comparison found beside its verdicts (benchmarks not compared,
+//! ambiguous, new, missing or left out), and what held memory at a peak.
 
-use gpubench_analysis::baseline::OtherClocks;
+use gpubench_analysis::baseline::{Metric, OtherClocks};
 use gpubench_analysis::BenchmarkSummary;
 use gpubench_record::units::format_ns;
+
+use crate::compare::RunComparison;
+use crate::format::grouped;
+use crate::output::view::metrics;
+use crate::store::references::SummaryEntry;
+
+/// What a note says; each output frames a kind in its own way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoteKind {
+    /// A benchmark whose processes disagree ([`process_note`]).
+    Unstable,
+    /// A benchmark whose routine keeps memory from call to call.
+    HoldsMemory,
+    /// A benchmark that compares eager with compiled.
+    EagerCompiled,
+    /// A benchmark whose GPU throttled or was shared, or whose host was
+    /// oversubscribed ([`gpu_note`]); `on_cpu` when it ran on the CPU device.
+    Conditions {
+        /// Whether it ran on the CPU device, which has no GPU to throttle or share.
+        on_cpu: bool,
+    },
+    /// What the GPU did differently from the baseline ([`metrics::gpu_changes`]).
+    GpuChanges,
+    /// A benchmark whose memory changed against the baseline.
+    MemoryChanged,
+    /// Benchmarks not compared, for one reason.
+    NotCompared,
+    /// Benchmarks whose verdict is ambiguous whatever their data, for one reason.
+    Ambiguous,
+    /// Benchmarks the baseline lacks.
+    New,
+    /// Missing evidence of one kind and reason.
+    Missing {
+        /// Whether `--allow-missing` lets it pass the gate.
+        allowed: bool,
+    },
+    /// Baseline benchmarks the judged side left out on purpose.
+    NotSelected,
+    /// A benchmark compared across measurement settings
+    /// (`--allow-settings-mismatch`): the text is how they differ.
+    OtherSettings,
+    /// A benchmark whose two sides ran at clearly different clocks.
+    OtherClocks,
+    /// A benchmark compared across device models (`--allow-device-mismatch`).
+    CrossDevice {
+        /// The baseline's device.
+        baseline: String,
+        /// The judged side's device.
+        current: String,
+    },
+}
+
+/// A note under a summary's tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    /// What it says.
+    pub kind: NoteKind,
+    /// The benchmark it is about, when it is about one.
+    pub id: Option<String>,
+    /// The words (unescaped).
+    pub text: String,
+    /// The names of the benchmarks it covers, in order.
+    pub benchmarks: Vec<String>,
+}
+
+impl Note {
+    fn one(kind: NoteKind, e: &SummaryEntry, text: String) -> Self {
+        Note {
+            kind,
+            id: Some(e.id.clone()),
+            text,
+            benchmarks: vec![e.name.clone()],
+        }
+    }
+
+    /// Notes of `kind` for a reason each, with the benchmarks it covers, from
+    /// `(name, reason)` pairs: a reason many benchmarks share is said once.
+    fn grouped<R: AsRef<str>>(
+        kind: NoteKind,
+        pairs: impl IntoIterator<Item = (String, R)>,
+    ) -> Vec<Self> {
+        grouped(pairs)
+            .into_iter()
+            .map(|(text, benchmarks)| Note {
+                kind: kind.clone(),
+                id: None,
+                text,
+                benchmarks,
+            })
+            .collect()
+    }
+
+    /// A note of `kind` that lists `benchmarks`, when there are any.
+    fn listing(kind: NoteKind, benchmarks: Vec<String>) -> Option<Self> {
+        (!benchmarks.is_empty()).then(|| Note {
+            kind,
+            id: None,
+            text: String::new(),
+            benchmarks,
+        })
+    }
+}
+
+/// Every note on `entries` and, when there is one, their comparison, in the order
+/// of [`NoteKind`]'s kinds, each kind in the benchmarks' order.
+pub fn notes(entries: &[SummaryEntry], comparison: Option<&RunComparison>) -> Vec<Note> {
+    let mut out = Vec::new();
+    for e in entries {
+        if let Some(note) = e.summary.as_ref().and_then(process_note) {
+            out.push(Note::one(NoteKind::Unstable, e, note));
+        }
+    }
+    for e in entries {
+        let Some(g) = e.summary.as_ref().and_then(|s| s.memory.growth.as_ref()) else {
+            continue;
+        };
+        if let Some(held) = g.flag_text() {
+            let text = format!(
+                "{held} (allocated after its outputs were dropped, over two stretches of {} calls)",
+                g.calls
+            );
+            out.push(Note::one(NoteKind::HoldsMemory, e, text));
+        }
+    }
+    for e in entries {
+        if let Some(c) = e.summary.as_ref().and_then(|s| s.eager_compiled.as_ref()) {
+            let text = crate::output::eager_compiled::line(c);
+            out.push(Note::one(NoteKind::EagerCompiled, e, text));
+        }
+    }
+    for e in entries {
+        let Some(s) = e.summary.as_ref() else {
+            continue;
+        };
+        if let Some(note) = gpu_note(s) {
+            let on_cpu = s.timing.bound == Some(gpubench_analysis::processes::Bound::Cpu);
+            out.push(Note::one(NoteKind::Conditions { on_cpu }, e, note));
+        }
+    }
+    if let Some(c) = comparison {
+        out.extend(comparison_notes(entries, c));
+    }
+    out
+}
+
+/// The notes on what comparison `c` found beside its verdicts.
+fn comparison_notes(entries: &[SummaryEntry], c: &RunComparison) -> Vec<Note> {
+    let mut out = Vec::new();
+    let outcome = |e: &SummaryEntry| c.get(&e.id).map(|b| &b.outcome);
+    for e in entries {
+        let words = outcome(e).map(metrics::gpu_changes).unwrap_or_default();
+        if !words.is_empty() {
+            out.push(Note::one(NoteKind::GpuChanges, e, words.join("; ")));
+        }
+    }
+    for e in entries {
+        let memory = outcome(e).and_then(|o| metrics::verdict(o, Metric::Memory));
+        if let Some(m) = memory {
+            if let Some(detail) = &m.detail {
+                let text = format!("{}: {detail}", m.words);
+                out.push(Note::one(NoteKind::MemoryChanged, e, text));
+            }
+        }
+    }
+    let name_of = |id: &str| c.name_of(id, entries);
+    out.extend(Note::grouped(
+        NoteKind::NotCompared,
+        c.not_compared()
+            .into_iter()
+            .map(|(id, reason)| (name_of(id), reason)),
+    ));
+    out.extend(Note::grouped(
+        NoteKind::Ambiguous,
+        c.notes().into_iter().map(|(id, note)| (name_of(id), note)),
+    ));
+    out.extend(Note::listing(
+        NoteKind::New,
+        c.set
+            .missing_in_baseline
+            .iter()
+            .map(|id| name_of(id))
+            .collect(),
+    ));
+    let missing: Vec<(String, (bool, String))> = c
+        .missing_with_allowance()
+        .into_iter()
+        .map(|(m, allowed)| {
+            (
+                name_of(&m.id),
+                (allowed, format!("{}: {}", m.what(), m.reason)),
+            )
+        })
+        .collect();
+    let mut groups: Vec<(bool, String, Vec<String>)> = Vec::new();
+    for (name, (allowed, why)) in missing {
+        match groups
+            .iter_mut()
+            .find(|(a, w, _)| *a == allowed && *w == why)
+        {
+            Some((_, _, names)) => names.push(name),
+            None => groups.push((allowed, why, vec![name])),
+        }
+    }
+    out.extend(groups.into_iter().map(|(allowed, text, benchmarks)| Note {
+        kind: NoteKind::Missing { allowed },
+        id: None,
+        text,
+        benchmarks,
+    }));
+    out.extend(Note::listing(
+        NoteKind::NotSelected,
+        c.not_selected.iter().map(|id| name_of(id)).collect(),
+    ));
+    // These name the benchmark by its id, as the comparison keeps it.
+    out.extend(c.set.other_settings.iter().map(|x| Note {
+        kind: NoteKind::OtherSettings,
+        id: Some(x.id.clone()),
+        text: x.differences.join("; "),
+        benchmarks: vec![x.id.clone()],
+    }));
+    out.extend(
+        clock_lines(&c.set.other_clocks)
+            .into_iter()
+            .map(|(id, text)| Note {
+                kind: NoteKind::OtherClocks,
+                id: Some(id.clone()),
+                text,
+                benchmarks: vec![id],
+            }),
+    );
+    out.extend(c.set.cross_device.iter().map(|x| Note {
+        kind: NoteKind::CrossDevice {
+            baseline: x.baseline_device.clone(),
+            current: x.current_device.clone(),
+        },
+        id: Some(x.id.clone()),
+        text: String::new(),
+        benchmarks: vec![x.id.clone()],
+    }));
+    out
+}
+
+/// The heading above the notes of kind [`NoteKind::Conditions`] among `notes`:
+/// [`CPU_HEADING`] when all of them ran on the CPU device, else [`HEADING`].
+pub fn conditions_heading<'a>(notes: impl IntoIterator<Item = &'a Note>) -> &'static str {
+    let all_cpu = notes.into_iter().all(|n| match n.kind {
+        NoteKind::Conditions { on_cpu } => on_cpu,
+        _ => true,
+    });
+    if all_cpu {
+        CPU_HEADING
+    } else {
+        HEADING
+    }
+}
 
 /// `3 of 120 samples throttled, left out; shared the GPU with process 4242`, when
 /// the GPU throttled or was shared, and `contended in 3 of 3 processes: the host's 2
@@ -56,16 +313,6 @@ pub const HEADING: &str = "the GPU throttled or was shared, or the host was over
 pub const CPU_HEADING: &str = "the host was oversubscribed (a contended benchmark may be \
     slow by what the other work took; `cargo gpubench ab` measures both revisions under \
     the same load)";
-
-/// The heading for notes of `noted`: [`CPU_HEADING`] when all of them ran on the CPU
-/// device, else [`HEADING`].
-pub fn heading<'a>(mut noted: impl Iterator<Item = &'a BenchmarkSummary>) -> &'static str {
-    if noted.all(|s| s.timing.bound == Some(gpubench_analysis::processes::Bound::Cpu)) {
-        CPU_HEADING
-    } else {
-        HEADING
-    }
-}
 
 /// `on the CPU: 1 intra-op thread (the cores the host had free)`: the threads the
 /// routines of the CPU device ran on, once when every benchmark ran on as many, else
@@ -160,8 +407,33 @@ pub fn held_at_peak_lines(s: &BenchmarkSummary) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output::markdown::render_conditions as render_markdown;
-    use crate::output::terminal::render_conditions as render_terminal;
+    use crate::output::view::SummaryView;
+    use crate::store::manifest::BenchStatus;
+
+    fn entries(benchmarks: &[(&str, &BenchmarkSummary)]) -> Vec<SummaryEntry> {
+        benchmarks
+            .iter()
+            .map(|(name, s)| SummaryEntry {
+                name: name.to_string(),
+                target: "suite".into(),
+                id: name.to_string(),
+                status: BenchStatus::Passed,
+                record: None,
+                summary: Some((*s).clone()),
+                comparison: None,
+            })
+            .collect()
+    }
+
+    fn render_terminal(benchmarks: &[(&str, &BenchmarkSummary)]) -> String {
+        let entries = entries(benchmarks);
+        crate::output::terminal::render_conditions(&SummaryView::build(&entries, None))
+    }
+
+    fn render_markdown(benchmarks: &[(&str, &BenchmarkSummary)]) -> String {
+        let entries = entries(benchmarks);
+        crate::output::markdown::render_conditions(&SummaryView::build(&entries, None))
+    }
     use gpubench_analysis::synthetic::GpuLikeSamples;
     use gpubench_record::host::{HostCpus, HostReading, HostTelemetry, ThreadSource};
     use rand::SeedableRng;
@@ -211,28 +483,28 @@ mod tests {
             "\non the CPU: 1 intra-op thread (the cores the host had free)\n"
         );
         assert_eq!(cpu_threads_line([("mm", &s)]), "");
-        let terminal = render_terminal([("mm", &s)]);
+        let terminal = render_terminal(&[("mm", &s)]);
         assert!(
             terminal.contains("the GPU throttled or was shared"),
             "{terminal}"
         );
         assert!(terminal.contains("  mm: 4 of 24"), "{terminal}");
-        let md = render_markdown([("mm", &s)], |c| format!("`{c}`"), str::to_string);
+        let md = render_markdown(&[("mm", &s)]);
         assert!(md.contains("**The GPU throttled or was shared"), "{md}");
         assert!(md.contains("- `mm`: 4 of 24"), "{md}");
         // Notes of CPU work only speak of the host: there is no GPU to throttle.
-        let terminal = render_terminal([("mv", &c)]);
+        let terminal = render_terminal(&[("mv", &c)]);
         assert!(
             terminal.starts_with("\nthe host was oversubscribed (") && !terminal.contains("GPU"),
             "{terminal}"
         );
-        let md = render_markdown([("mv", &c)], |c| format!("`{c}`"), str::to_string);
+        let md = render_markdown(&[("mv", &c)]);
         assert!(
             md.contains("**The host was oversubscribed (") && !md.contains("GPU"),
             "{md}"
         );
         // Beside a GPU's note the heading names both.
-        let both = render_terminal([("mv", &c), ("mm", &s)]);
+        let both = render_terminal(&[("mv", &c), ("mm", &s)]);
         assert!(both.contains("the GPU throttled or was shared"), "{both}");
     }
 }
