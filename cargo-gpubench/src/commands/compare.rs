@@ -9,22 +9,16 @@ use serde::Serialize;
 use crate::build::discover::places;
 use crate::cli::{CompareArgs, Format};
 use crate::compare::{Absences, RunComparison};
-use crate::console::{self, Console};
+use crate::console;
 use crate::exit_code::Exit;
 use crate::output::json::{attach_comparison, ExitVerdict, SUMMARY_FORMAT_VERSION};
 use crate::output::markdown::{MarkdownSummary, ReportLink};
-use crate::output::terminal::{
-    align_cells, comparison_line, count_line, gate_line, render_comparison, render_failures,
-    render_process_medians, render_quiet,
-};
-use crate::output::view::metrics;
-use crate::output::view::table::{dash, Cell};
+use crate::output::terminal::render_sides;
 use crate::output::view::SummaryView;
 use crate::store::manifest::BenchStatus;
 use crate::store::references::SummaryEntry;
 use crate::store::references::{self, Side};
 use crate::store::Source;
-use gpubench_analysis::baseline::Metric;
 
 /// What `--format json` prints for `compare`.
 #[derive(Debug, Serialize)]
@@ -117,11 +111,10 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
         })
     };
     match args.format {
-        Format::Human => console::print_stdout(&render_human(
-            &old,
-            &new,
-            &rows,
-            &comparison,
+        Format::Human => console::print_stdout(&render_sides(
+            &old.source,
+            &new.source,
+            &SummaryView::build(&rows, Some(&comparison)),
             exit,
             console::get(),
         )),
@@ -153,80 +146,4 @@ pub fn run(args: &CompareArgs) -> Result<Exit> {
         crate::output::markdown::write_summary_file(&cwd.join(path), markdown())?;
     }
     Ok(exit)
-}
-
-/// The terminal output: both sides, a compact table, failures and the comparison;
-/// with `-q` only the failure and verdict lines and the closing ones, with `-v` each
-/// process's median of CURRENT too.
-fn render_human(
-    old: &Side,
-    new: &Side,
-    rows: &[SummaryEntry],
-    comparison: &RunComparison,
-    exit: Exit,
-    console: Console,
-) -> String {
-    let view = SummaryView::build(rows, Some(comparison));
-    if console.quiet() {
-        let mut out = render_quiet(&view, console);
-        out.push_str(&format!("{}\n", count_line(rows)));
-        out.push_str(&comparison_line(comparison));
-        out.push_str(&gate_line(comparison, rows, exit, console));
-        return out;
-    }
-    let mut out = format!(
-        "comparing {} ({}) with {} ({}) as the baseline\n\n",
-        new.source.describe(),
-        new.source.path,
-        old.source.describe(),
-        old.source.path
-    );
-    let header = vec![
-        "benchmark".to_string(),
-        "baseline median".to_string(),
-        "current median".to_string(),
-        format!(
-            "change [{:.0}% CI]",
-            comparison.settings.config.confidence * 100.0
-        ),
-        "verdict".to_string(),
-    ];
-    let table: Vec<Vec<Cell>> = view
-        .compared_rows()
-        .map(|(e, row)| {
-            let time = comparison
-                .get(&e.id)
-                .and_then(|b| metrics::time(&b.outcome));
-            let fmt = gpubench_record::units::format_ns;
-            let current = time.map(|c| c.current_estimate).or_else(|| {
-                e.summary
-                    .as_ref()
-                    .and_then(|s| s.primary())
-                    .map(|p| p.estimate.point)
-            });
-            // The time verdict's plain label: the change column holds the figures.
-            let word = match row.verdict(Metric::Time) {
-                Some(m) => Cell::toned(m.verdict.label().to_string(), m.tone()),
-                None => row.word.clone(),
-            };
-            vec![
-                e.name.clone().into(),
-                time.map_or_else(dash, |c| fmt(c.baseline_estimate)).into(),
-                current.map_or_else(dash, fmt).into(),
-                row.verdict(Metric::Time)
-                    .and_then(|m| m.change.clone())
-                    .unwrap_or_else(dash)
-                    .into(),
-                word,
-            ]
-        })
-        .collect();
-    out.push_str(&align_cells(&header, &table, console));
-    if console.verbose() {
-        out.push_str(&render_process_medians(rows));
-    }
-    out.push_str(&render_failures(rows, console));
-    out.push_str(&format!("\n{}\n", count_line(rows)));
-    out.push_str(&render_comparison(&view, exit, console));
-    out
 }

@@ -20,9 +20,10 @@ use crate::output::json::RunSummary;
 use crate::output::view::notes::{self, held_at_peak_lines, NoteKind};
 use crate::output::view::table::{dash, kernel_cells, processes_cell, status_tone, Cell};
 use crate::output::view::words::{self, counts_text};
-use crate::output::view::{RowView, SummaryView};
+use crate::output::view::{metrics, RowView, SummaryView};
 use crate::store::manifest::BenchStatus;
 use crate::store::references::SummaryEntry;
+use crate::store::Source;
 
 /// Characters of a failure's first line shown in the table's status column.
 const REASON_CHARS: usize = 60;
@@ -721,6 +722,84 @@ fn excerpt(message: &str, max: usize) -> Vec<String> {
     let mut out: Vec<String> = lines[..2].iter().map(|l| l.to_string()).collect();
     out.push(format!("… ({} lines)", lines.len() - 2 - tail));
     out.extend(lines[lines.len() - tail..].iter().map(|l| l.to_string()));
+    out
+}
+
+/// What `compare` prints: both sides, a compact table, failures and the comparison;
+/// with `-q` only the failure and verdict lines and the closing ones, with `-v` each
+/// process's median of CURRENT too.
+pub fn render_sides(
+    old: &Source,
+    new: &Source,
+    view: &SummaryView,
+    exit: Exit,
+    console: Console,
+) -> String {
+    let rows = view.entries;
+    let Some(comparison) = view.comparison else {
+        return render_table(view, console);
+    };
+    if console.quiet() {
+        let mut out = render_quiet(view, console);
+        out.push_str(&format!("{}\n", count_line(rows)));
+        out.push_str(&comparison_line(comparison));
+        out.push_str(&gate_line(comparison, rows, exit, console));
+        return out;
+    }
+    let mut out = format!(
+        "comparing {} ({}) with {} ({}) as the baseline\n\n",
+        new.describe(),
+        new.path,
+        old.describe(),
+        old.path
+    );
+    let header = vec![
+        "benchmark".to_string(),
+        "baseline median".to_string(),
+        "current median".to_string(),
+        format!(
+            "change [{:.0}% CI]",
+            comparison.settings.config.confidence * 100.0
+        ),
+        "verdict".to_string(),
+    ];
+    let table: Vec<Vec<Cell>> = view
+        .compared_rows()
+        .map(|(e, row)| {
+            let time = comparison
+                .get(&e.id)
+                .and_then(|b| metrics::time(&b.outcome));
+            let fmt = gpubench_record::units::format_ns;
+            let current = time.map(|c| c.current_estimate).or_else(|| {
+                e.summary
+                    .as_ref()
+                    .and_then(|s| s.primary())
+                    .map(|p| p.estimate.point)
+            });
+            // The time verdict's plain label: the change column holds the figures.
+            let word = match row.verdict(Metric::Time) {
+                Some(m) => Cell::toned(m.verdict.label().to_string(), m.tone()),
+                None => row.word.clone(),
+            };
+            vec![
+                e.name.clone().into(),
+                time.map_or_else(dash, |c| fmt(c.baseline_estimate)).into(),
+                current.map_or_else(dash, fmt).into(),
+                row.verdict(Metric::Time)
+                    .and_then(|m| m.change.clone())
+                    .unwrap_or_else(dash)
+                    .into(),
+                word,
+            ]
+        })
+        .collect();
+    out.push_str(&align_cells(&header, &table, console));
+    if console.verbose() {
+        out.push_str(&render_process_medians(rows));
+    }
+    out.push_str(&render_failures(rows, console));
+    out.push_str(&format!("\n{}\n", count_line(rows)));
+    out.push_str(&render_comparison(view, exit, console));
     out
 }
 

@@ -1,7 +1,7 @@
 //! What the summary page and a benchmark page share: statuses, cells, charts'
 //! views, a benchmark's figures over its processes, and small wording helpers.
 
-use gpubench_analysis::baseline::{ComparisonOutcome, Metric};
+use gpubench_analysis::baseline::ComparisonOutcome;
 use gpubench_analysis::processes::{EstimateBasis, ProcessStats};
 use gpubench_analysis::stats::OutlierCounts;
 use gpubench_analysis::{BenchmarkSummary, Verdict};
@@ -17,6 +17,7 @@ use crate::output::html::facts::Fact;
 use crate::output::html::input::ReportBenchmark;
 use crate::output::html::kernels::KernelView;
 use crate::output::html::peaks::{device_peaks, dtype_from_id, normalise_dtype};
+use crate::output::view::metrics;
 
 /// A benchmark's status: its verdict, or why it has none.
 #[derive(Debug, Clone, Serialize)]
@@ -233,9 +234,9 @@ pub(crate) fn benchmark_status(b: &ReportBenchmark) -> StatusView {
         None => STATUS_NO_BASELINE,
         // A regression on any metric (time, kernel time, counters) shows as one.
         Some(o @ ComparisonOutcome::Compared { comparison, .. }) => {
-            if Metric::ALL
-                .into_iter()
-                .any(|m| o.verdict_of(m) == Some(Verdict::Regressed))
+            if metrics::verdicts(o)
+                .iter()
+                .any(|m| m.verdict == Verdict::Regressed)
             {
                 status_of(Verdict::Regressed)
             } else {
@@ -249,10 +250,7 @@ pub(crate) fn benchmark_status(b: &ReportBenchmark) -> StatusView {
 
 /// The comparison's result, when the benchmark was compared.
 pub(crate) fn compared(b: &ReportBenchmark) -> Option<&gpubench_analysis::Comparison> {
-    match b.baseline.as_ref().map(|c| &c.outcome) {
-        Some(ComparisonOutcome::Compared { comparison, .. }) => Some(comparison),
-        _ => None,
-    }
+    metrics::time(&b.baseline.as_ref()?.outcome)
 }
 
 /// What the reader should know about the baseline of `b`: the caller's note and why
