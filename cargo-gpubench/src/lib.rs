@@ -10,7 +10,7 @@
 //! |---|---|---|
 //! | 7 | [`commands`] | each subcommand (`run`, `ab`, `archive`, `compare`, `report`, `merge`, `setup`, `history`, `doctor`): turns its options into each stage's own and calls the stages in order |
 //! | 6 | [`cli`] | the command line: options, their help and their environment variables |
-//! | 6 | [`output`] | terminal, JSON, Markdown, HTML |
+//! | 6 | [`output`] | terminal, JSON, Markdown, HTML, laid out from one view model (`output::view`) |
 //! | 5 | [`error`] | which error ends the process with which exit code |
 //! | 4 | [`archive`] | carrying built benchmarks to another machine |
 //! | 3 | [`execute`] | listing, selecting and running benchmark processes |

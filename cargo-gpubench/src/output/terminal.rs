@@ -367,7 +367,8 @@ fn listed(ids: &[String], shown: usize) -> String {
 fn change_cell(row: &RowView) -> Cell {
     match row.verdict(Metric::Time) {
         Some(m) => Cell::toned(m.cell(), m.tone()),
-        None if matches!(row.word.text.as_str(), "not compared" | "new") => row.word.clone(),
+        // Not compared or new: what the status column cannot say.
+        None if matches!(row.word.tone, Some(Tone::Ambiguous | Tone::New)) => row.word.clone(),
         None => dash().into(),
     }
 }

@@ -1,7 +1,7 @@
 //! The view model every output renders: what a run's summary and its comparison say,
 //! in words and tones, built once ([`SummaryView::build`]) and laid out by the
 //! terminal ([`crate::output::terminal`]) and Markdown ([`crate::output::markdown`]);
-//! the HTML report's page model ([`crate::output::html::view`]) takes its verdicts,
+//! the HTML report's page model (`output/html/view/`) takes its verdicts,
 //! words and notes from here too. [`metrics`] is each metric's verdict (the one
 //! place that reads a comparison's per-metric fields), [`words`] the comparison in
 //! words, [`table`] the cells of a row, [`notes`] the notes under the tables,

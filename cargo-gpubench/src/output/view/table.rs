@@ -21,7 +21,7 @@ pub fn outcome_tone(outcome: &ComparisonOutcome) -> Option<Tone> {
     }
 }
 
-/// A cell of the terminal table: its text, and the colour it is painted in.
+/// A table cell: its text, and its tone (the colour a terminal paints it in).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cell {
     /// What it says.
