@@ -217,24 +217,22 @@ pub fn render_comparison(view: &SummaryView, exit: Exit, console: Console) -> St
     if let Some(msg) = c.device_mismatch_message() {
         let _ = writeln!(out, "  warning: {msg}");
     }
-    for n in &view.notes {
-        let names = n.benchmarks.join(", ");
-        match &n.kind {
-            NoteKind::CrossDevice { baseline, current } => {
-                let _ = writeln!(
-                    out,
-                    "  compared across devices (--allow-device-mismatch): {names} ran on `{baseline}` in the baseline, on `{current}` now",
-                );
-            }
-            NoteKind::OtherSettings => {
-                let _ = writeln!(
-                    out,
-                    "  compared across settings (--allow-settings-mismatch): {names} was measured with {}",
-                    n.text
-                );
-            }
-            _ => {}
+    for n in view.notes_where(|k| matches!(k, NoteKind::CrossDevice { .. })) {
+        if let NoteKind::CrossDevice { baseline, current } = &n.kind {
+            let _ = writeln!(
+                out,
+                "  compared across devices (--allow-device-mismatch): {} ran on `{baseline}` in the baseline, on `{current}` now",
+                n.benchmarks.join(", ")
+            );
         }
+    }
+    for n in view.notes_of(&NoteKind::OtherSettings) {
+        let _ = writeln!(
+            out,
+            "  compared across settings (--allow-settings-mismatch): {} was measured with {}",
+            n.benchmarks.join(", "),
+            n.text
+        );
     }
     for n in view.notes_of(&NoteKind::OtherClocks) {
         let _ = writeln!(
