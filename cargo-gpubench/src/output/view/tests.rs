@@ -78,3 +78,58 @@ fn percentages_read_well() {
     };
     assert_eq!(change_text(&wild), "+600.8% (too noisy for an interval)");
 }
+
+#[test]
+fn one_view_holds_the_rows_and_notes_every_output_lays_out() {
+    use crate::output::view::notes::NoteKind;
+    use crate::output::view::SummaryView;
+    use crate::store::manifest::BenchStatus;
+    use crate::store::references::SummaryEntry;
+    use gpubench_analysis::BenchmarkSummary;
+
+    let base = entries(&records(&["mm", "gone", "broke"], "GPU", 1.0, 3));
+    let mut now = records(&["mm", "new"], "GPU", 1.0, 4);
+    now.push(records(&["broke"], "GPU", 1.0, 5).remove(0));
+    now[2].rounds[0].measurement = None;
+    now[2].rounds[0].failure = Some(Failure::new(FailureKind::Panic, "boom"));
+    let c =
+        RunComparison::judge(&now, &base, source(), settings(FailOn::Regressed, false)).unwrap();
+    let rows: Vec<SummaryEntry> = now
+        .iter()
+        .map(|r| SummaryEntry {
+            name: format!("suite/{}", r.id),
+            target: "suite".into(),
+            id: r.id.clone(),
+            status: if r.passed() {
+                BenchStatus::Passed
+            } else {
+                BenchStatus::Failed
+            },
+            record: None,
+            summary: Some(BenchmarkSummary::from_record(r)),
+            comparison: None,
+        })
+        .collect();
+    let view = SummaryView::build(&rows, Some(&c));
+    let words: Vec<&str> = view.rows.iter().map(|r| r.word.text.as_str()).collect();
+    assert_eq!(words, ["no change", "new", "failed"]);
+    assert!(view.rows[0].unremarkable() && !view.rows[2].unremarkable());
+    // Time is a column of its own; the other metrics one each where judged.
+    assert!(view.rows[0].verdicts[0].metric == gpubench_analysis::baseline::Metric::Time);
+    assert!(view
+        .metric_columns
+        .iter()
+        .all(|m| view.rows[0].verdict(*m).is_some()));
+    // Benchmarks are named as the run names them; a gone one by its id.
+    let new = view.notes_of(&NoteKind::New);
+    assert_eq!(new.len(), 1);
+    assert_eq!(new[0].benchmarks, ["suite/new"]);
+    let missing = view.notes_of(&NoteKind::Missing { allowed: false });
+    assert_eq!(missing.len(), 1);
+    assert_eq!(missing[0].benchmarks, ["gone"]);
+    assert!(missing[0].text.starts_with("gone: "), "{}", missing[0].text);
+    // Without a comparison there are no rows and no comparison notes.
+    let plain = SummaryView::build(&rows, None);
+    assert!(plain.rows.is_empty() && plain.metric_columns.is_empty());
+    assert!(plain.notes_of(&NoteKind::New).is_empty());
+}
