@@ -13,16 +13,15 @@ use std::fmt::Write as _;
 use gpubench_analysis::baseline::Metric;
 use gpubench_analysis::processes::Bound;
 use gpubench_analysis::BenchmarkSummary;
-use gpubench_record::kernels::Counter;
 use gpubench_record::units::format_ns;
 
 use crate::compare::RunComparison;
 use crate::exit_code::Exit;
-use crate::format::{figure, plain_percent, plural, shorten, spread_percent};
+use crate::format::{plain_percent, plural, shorten, spread_percent};
 use crate::output::view::drifts;
 use crate::output::view::metrics::{self, MetricView};
 use crate::output::view::notes::{self, Note, NoteKind};
-use crate::output::view::table::{dash, kernel_cells, processes_cell};
+use crate::output::view::table::dash;
 use crate::output::view::words::{self, counts_text};
 use crate::output::view::SummaryView;
 use crate::store::manifest::BenchStatus;
@@ -95,7 +94,7 @@ impl MarkdownSummary<'_> {
         let view = SummaryView::build(self.entries, self.comparison);
         match self.comparison {
             Some(c) => self.compared_table(&mut out, &view, c),
-            None => self.plain_table(&mut out),
+            None => self.plain_table(&mut out, &view),
         }
         self.unstable(&mut out, &view);
         self.memory_held(&mut out, &view);
@@ -226,7 +225,7 @@ impl MarkdownSummary<'_> {
         }
         let head = format!("{header}\n{rule}\n");
         let mut rows = Vec::new();
-        for (e, row) in view.compared_rows() {
+        for ((e, row), figures) in view.compared_rows().zip(&view.figures) {
             let passed = e.status == BenchStatus::Passed;
             let current = || {
                 current_estimate(e)
@@ -235,11 +234,11 @@ impl MarkdownSummary<'_> {
                     .unwrap_or_else(dash)
             };
             let processes = || {
-                e.summary
-                    .as_ref()
-                    .filter(|_| passed)
-                    .map(processes_cell)
-                    .unwrap_or_else(dash)
+                if passed {
+                    figures.processes.clone()
+                } else {
+                    dash()
+                }
             };
             let time = c.get(&e.id).and_then(|b| metrics::time(&b.outcome));
             let (baseline, now, change, procs, verdict) = match (time, row.verdict(Metric::Time)) {
@@ -348,7 +347,7 @@ impl MarkdownSummary<'_> {
         quoted(out, "Note", "Notes", &notes);
     }
 
-    fn plain_table(&self, out: &mut String) {
+    fn plain_table(&self, out: &mut String, view: &SummaryView) {
         let kernel_column = self.summaries().any(|s| s.timing.kernel.is_some());
         let head = if kernel_column {
             "| Benchmark | Time [95% interval] | Processes (spread) | Kernel time (kernels) | Status |\n\
@@ -358,33 +357,13 @@ impl MarkdownSummary<'_> {
              | :-- | --: | --: | :-- |\n"
         };
         let mut rows = Vec::new();
-        for e in self.entries {
-            let time = e
-                .summary
-                .as_ref()
-                .and_then(BenchmarkSummary::primary)
-                .map(|p| figure(&p.estimate, &p.processes.medians))
-                .unwrap_or_else(|| "—".to_string());
-            let processes = e
-                .summary
-                .as_ref()
-                .map(processes_cell)
-                .unwrap_or_else(|| "—".to_string());
-            let kernel = if kernel_column {
-                let [k, n, _] = kernel_cells(e.summary.as_ref());
-                let counted = e
-                    .summary
-                    .as_ref()
-                    .and_then(|s| s.counters.counts?.per_call(Counter::Kernels))
-                    .is_some();
-                if counted {
-                    format!(" {k} ({n}) |")
-                } else {
-                    format!(" {k} |")
-                }
-            } else {
-                String::new()
+        for (e, f) in self.entries.iter().zip(&view.figures) {
+            let kernel = match (&f.kernels, kernel_column) {
+                (_, false) => String::new(),
+                (Some(n), true) => format!(" {} ({n}) |", f.kernel),
+                (None, true) => format!(" {} |", f.kernel),
             };
+            let (time, processes) = (&f.time, &f.processes);
             rows.push(Row {
                 line: format!(
                     "| {} | {time} | {processes} |{kernel} {} |",

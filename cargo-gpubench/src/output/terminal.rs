@@ -10,23 +10,21 @@ use std::fmt::Write as _;
 
 use gpubench_analysis::baseline::Metric;
 use gpubench_analysis::summary::BenchmarkSummary;
-use gpubench_record::units::{format_bytes, format_ns};
+use gpubench_record::units::format_ns;
 
 use crate::compare::RunComparison;
 use crate::console::{Console, Tone};
 use crate::exit_code::Exit;
-use crate::format::{figure, plural, shorten};
+use crate::format::plural;
 use crate::output::json::RunSummary;
 use crate::output::view::notes::{self, held_at_peak_lines, NoteKind};
-use crate::output::view::table::{dash, kernel_cells, processes_cell, status_tone, Cell};
+use crate::output::view::table::{dash, Cell};
 use crate::output::view::words::{self, counts_text};
 use crate::output::view::{metrics, RowView, SummaryView};
 use crate::store::manifest::BenchStatus;
 use crate::store::references::SummaryEntry;
 use crate::store::Source;
 
-/// Characters of a failure's first line shown in the table's status column.
-const REASON_CHARS: usize = 60;
 /// Lines of a failure message shown under the table.
 const DETAIL_LINES: usize = 12;
 
@@ -80,7 +78,7 @@ pub fn render_quiet(view: &SummaryView, console: Console) -> String {
     for (i, e) in view.entries.iter().enumerate() {
         if e.status == BenchStatus::Failed {
             let why = match e.summary.as_ref().and_then(|s| s.outcome.failure.as_ref()) {
-                Some(_) => format!(" ({})", status_cell(e)),
+                Some(_) => format!(" ({})", view.figures[i].status.text),
                 None => String::new(),
             };
             let failed = console.paint(Some(Tone::Failed), "failed");
@@ -417,7 +415,24 @@ pub fn render_table(view: &SummaryView, console: Console) -> String {
         "peak mem".into(),
         "status".into(),
     ]);
-    let mut rows: Vec<Vec<Cell>> = entries.iter().map(|e| row(e, kernel_columns)).collect();
+    let mut rows: Vec<Vec<Cell>> = entries
+        .iter()
+        .zip(&view.figures)
+        .map(|(e, f)| {
+            let mut cells: Vec<Cell> = [&e.name, &f.time, &f.processes, &f.host, &f.device]
+                .into_iter()
+                .cloned()
+                .map(Cell::from)
+                .collect();
+            if kernel_columns {
+                let kernels = f.kernels.clone().unwrap_or_else(dash);
+                cells.extend([f.kernel.clone(), kernels, f.launch.clone()].map(Cell::from));
+            }
+            cells.extend([&f.cold, &f.throughput, &f.memory].map(|x| Cell::from(x.clone())));
+            cells.push(f.status.clone());
+            cells
+        })
+        .collect();
     if let Some(c) = view.comparison {
         let mut at = 2;
         header.insert(at, format!("change vs {}", c.baseline.name));
@@ -634,43 +649,6 @@ pub fn count_line(entries: &[SummaryEntry]) -> String {
     )
 }
 
-fn row(e: &SummaryEntry, kernel_columns: bool) -> Vec<Cell> {
-    let s = e.summary.as_ref();
-    let time = s
-        .and_then(BenchmarkSummary::primary)
-        .map(|p| figure(&p.estimate, &p.processes.medians))
-        .unwrap_or_else(dash);
-    let processes = s.map(processes_cell).unwrap_or_else(dash);
-    let host = s
-        .and_then(|s| s.timing.host.as_ref())
-        .map(|h| format_ns(h.estimate.point))
-        .unwrap_or_else(dash);
-    let device = s
-        .and_then(|s| s.timing.device.as_ref())
-        .map(|d| format_ns(d.estimate.point))
-        .unwrap_or_else(dash);
-    let cold = s
-        .and_then(|s| s.cold.first())
-        .map(|c| format_ns(c.wall_ns))
-        .unwrap_or_else(dash);
-    let throughput = s
-        .and_then(|s| s.throughput.as_ref())
-        .map(|t| t.rate.clone())
-        .unwrap_or_else(dash);
-    let memory = s
-        .and_then(|s| s.memory.peak)
-        .map(|m| format_bytes(m.peak_allocated_bytes))
-        .unwrap_or_else(dash);
-    let mut cells = vec![e.name.clone(), time, processes, host, device];
-    if kernel_columns {
-        cells.extend(kernel_cells(s));
-    }
-    cells.extend([cold, throughput, memory]);
-    let mut cells: Vec<Cell> = cells.into_iter().map(Cell::from).collect();
-    cells.push(Cell::toned(status_cell(e), status_tone(e.status)));
-    cells
-}
-
 /// Lines under the table for benchmarks that compare eager with compiled.
 pub fn render_eager_compiled(view: &SummaryView) -> String {
     let lines: Vec<String> = view
@@ -682,32 +660,6 @@ pub fn render_eager_compiled(view: &SummaryView) -> String {
         return String::new();
     }
     format!("\neager versus compiled:\n{}", lines.concat())
-}
-
-fn status_cell(e: &SummaryEntry) -> String {
-    match e.status {
-        BenchStatus::Passed => {
-            let flags: Vec<&str> = e
-                .summary
-                .iter()
-                .flat_map(|s| s.flags.iter().map(|f| f.label()))
-                .collect();
-            if flags.is_empty() {
-                "passed".into()
-            } else {
-                format!("passed ({})", flags.join(", "))
-            }
-        }
-        BenchStatus::Failed => match e.summary.as_ref().and_then(|s| s.outcome.failure.as_ref()) {
-            Some(f) => {
-                let first = f.message.lines().next().unwrap_or("").trim();
-                format!("{}: {}", f.kind.label(), shorten(first, REASON_CHARS))
-            }
-            None => "failed".into(),
-        },
-        BenchStatus::Interrupted => "interrupted".into(),
-        BenchStatus::Pending => "not run".into(),
-    }
 }
 
 /// At most `max` lines of `message`: the first two and the last ones, which is where

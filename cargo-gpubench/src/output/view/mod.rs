@@ -21,7 +21,7 @@ use crate::store::manifest::BenchStatus;
 use crate::store::references::SummaryEntry;
 use metrics::MetricView;
 use notes::{Note, NoteKind};
-use table::{dash, outcome_tone, status_tone, Cell};
+use table::{dash, outcome_tone, status_tone, Cell, FigureRow};
 
 /// A run's summary (or one side of `compare`) with its comparison, as every output
 /// shows it.
@@ -31,7 +31,10 @@ pub struct SummaryView<'a> {
     pub entries: &'a [SummaryEntry],
     /// The comparison with the baseline, when there was one.
     pub comparison: Option<&'a RunComparison>,
-    /// One per benchmark, in `entries`' order: its comparison.
+    /// One per benchmark, in `entries`' order: its own figures.
+    pub figures: Vec<FigureRow>,
+    /// One per benchmark, in `entries`' order, when there is a comparison: its
+    /// comparison.
     pub rows: Vec<RowView>,
     /// The metrics beside time that some benchmark was judged on, in
     /// [`Metric::ALL`]'s order: a column each.
@@ -109,6 +112,7 @@ impl<'a> SummaryView<'a> {
         SummaryView {
             entries,
             comparison,
+            figures: entries.iter().map(FigureRow::of).collect(),
             rows,
             metric_columns,
             notes: notes::notes(entries, comparison),
