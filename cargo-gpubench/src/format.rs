@@ -1,7 +1,7 @@
 //! Numbers and words as people read them, for every output: durations with a fitting
 //! unit, intervals in the unit of their point, percentages (signed changes, spreads,
-//! settings), byte sizes, ratios, plurals, shortened text, and names grouped by the
-//! reason they share. Imports nothing of this crate.
+//! settings), byte sizes, ratios, plurals and shortened text. Imports nothing of
+//! this crate.
 
 use gpubench_record::estimate::Estimate;
 use gpubench_record::units::format_ns;
@@ -267,23 +267,6 @@ pub fn shorten(s: &str, max: usize) -> String {
     }
     let cut: String = s.chars().take(max - 1).collect();
     format!("{cut}…")
-}
-
-/// `(name, reason)` pairs grouped by reason, in the order each reason first comes:
-/// each reason with the names it covers, so a reason many benchmarks share (another
-/// thread count, a noisy host) is said once.
-pub fn grouped<R: AsRef<str>>(
-    pairs: impl IntoIterator<Item = (String, R)>,
-) -> Vec<(String, Vec<String>)> {
-    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-    for (name, reason) in pairs {
-        let reason = reason.as_ref();
-        match groups.iter_mut().find(|(r, _)| r == reason) {
-            Some((_, names)) => names.push(name),
-            None => groups.push((reason.to_string(), vec![name])),
-        }
-    }
-    groups
 }
 
 #[cfg(test)]

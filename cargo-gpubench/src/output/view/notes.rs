@@ -10,7 +10,6 @@ use gpubench_analysis::BenchmarkSummary;
 use gpubench_record::units::format_ns;
 
 use crate::compare::RunComparison;
-use crate::format::grouped;
 use crate::output::view::metrics;
 use crate::store::references::SummaryEntry;
 
@@ -83,21 +82,23 @@ impl Note {
         }
     }
 
-    /// Notes of `kind` for a reason each, with the benchmarks it covers, from
-    /// `(name, reason)` pairs: a reason many benchmarks share is said once.
-    fn grouped<R: AsRef<str>>(
-        kind: NoteKind,
-        pairs: impl IntoIterator<Item = (String, R)>,
-    ) -> Vec<Self> {
-        grouped(pairs)
-            .into_iter()
-            .map(|(text, benchmarks)| Note {
-                kind: kind.clone(),
-                id: None,
-                text,
-                benchmarks,
-            })
-            .collect()
+    /// A note for each kind and reason, with the benchmarks it covers, from
+    /// `(name, kind, reason)` in order: a reason many benchmarks share (another
+    /// thread count, a noisy host) is said once.
+    fn grouped(items: impl IntoIterator<Item = (String, NoteKind, String)>) -> Vec<Self> {
+        let mut out: Vec<Note> = Vec::new();
+        for (name, kind, text) in items {
+            match out.iter_mut().find(|n| n.kind == kind && n.text == text) {
+                Some(n) => n.benchmarks.push(name),
+                None => out.push(Note {
+                    kind,
+                    id: None,
+                    text,
+                    benchmarks: vec![name],
+                }),
+            }
+        }
+        out
     }
 
     /// A note of `kind` that lists `benchmarks`, when there are any.
@@ -173,16 +174,12 @@ fn comparison_notes(entries: &[SummaryEntry], c: &RunComparison) -> Vec<Note> {
         }
     }
     let name_of = |id: &str| c.name_of(id, entries);
-    out.extend(Note::grouped(
-        NoteKind::NotCompared,
-        c.not_compared()
-            .into_iter()
-            .map(|(id, reason)| (name_of(id), reason)),
-    ));
-    out.extend(Note::grouped(
-        NoteKind::Ambiguous,
-        c.notes().into_iter().map(|(id, note)| (name_of(id), note)),
-    ));
+    out.extend(Note::grouped(c.not_compared().into_iter().map(
+        |(id, reason)| (name_of(id), NoteKind::NotCompared, reason.to_string()),
+    )));
+    out.extend(Note::grouped(c.notes().into_iter().map(|(id, note)| {
+        (name_of(id), NoteKind::Ambiguous, note.to_string())
+    })));
     out.extend(Note::listing(
         NoteKind::New,
         c.set
@@ -191,32 +188,12 @@ fn comparison_notes(entries: &[SummaryEntry], c: &RunComparison) -> Vec<Note> {
             .map(|id| name_of(id))
             .collect(),
     ));
-    let missing: Vec<(String, (bool, String))> = c
-        .missing_with_allowance()
-        .into_iter()
-        .map(|(m, allowed)| {
-            (
-                name_of(&m.id),
-                (allowed, format!("{}: {}", m.what(), m.reason)),
-            )
-        })
-        .collect();
-    let mut groups: Vec<(bool, String, Vec<String>)> = Vec::new();
-    for (name, (allowed, why)) in missing {
-        match groups
-            .iter_mut()
-            .find(|(a, w, _)| *a == allowed && *w == why)
-        {
-            Some((_, _, names)) => names.push(name),
-            None => groups.push((allowed, why, vec![name])),
-        }
-    }
-    out.extend(groups.into_iter().map(|(allowed, text, benchmarks)| Note {
-        kind: NoteKind::Missing { allowed },
-        id: None,
-        text,
-        benchmarks,
-    }));
+    out.extend(Note::grouped(c.missing_with_allowance().into_iter().map(
+        |(m, allowed)| {
+            let why = format!("{}: {}", m.what(), m.reason);
+            (name_of(&m.id), NoteKind::Missing { allowed }, why)
+        },
+    )));
     out.extend(Note::listing(
         NoteKind::NotSelected,
         c.not_selected.iter().map(|id| name_of(id)).collect(),
