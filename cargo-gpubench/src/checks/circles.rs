@@ -104,40 +104,20 @@ fn circles(krate: &Crate) -> Vec<(String, Vec<String>)> {
     found
 }
 
-/// Circles that work under way removes: the `output/` renderers importing each
-/// other go with one view model for every output (issue 37). Listed so the check
-/// holds every other module now; an entry that no longer occurs fails the check, so
-/// the list only shrinks.
-const KNOWN: &[&str] = &[
-    "cargo-gpubench: output: gpu_notes, history, markdown, terminal",
-    "cargo-gpubench: output::html: history, templates, view",
-];
-
 #[test]
 fn no_crate_has_a_module_circle() {
     let mut found = Vec::new();
     for (name, src) in workspace_sources() {
         for (circle, closing) in circles(&Crate::read(&src)) {
-            found.push((format!("{name}: {circle}"), closing));
+            found.push(format!("{name}: {circle}\n    {}", closing.join("\n    ")));
         }
     }
-    let new: Vec<String> = found
-        .iter()
-        .filter(|(circle, _)| !KNOWN.contains(&circle.as_str()))
-        .map(|(circle, closing)| format!("{circle}\n    {}", closing.join("\n    ")))
-        .collect();
     assert!(
-        new.is_empty(),
+        found.is_empty(),
         "modules that import each other in a circle (move what both need to a \
          module below them):\n{}",
-        new.join("\n")
+        found.join("\n")
     );
-    for known in KNOWN {
-        assert!(
-            found.iter().any(|(circle, _)| circle == known),
-            "the circle `{known}` is gone: take it out of KNOWN"
-        );
-    }
 }
 
 #[test]

@@ -85,9 +85,7 @@ pub fn run(args: &HistoryArgs) -> Result<Exit> {
     if !args.no_report {
         let page = crate::output::html::history::write(
             &report,
-            &places
-                .out_dir
-                .join(crate::output::html::history::HISTORY_DIR),
+            &places.out_dir.join(crate::output::html::HISTORY_DIR),
         )?;
         console::note(format_args!("history page: {}", page.display()));
     }

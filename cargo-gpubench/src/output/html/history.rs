@@ -20,13 +20,10 @@ use serde::Serialize;
 
 use super::charts::{palette, Axis, AxisFormat, Note, Plot, Rule, Series, SeriesKind};
 use super::input::ReportError;
-use super::{io_error, templates};
+use super::{io_error, templates, HISTORY_DIR};
 use crate::format::{percent_change, time_unit};
 use crate::output::history::{change_size, day, drift_words};
 use crate::store::history::{HistoryReport, SeriesHistory};
-
-/// The page's directory inside the output directory.
-pub const HISTORY_DIR: &str = "history";
 
 /// The anchor of a benchmark on the page.
 pub fn anchor(id: &str) -> String {

@@ -34,6 +34,10 @@ use std::path::{Path, PathBuf};
 pub use input::{BaselineComparison, ReportBenchmark, ReportError, ReportIndex, ReportInput};
 pub use peaks::{device_peaks, DevicePeaks};
 
+/// The history page's directory inside the output directory
+/// ([`history`]: `cargo gpubench history`).
+pub const HISTORY_DIR: &str = "history";
+
 /// File in `out_dir` that marks the folder as a gpubench report, so a re-render may
 /// clear the pages it wrote before without touching anything else.
 const MARKER_FILE: &str = ".gpubench-report";

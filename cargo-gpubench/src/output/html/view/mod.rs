@@ -87,12 +87,7 @@ pub fn build_all(input: &ReportInput) -> Views {
                 .benchmarks
                 .iter()
                 .any(|b| b.history.is_some())
-                .then(|| {
-                    format!(
-                        "../{}/index.html",
-                        crate::output::html::history::HISTORY_DIR
-                    )
-                }),
+                .then(|| format!("../{}/index.html", crate::output::html::HISTORY_DIR)),
         },
         benchmarks,
     }
