@@ -103,10 +103,6 @@ const KNOWN: &[(&str, &str)] = &[
         "cargo-gpubench/src/cli/compare.rs",
         "cargo-gpubench/src/cli/merge.rs",
     ),
-    (
-        "cargo-gpubench/src/output/terminal/tests.rs",
-        "cargo-gpubench/src/output/terminal/tests.rs",
-    ),
 ];
 
 #[test]

@@ -63,26 +63,17 @@ fn failed_record() -> RawRecord {
     r
 }
 
-#[test]
-fn kernel_columns_verdicts_and_gpu_changes_in_the_terminal() {
+/// `now` judged against the baseline `main` of `base`, failing on a regression.
+fn judged_against_main(
+    now: &[RawRecord],
+    base: &[gpubench_analysis::BaselineEntry],
+) -> RunComparison {
     use crate::compare::VerdictSettings;
     use crate::store::{Source, SourceKind};
-    use gpubench_analysis::baseline::Gate;
-    use gpubench_analysis::synthetic::SyntheticKernels;
-    use gpubench_analysis::{BaselineEntry, CompareConfig, FailOn};
-    use rand::SeedableRng;
-
-    let gemm = SyntheticKernels::one("sm90_gemm", 1.2e6);
-    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(1);
-    let mut was = passed_record();
-    gemm.attach(&mut was, &mut rng);
-    let mut now = passed_record();
-    gemm.with_kernel("copy_kernel", 1e4)
-        .attach(&mut now, &mut rng);
-    let base = BaselineEntry::from_record(&was).unwrap();
-    let c = RunComparison::judge(
-        std::slice::from_ref(&now),
-        std::slice::from_ref(&base),
+    use gpubench_analysis::{CompareConfig, FailOn};
+    RunComparison::judge(
+        now,
+        base,
         Source {
             kind: SourceKind::Baseline,
             name: "main".into(),
@@ -94,12 +85,29 @@ fn kernel_columns_verdicts_and_gpu_changes_in_the_terminal() {
             config: CompareConfig::default(),
             fail_on: FailOn::Regressed,
             allow_device_mismatch: false,
-            gate: Gate::default(),
+            gate: gpubench_analysis::baseline::Gate::default(),
             allow_settings_mismatch: false,
             allow_missing: Default::default(),
         },
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn kernel_columns_verdicts_and_gpu_changes_in_the_terminal() {
+    use gpubench_analysis::synthetic::SyntheticKernels;
+    use gpubench_analysis::BaselineEntry;
+    use rand::SeedableRng;
+
+    let gemm = SyntheticKernels::one("sm90_gemm", 1.2e6);
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(1);
+    let mut was = passed_record();
+    gemm.attach(&mut was, &mut rng);
+    let mut now = passed_record();
+    gemm.with_kernel("copy_kernel", 1e4)
+        .attach(&mut now, &mut rng);
+    let base = BaselineEntry::from_record(&was).unwrap();
+    let c = judged_against_main(std::slice::from_ref(&now), std::slice::from_ref(&base));
     let entries = vec![entry(&now, BenchStatus::Passed)];
     let text = render_table(&SummaryView::build(&entries, Some(&c)), Console::default());
     let lines: Vec<&str> = text.lines().collect();
@@ -344,9 +352,7 @@ fn eager_versus_compiled_has_a_line_under_the_table() {
 /// 50%, `suite/fast` improved by 20%, `suite/same` unchanged; `suite/boom` (failed)
 /// and `suite/fresh` are new.
 fn judged() -> RunSummary {
-    use crate::compare::VerdictSettings;
-    use crate::store::{Source, SourceKind};
-    use gpubench_analysis::{BaselineEntry, CompareConfig, FailOn};
+    use gpubench_analysis::BaselineEntry;
     let named = |id: &str, f: f64| {
         let mut r = scattered_record([f, f * 1.003, f * 0.997]);
         r.id = id.into();
@@ -365,26 +371,7 @@ fn judged() -> RunSummary {
         boom,
         named("fresh", 1.0),
     ];
-    let c = RunComparison::judge(
-        &now,
-        &base,
-        Source {
-            kind: SourceKind::Baseline,
-            name: "main".into(),
-            path: "b".into(),
-            default: false,
-            device: None,
-        },
-        VerdictSettings {
-            config: CompareConfig::default(),
-            fail_on: FailOn::Regressed,
-            allow_device_mismatch: false,
-            gate: gpubench_analysis::baseline::Gate::default(),
-            allow_settings_mismatch: false,
-            allow_missing: Default::default(),
-        },
-    )
-    .unwrap();
+    let c = judged_against_main(&now, &base);
     let entries = now
         .iter()
         .map(|r| {
