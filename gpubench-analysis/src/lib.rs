@@ -6,8 +6,9 @@
 //! crate has no libtorch dependency: the harness (`gpubench-core`) uses its stopping
 //! rule and probes, and the cargo subcommand analyses and compares records with it.
 //! Statistics and verdicts: [`stats`], [`sampling`] (the stopping rule and the
-//! alternation of two sides), [`processes`], [`record_analysis`],
-//! [`compare`], [`summary`], [`kernels`], [`memory`], [`capacity`], [`history`],
+//! alternation of two sides), [`processes`], [`record_analysis`], [`compare`],
+//! [`summary`], [`kernels`], [`memory`], [`energy`], [`peaks`], [`capacity`],
+//! [`history`],
 //! [`baseline`]. I/O and hardware: [`atomic_dir`], the store's files
 //! ([`baseline::BaselineStore`]), [`nvml`], [`host`], [`telemetry`].
 #![warn(missing_docs)]
@@ -16,12 +17,14 @@ pub mod atomic_dir;
 pub mod baseline;
 pub mod capacity;
 pub mod compare;
+pub mod energy;
 pub mod history;
 pub mod host;
 pub mod kernels;
 pub mod memory;
 pub mod memory_trace;
 pub mod nvml;
+pub mod peaks;
 pub mod processes;
 pub mod record_analysis;
 pub mod sampling;

@@ -215,6 +215,15 @@ impl TelemetrySource for NvmlSource {
             .map_err(|e| format!("NVML lost GPU {}: {e}", self.describe()))?;
         clock_reading(&device)
     }
+
+    fn read_energy_mj(&self) -> Result<u64, String> {
+        let device = self
+            .device()
+            .map_err(|e| format!("NVML lost GPU {}: {e}", self.describe()))?;
+        device
+            .total_energy_consumption()
+            .map_err(|e| format!("NVML failed to read the energy counter: {e}"))
+    }
 }
 
 #[cfg(test)]

@@ -189,6 +189,13 @@ pub struct BenchmarkSummary {
     /// What the GPU and the host did while it ran.
     #[serde(flatten)]
     pub conditions: Conditions,
+    /// Energy per call from the GPU's energy counter, when it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<crate::energy::EnergySummary>,
+    /// The rate as a share of the device's peak at the clock it ran, when the
+    /// benchmark declares FLOPs or bytes and the device is in the peak table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak: Option<crate::peaks::PeakShare>,
 }
 
 /// Which benchmark a summary is of.
@@ -355,11 +362,70 @@ pub struct Conditions {
     /// Why the GPU was not read, when it was not (`no NVIDIA driver/NVML`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry_unavailable: Option<String>,
+    /// Whether the board's power limit held the clock down while it ran, when the
+    /// GPU was read after the samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_capped: Option<PowerCapped>,
+    /// Why there is no energy per call, when there is none (the first process's
+    /// reason: `no GPU telemetry`, a counter NVML does not have, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_unavailable: Option<String>,
     /// What the host's CPUs did (other work's runnable threads, whether the host
     /// could serve the benchmark's threads) and libtorch's intra-op threads, when the
     /// host was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_cpus: Option<crate::host::HostSummary>,
+}
+
+/// How much of a benchmark's sampling ran at the board's power limit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PowerCapped {
+    /// The share of samples read with the power cap among the slowdown reasons
+    /// (0.97: 97% of the samples ran power-capped), over every process.
+    pub share: f64,
+    /// The samples read, over every process.
+    pub samples: usize,
+    /// The power limit the driver enforced, W (read once per process), when read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_limit_w: Option<f64>,
+}
+
+impl PowerCapped {
+    /// The share of `record`'s samples that ran power-capped; `None` when no sample
+    /// has a clock reading (no telemetry).
+    pub fn of(record: &RawRecord) -> Option<Self> {
+        let clocks: Vec<_> = record
+            .measurements()
+            .flat_map(|m| &m.samples)
+            .filter_map(|s| s.clock)
+            .collect();
+        if clocks.is_empty() {
+            return None;
+        }
+        let capped = clocks.iter().filter(|c| c.power_capped).count();
+        Some(PowerCapped {
+            share: capped as f64 / clocks.len() as f64,
+            samples: clocks.len(),
+            power_limit_w: record
+                .fingerprint
+                .gpu
+                .as_ref()
+                .and_then(|g| g.power_limit_w),
+        })
+    }
+}
+
+/// The mean memory clock read at the start and end of `record`'s processes, MHz.
+fn mean_memory_clock_mhz(record: &RawRecord) -> Option<f64> {
+    let clocks: Vec<f64> = record
+        .rounds
+        .iter()
+        .filter_map(|r| r.telemetry.as_ref())
+        .flat_map(|t| [&t.start, &t.end])
+        .filter_map(|r| r.memory_clock_mhz)
+        .map(f64::from)
+        .collect();
+    (!clocks.is_empty()).then(|| clocks.iter().sum::<f64>() / clocks.len() as f64)
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -385,6 +451,16 @@ impl BenchmarkSummary {
         let steady_wall = timing.wall.as_ref().map(|w| w.estimate.point);
         let conditions = Conditions::of(record);
         let flags = summary_flags(record, &measurements, &timing, &conditions);
+        let peak = first.and_then(|f| {
+            crate::peaks::PeakShare::of(
+                &record.fingerprint.device.name,
+                f.throughput?,
+                primary?,
+                crate::peaks::dtype_from_id(&record.id),
+                conditions.sm_clock_mhz,
+                mean_memory_clock_mhz(record),
+            )
+        });
         BenchmarkSummary {
             identity: BenchmarkIdentity {
                 id: record.id.clone(),
@@ -406,6 +482,8 @@ impl BenchmarkSummary {
             flags,
             conditions,
             timing,
+            energy: crate::energy::EnergySummary::of(measurements.iter().copied()),
+            peak,
         }
     }
 
@@ -628,6 +706,11 @@ impl Conditions {
             max_temperature_c: None,
             other_processes: Vec::new(),
             telemetry_unavailable: record.telemetry_unavailable().map(str::to_string),
+            power_capped: PowerCapped::of(record),
+            energy_unavailable: record
+                .measurements()
+                .next()
+                .and_then(|m| m.energy_unavailable.clone()),
             host_cpus: crate::host::HostSummary::of(
                 record.rounds.iter().filter_map(|r| r.host.as_ref()),
             ),

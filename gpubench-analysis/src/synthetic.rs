@@ -185,6 +185,9 @@ impl GpuLikeSamples {
                         kernel_unavailable: None,
                         memory_peak: None,
                         memory_peak_unavailable: None,
+                        l2: None,
+                        energy: None,
+                        energy_unavailable: None,
                         memory_growth: None,
                     }),
                     ..Round::first(format!("2026-01-01T00:00:{:02}Z", p % 60))
@@ -301,6 +304,7 @@ impl SyntheticKernels {
                     allocations: Some(self.allocations * calls),
                     allocated_bytes: Some(self.allocations * calls * 4096),
                 }),
+                l2: None,
             });
         }
     }

@@ -14,6 +14,11 @@ pub trait TelemetrySource {
     fn read(&self) -> Result<TelemetryReading, String>;
     /// The light reading taken after each sample.
     fn read_clock(&self) -> Result<ClockReading, String>;
+    /// The GPU's total-energy counter, mJ (it steps every ~100 ms; see
+    /// [`crate::energy`]); `Err` says why there is none.
+    fn read_energy_mj(&self) -> Result<u64, String> {
+        Err("no energy counter".into())
+    }
 }
 
 /// The processes of `readings` that are not this one (`own_pid`), each once, in the

@@ -10,11 +10,12 @@ use std::time::{Duration, Instant};
 use gpubench_analysis::stats::median;
 use gpubench_record::kernels::{Counter, KernelMethod};
 use gpubench_record::measurement::{
-    Flag, Measurement, MeasurementConfig, ProcessPolicy, RunMode, StopReason,
+    Flag, L2State, Measurement, MeasurementConfig, ProcessPolicy, RunMode, StopReason,
 };
 
 use crate::device::spin_until;
 use crate::device::{DeviceBackend, SimulatedDevice, TorchDevice};
+use crate::engine::kernels;
 use crate::Bencher;
 
 /// Timing tests spin on the CPU; run them one at a time so they do not steal each
@@ -436,6 +437,21 @@ fn flush_l2_times_one_call_per_sample_after_a_flush() {
         dev.cache_flushes() >= timed_regions,
         "{} flushes for {timed_regions} timed regions",
         dev.cache_flushes()
+    );
+    // Kernel time too: graphs of one call, each replay after a flush.
+    let kernel = m.kernel.as_ref().expect("kernel time");
+    assert_eq!(kernel.l2, Some(L2State::Flushed));
+    assert_eq!(m.l2, Some(L2State::Flushed));
+    let replays = (kernel.samples_ns.len() + kernels::CAPTURES) as u64;
+    assert!(
+        dev.cache_flushes() >= timed_regions + replays,
+        "{} flushes for {timed_regions} timed regions and {replays} timed replays at least",
+        dev.cache_flushes()
+    );
+    assert!(
+        kernel.samples_ns.iter().all(|&k| within(k, 50e3, 0.3)),
+        "{:?}",
+        kernel.samples_ns
     );
 }
 

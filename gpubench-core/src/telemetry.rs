@@ -6,12 +6,14 @@
 //! driver have none, and the round only says why, quietly.
 
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
+use gpubench_analysis::energy::{self, CounterReading};
 use gpubench_analysis::telemetry::TelemetryLog;
 pub use gpubench_analysis::telemetry::TelemetrySource;
 use gpubench_record::measurement::SampleClock;
 use gpubench_record::record::Round;
-use gpubench_record::telemetry::{is_throttled, GpuState};
+use gpubench_record::telemetry::{is_throttled, GpuState, SlowdownReason};
 
 use crate::device::DeviceBackend;
 
@@ -21,13 +23,30 @@ pub struct Telemetry {
     source: Rc<dyn TelemetrySource>,
     /// Driver, clocks at start, limits and modes (the fingerprint's `gpu`).
     pub state: GpuState,
+    /// The board's power with nothing running, read from the energy counter when
+    /// the process started, W; `Err` says why it was not.
+    pub idle_power_w: Result<f64, String>,
 }
 
+/// How long the idle power is read at most: a counter that steps every 100 ms
+/// steps twice well within it.
+const IDLE_BOUND: Duration = Duration::from_millis(400);
+
 impl Telemetry {
-    /// Telemetry from `source`, reading its state once.
+    /// Telemetry from `source`, reading its state and the idle power once.
     pub fn new(source: Rc<dyn TelemetrySource>) -> Self {
         let state = source.state();
-        Telemetry { source, state }
+        let idle_power_w = idle_power(source.as_ref());
+        Telemetry {
+            source,
+            state,
+            idle_power_w,
+        }
+    }
+
+    /// The GPU's energy counter, mJ; `Err` says why it cannot be read.
+    pub fn energy_mj(&self) -> Result<u64, String> {
+        self.source.read_energy_mj()
     }
 
     /// The telemetry of the GPU `backend` measures on, or why there is none (`no GPU
@@ -52,6 +71,7 @@ impl Telemetry {
             sm_mhz: c.sm_clock_mhz,
             temperature_c: c.temperature_c,
             throttled: is_throttled(&c, self.state.reference_sm_clock_mhz(), threshold),
+            power_capped: c.slowdown.contains(&SlowdownReason::SwPowerCap),
         })
     }
 
@@ -82,4 +102,29 @@ impl Telemetry {
         round.telemetry = log.finish(end, std::process::id());
         round.flag_contended();
     }
+}
+
+/// The board's power with nothing running: the energy counter read every
+/// millisecond until it stepped twice ([`energy::idle_power`]), within
+/// [`IDLE_BOUND`].
+fn idle_power(source: &dyn TelemetrySource) -> Result<f64, String> {
+    let start = Instant::now();
+    let first = source.read_energy_mj()?;
+    let mut readings = vec![CounterReading {
+        at_s: 0.0,
+        energy_mj: first,
+    }];
+    let mut steps = 0;
+    while steps < 2 && start.elapsed() < IDLE_BOUND {
+        std::thread::sleep(Duration::from_millis(1));
+        let energy_mj = source.read_energy_mj()?;
+        if energy_mj != readings[readings.len() - 1].energy_mj {
+            steps += 1;
+        }
+        readings.push(CounterReading {
+            at_s: start.elapsed().as_secs_f64(),
+            energy_mj,
+        });
+    }
+    energy::idle_power(&readings)
 }

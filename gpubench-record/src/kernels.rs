@@ -192,6 +192,10 @@ pub struct KernelMeasurement {
     /// Exact counts per call, from the process that profiled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters: Option<Counters>,
+    /// The L2 cache the kernel timer's calls started with; absent in older records
+    /// (warm there: graph replays ran back to back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2: Option<crate::measurement::L2State>,
 }
 
 /// A table of one call from `(name, kind, launches, total ns)` over `calls` calls:

@@ -286,6 +286,10 @@ pub struct SampleClock {
     /// Throttled: left out of the statistics.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub throttled: bool,
+    /// The board's power limit held the clock down (NVML's software power cap was
+    /// among the slowdown reasons): the sample ran power-capped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub power_capped: bool,
 }
 
 impl Sample {
@@ -547,6 +551,39 @@ pub struct Measurement {
     /// Why there is no [`Measurement::memory_peak`] though it was asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_peak_unavailable: Option<String>,
+    /// The L2 cache the samples' timers (wall, host, device) ran with; absent in
+    /// older records (flushed there when the config's `flush_l2` is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2: Option<L2State>,
+    /// Energy per call from the GPU's energy counter; absent without one (the
+    /// CPU, no NVML) and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<crate::energy::EnergyMeasurement>,
+    /// Why there is no energy measurement, when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_unavailable: Option<String>,
+}
+
+/// The state of the L2 cache when a timer's calls started (`--flush-l2` flushes it
+/// before every timed call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum L2State {
+    /// Whatever the previous call left in it.
+    Warm,
+    /// Flushed before each call.
+    Flushed,
+}
+
+impl L2State {
+    /// The state `--flush-l2` (`flush`) asks for.
+    pub fn of(flush: bool) -> Self {
+        if flush {
+            L2State::Flushed
+        } else {
+            L2State::Warm
+        }
+    }
 }
 
 impl Measurement {

@@ -70,6 +70,9 @@ pub fn measurement(device_ns: f64) -> Measurement {
         kernel_unavailable: None,
         memory_peak: None,
         memory_peak_unavailable: None,
+        l2: None,
+        energy: None,
+        energy_unavailable: None,
         memory_growth: None,
     }
 }

@@ -516,6 +516,7 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                     Vec::new()
                 },
                 counters: if p == 0 { entry.counters } else { None },
+                l2: None,
             });
             let samples = (0..s.wall_ns.len())
                 .map(|i| Sample {
@@ -532,6 +533,7 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                             sm_mhz,
                             temperature_c: None,
                             throttled: false,
+                            power_capped: false,
                         }),
                 })
                 .collect();
@@ -552,6 +554,9 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                     kernel_unavailable: None,
                     memory_peak: None,
                     memory_peak_unavailable: None,
+                    l2: None,
+                    energy: None,
+                    energy_unavailable: None,
                     memory_growth: s.memory.and_then(|m| m.growth),
                 }),
                 ..Round::first(entry.fingerprint.timestamp.clone())

@@ -782,6 +782,7 @@ fn clock_at(r: &mut RawRecord, sm_mhz: u32) {
                 sm_mhz,
                 temperature_c: Some(60),
                 throttled: false,
+                power_capped: false,
             });
         }
     }

@@ -99,6 +99,7 @@ fn throttled_samples_and_other_processes_are_flagged_and_counted() {
             sm_mhz: if i < 3 { 1000 } else { 1980 },
             temperature_c: Some(50 + i as u32 % 7),
             throttled: i < 3,
+            power_capped: false,
         });
         if i < 3 {
             // Throttled samples are slow: left in, they would move the figure.
@@ -284,7 +285,11 @@ const WIRE_KEYS: &[&str] = &[
     "max_temperature_c",
     "other_processes",
     "telemetry_unavailable",
+    "power_capped",
+    "energy_unavailable",
     "host_cpus",
+    "energy",
+    "peak",
 ];
 
 fn part<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
@@ -325,6 +330,23 @@ fn full_summary() -> BenchmarkSummary {
         "threads_from": "libtorch", "processes": 1, "contended_processes": 0,
         "most_others_runnable": 0, "working_threads": 4
     })));
+    s.conditions.power_capped = Some(part(serde_json::json!(
+        {"share": 0.97, "samples": 40, "power_limit_w": 700.0}
+    )));
+    s.conditions.energy_unavailable = Some("no GPU telemetry".into());
+    s.energy = Some(part(serde_json::json!({
+        "joules_per_call": 1.16, "per_process_joules": [1.16], "power_w": 709.0,
+        "idle_w": 83.0, "windows": 3, "window_s": 0.3, "steps": 9, "window_spread": 0.01
+    })));
+    s.peak = crate::peaks::PeakShare::of(
+        "NVIDIA H200",
+        Throughput::Flops(2.0 * 8192f64.powi(3)),
+        1.395e6,
+        Some("bf16"),
+        Some(1707.0),
+        None,
+    );
+    assert!(s.peak.is_some());
     s
 }
 

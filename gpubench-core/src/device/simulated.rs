@@ -56,6 +56,62 @@ struct Queue {
     /// Whether the profiler has run, and graph replays since it first did.
     profiled: bool,
     replays_after_profiling: u64,
+    /// The energy counter.
+    energy: SimEnergy,
+}
+
+/// The simulated board's power with nothing running, W.
+pub const SIMULATED_IDLE_W: f64 = 80.0;
+/// Its power while work runs, W.
+pub const SIMULATED_BUSY_W: f64 = 400.0;
+/// How often its energy counter steps, as NVML's does on an H200.
+pub const SIMULATED_ENERGY_STEP: Duration = Duration::from_millis(100);
+
+/// A total-energy counter that steps every [`SIMULATED_ENERGY_STEP`]: the energy
+/// drawn at [`SIMULATED_IDLE_W`], and [`SIMULATED_BUSY_W`] while work runs, up to its
+/// last step.
+#[derive(Debug)]
+struct SimEnergy {
+    started: Instant,
+    /// The energy is integrated up to here, J.
+    until: Instant,
+    joules: f64,
+    /// Steps taken, and the counter at the last one, mJ.
+    steps: u32,
+    counter_mj: u64,
+}
+
+impl SimEnergy {
+    fn new(now: Instant) -> Self {
+        SimEnergy {
+            started: now,
+            until: now,
+            joules: 0.0,
+            steps: 0,
+            counter_mj: 0,
+        }
+    }
+
+    /// Integrates to `to` with the device busy until `busy_until` (work runs
+    /// without a gap from the last update to then), stepping at each step's time.
+    fn advance(&mut self, to: Instant, busy_until: Instant) {
+        loop {
+            let next = self.started + SIMULATED_ENERGY_STEP * (self.steps + 1);
+            let end = next.min(to);
+            if end > self.until {
+                let span = (end - self.until).as_secs_f64();
+                let busy = busy_until.min(end).saturating_duration_since(self.until);
+                self.joules +=
+                    SIMULATED_IDLE_W * span + (SIMULATED_BUSY_W - SIMULATED_IDLE_W) * busy.as_secs_f64();
+                self.until = end;
+            }
+            if next > to {
+                return;
+            }
+            self.steps += 1;
+            self.counter_mj = (self.joules * 1e3) as u64;
+        }
+    }
 }
 
 /// A device with a single in-order queue, timed with the host clock.
@@ -89,6 +145,7 @@ impl SimulatedDevice {
                 workspace: (0, false),
                 profiled: false,
                 replays_after_profiling: 0,
+                energy: SimEnergy::new(Instant::now()),
             }),
         }
     }
@@ -134,6 +191,8 @@ impl SimulatedDevice {
         if let Some((kernels, _)) = &mut q.profile {
             kernels.push((name.to_string(), work));
         }
+        let busy_until = q.busy_until;
+        q.energy.advance(now, busy_until);
         q.busy_until = q.busy_until.max(now) + work;
     }
 
@@ -249,6 +308,15 @@ impl SimulatedDevice {
     /// Whether work is being captured into a graph now.
     pub fn is_capturing(&self) -> bool {
         self.queue().capturing.is_some()
+    }
+
+    /// The energy counter, mJ: it steps every [`SIMULATED_ENERGY_STEP`], as NVML's
+    /// total-energy counter does.
+    pub fn energy_mj(&self) -> u64 {
+        let mut q = self.queue();
+        let busy_until = q.busy_until;
+        q.energy.advance(Instant::now(), busy_until);
+        q.energy.counter_mj
     }
 
     /// How many times the cache was flushed (`--flush-l2`).

@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use gpubench_record::kernels;
 use gpubench_record::kernels::{ActivityKind, Counters, KernelMeasurement, KernelMethod};
+use gpubench_record::measurement::L2State;
 
 use super::{Engine, Workload};
 use crate::device::DeviceProfile;
@@ -32,6 +33,9 @@ pub(crate) const CAPTURES: usize = 4;
 pub(crate) const SAMPLES_PER_CAPTURE: usize = 5;
 /// Profiled stretches per process when the routine cannot be captured.
 const PROFILER_SAMPLES: usize = 5;
+/// Most replays one kernel-time sample makes with `--flush-l2`, each after a flush
+/// and timed on its own.
+const FLUSHED_REPLAYS: u32 = 200;
 
 /// `calls` rounded up to whole cycles of `cycle` calls; as it is when a cycle is
 /// longer than [`MAX_CYCLE`] calls, which would make the stretch too long.
@@ -65,10 +69,15 @@ impl Engine<'_> {
         // the measured call time, which moves from process to process, and a part of
         // a cycle would count, and time, a different mix of inputs in each.
         let cycle = workload.cycle();
-        let k = capped_whole_cycles(
-            ((GRAPH_WORK_NS / per_iter_ns.max(1.0)).round() as u64).clamp(1, 1000),
-            cycle,
-        );
+        // With --flush-l2 a graph holds one call, so a flush can come before each.
+        let k = if self.config.flush_l2 {
+            1
+        } else {
+            capped_whole_cycles(
+                ((GRAPH_WORK_NS / per_iter_ns.max(1.0)).round() as u64).clamp(1, 1000),
+                cycle,
+            )
+        };
         // A device without kernel timing says so before any inputs are made.
         let replayed = self.captured_samples(workload, k)?;
         let calls = capped_whole_cycles(
@@ -101,6 +110,7 @@ impl Engine<'_> {
                 samples_ns,
                 kernels: table,
                 counters,
+                l2: Some(L2State::of(self.config.flush_l2)),
             }),
             Err(why) => {
                 let mut samples = Vec::with_capacity(PROFILER_SAMPLES);
@@ -117,6 +127,8 @@ impl Engine<'_> {
                     samples_ns: samples,
                     kernels: table,
                     counters,
+                    // The profiled stretch runs its calls back to back.
+                    l2: Some(L2State::Warm),
                 })
             }
         }
@@ -208,7 +220,12 @@ impl Engine<'_> {
         self.device.capture_replay(1)?;
         self.device.synchronize();
         let one = self.timed_replays(1)?;
-        let replays = ((SAMPLE_WORK_NS / one.max(1.0)).round() as u32).clamp(1, 10_000);
+        let most = if self.config.flush_l2 {
+            FLUSHED_REPLAYS
+        } else {
+            10_000
+        };
+        let replays = ((SAMPLE_WORK_NS / one.max(1.0)).round() as u32).clamp(1, most);
         let mut samples = Vec::with_capacity(SAMPLES_PER_CAPTURE);
         for _ in 0..SAMPLES_PER_CAPTURE {
             samples.push(self.timed_replays(replays)? / (replays as f64 * k as f64));
@@ -216,8 +233,23 @@ impl Engine<'_> {
         Ok(samples)
     }
 
-    /// Device time of `replays` back-to-back replays of the captured graph, ns.
+    /// Device time of `replays` replays of the captured graph, ns: back to back, or
+    /// with `--flush-l2` one at a time after a flush with only the replays timed, so
+    /// kernel time starts each call with a cold L2 as the device timer does.
     fn timed_replays(&self, replays: u32) -> Result<f64, String> {
+        if !self.config.flush_l2 {
+            return self.timed_replay_run(replays);
+        }
+        let mut total = 0.0;
+        for _ in 0..replays {
+            self.device.flush_cache();
+            total += self.timed_replay_run(1)?;
+        }
+        Ok(total)
+    }
+
+    /// Device time of `replays` back-to-back replays of the captured graph, ns.
+    fn timed_replay_run(&self, replays: u32) -> Result<f64, String> {
         let mut result = Ok(());
         let timed = self.bracket(|| {
             result = self.device.capture_replay(replays);

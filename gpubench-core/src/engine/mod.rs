@@ -12,14 +12,15 @@ use gpubench_analysis::memory_trace;
 use gpubench_analysis::sampling::StoppingRule;
 use gpubench_analysis::stats::median;
 use gpubench_record::measurement::{
-    ColdCall, Flag, Measurement, MeasurementConfig, MemoryGrowth, MemoryStats, NaiveLoop, RunMode,
-    Sample, StopReason, Throughput, WarmupPoint,
+    ColdCall, Flag, L2State, Measurement, MeasurementConfig, MemoryGrowth, MemoryStats, NaiveLoop,
+    RunMode, Sample, StopReason, Throughput, WarmupPoint,
 };
 use gpubench_record::memory_snapshot::PeakMemory;
 
 use crate::device::{DeviceBackend, DeviceTimer};
 use crate::telemetry::Telemetry;
 
+mod energy;
 #[cfg(test)]
 mod growth_tests;
 pub(crate) mod kernels;
@@ -198,6 +199,9 @@ impl<'a> Engine<'a> {
                 kernel_unavailable: None,
                 memory_peak: None,
                 memory_peak_unavailable: None,
+                l2: Some(L2State::of(self.config.flush_l2)),
+                energy: None,
+                energy_unavailable: None,
             };
         }
         let (warmup, estimate_ns) = self.warm_up(workload);
@@ -297,6 +301,10 @@ impl<'a> Engine<'a> {
         } else {
             (None, None)
         };
+        let (energy, energy_unavailable) = match self.energy(workload, &samples) {
+            Ok(e) => (Some(e), None),
+            Err(why) => (None, Some(why)),
+        };
         let (kernel, kernel_unavailable) =
             match self.kernel_measurement(workload, busy, options.diagnostics) {
                 Ok(k) => (Some(k), None),
@@ -318,6 +326,9 @@ impl<'a> Engine<'a> {
             kernel_unavailable,
             memory_peak,
             memory_peak_unavailable,
+            l2: Some(L2State::of(self.config.flush_l2)),
+            energy,
+            energy_unavailable,
         }
     }
 

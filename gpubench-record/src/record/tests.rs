@@ -100,6 +100,7 @@ fn clocked(sm_mhz: u32, throttled: bool) -> Option<SampleClock> {
         sm_mhz,
         temperature_c: Some(60),
         throttled,
+        power_capped: false,
     })
 }
 

@@ -47,6 +47,9 @@ impl RecordBuilder {
                 memory_growth: None,
                 memory_peak: None,
                 memory_peak_unavailable: None,
+                l2: None,
+                energy: None,
+                energy_unavailable: None,
             }),
             ..Round::first(MEASURED_AT.into())
         };

@@ -157,6 +157,7 @@ mod tests {
                 sm_mhz: if i == 7 { 900 } else { 1980 },
                 temperature_c: Some(40 + i as u32),
                 throttled: i == 7,
+                power_capped: false,
             });
         }
         let (clock, temperature, caption) = clock_plots(&r).unwrap();

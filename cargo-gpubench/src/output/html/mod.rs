@@ -23,7 +23,7 @@ mod input;
 
 mod kernels;
 mod parallel;
-mod peaks;
+use gpubench_analysis::peaks;
 pub mod run_report;
 mod templates;
 mod view;

@@ -159,7 +159,7 @@ fn run_environment(f: &Fingerprint, known: &[&Fingerprint]) -> Vec<(String, Stri
 fn peaks_line(name: &str) -> Option<String> {
     let p = device_peaks(name)?;
     let flops: Vec<String> = p
-        .tflops
+        .dense_tflops
         .iter()
         .map(|(d, tf)| format!("{d} {tf} TFLOP/s"))
         .collect();

@@ -1,0 +1,458 @@
+//! Published peak rates of known GPU models, as data: dense and sparse tensor-core
+//! peaks kept apart, the SM clock the peaks assume, the memory bandwidth and the
+//! memory clock it assumes, and the data sheet each comes from; and a benchmark's
+//! rate as a share of the peak scaled to the clock it ran at ([`PeakShare`]).
+//!
+//! Many published tables mix dense and sparse (2:4 structured sparsity, twice the
+//! dense figure) peaks; a dense matmul is measured against the dense one. A device
+//! that is not listed gets no share rather than a guess.
+
+use serde::{Deserialize, Serialize};
+
+use gpubench_record::measurement::Throughput;
+
+/// Peak rates of one device model.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DevicePeaks {
+    /// A name the table shows, e.g. `NVIDIA H100 SXM`.
+    pub model: &'static str,
+    /// The data sheet the figures come from (name and address).
+    pub source: &'static str,
+    /// Dense peak TFLOP/s per element type, e.g. `("bf16", 989.4)`.
+    pub dense_tflops: &'static [(&'static str, f64)],
+    /// Peak TFLOP/s with 2:4 structured sparsity, per element type (where the
+    /// tensor cores have it).
+    pub sparse_tflops: &'static [(&'static str, f64)],
+    /// The SM clock the FLOP/s peaks assume, MHz: the tensor-core peak is SMs ×
+    /// FLOP per clock per SM × this clock (132 × 4096 × 1830 MHz = 989.4 TFLOP/s
+    /// bf16 on an H100 or H200 SXM).
+    pub boost_sm_mhz: u32,
+    /// Peak memory bandwidth, GB/s (10^9 bytes per second).
+    pub memory_gb_s: f64,
+    /// The memory clock the bandwidth assumes, MHz, as NVML reports it, when known.
+    pub memory_mhz: Option<u32>,
+}
+
+impl DevicePeaks {
+    /// The dense peak TFLOP/s for `dtype` (case-insensitive, `bfloat16` = `bf16`).
+    pub fn tflops_for(&self, dtype: &str) -> Option<f64> {
+        lookup(self.dense_tflops, dtype)
+    }
+
+    /// The sparse peak TFLOP/s for `dtype`, where the tensor cores have one.
+    pub fn sparse_tflops_for(&self, dtype: &str) -> Option<f64> {
+        lookup(self.sparse_tflops, dtype)
+    }
+}
+
+fn lookup(table: &[(&str, f64)], dtype: &str) -> Option<f64> {
+    let key = normalise_dtype(dtype)?;
+    table.iter().find(|(d, _)| *d == key).map(|&(_, tf)| tf)
+}
+
+const HOPPER_SXM: &[(&str, f64)] = &[
+    ("fp64", 66.9),
+    ("fp32", 66.9),
+    ("tf32", 494.7),
+    ("bf16", 989.4),
+    ("fp16", 989.4),
+    ("fp8", 1978.9),
+];
+const HOPPER_SXM_SPARSE: &[(&str, f64)] = &[
+    ("tf32", 989.4),
+    ("bf16", 1978.9),
+    ("fp16", 1978.9),
+    ("fp8", 3957.8),
+];
+const HOPPER_NVL: &[(&str, f64)] = &[
+    ("fp64", 60.0),
+    ("fp32", 60.0),
+    ("tf32", 417.5),
+    ("bf16", 835.0),
+    ("fp16", 835.0),
+    ("fp8", 1670.5),
+];
+const HOPPER_NVL_SPARSE: &[(&str, f64)] = &[
+    ("tf32", 835.0),
+    ("bf16", 1671.0),
+    ("fp16", 1671.0),
+    ("fp8", 3341.0),
+];
+const H100_PCIE: &[(&str, f64)] = &[
+    ("fp64", 51.2),
+    ("fp32", 51.2),
+    ("tf32", 378.0),
+    ("bf16", 756.0),
+    ("fp16", 756.0),
+    ("fp8", 1513.0),
+];
+const H100_PCIE_SPARSE: &[(&str, f64)] = &[
+    ("tf32", 756.0),
+    ("bf16", 1513.0),
+    ("fp16", 1513.0),
+    ("fp8", 3026.0),
+];
+const AMPERE_A100: &[(&str, f64)] = &[
+    ("fp64", 19.5),
+    ("fp32", 19.5),
+    ("tf32", 156.0),
+    ("bf16", 312.0),
+    ("fp16", 312.0),
+];
+const AMPERE_A100_SPARSE: &[(&str, f64)] = &[("tf32", 312.0), ("bf16", 624.0), ("fp16", 624.0)];
+
+const H200_SOURCE: &str =
+    "NVIDIA H200 Tensor Core GPU data sheet, https://www.nvidia.com/en-us/data-center/h200/";
+const H100_SOURCE: &str =
+    "NVIDIA H100 Tensor Core GPU data sheet, https://www.nvidia.com/en-us/data-center/h100/";
+const A100_SOURCE: &str =
+    "NVIDIA A100 Tensor Core GPU data sheet, https://www.nvidia.com/en-us/data-center/a100/";
+
+/// Known devices, most specific name first: the first entry whose every pattern
+/// occurs in the device name wins. The NVL and PCIe boards' clocks are the ones
+/// their data-sheet figures imply (132 or 114 SMs × 4096 bf16 FLOP per clock).
+const KNOWN: &[(&[&str], DevicePeaks)] = &[
+    (
+        &["H200", "NVL"],
+        DevicePeaks {
+            model: "NVIDIA H200 NVL",
+            source: H200_SOURCE,
+            dense_tflops: HOPPER_NVL,
+            sparse_tflops: HOPPER_NVL_SPARSE,
+            boost_sm_mhz: 1545,
+            memory_gb_s: 4800.0,
+            memory_mhz: None,
+        },
+    ),
+    (
+        &["H200"],
+        DevicePeaks {
+            model: "NVIDIA H200 SXM",
+            source: H200_SOURCE,
+            dense_tflops: HOPPER_SXM,
+            sparse_tflops: HOPPER_SXM_SPARSE,
+            boost_sm_mhz: 1830,
+            memory_gb_s: 4800.0,
+            memory_mhz: None,
+        },
+    ),
+    (
+        &["H100", "NVL"],
+        DevicePeaks {
+            model: "NVIDIA H100 NVL",
+            source: H100_SOURCE,
+            dense_tflops: HOPPER_NVL,
+            sparse_tflops: HOPPER_NVL_SPARSE,
+            boost_sm_mhz: 1545,
+            memory_gb_s: 3900.0,
+            memory_mhz: None,
+        },
+    ),
+    (
+        &["H100", "PCIe"],
+        DevicePeaks {
+            model: "NVIDIA H100 PCIe",
+            source: H100_SOURCE,
+            dense_tflops: H100_PCIE,
+            sparse_tflops: H100_PCIE_SPARSE,
+            boost_sm_mhz: 1620,
+            memory_gb_s: 2000.0,
+            memory_mhz: None,
+        },
+    ),
+    (
+        &["H100"],
+        DevicePeaks {
+            model: "NVIDIA H100 SXM",
+            source: H100_SOURCE,
+            dense_tflops: HOPPER_SXM,
+            sparse_tflops: HOPPER_SXM_SPARSE,
+            boost_sm_mhz: 1830,
+            memory_gb_s: 3350.0,
+            memory_mhz: Some(2619),
+        },
+    ),
+    (
+        &["A100", "80GB"],
+        DevicePeaks {
+            model: "NVIDIA A100 80GB",
+            source: A100_SOURCE,
+            dense_tflops: AMPERE_A100,
+            sparse_tflops: AMPERE_A100_SPARSE,
+            boost_sm_mhz: 1410,
+            memory_gb_s: 2039.0,
+            memory_mhz: Some(1593),
+        },
+    ),
+    (
+        &["A100"],
+        DevicePeaks {
+            model: "NVIDIA A100 40GB",
+            source: A100_SOURCE,
+            dense_tflops: AMPERE_A100,
+            sparse_tflops: AMPERE_A100_SPARSE,
+            boost_sm_mhz: 1410,
+            memory_gb_s: 1555.0,
+            memory_mhz: Some(1215),
+        },
+    ),
+];
+
+/// The peaks of the device named `name` (as CUDA reports it, e.g. `NVIDIA H200`),
+/// or `None` for a device not in the table.
+pub fn device_peaks(name: &str) -> Option<&'static DevicePeaks> {
+    KNOWN
+        .iter()
+        .find(|(patterns, _)| patterns.iter().all(|p| name.contains(p)))
+        .map(|(_, peaks)| peaks)
+}
+
+/// The canonical spelling of an element type, or `None` when it is not one.
+pub fn normalise_dtype(dtype: &str) -> Option<&'static str> {
+    Some(match dtype.to_ascii_lowercase().as_str() {
+        "bf16" | "bfloat16" => "bf16",
+        "fp16" | "f16" | "half" | "float16" => "fp16",
+        "tf32" => "tf32",
+        "fp32" | "f32" | "float" | "float32" => "fp32",
+        "fp64" | "f64" | "double" | "float64" => "fp64",
+        "fp8" | "f8" | "e4m3" | "e5m2" | "float8" => "fp8",
+        _ => return None,
+    })
+}
+
+/// The element type a benchmark id names, e.g. `matmul_bf16/4096` → `bf16`: the last
+/// `_`, `/`, `-`, `:` or `.`-separated token that is one.
+pub fn dtype_from_id(id: &str) -> Option<&'static str> {
+    id.split(['_', '/', '-', ':', '.', ' ', '(', ')', ','])
+        .filter_map(normalise_dtype)
+        .next_back()
+}
+
+/// A benchmark's rate as a share of its device's peak, the peak scaled to the
+/// clock it ran at (the run summary's `peak`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeakShare {
+    /// The device model the peak is of.
+    pub model: String,
+    /// The data sheet the peak comes from.
+    pub source: String,
+    /// `flops` or `bytes`: which peak.
+    pub kind: PeakKind,
+    /// The element type of a FLOP/s peak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    /// The rate at the primary estimate, per second (FLOP/s or B/s).
+    pub rate_per_s: f64,
+    /// The data sheet's peak, per second: dense for FLOP/s.
+    pub datasheet_peak_per_s: f64,
+    /// The clock the data sheet's peak assumes, MHz (SM clock for FLOP/s, memory
+    /// clock for bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datasheet_clock_mhz: Option<f64>,
+    /// The clock measured while the samples ran, MHz (mean SM clock for FLOP/s,
+    /// memory clock for bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_clock_mhz: Option<f64>,
+    /// The peak scaled to the measured clock, per second; the data sheet's when the
+    /// clock is unknown (see `unscaled`).
+    pub peak_per_s: f64,
+    /// `rate_per_s / peak_per_s` (0.62: 62% of the peak at the clock it ran).
+    pub share: f64,
+    /// The rate as a share of the data sheet's peak itself.
+    pub share_of_datasheet: f64,
+    /// Why the peak is not scaled, when it is not (no clock read, or the data
+    /// sheet's clock not in the table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unscaled: Option<String>,
+}
+
+/// Which peak a [`PeakShare`] is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeakKind {
+    /// Dense tensor-core FLOP/s.
+    DenseFlops,
+    /// Memory bandwidth.
+    Bytes,
+}
+
+impl PeakShare {
+    /// The share of `throughput` at `ns_per_iter` on device `device_name`: FLOP/s
+    /// against the dense peak of `dtype` scaled to `sm_clock_mhz`, bytes against
+    /// the bandwidth scaled to `memory_clock_mhz`. `None` for a device or element
+    /// type not in the table, and for elements.
+    pub fn of(
+        device_name: &str,
+        throughput: Throughput,
+        ns_per_iter: f64,
+        dtype: Option<&str>,
+        sm_clock_mhz: Option<f64>,
+        memory_clock_mhz: Option<f64>,
+    ) -> Option<Self> {
+        let peaks = device_peaks(device_name)?;
+        let rate = throughput.rate(ns_per_iter);
+        if !(rate.is_finite() && rate > 0.0) {
+            return None;
+        }
+        let (kind, dtype, datasheet, assumed, measured, what) = match throughput {
+            Throughput::Flops(_) => {
+                let dtype = dtype?;
+                (
+                    PeakKind::DenseFlops,
+                    Some(dtype.to_string()),
+                    peaks.tflops_for(dtype)? * 1e12,
+                    Some(f64::from(peaks.boost_sm_mhz)),
+                    sm_clock_mhz,
+                    "SM",
+                )
+            }
+            Throughput::Bytes(_) => (
+                PeakKind::Bytes,
+                None,
+                peaks.memory_gb_s * 1e9,
+                peaks.memory_mhz.map(f64::from),
+                memory_clock_mhz,
+                "memory",
+            ),
+            Throughput::Elements(_) => return None,
+        };
+        let (peak, unscaled) = match (assumed, measured) {
+            (Some(a), Some(m)) if a > 0.0 && m > 0.0 => (datasheet * m / a, None),
+            (None, _) => (
+                datasheet,
+                Some(format!(
+                    "the {what} clock the data sheet's peak assumes is not in the table"
+                )),
+            ),
+            (Some(_), _) => (
+                datasheet,
+                Some(format!("the {what} clock was not read while it ran")),
+            ),
+        };
+        Some(PeakShare {
+            model: peaks.model.to_string(),
+            source: peaks.source.to_string(),
+            kind,
+            dtype,
+            rate_per_s: rate,
+            datasheet_peak_per_s: datasheet,
+            datasheet_clock_mhz: assumed,
+            measured_clock_mhz: measured,
+            peak_per_s: peak,
+            share: rate / peak,
+            share_of_datasheet: rate / datasheet,
+            unscaled,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_devices_have_peaks_and_unknown_ones_none() {
+        let h200 = device_peaks("NVIDIA H200").unwrap();
+        assert_eq!(h200.tflops_for("bfloat16"), Some(989.4));
+        assert_eq!(h200.sparse_tflops_for("bf16"), Some(1978.9));
+        assert_eq!(h200.sparse_tflops_for("fp64"), None);
+        assert!(h200.source.contains("H200"));
+        assert_eq!(
+            device_peaks("NVIDIA H100 PCIe").unwrap().model,
+            "NVIDIA H100 PCIe"
+        );
+        assert_eq!(
+            device_peaks("NVIDIA H100 80GB HBM3").unwrap().model,
+            "NVIDIA H100 SXM"
+        );
+        assert!(device_peaks("AMD EPYC 7B13").is_none());
+        assert!(device_peaks("NVIDIA GeForce RTX 4090").is_none());
+        assert_eq!(h200.tflops_for("int8"), None);
+    }
+
+    /// Every model's sparse peak is twice its dense one, and its bf16 dense peak is
+    /// its SMs × 4096 (Hopper) or 2048 (Ampere) FLOP per clock at its clock.
+    #[test]
+    fn the_table_keeps_dense_and_sparse_apart_and_matches_its_clock() {
+        for (_, p) in KNOWN {
+            for &(dtype, sparse) in p.sparse_tflops {
+                let dense = p.tflops_for(dtype).unwrap();
+                assert!((sparse / dense - 2.0).abs() < 0.01, "{} {dtype}", p.model);
+            }
+            let (sms, per_clock) = match p.model {
+                m if m.contains("A100") => (108.0, 2048.0),
+                m if m.contains("PCIe") => (114.0, 4096.0),
+                _ => (132.0, 4096.0),
+            };
+            let implied = sms * per_clock * f64::from(p.boost_sm_mhz) * 1e6 / 1e12;
+            let bf16 = p.tflops_for("bf16").unwrap();
+            assert!((implied / bf16 - 1.0).abs() < 0.01, "{}: {implied}", p.model);
+        }
+    }
+
+    #[test]
+    fn dtype_is_read_from_ids() {
+        assert_eq!(dtype_from_id("matmul_bf16/4096"), Some("bf16"));
+        assert_eq!(dtype_from_id("gemm/f32"), Some("fp32"));
+        assert_eq!(dtype_from_id("softmax/4096"), None);
+        assert_eq!(dtype_from_id("halfway"), None);
+    }
+
+    /// An 8192² bf16 matmul (2·8192³ FLOP) in 1.395 ms at a measured 1707 MHz, by
+    /// hand: 788.2 TFLOP/s against 989.4 × 1707 / 1830 = 922.9 TFLOP/s is 85.4%.
+    #[test]
+    fn the_share_is_the_hand_computation_at_the_measured_clock() {
+        let flops = 2.0 * 8192f64.powi(3);
+        let s = PeakShare::of(
+            "NVIDIA H200",
+            Throughput::Flops(flops),
+            1.395e6,
+            Some("bf16"),
+            Some(1707.0),
+            None,
+        )
+        .unwrap();
+        let by_hand = (flops / 1.395e-3) / (989.4e12 * 1707.0 / 1830.0);
+        assert!((s.share / by_hand - 1.0).abs() < 0.01, "{} vs {by_hand}", s.share);
+        assert!((s.share - 0.854).abs() < 0.001, "{}", s.share);
+        assert!((s.share_of_datasheet - 0.7966).abs() < 0.001);
+        assert_eq!(s.kind, PeakKind::DenseFlops);
+        assert!(s.unscaled.is_none());
+        // No clock read: the data sheet's peak, and it says so.
+        let plain = PeakShare::of(
+            "NVIDIA H200",
+            Throughput::Flops(flops),
+            1.395e6,
+            Some("bf16"),
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(plain.share, plain.share_of_datasheet);
+        assert!(plain.unscaled.unwrap().contains("not read"));
+        // Bytes on an H200: its memory clock is not in the table.
+        let copy = PeakShare::of(
+            "NVIDIA H200",
+            Throughput::Bytes(2e9),
+            1e6,
+            None,
+            None,
+            Some(3201.0),
+        )
+        .unwrap();
+        assert!((copy.share - 2e12 / 4.8e12).abs() < 1e-9);
+        assert!(copy.unscaled.unwrap().contains("not in the table"));
+        let a100 = PeakShare::of(
+            "NVIDIA A100-SXM4-80GB",
+            Throughput::Bytes(1e9),
+            1e6,
+            None,
+            None,
+            Some(1593.0 / 2.0),
+        )
+        .unwrap();
+        assert!((a100.share - 1e12 / (2039e9 / 2.0)).abs() < 1e-9);
+        assert!(PeakShare::of("NVIDIA H200", Throughput::Flops(1e9), 1e6, None, None, None).is_none());
+        assert!(PeakShare::of("AMD EPYC", Throughput::Bytes(1e9), 1e6, None, None, None).is_none());
+    }
+}
