@@ -49,8 +49,7 @@ pub fn counted_steps(readings: &[CounterReading]) -> Result<(f64, f64, u32), Str
             edges.push((0.5 * (before.at_s + after.at_s), after.energy_mj));
         }
     }
-    let (Some(&(t_first, e_first)), Some(&(t_last, e_last))) = (edges.first(), edges.last())
-    else {
+    let (Some(&(t_first, e_first)), Some(&(t_last, e_last))) = (edges.first(), edges.last()) else {
         return Err("the energy counter never stepped while it was read".into());
     };
     let counted_s = t_last - t_first;
@@ -164,7 +163,13 @@ mod tests {
 
     /// A counter stepping every `step_s` at `watts`, read every `every_s` from `from_s`
     /// to `to_s` (the counter's steps fall at multiples of `step_s`).
-    fn readings(watts: f64, step_s: f64, every_s: f64, from_s: f64, to_s: f64) -> Vec<CounterReading> {
+    fn readings(
+        watts: f64,
+        step_s: f64,
+        every_s: f64,
+        from_s: f64,
+        to_s: f64,
+    ) -> Vec<CounterReading> {
         let mut out = Vec::new();
         let mut t = from_s;
         while t <= to_s {
@@ -200,7 +205,8 @@ mod tests {
         assert_eq!(steps, 8);
         assert!((j - 400.0 * 0.8).abs() < 1e-9);
         assert!((s - 0.8).abs() <= 0.03, "{s}");
-        let naive = (r.last().unwrap().energy_mj - r[0].energy_mj) as f64 / 1e3
+        let naive = (r.last().unwrap().energy_mj - r[0].energy_mj) as f64
+            / 1e3
             / (r.last().unwrap().at_s - r[0].at_s);
         assert!((naive / 400.0 - 1.0).abs() > 0.02, "{naive}");
     }
@@ -265,7 +271,11 @@ mod tests {
         assert_eq!(s.idle_w, Some(80.0));
         // Only the first process spreads: (0.02² · 2) / (9 − 3).
         assert!((s.window_spread - (0.0008f64 / 6.0).sqrt()).abs() < 1e-6);
-        assert!((s.power_w - 1.04 * 100.0 / 0.35).abs() < 1e-6, "{}", s.power_w);
+        assert!(
+            (s.power_w - 1.04 * 100.0 / 0.35).abs() < 1e-6,
+            "{}",
+            s.power_w
+        );
         let none = gpubench_record::testing::measurement(1e6);
         assert!(EnergySummary::of([&none]).is_none());
     }

@@ -386,8 +386,26 @@ mod tests {
             };
             let implied = sms * per_clock * f64::from(p.boost_sm_mhz) * 1e6 / 1e12;
             let bf16 = p.tflops_for("bf16").unwrap();
-            assert!((implied / bf16 - 1.0).abs() < 0.01, "{}: {implied}", p.model);
+            assert!(
+                (implied / bf16 - 1.0).abs() < 0.01,
+                "{}: {implied}",
+                p.model
+            );
         }
+    }
+
+    /// Where the table has the memory clock, the bandwidth is a 5120-bit HBM bus at
+    /// twice that clock (double data rate).
+    #[test]
+    fn the_memory_clock_matches_the_bandwidth() {
+        let mut checked = 0;
+        for (_, p) in KNOWN {
+            let Some(mhz) = p.memory_mhz else { continue };
+            let gb_s = 5120.0 / 8.0 * 2.0 * f64::from(mhz) * 1e6 / 1e9;
+            assert!((gb_s / p.memory_gb_s - 1.0).abs() < 0.005, "{}: {gb_s}", p.model);
+            checked += 1;
+        }
+        assert_eq!(checked, 3);
     }
 
     #[test]
@@ -413,7 +431,11 @@ mod tests {
         )
         .unwrap();
         let by_hand = (flops / 1.395e-3) / (989.4e12 * 1707.0 / 1830.0);
-        assert!((s.share / by_hand - 1.0).abs() < 0.01, "{} vs {by_hand}", s.share);
+        assert!(
+            (s.share / by_hand - 1.0).abs() < 0.01,
+            "{} vs {by_hand}",
+            s.share
+        );
         assert!((s.share - 0.854).abs() < 0.001, "{}", s.share);
         assert!((s.share_of_datasheet - 0.7966).abs() < 0.001);
         assert_eq!(s.kind, PeakKind::DenseFlops);
@@ -452,7 +474,9 @@ mod tests {
         )
         .unwrap();
         assert!((a100.share - 1e12 / (2039e9 / 2.0)).abs() < 1e-9);
-        assert!(PeakShare::of("NVIDIA H200", Throughput::Flops(1e9), 1e6, None, None, None).is_none());
+        assert!(
+            PeakShare::of("NVIDIA H200", Throughput::Flops(1e9), 1e6, None, None, None).is_none()
+        );
         assert!(PeakShare::of("AMD EPYC", Throughput::Bytes(1e9), 1e6, None, None, None).is_none());
     }
 }

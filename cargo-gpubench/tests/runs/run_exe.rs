@@ -614,6 +614,75 @@ fn the_json_summary_and_the_records_match_their_schemas() {
     assert!(!record_schema.is_valid(&record));
 }
 
+/// Energy, the power cap, % of peak and the L2 regimes, which a CPU run lacks, as
+/// the harness and the summary write them, match the schemas too (and a wrong one
+/// does not).
+#[test]
+fn energy_power_cap_and_peak_match_their_schemas() {
+    use gpubench_analysis::energy::EnergySummary;
+    use gpubench_analysis::peaks::PeakShare;
+    use gpubench_analysis::summary::PowerCapped;
+    use gpubench_record::energy::{EnergyMeasurement, EnergyWindow};
+    use gpubench_record::measurement::{L2State, Throughput};
+
+    let summary_schema = schema("run-summary.schema.json");
+    let record_schema = schema("record.schema.json");
+    let fake = Fake::new();
+    let ran = run(fake.command().args(["--format", "json", "passes"])).expect_code(0);
+    let mut doc: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let run_dir = std::path::PathBuf::from(doc["run_dir"].as_str().unwrap());
+    let file = doc["benchmarks"][0]["record"].as_str().unwrap().to_string();
+    let mut record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join(file)).unwrap()).unwrap();
+
+    let window = EnergyWindow {
+        calls: 250,
+        synced_s: 0.36,
+        counted_s: 0.3,
+        steps: 3,
+        energy_j: 210.0,
+    };
+    let energy = EnergyMeasurement {
+        windows: vec![window; 3],
+        idle_w: Some(83.0),
+        idle_unavailable: None,
+    };
+    let m = &mut record["rounds"][0]["measurement"];
+    m["energy"] = serde_json::to_value(&energy).unwrap();
+    m["l2"] = serde_json::to_value(L2State::Flushed).unwrap();
+    m["samples"][0]["clock"] = serde_json::json!({"sm_mhz": 1707, "power_capped": true});
+    m["kernel"] = serde_json::json!({"method": "graph_replay", "samples_ns": [1.0], "l2": "flushed"});
+    assert_valid(&record_schema, &record, "a record with energy");
+    let mut wrong = record.clone();
+    wrong["rounds"][0]["measurement"]["l2"] = "lukewarm".into();
+    assert!(!record_schema.is_valid(&wrong));
+
+    let mut typed = gpubench_record::testing::measurement(1e6);
+    typed.energy = Some(energy);
+    let s = &mut doc["benchmarks"][0]["summary"];
+    s["energy"] = serde_json::to_value(EnergySummary::of([&typed]).unwrap()).unwrap();
+    s["power_capped"] = serde_json::to_value(PowerCapped {
+        share: 0.97,
+        samples: 40,
+        power_limit_w: Some(700.0),
+    })
+    .unwrap();
+    s["energy_unavailable"] = "no GPU telemetry, so no energy counter".into();
+    let peak = PeakShare::of(
+        "NVIDIA H200",
+        Throughput::Flops(2.0 * 8192f64.powi(3)),
+        1.395e6,
+        Some("bf16"),
+        Some(1707.0),
+        None,
+    );
+    s["peak"] = serde_json::to_value(peak.unwrap()).unwrap();
+    assert_valid(&summary_schema, &doc, "a summary with energy");
+    let mut wrong = doc.clone();
+    wrong["benchmarks"][0]["summary"]["power_capped"]["share"] = "97%".into();
+    assert!(!summary_schema.is_valid(&wrong));
+}
+
 #[test]
 fn partitions_split_the_selection_and_runs_record_their_part() {
     let mut ran_ids = Vec::new();

@@ -101,8 +101,8 @@ impl SimEnergy {
             if end > self.until {
                 let span = (end - self.until).as_secs_f64();
                 let busy = busy_until.min(end).saturating_duration_since(self.until);
-                self.joules +=
-                    SIMULATED_IDLE_W * span + (SIMULATED_BUSY_W - SIMULATED_IDLE_W) * busy.as_secs_f64();
+                self.joules += SIMULATED_IDLE_W * span
+                    + (SIMULATED_BUSY_W - SIMULATED_IDLE_W) * busy.as_secs_f64();
                 self.until = end;
             }
             if next > to {

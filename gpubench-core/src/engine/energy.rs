@@ -42,11 +42,13 @@ impl Engine<'_> {
             .telemetry
             .ok_or_else(|| "no GPU telemetry, so no energy counter".to_string())?;
         telemetry.energy_mj()?;
+        // Device time per call when measured: the device's own pace, which a
+        // flushed sample's wall time (a flush and a sync per call) overstates.
         let per_call_ns = median(
             &samples
                 .iter()
                 .filter(|s| !s.throttled())
-                .map(Sample::per_iter_wall)
+                .map(Sample::per_iter_primary)
                 .collect::<Vec<_>>(),
         )
         .max(1.0);
@@ -183,7 +185,10 @@ mod tests {
         let device = Rc::new(SimulatedDevice::new());
         let telemetry = Telemetry::new(Rc::new(SimulatedBoard(Rc::clone(&device))));
         let idle = telemetry.idle_power_w.clone().expect("idle power");
-        assert!((idle / SIMULATED_IDLE_W - 1.0).abs() < 0.05, "{idle} W idle");
+        assert!(
+            (idle / SIMULATED_IDLE_W - 1.0).abs() < 0.05,
+            "{idle} W idle"
+        );
         let backend: Rc<dyn DeviceBackend> = device.clone();
         let mut b = Bencher::new("energy", backend, config());
         b.telemetry(Some(telemetry));
@@ -202,12 +207,18 @@ mod tests {
                 w.power_w()
             );
             let joules = w.joules_per_call();
-            assert!((joules / 0.08 - 1.0).abs() < 0.08, "{joules} J per call: {w:?}");
+            assert!(
+                (joules / 0.08 - 1.0).abs() < 0.08,
+                "{joules} J per call: {w:?}"
+            );
         }
         assert!(e.idle_w.is_some() && e.idle_unavailable.is_none());
         assert!(m.energy_unavailable.is_none());
         // Every sample was read with the power cap among the slowdown reasons.
-        assert!(m.samples.iter().all(|s| s.clock.is_some_and(|c| c.power_capped)));
+        assert!(m
+            .samples
+            .iter()
+            .all(|s| s.clock.is_some_and(|c| c.power_capped)));
     }
 
     #[test]
