@@ -8,7 +8,7 @@ use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::{Device, Nvml};
 
-use crate::telemetry::TelemetrySource;
+use crate::telemetry::{EnergyCounter, TelemetrySource};
 use gpubench_record::telemetry::{
     ClockReading, GpuProcess, GpuState, SlowdownReason, TelemetryReading,
 };
@@ -216,10 +216,30 @@ impl TelemetrySource for NvmlSource {
         clock_reading(&device)
     }
 
-    fn read_energy_mj(&self) -> Result<u64, String> {
+    fn energy_counter(&self) -> Result<Box<dyn EnergyCounter>, String> {
+        let mut counter = NvmlEnergy {
+            source: NvmlSource {
+                nvml: init()?,
+                locator: self.locator.clone(),
+            },
+        };
+        counter.read_mj()?;
+        Ok(Box::new(counter))
+    }
+}
+
+/// The GPU's total-energy counter through a handle of NVML's own, for a thread that
+/// polls it.
+struct NvmlEnergy {
+    source: NvmlSource,
+}
+
+impl EnergyCounter for NvmlEnergy {
+    fn read_mj(&mut self) -> Result<u64, String> {
         let device = self
+            .source
             .device()
-            .map_err(|e| format!("NVML lost GPU {}: {e}", self.describe()))?;
+            .map_err(|e| format!("NVML lost GPU {}: {e}", self.source.describe()))?;
         device
             .total_energy_consumption()
             .map_err(|e| format!("NVML failed to read the energy counter: {e}"))

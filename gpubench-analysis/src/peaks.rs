@@ -402,7 +402,11 @@ mod tests {
         for (_, p) in KNOWN {
             let Some(mhz) = p.memory_mhz else { continue };
             let gb_s = 5120.0 / 8.0 * 2.0 * f64::from(mhz) * 1e6 / 1e9;
-            assert!((gb_s / p.memory_gb_s - 1.0).abs() < 0.005, "{}: {gb_s}", p.model);
+            assert!(
+                (gb_s / p.memory_gb_s - 1.0).abs() < 0.005,
+                "{}: {gb_s}",
+                p.model
+            );
             checked += 1;
         }
         assert_eq!(checked, 3);

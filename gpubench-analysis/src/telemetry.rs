@@ -14,11 +14,19 @@ pub trait TelemetrySource {
     fn read(&self) -> Result<TelemetryReading, String>;
     /// The light reading taken after each sample.
     fn read_clock(&self) -> Result<ClockReading, String>;
-    /// The GPU's total-energy counter, mJ (it steps every ~100 ms; see
-    /// [`crate::energy`]); `Err` says why there is none.
-    fn read_energy_mj(&self) -> Result<u64, String> {
+    /// A reader of the GPU's total-energy counter, which a thread of its own can
+    /// poll while the calls run (see [`crate::energy`]); `Err` says why there is none.
+    fn energy_counter(&self) -> Result<Box<dyn EnergyCounter>, String> {
         Err("no energy counter".into())
     }
+}
+
+/// The GPU's total-energy counter (NVML's steps every ~100 ms on an H200), read from
+/// any thread: a read can take milliseconds (2.5 ms through NVML in a gVisor
+/// sandbox), so the harness polls it beside the thread that launches the calls.
+pub trait EnergyCounter: Send {
+    /// The counter, mJ; `Err` says why it could not be read.
+    fn read_mj(&mut self) -> Result<u64, String>;
 }
 
 /// The processes of `readings` that are not this one (`own_pid`), each once, in the

@@ -59,7 +59,7 @@ fn within(actual: f64, expected: f64, tolerance: f64) -> bool {
 
 /// Timing assertions on a shared machine: other processes can only make a run
 /// slower, so a check that holds in one of three runs shows the engine is right.
-fn in_one_of_three(mut attempt: impl FnMut() -> Result<(), String>) {
+pub(crate) fn in_one_of_three(mut attempt: impl FnMut() -> Result<(), String>) {
     let mut errors = Vec::new();
     for _ in 0..3 {
         match attempt() {
@@ -449,7 +449,7 @@ fn flush_l2_times_one_call_per_sample_after_a_flush() {
         dev.cache_flushes()
     );
     assert!(
-        kernel.samples_ns.iter().all(|&k| within(k, 50e3, 0.3)),
+        within(median(&kernel.samples_ns), 50e3, 0.1),
         "{:?}",
         kernel.samples_ns
     );

@@ -6,11 +6,12 @@
 //! driver have none, and the round only says why, quietly.
 
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use gpubench_analysis::energy::{self, CounterReading};
-use gpubench_analysis::telemetry::TelemetryLog;
 pub use gpubench_analysis::telemetry::TelemetrySource;
+use gpubench_analysis::telemetry::{EnergyCounter, TelemetryLog};
 use gpubench_record::measurement::SampleClock;
 use gpubench_record::record::Round;
 use gpubench_record::telemetry::{is_throttled, GpuState, SlowdownReason};
@@ -28,9 +29,11 @@ pub struct Telemetry {
     pub idle_power_w: Result<f64, String>,
 }
 
+/// Counter steps the idle power is counted over (about 200 ms on an H200).
+const IDLE_STEPS: u32 = 2;
 /// How long the idle power is read at most: a counter that steps every 100 ms
-/// steps twice well within it.
-const IDLE_BOUND: Duration = Duration::from_millis(400);
+/// steps three times well within it.
+const IDLE_BOUND: Duration = Duration::from_millis(600);
 
 impl Telemetry {
     /// Telemetry from `source`, reading its state and the idle power once.
@@ -44,9 +47,9 @@ impl Telemetry {
         }
     }
 
-    /// The GPU's energy counter, mJ; `Err` says why it cannot be read.
-    pub fn energy_mj(&self) -> Result<u64, String> {
-        self.source.read_energy_mj()
+    /// A reader of the GPU's energy counter; `Err` says why there is none.
+    pub fn energy_counter(&self) -> Result<Box<dyn EnergyCounter>, String> {
+        self.source.energy_counter()
     }
 
     /// The telemetry of the GPU `backend` measures on, or why there is none (`no GPU
@@ -104,27 +107,56 @@ impl Telemetry {
     }
 }
 
-/// The board's power with nothing running: the energy counter read every
-/// millisecond until it stepped twice ([`energy::idle_power`]), within
-/// [`IDLE_BOUND`].
+/// The board's power with nothing running: the energy counter polled over
+/// [`IDLE_STEPS`] of its steps ([`energy::idle_power`]), within [`IDLE_BOUND`].
 fn idle_power(source: &dyn TelemetrySource) -> Result<f64, String> {
-    let start = Instant::now();
-    let first = source.read_energy_mj()?;
-    let mut readings = vec![CounterReading {
-        at_s: 0.0,
-        energy_mj: first,
-    }];
-    let mut steps = 0;
-    while steps < 2 && start.elapsed() < IDLE_BOUND {
-        std::thread::sleep(Duration::from_millis(1));
-        let energy_mj = source.read_energy_mj()?;
-        if energy_mj != readings[readings.len() - 1].energy_mj {
-            steps += 1;
-        }
-        readings.push(CounterReading {
-            at_s: start.elapsed().as_secs_f64(),
-            energy_mj,
-        });
-    }
+    let mut counter = source.energy_counter()?;
+    let readings = poll_energy(
+        counter.as_mut(),
+        Instant::now(),
+        IDLE_STEPS,
+        IDLE_BOUND,
+        &AtomicBool::new(false),
+    )?;
     energy::idle_power(&readings)
+}
+
+/// The pause between two reads of the energy counter.
+const READ_PAUSE: Duration = Duration::from_micros(200);
+
+/// Reads `counter` every [`READ_PAUSE`] (plus the read's own time) until it stepped
+/// `steps` times past the first step it saw (then sets `done`), `done` is set
+/// (by another thread), or `bound` has passed since `t0`; the readings' times are
+/// from `t0`, each taken for the middle of its read.
+pub(crate) fn poll_energy(
+    counter: &mut dyn EnergyCounter,
+    t0: Instant,
+    steps: u32,
+    bound: Duration,
+    done: &AtomicBool,
+) -> Result<Vec<CounterReading>, String> {
+    let mut readings: Vec<CounterReading> = Vec::new();
+    let mut seen = 0u32;
+    while !done.load(Ordering::Acquire) && t0.elapsed() < bound {
+        let before = t0.elapsed().as_secs_f64();
+        let read = counter.read_mj();
+        let at_s = 0.5 * (before + t0.elapsed().as_secs_f64());
+        let energy_mj = match read {
+            Ok(e) => e,
+            Err(why) => {
+                done.store(true, Ordering::Release);
+                return Err(why);
+            }
+        };
+        if readings.last().is_some_and(|r| r.energy_mj != energy_mj) {
+            seen += 1;
+        }
+        readings.push(CounterReading { at_s, energy_mj });
+        if seen > steps {
+            done.store(true, Ordering::Release);
+            break;
+        }
+        std::thread::sleep(READ_PAUSE);
+    }
+    Ok(readings)
 }

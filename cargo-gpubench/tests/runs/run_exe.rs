@@ -651,7 +651,8 @@ fn energy_power_cap_and_peak_match_their_schemas() {
     m["energy"] = serde_json::to_value(&energy).unwrap();
     m["l2"] = serde_json::to_value(L2State::Flushed).unwrap();
     m["samples"][0]["clock"] = serde_json::json!({"sm_mhz": 1707, "power_capped": true});
-    m["kernel"] = serde_json::json!({"method": "graph_replay", "samples_ns": [1.0], "l2": "flushed"});
+    m["kernel"] =
+        serde_json::json!({"method": "graph_replay", "samples_ns": [1.0], "l2": "flushed"});
     assert_valid(&record_schema, &record, "a record with energy");
     let mut wrong = record.clone();
     wrong["rounds"][0]["measurement"]["l2"] = "lukewarm".into();

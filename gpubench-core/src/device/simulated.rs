@@ -6,12 +6,13 @@
 //! allocator: with a capacity set it rounds requests, caches freed blocks, fails
 //! with CUDA's out-of-memory message, and fragments as the real one does.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gpubench_analysis::memory_trace::{
     AllocatorTrace, TraceAction, TraceEvent, TracedBlock, TracedSegment,
 };
+use gpubench_analysis::telemetry::EnergyCounter;
 use gpubench_record::kernels::ActivityKind;
 use gpubench_record::measurement::MemoryStats;
 use gpubench_record::memory_snapshot::{BlockView, MemorySnapshot, SegmentView};
@@ -56,8 +57,6 @@ struct Queue {
     /// Whether the profiler has run, and graph replays since it first did.
     profiled: bool,
     replays_after_profiling: u64,
-    /// The energy counter.
-    energy: SimEnergy,
 }
 
 /// The simulated board's power with nothing running, W.
@@ -79,6 +78,8 @@ struct SimEnergy {
     /// Steps taken, and the counter at the last one, mJ.
     steps: u32,
     counter_mj: u64,
+    /// The queue's work runs without a gap from `until` to here.
+    busy_until: Instant,
 }
 
 impl SimEnergy {
@@ -89,12 +90,13 @@ impl SimEnergy {
             joules: 0.0,
             steps: 0,
             counter_mj: 0,
+            busy_until: now,
         }
     }
 
-    /// Integrates to `to` with the device busy until `busy_until` (work runs
-    /// without a gap from the last update to then), stepping at each step's time.
-    fn advance(&mut self, to: Instant, busy_until: Instant) {
+    /// Integrates to `to`, stepping at each step's time.
+    fn advance(&mut self, to: Instant) {
+        let busy_until = self.busy_until;
         loop {
             let next = self.started + SIMULATED_ENERGY_STEP * (self.steps + 1);
             let end = next.min(to);
@@ -118,6 +120,20 @@ impl SimEnergy {
 #[derive(Debug)]
 pub struct SimulatedDevice {
     queue: Mutex<Queue>,
+    /// Its energy counter, which another thread may read.
+    energy: Arc<Mutex<SimEnergy>>,
+}
+
+/// The simulated device's energy counter, readable from any thread.
+#[derive(Debug, Clone)]
+pub struct SimulatedEnergyCounter(Arc<Mutex<SimEnergy>>);
+
+impl EnergyCounter for SimulatedEnergyCounter {
+    fn read_mj(&mut self) -> Result<u64, String> {
+        let mut e = self.0.lock().map_err(|_| "simulated energy poisoned")?;
+        e.advance(Instant::now());
+        Ok(e.counter_mj)
+    }
 }
 
 impl Default for SimulatedDevice {
@@ -145,8 +161,8 @@ impl SimulatedDevice {
                 workspace: (0, false),
                 profiled: false,
                 replays_after_profiling: 0,
-                energy: SimEnergy::new(Instant::now()),
             }),
+            energy: Arc::new(Mutex::new(SimEnergy::new(Instant::now()))),
         }
     }
 
@@ -191,9 +207,10 @@ impl SimulatedDevice {
         if let Some((kernels, _)) = &mut q.profile {
             kernels.push((name.to_string(), work));
         }
-        let busy_until = q.busy_until;
-        q.energy.advance(now, busy_until);
         q.busy_until = q.busy_until.max(now) + work;
+        let mut energy = self.energy.lock().expect("simulated energy poisoned");
+        energy.advance(now);
+        energy.busy_until = q.busy_until;
     }
 
     /// Queues a kernel that draws random numbers (as `randn` does), advancing the
@@ -310,13 +327,10 @@ impl SimulatedDevice {
         self.queue().capturing.is_some()
     }
 
-    /// The energy counter, mJ: it steps every [`SIMULATED_ENERGY_STEP`], as NVML's
+    /// The energy counter: it steps every [`SIMULATED_ENERGY_STEP`], as NVML's
     /// total-energy counter does.
-    pub fn energy_mj(&self) -> u64 {
-        let mut q = self.queue();
-        let busy_until = q.busy_until;
-        q.energy.advance(Instant::now(), busy_until);
-        q.energy.counter_mj
+    pub fn energy_counter(&self) -> SimulatedEnergyCounter {
+        SimulatedEnergyCounter(Arc::clone(&self.energy))
     }
 
     /// How many times the cache was flushed (`--flush-l2`).
