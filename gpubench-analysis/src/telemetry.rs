@@ -22,7 +22,7 @@ pub trait TelemetrySource {
 }
 
 /// The GPU's total-energy counter (NVML's steps every ~100 ms on an H200), read from
-/// any thread: a read can take milliseconds (2.5 ms through NVML in a gVisor
+/// any thread: a read can take milliseconds (about 4 ms through NVML in a gVisor
 /// sandbox), so the harness polls it beside the thread that launches the calls.
 pub trait EnergyCounter: Send {
     /// The counter, mJ; `Err` says why it could not be read.

@@ -4,10 +4,11 @@
 //! read when it started.
 //!
 //! The calls run with a warm L2 (no `--flush-l2` flushes: the flush's own energy is
-//! not the routine's), kept at most [`LEAD`] ahead of the device's expected progress.
-//! The counter is read on another thread because a read can take milliseconds (2.5 ms
-//! through NVML in a gVisor sandbox on an H200): read between launches, it left the
-//! device idle most of the time and counted the idle power into every call.
+//! not the routine's), launched a little faster than the samples' time per call
+//! ([`PACE`]) and [`LEAD`] ahead of it, so the device never waits for a call. The
+//! counter is read on another thread because a read can take milliseconds (about
+//! 4 ms through NVML in a gVisor sandbox on an H200): read between launches, it left
+//! the device idle most of each window and counted idle power into every call.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -25,7 +26,7 @@ use crate::telemetry::poll_energy;
 const WINDOWS: usize = 3;
 /// Counter steps a window counts (about 300 ms on an H200, whose counter steps every
 /// 100 ms): each step's time is known to half the time between two reads, so 3
-/// steps hold the energy to about 1% with reads 2.5 ms apart.
+/// steps hold the energy to about 1% with reads 4 ms apart.
 const STEPS_PER_WINDOW: u32 = 3;
 /// A window ends after this long even if the counter has not stepped enough.
 const WINDOW_BOUND: Duration = Duration::from_secs(2);
@@ -140,7 +141,7 @@ mod tests {
     use crate::Bencher;
 
     /// The simulated device's energy counter as NVML would give it, each read taking
-    /// `read_cost` (NVML's took 2.5 ms on an H200 in a gVisor sandbox), with every
+    /// `read_cost` (NVML's took about 4 ms on an H200 in a gVisor sandbox), with every
     /// sample read at the power cap.
     struct SimulatedBoard {
         device: Rc<SimulatedDevice>,
