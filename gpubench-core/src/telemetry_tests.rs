@@ -210,6 +210,10 @@ fn a_gpu_that_never_throttles_flags_nothing() {
     assert_eq!(m.throttled_samples(), 0);
     assert!(!m.flags.contains(&Flag::Throttled));
     assert!(m.samples.iter().all(|s| s.clock.unwrap().sm_mhz == 1980));
+    // Nothing capped the power, and the fake GPU has no energy counter: it says so.
+    assert!(m.samples.iter().all(|s| !s.clock.unwrap().power_capped));
+    assert!(m.energy.is_none());
+    assert_eq!(m.energy_unavailable.as_deref(), Some("no energy counter"));
 }
 
 fn measured_round(

@@ -83,6 +83,46 @@ fn summary_is_reproducible_and_round_trips_through_json() {
     assert_eq!(a, back);
 }
 
+/// The share of samples read at the power cap, over every process, with the limit
+/// read once per process; nothing without clock readings.
+#[test]
+fn power_capped_samples_are_counted_over_processes() {
+    use gpubench_record::measurement::SampleClock;
+    assert!(BenchmarkSummary::from_record(&record())
+        .conditions
+        .power_capped
+        .is_none());
+    let mut r = record();
+    let mut read = 0;
+    for m in r.rounds.iter_mut().filter_map(|r| r.measurement.as_mut()) {
+        for (i, x) in m.samples.iter_mut().enumerate() {
+            read += 1;
+            x.clock = Some(SampleClock {
+                sm_mhz: 1707,
+                temperature_c: None,
+                throttled: false,
+                power_capped: i % 4 != 0,
+            });
+        }
+    }
+    r.fingerprint.gpu = Some(gpubench_record::telemetry::GpuState {
+        power_limit_w: Some(700.0),
+        ..Default::default()
+    });
+    let capped = BenchmarkSummary::from_record(&r)
+        .conditions
+        .power_capped
+        .expect("clocks were read");
+    assert_eq!(capped.samples, read);
+    let expected: usize = r
+        .measurements()
+        .map(|m| (0..m.samples.len()).filter(|i| i % 4 != 0).count())
+        .sum();
+    assert!((capped.share - expected as f64 / read as f64).abs() < 1e-12);
+    assert!(capped.share > 0.0 && capped.share < 1.0, "{capped:?}");
+    assert_eq!(capped.power_limit_w, Some(700.0));
+}
+
 #[test]
 fn throttled_samples_and_other_processes_are_flagged_and_counted() {
     use gpubench_record::measurement::SampleClock;

@@ -5,7 +5,9 @@
 //! and saying why.
 //!
 //! Triton's `do_bench_cudagraph` is the model for the replay: capture on a side stream
-//! after a warm-up there, replay between events, divide by the calls.
+//! after a warm-up there, replay between events, divide by the calls. With
+//! `--flush-l2` a graph holds one call and each replay is timed on its own after a
+//! flush, so kernel time starts every call with a flushed L2 as device time does.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::time::Instant;
