@@ -14,9 +14,7 @@ use rand::Rng;
 use gpubench_record::id::split_id;
 use gpubench_record::kernels::{table, ActivityKind, Counters, KernelMeasurement, KernelMethod};
 use gpubench_record::measurement::ProcessPolicy;
-use gpubench_record::measurement::{
-    Flag, Measurement, MeasurementConfig, Sample, StopReason, Throughput,
-};
+use gpubench_record::measurement::{Flag, Measurement, MeasurementConfig, Sample, Throughput};
 use gpubench_record::record::{Fingerprint, RawRecord, Round, RECORD_FORMAT_VERSION};
 
 /// How a whole process's times move against the model's centre.
@@ -172,23 +170,10 @@ impl GpuLikeSamples {
                     round: p as u32 + 1,
                     measurement: Some(Measurement {
                         sync_cost_ns: 10_000.0,
-                        cold: Vec::new(),
-                        warmup: Vec::new(),
-                        samples,
-                        naive: Vec::new(),
                         throughput: Some(Throughput::Flops(1e9)),
-                        memory: None,
-                        stop_reason: StopReason::Converged,
                         flags: vec![Flag::DeviceBound],
                         device_timer: true,
-                        kernel: None,
-                        kernel_unavailable: None,
-                        memory_peak: None,
-                        memory_peak_unavailable: None,
-                        l2: None,
-                        energy: None,
-                        energy_unavailable: None,
-                        memory_growth: None,
+                        ..Measurement::of_samples(samples)
                     }),
                     ..Round::first(format!("2026-01-01T00:00:{:02}Z", p % 60))
                 }

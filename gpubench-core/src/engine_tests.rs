@@ -8,9 +8,10 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use gpubench_analysis::stats::median;
+use gpubench_record::cache::L2State;
 use gpubench_record::kernels::{Counter, KernelMethod};
 use gpubench_record::measurement::{
-    Flag, L2State, Measurement, MeasurementConfig, ProcessPolicy, RunMode, StopReason,
+    Flag, Measurement, MeasurementConfig, ProcessPolicy, RunMode, StopReason,
 };
 
 use crate::device::spin_until;

@@ -195,7 +195,7 @@ pub struct KernelMeasurement {
     /// The L2 cache the kernel timer's calls started with; absent in older records
     /// (warm there: graph replays ran back to back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub l2: Option<crate::measurement::L2State>,
+    pub l2: Option<crate::cache::L2State>,
 }
 
 /// A table of one call from `(name, kind, launches, total ns)` over `calls` calls:

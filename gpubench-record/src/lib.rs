@@ -8,7 +8,7 @@
 //!   when it stores their records.
 //! * [`record`]: the raw record of one benchmark, one [`record::Round`] per process,
 //!   versioned; its parts: [`measurement`] (settings, samples, memory, flags),
-//!   [`failure`], [`memory_snapshot`], [`kernels`], [`energy`], [`telemetry`], [`host`],
+//!   [`failure`], [`memory_snapshot`], [`kernels`], [`cache`], [`energy`], [`telemetry`], [`host`],
 //!   [`eager_compiled`], [`paired`] (the `ab` ABI and a round's pairing) and
 //!   [`estimate`].
 //! * [`protocol`]: the harness's process boundary (variables, exit codes, handshake).
@@ -18,6 +18,7 @@
 //! what they add up to (estimates, verdicts) is `gpubench-analysis`'s.
 #![warn(missing_docs)]
 
+pub mod cache;
 pub mod eager_compiled;
 pub mod energy;
 pub mod estimate;

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::cache::L2State;
 use crate::kernels::KernelMeasurement;
 
 pub mod settings;
@@ -564,29 +565,33 @@ pub struct Measurement {
     pub energy_unavailable: Option<String>,
 }
 
-/// The state of the L2 cache when a timer's calls started (`--flush-l2` flushes it
-/// before every timed call).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum L2State {
-    /// Whatever the previous call left in it.
-    Warm,
-    /// Flushed before each call.
-    Flushed,
-}
-
-impl L2State {
-    /// The state `--flush-l2` (`flush`) asks for.
-    pub fn of(flush: bool) -> Self {
-        if flush {
-            L2State::Flushed
-        } else {
-            L2State::Warm
+impl Measurement {
+    /// A measurement of `samples` and nothing else: no sync cost, cold calls,
+    /// warm-up or naive loops, converged, no flags, no device timer, and none of the
+    /// optional parts.
+    pub fn of_samples(samples: Vec<Sample>) -> Self {
+        Measurement {
+            sync_cost_ns: 0.0,
+            cold: Vec::new(),
+            warmup: Vec::new(),
+            samples,
+            naive: Vec::new(),
+            throughput: None,
+            memory: None,
+            memory_growth: None,
+            stop_reason: StopReason::Converged,
+            flags: Vec::new(),
+            device_timer: false,
+            kernel: None,
+            kernel_unavailable: None,
+            memory_peak: None,
+            memory_peak_unavailable: None,
+            l2: None,
+            energy: None,
+            energy_unavailable: None,
         }
     }
-}
 
-impl Measurement {
     /// The samples the figures rest on, in time order: those that did not run
     /// throttled, or every sample when all did (the GPU then never ran at its clock
     /// and the figures say so through [`Flag::Throttled`]).

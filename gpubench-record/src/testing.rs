@@ -45,14 +45,6 @@ pub fn measurement(device_ns: f64) -> Measurement {
             iters: 1,
             wall_ns: 2e6,
         }],
-        samples: vec![Sample {
-            iters: 4,
-            wall_ns: 4e6,
-            host_ns: 1e5,
-            device_ns: Some(device_ns),
-            clock: None,
-        }],
-        naive: vec![],
         throughput: Some(Throughput::Flops(1.37e11)),
         memory: Some(MemoryStats {
             peak_allocated_bytes: 1 << 30,
@@ -63,17 +55,15 @@ pub fn measurement(device_ns: f64) -> Measurement {
             num_ooms: 0,
             reserved_shared: false,
         }),
-        stop_reason: StopReason::Converged,
         flags: vec![Flag::DeviceBound],
         device_timer: true,
-        kernel: None,
-        kernel_unavailable: None,
-        memory_peak: None,
-        memory_peak_unavailable: None,
-        l2: None,
-        energy: None,
-        energy_unavailable: None,
-        memory_growth: None,
+        ..Measurement::of_samples(vec![Sample {
+            iters: 4,
+            wall_ns: 4e6,
+            host_ns: 1e5,
+            device_ns: Some(device_ns),
+            clock: None,
+        }])
     }
 }
 

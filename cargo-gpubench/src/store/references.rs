@@ -29,7 +29,7 @@ use gpubench_analysis::processes::Bound;
 use gpubench_analysis::{BaselineEntry, BaselineError, BaselineStore, BenchmarkSummary};
 use gpubench_record::id::split_id;
 use gpubench_record::kernels::{KernelMeasurement, KernelMethod};
-use gpubench_record::measurement::{Flag, Measurement, Sample, StopReason};
+use gpubench_record::measurement::{Flag, Measurement, Sample};
 use gpubench_record::record::{RawRecord, Round, RECORD_FORMAT_VERSION};
 use serde::Serialize;
 use thiserror::Error;
@@ -540,24 +540,12 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
             Round {
                 round: p as u32 + 1,
                 measurement: Some(Measurement {
-                    sync_cost_ns: 0.0,
-                    cold: Vec::new(),
-                    warmup: Vec::new(),
-                    samples,
-                    naive: Vec::new(),
-                    throughput: None,
                     memory: s.memory.map(|m| m.as_stats()),
-                    stop_reason: StopReason::Converged,
                     flags: flags.clone(),
                     device_timer: s.device_ns.is_some(),
                     kernel,
-                    kernel_unavailable: None,
-                    memory_peak: None,
-                    memory_peak_unavailable: None,
-                    l2: None,
-                    energy: None,
-                    energy_unavailable: None,
                     memory_growth: s.memory.and_then(|m| m.growth),
+                    ..Measurement::of_samples(samples)
                 }),
                 ..Round::first(entry.fingerprint.timestamp.clone())
             }

@@ -622,8 +622,9 @@ fn energy_power_cap_and_peak_match_their_schemas() {
     use gpubench_analysis::energy::EnergySummary;
     use gpubench_analysis::peaks::PeakShare;
     use gpubench_analysis::summary::PowerCapped;
+    use gpubench_record::cache::L2State;
     use gpubench_record::energy::{EnergyMeasurement, EnergyWindow};
-    use gpubench_record::measurement::{L2State, Throughput};
+    use gpubench_record::measurement::Throughput;
 
     let summary_schema = schema("run-summary.schema.json");
     let record_schema = schema("record.schema.json");

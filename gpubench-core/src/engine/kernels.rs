@@ -12,9 +12,9 @@
 use std::panic::{self, AssertUnwindSafe};
 use std::time::Instant;
 
+use gpubench_record::cache::L2State;
 use gpubench_record::kernels;
 use gpubench_record::kernels::{ActivityKind, Counters, KernelMeasurement, KernelMethod};
-use gpubench_record::measurement::L2State;
 
 use super::{Engine, Workload};
 use crate::device::DeviceProfile;

@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 use gpubench_analysis::memory_trace;
 use gpubench_analysis::sampling::StoppingRule;
 use gpubench_analysis::stats::median;
+use gpubench_record::cache::L2State;
 use gpubench_record::measurement::{
-    ColdCall, Flag, L2State, Measurement, MeasurementConfig, MemoryGrowth, MemoryStats, NaiveLoop,
-    RunMode, Sample, StopReason, Throughput, WarmupPoint,
+    ColdCall, Flag, Measurement, MeasurementConfig, MemoryGrowth, MemoryStats, NaiveLoop, RunMode,
+    Sample, StopReason, Throughput, WarmupPoint,
 };
 use gpubench_record::memory_snapshot::PeakMemory;
 

@@ -31,26 +31,7 @@ impl RecordBuilder {
     pub fn passed(id: &str) -> Self {
         let (name, arg) = split_id(id);
         let round = Round {
-            measurement: Some(Measurement {
-                sync_cost_ns: 0.0,
-                cold: vec![],
-                warmup: vec![],
-                samples: vec![],
-                naive: vec![],
-                throughput: None,
-                memory: None,
-                stop_reason: StopReason::Converged,
-                flags: vec![],
-                device_timer: false,
-                kernel: None,
-                kernel_unavailable: None,
-                memory_growth: None,
-                memory_peak: None,
-                memory_peak_unavailable: None,
-                l2: None,
-                energy: None,
-                energy_unavailable: None,
-            }),
+            measurement: Some(Measurement::of_samples(Vec::new())),
             ..Round::first(MEASURED_AT.into())
         };
         RecordBuilder {
