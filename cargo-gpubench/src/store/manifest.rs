@@ -513,10 +513,11 @@ fn process_alive(pid: u32) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn manifest() -> RunManifest {
+    /// A manifest of one failed benchmark, for tests.
+    pub(crate) fn manifest() -> RunManifest {
         RunManifest {
             format_version: MANIFEST_FORMAT_VERSION,
             run_id: "20260101T000000.000Z-1a2b".into(),

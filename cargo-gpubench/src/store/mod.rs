@@ -21,7 +21,8 @@
 //! temporary name and renamed into place, and a baseline is swapped in as a whole
 //! directory, so a reader (or an interrupted run) never sees half of anything.
 //!
-//! [`runs`] owns the run directories and the lock, [`manifest`] a run's index,
+//! [`runs`] owns the run directories and the lock, [`lifecycle`] a run's life from
+//! its running manifest to its final one, [`manifest`] a run's index,
 //! [`baselines`] which baseline a run is compared with and saved as, and
 //! [`references`] what `compare` and `report` take for a run or a baseline, and
 //! [`history`] every committed version of a baseline, read from git; [`git`] starts
@@ -30,6 +31,7 @@
 pub mod baselines;
 pub mod git;
 pub mod history;
+pub mod lifecycle;
 pub mod manifest;
 pub mod references;
 pub mod runs;
