@@ -157,6 +157,23 @@ pub struct ManifestBenchmark {
     pub device: Option<String>,
 }
 
+impl ManifestBenchmark {
+    /// A selected benchmark before its first round.
+    pub fn pending(id: &str, target: &str, package: Option<&str>) -> Self {
+        ManifestBenchmark {
+            id: id.to_string(),
+            target: target.to_string(),
+            package: package.map(str::to_string),
+            status: BenchStatus::Pending,
+            failure_kind: None,
+            record: None,
+            duration_s: None,
+            rounds: 0,
+            device: None,
+        }
+    }
+}
+
 /// The index of a stored run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunManifest {

@@ -38,6 +38,7 @@ use crate::store::manifest::{
     Selection, BASE_RECORDS, MANIFEST_FORMAT_VERSION,
 };
 use crate::store::references::SummaryEntry;
+use crate::store::lifecycle::{rfc3339_millis, ActiveRun};
 use crate::store::runs::{write_atomic, RunDir, RunStore};
 use crate::store::{Source, SourceKind};
 
@@ -97,24 +98,13 @@ impl Session<'_> {
     pub fn run_all(&self, plan: &Plan, command_line: &[OsString]) -> Result<Exit> {
         let started = chrono::Utc::now();
         let clock = Instant::now();
-        let run = self.store.create_run(started)?;
         let mut tracked: Vec<Tracked> = plan
             .pairs
             .iter()
             .map(|(b, h)| (Some(b.clone()), h.clone()))
             .chain(plan.new.iter().map(|h| (None, h.clone())))
             .map(|(base, head)| Tracked {
-                entry: ManifestBenchmark {
-                    id: head.id.clone(),
-                    target: head.target.clone(),
-                    package: head.package.clone(),
-                    status: BenchStatus::Pending,
-                    failure_kind: None,
-                    record: None,
-                    duration_s: None,
-                    rounds: 0,
-                    device: None,
-                },
+                entry: ManifestBenchmark::pending(&head.id, &head.target, head.package.as_deref()),
                 base,
                 head,
                 base_record: None,
@@ -123,9 +113,60 @@ impl Session<'_> {
                 unpaired: None,
             })
             .collect();
-        let mut manifest = self.manifest(&run, started, &tracked, plan, command_line);
-        run.write_manifest(&manifest)?;
+        let active = self.store.begin_run(started, |run| {
+            self.manifest(run, started, &tracked, plan, command_line)
+        })?;
+        if let Err(e) = self.rounds(&active, &mut tracked) {
+            active.stopped_by(&crate::error::message(&e));
+            return Err(e);
+        }
+        let status = match self.stop.load(Ordering::SeqCst) {
+            true => RunStatus::Interrupted,
+            false => RunStatus::Completed,
+        };
+        let run = active.dir().clone();
+        let manifest = active.finish(status)?;
 
+        let entries: Vec<SummaryEntry> = tracked
+            .iter()
+            .map(|t| SummaryEntry {
+                name: t.head.qualified(),
+                target: t.head.target.clone(),
+                id: t.head.id.clone(),
+                status: t.entry.status,
+                record: t.entry.record.clone(),
+                summary: t.head_record.as_ref().map(BenchmarkSummary::from_record),
+                comparison: None,
+            })
+            .collect();
+        let mut summary = RunSummary::new(
+            run.id.clone(),
+            run.path.display().to_string(),
+            manifest.status,
+            clock.elapsed().as_secs_f64(),
+            entries,
+        )
+        .with_report_url(self.verdicts.report_url.clone());
+        summary.ab = Some(self.ab.clone());
+        let comparison = self.judge(&run, &tracked, plan, &manifest)?;
+        summary = summary.with_comparison(comparison);
+        let head_records: Vec<RawRecord> = tracked
+            .iter()
+            .filter_map(|t| t.head_record.clone())
+            .collect();
+        if let Some(dir) = &self.report_dir {
+            let report = present::render_report(&run.path, &head_records, &summary, dir);
+            summary = summary.with_report(report);
+        }
+        present::print_summary(&summary, self.format, self.summary_file.as_deref())?;
+        present::announce_report(&summary, self.format);
+        Ok(summary.exit_code())
+    }
+
+    /// Every round of every benchmark of `tracked`, until each is done or Ctrl-C
+    /// stops the run, each recorded in `active` as it ends.
+    fn rounds(&self, active: &ActiveRun, tracked: &mut [Tracked]) -> Result<()> {
+        let run = active.dir();
         let policy = self.opts.processes;
         let mut progress = Progress::new(
             tracked.len() * policy.min as usize,
@@ -159,7 +200,7 @@ impl Session<'_> {
                 if let Some(base) = base {
                     fold(&mut t.base_record, base, self.base)?;
                 }
-                self.store_records(&run, t)?;
+                self.store_records(run, t)?;
                 let head_passed = t.head_record.as_ref().is_some_and(RawRecord::passed);
                 let base_passed = t.base_record.as_ref().is_none_or(RawRecord::passed);
                 t.entry.status = match (&t.head_record, interrupted) {
@@ -199,62 +240,14 @@ impl Session<'_> {
                     .and_then(|r| r.failure())
                     .map(|f| f.kind.label());
                 progress.finish_one(&name, round, None, word, reason, seconds);
-                manifest.benchmarks[i] = t.entry.clone();
-                run.write_manifest(&manifest)?;
+                active.round(i, t.entry.clone())?;
             }
             if tracked.iter().all(|t| t.done) {
                 break;
             }
         }
         progress.finish();
-        run.remove_incoming()?;
-
-        let interrupted = self.stop.load(Ordering::SeqCst);
-        manifest.status = if interrupted {
-            RunStatus::Interrupted
-        } else {
-            RunStatus::Completed
-        };
-        manifest.finished_at =
-            Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
-        manifest.pid = None;
-        run.write_manifest(&manifest)?;
-        self.store.point_latest(&run)?;
-
-        let entries: Vec<SummaryEntry> = tracked
-            .iter()
-            .map(|t| SummaryEntry {
-                name: t.head.qualified(),
-                target: t.head.target.clone(),
-                id: t.head.id.clone(),
-                status: t.entry.status,
-                record: t.entry.record.clone(),
-                summary: t.head_record.as_ref().map(BenchmarkSummary::from_record),
-                comparison: None,
-            })
-            .collect();
-        let mut summary = RunSummary::new(
-            run.id.clone(),
-            run.path.display().to_string(),
-            manifest.status,
-            clock.elapsed().as_secs_f64(),
-            entries,
-        )
-        .with_report_url(self.verdicts.report_url.clone());
-        summary.ab = Some(self.ab.clone());
-        let comparison = self.judge(&run, &tracked, plan, &manifest)?;
-        summary = summary.with_comparison(comparison);
-        let head_records: Vec<RawRecord> = tracked
-            .iter()
-            .filter_map(|t| t.head_record.clone())
-            .collect();
-        if let Some(dir) = &self.report_dir {
-            let report = present::render_report(&run.path, &head_records, &summary, dir);
-            summary = summary.with_report(report);
-        }
-        present::print_summary(&summary, self.format, self.summary_file.as_deref())?;
-        present::announce_report(&summary, self.format);
-        Ok(summary.exit_code())
+        Ok(())
     }
 
     /// One round of `t`: a paired process, or base and head in processes of their
@@ -483,7 +476,7 @@ impl Session<'_> {
         RunManifest {
             format_version: MANIFEST_FORMAT_VERSION,
             run_id: run.id.clone(),
-            started_at: started.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            started_at: rfc3339_millis(started),
             finished_at: None,
             status: RunStatus::Running,
             pid: Some(std::process::id()),
@@ -728,6 +721,84 @@ mod tests {
             root: "/wt".into(),
             run_dir: "/wt".into(),
         }
+    }
+
+    /// A benchmark of both revisions whose executable is gone, so its process cannot
+    /// start: an error, not a failed benchmark.
+    fn unstartable(dir: &Path) -> Plan {
+        let gone = Benchmark {
+            package: Some("p".into()),
+            target: "t".into(),
+            exe: dir.join("gone"),
+            id: "mm".into(),
+            ignored: false,
+        };
+        Plan {
+            pairs: vec![(gone.clone(), gone)],
+            new: Vec::new(),
+            gone: Vec::new(),
+            filtered_out: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_error_that_stops_the_run_is_written_into_its_manifest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = RunStore::open(tmp.path()).unwrap();
+        let cli = crate::cli::Cli::parse_from_cargo(["cargo-gpubench", "ab", "--format", "json"])
+            .unwrap();
+        let args = cli.ab_args().unwrap();
+        let opts = super::super::run_options(args);
+        let base = revision(Role::Base, "base111111111");
+        let head = revision(Role::Head, "head000000000");
+        let side = |r: &Revision| crate::store::manifest::ManifestRevision {
+            label: r.label.clone(),
+            commit: r.commit.clone(),
+            dirty: false,
+            libraries: Vec::new(),
+        };
+        let session = Session {
+            store: &store,
+            opts: &opts,
+            env: &ChildEnv::default(),
+            stop: &AtomicBool::new(false),
+            mode: Mode::Separate {
+                reason: "a test".into(),
+            },
+            budget: std::time::Duration::from_secs(1),
+            base: &base,
+            head: &head,
+            ab: ManifestAb {
+                base: side(&base),
+                head: side(&head),
+                paired: false,
+                unpaired_reason: Some("a test".into()),
+            },
+            all_targets: true,
+            format: args.format,
+            verdicts: &args.verdicts,
+            settings: args.settings(),
+            report_dir: None,
+            summary_file: None,
+            libtorch_lib: "/libtorch/lib".into(),
+        };
+        let err = session
+            .run_all(&unstartable(tmp.path()), &[])
+            .expect_err("a process that cannot start stops the run");
+        let message = crate::error::message(&err);
+        assert!(message.starts_with("failed to run benchmark"), "{message}");
+        let runs: Vec<PathBuf> = std::fs::read_dir(tmp.path().join("runs"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(runs.len(), 1);
+        let m = RunManifest::read(&runs[0].join(crate::store::manifest::MANIFEST_FILE)).unwrap();
+        // Not left running: stopped by that error, which it names.
+        assert_eq!((m.status, m.pid), (RunStatus::Incomplete, None));
+        assert_eq!(m.error.as_deref(), Some(message.as_str()));
+        assert!(m.finished_at.is_some());
+        assert!(!runs[0].join(".incoming").exists());
+        assert!(crate::store::runs::resolve_latest(tmp.path()).is_none());
     }
 
     #[test]

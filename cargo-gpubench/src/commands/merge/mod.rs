@@ -31,6 +31,7 @@ use crate::format::plural;
 use crate::output::html::run_report;
 use crate::output::json::RunSummary;
 use crate::store::baselines;
+use crate::store::lifecycle::rfc3339_millis;
 use crate::store::manifest::{
     BenchStatus, ManifestBenchmark, RunManifest, RunStatus, BASE_RECORDS, MANIFEST_FILE,
 };
@@ -101,20 +102,25 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
         console::note(format_args!("{note}"));
     }
     let now = chrono::Utc::now();
-    let run = store.create_run(now)?;
-    let command_line = command_line
+    let command_line: Vec<String> = command_line
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let merged_at = now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    let manifest = rules::manifest(&parts, &plan, &run.id, &merged_at, command_line);
-    if let Err(e) = write_run(&run, &parts, &plan, &manifest) {
+    let merged_at = rfc3339_millis(now);
+    let manifest =
+        |run: &RunDir| rules::manifest(&parts, &plan, &run.id, &merged_at, command_line.clone());
+    // Marked running, with nothing copied yet, until every record is in place: a
+    // merge killed halfway is then marked incomplete by the next run or merge here,
+    // as a run is, and never reads as a whole one.
+    let active = store.begin_run(now, |run| copying(manifest(run)))?;
+    let run = active.dir().clone();
+    if let Err(e) = copy_records(&run, &parts, &plan) {
         // Nothing half-merged stays behind: the inputs are untouched and the new run
         // directory goes.
-        let _ = std::fs::remove_dir_all(&run.path);
+        active.discard(&crate::error::message(&e));
         return Err(e);
     }
-    store.point_latest(&run)?;
+    let manifest = active.finish_as(manifest(&run))?;
     console::status(format_args!(
         "merged {} run{} ({} benchmark{}) into run `{}`",
         parts.len(),
@@ -247,20 +253,10 @@ fn load_part(dir: PathBuf) -> Result<Part> {
     })
 }
 
-/// Copies every input record into `run` as it is, then writes the manifest.
-fn write_run(
-    run: &RunDir,
-    parts: &[Part],
-    plan: &rules::Plan,
-    manifest: &RunManifest,
-) -> Result<()> {
-    // Marked running, with nothing copied yet, until every record is in place: a
-    // merge killed halfway is then marked incomplete by the next run or merge here,
-    // as a run is, and never reads as a whole one.
-    let copying = RunManifest {
-        status: RunStatus::Running,
-        pid: Some(std::process::id()),
-        finished_at: None,
+/// `manifest` as its run stands before its records are copied: every benchmark
+/// pending.
+fn copying(manifest: RunManifest) -> RunManifest {
+    RunManifest {
         benchmarks: manifest
             .benchmarks
             .iter()
@@ -271,9 +267,12 @@ fn write_run(
                 ..b.clone()
             })
             .collect(),
-        ..manifest.clone()
-    };
-    run.write_manifest(&copying)?;
+        ..manifest
+    }
+}
+
+/// Copies every input record into `run` as it is.
+fn copy_records(run: &RunDir, parts: &[Part], plan: &rules::Plan) -> Result<()> {
     for (i, b) in &plan.benchmarks {
         let Some(to) = &b.record else { continue };
         let part = &parts[*i];
@@ -305,6 +304,5 @@ fn write_run(
             write_atomic(&to, &bytes)?;
         }
     }
-    run.write_manifest(manifest)?;
     Ok(())
 }

@@ -35,6 +35,7 @@ use crate::store::manifest::{
     MANIFEST_FORMAT_VERSION,
 };
 use crate::store::references::SummaryEntry;
+use crate::store::lifecycle::{rfc3339_millis, ActiveRun};
 use crate::store::runs::{RunDir, RunStore};
 use gpubench_analysis::processes::{DecideRounds, RoundDecision};
 
@@ -96,8 +97,82 @@ impl Session<'_> {
     ) -> Result<Exit> {
         let started = chrono::Utc::now();
         let clock = Instant::now();
-        let run = self.store.create_run(started)?;
-        let manifest = RunManifest {
+        let active = self.store.begin_run(started, |run| {
+            self.manifest(run, started, selected, executables, libtorch, command_line)
+        })?;
+        let tracked = match self.rounds(&active, selected) {
+            Ok(tracked) => tracked,
+            Err(e) => {
+                active.stopped_by(&crate::error::message(&e));
+                return Err(e);
+            }
+        };
+        let summaries: Vec<Option<BenchmarkSummary>> = tracked
+            .iter()
+            .map(|t| t.record.as_ref().map(BenchmarkSummary::from_record))
+            .collect();
+        let records: Vec<RawRecord> = tracked.into_iter().filter_map(|t| t.record).collect();
+
+        let interrupted = self.stop.load(Ordering::SeqCst);
+        let run = active.dir().clone();
+        let manifest = active.finish(match interrupted {
+            true => RunStatus::Interrupted,
+            false => RunStatus::Completed,
+        })?;
+
+        let entries = manifest
+            .benchmarks
+            .iter()
+            .zip(selected)
+            .zip(summaries)
+            .map(|((m, b), summary)| SummaryEntry {
+                name: b.qualified(),
+                target: b.target.clone(),
+                id: b.id.clone(),
+                status: m.status,
+                record: m.record.clone(),
+                summary,
+                comparison: None,
+            })
+            .collect();
+        let mut summary = RunSummary::new(
+            run.id.clone(),
+            run.path.display().to_string(),
+            manifest.status,
+            clock.elapsed().as_secs_f64(),
+            entries,
+        )
+        .with_report_url(self.report_url.clone());
+        if let Some(comparison) = self.compare(&run, &records, &manifest)? {
+            summary = summary.with_comparison(comparison);
+        }
+        if let Some(dir) = &self.report_dir {
+            let report = present::render_report(&run.path, &records, &summary, dir);
+            summary = summary.with_report(report);
+        }
+        // The summary is printed even when saving fails, so the run is not lost from
+        // view; the error then decides the exit code.
+        let saved = self.save_baseline(&records, &manifest, interrupted);
+        if let Ok(s) = &saved {
+            summary.saved_baseline = s.clone();
+        }
+        present::print_summary(&summary, self.format, self.summary_file.as_deref())?;
+        present::announce_report(&summary, self.format);
+        saved?;
+        Ok(summary.exit_code())
+    }
+
+    /// The manifest the run begins with: every selected benchmark pending.
+    fn manifest(
+        &self,
+        run: &RunDir,
+        started: chrono::DateTime<chrono::Utc>,
+        selected: &[Benchmark],
+        executables: &[BenchExecutable],
+        libtorch: &Libtorch,
+        command_line: &[OsString],
+    ) -> RunManifest {
+        RunManifest {
             format_version: MANIFEST_FORMAT_VERSION,
             run_id: run.id.clone(),
             started_at: rfc3339_millis(started),
@@ -142,32 +217,23 @@ impl Session<'_> {
             archive: self.archive.as_ref().map(|(a, _)| a.clone()),
             benchmarks: selected
                 .iter()
-                .map(|b| ManifestBenchmark {
-                    id: b.id.clone(),
-                    target: b.target.clone(),
-                    package: b.package.clone(),
-                    status: BenchStatus::Pending,
-                    failure_kind: None,
-                    record: None,
-                    duration_s: None,
-                    rounds: 0,
-                    device: None,
-                })
+                .map(|b| ManifestBenchmark::pending(&b.id, &b.target, b.package.as_deref()))
                 .collect(),
             merged_from: Vec::new(),
-        };
-        // From here on, an error that stops the run is written into its manifest on
-        // the way out (`stopped_by`).
-        if let Err(e) = run.write_manifest(&manifest) {
-            return Err(stopped_by(&run, manifest, e.into()));
         }
+    }
 
-        let tracked: Vec<Tracked> = manifest
+    /// Every round of every selected benchmark, on each device at once, until each
+    /// is done, Ctrl-C stops the run or a process cannot be run; each recorded in
+    /// `active` as it ends. Each benchmark's rounds, in `selected`'s order.
+    fn rounds(&self, active: &ActiveRun, selected: &[Benchmark]) -> Result<Vec<Tracked>> {
+        let tracked: Vec<Tracked> = active
+            .manifest()
             .benchmarks
-            .iter()
+            .into_iter()
             .map(|entry| Tracked {
                 record: None,
-                entry: entry.clone(),
+                entry,
                 done: false,
             })
             .collect();
@@ -192,96 +258,27 @@ impl Session<'_> {
             schedule: Schedule::new(selected.len()),
             planned: vec![policy.min; selected.len()],
             tracked,
-            manifest,
             progress,
             failed: None,
         });
         let several = slots.len() > 1;
         std::thread::scope(|scope| {
             for (slot, opts) in slots.iter().enumerate() {
-                let (shared, run) = (&shared, &run);
-                scope.spawn(move || self.work(slot, opts, several, selected, run, shared));
+                let shared = &shared;
+                scope.spawn(move || self.work(slot, opts, several, selected, active, shared));
             }
         });
         let Shared {
             tracked,
-            mut manifest,
             progress,
             failed,
             ..
         } = shared.into_inner().expect("a device's thread panicked");
         if let Some(e) = failed {
-            return Err(stopped_by(&run, manifest, e));
+            return Err(e);
         }
         progress.finish();
-        if let Err(e) = run.remove_incoming() {
-            return Err(stopped_by(&run, manifest, e.into()));
-        }
-        let summaries: Vec<Option<BenchmarkSummary>> = tracked
-            .iter()
-            .map(|t| t.record.as_ref().map(BenchmarkSummary::from_record))
-            .collect();
-        let records: Vec<RawRecord> = tracked.into_iter().filter_map(|t| t.record).collect();
-
-        let interrupted = self.stop.load(Ordering::SeqCst);
-        manifest.status = if interrupted {
-            RunStatus::Interrupted
-        } else {
-            RunStatus::Completed
-        };
-        manifest.finished_at = Some(rfc3339_millis(chrono::Utc::now()));
-        manifest.pid = None;
-        if let Err(e) = run.write_manifest(&manifest) {
-            return Err(stopped_by(&run, manifest, e.into()));
-        }
-        // `latest` moves only now, with the run's final status written: it names the
-        // last run that finished (completed, or interrupted with whole records), never
-        // one still being written or cut short, so `compare main latest` in CI judges
-        // the last whole run rather than whatever a killed run left, and `report
-        // latest` keeps showing it. A newer run that never finished is named in a
-        // warning wherever `latest` is resolved (`store::runs::newer_than_latest`).
-        self.store.point_latest(&run)?;
-
-        let entries = manifest
-            .benchmarks
-            .iter()
-            .zip(selected)
-            .zip(summaries)
-            .map(|((m, b), summary)| SummaryEntry {
-                name: b.qualified(),
-                target: b.target.clone(),
-                id: b.id.clone(),
-                status: m.status,
-                record: m.record.clone(),
-                summary,
-                comparison: None,
-            })
-            .collect();
-        let mut summary = RunSummary::new(
-            run.id.clone(),
-            run.path.display().to_string(),
-            manifest.status,
-            clock.elapsed().as_secs_f64(),
-            entries,
-        )
-        .with_report_url(self.report_url.clone());
-        if let Some(comparison) = self.compare(&run, &records, &manifest)? {
-            summary = summary.with_comparison(comparison);
-        }
-        if let Some(dir) = &self.report_dir {
-            let report = present::render_report(&run.path, &records, &summary, dir);
-            summary = summary.with_report(report);
-        }
-        // The summary is printed even when saving fails, so the run is not lost from
-        // view; the error then decides the exit code.
-        let saved = self.save_baseline(&records, &manifest, interrupted);
-        if let Ok(s) = &saved {
-            summary.saved_baseline = s.clone();
-        }
-        present::print_summary(&summary, self.format, self.summary_file.as_deref())?;
-        present::announce_report(&summary, self.format);
-        saved?;
-        Ok(summary.exit_code())
+        Ok(tracked)
     }
 
     /// Judges the run's records against the baseline loaded before it, and stores the
@@ -335,9 +332,10 @@ impl Session<'_> {
         opts: &RunOptions,
         several: bool,
         selected: &[Benchmark],
-        run: &RunDir,
+        active: &ActiveRun,
         shared: &Mutex<Shared>,
     ) {
+        let run = active.dir();
         let on = several.then(|| opts.device_label());
         loop {
             let job = {
@@ -367,7 +365,7 @@ impl Session<'_> {
                         })
                 });
             let mut s = shared.lock().expect("a device's thread panicked");
-            let folded = ran.and_then(|ran| self.fold(run, bench, job, on, ran, &mut s));
+            let folded = ran.and_then(|ran| self.fold(active, bench, job, on, ran, &mut s));
             if let Err(e) = folded {
                 s.failed.get_or_insert(e);
                 return;
@@ -380,7 +378,7 @@ impl Session<'_> {
     /// needs another round, and shows the process as finished.
     fn fold(
         &self,
-        run: &RunDir,
+        active: &ActiveRun,
         bench: &Benchmark,
         job: Job,
         on: Option<&str>,
@@ -410,7 +408,7 @@ impl Session<'_> {
                         so_far
                     }
                 };
-                t.entry.record = Some(run.write_record(&bench.id, &record)?);
+                t.entry.record = Some(active.dir().write_record(&bench.id, &record)?);
                 t.entry.rounds = record.rounds.len() as u32;
                 t.entry.status = if record.passed() {
                     BenchStatus::Passed
@@ -456,29 +454,9 @@ impl Session<'_> {
         s.schedule.finished(job, t.done);
         s.progress
             .finish_one(&bench.qualified(), job.round, on, word, reason, seconds);
-        s.manifest.benchmarks[i] = t.entry.clone();
-        run.write_manifest(&s.manifest)?;
+        active.round(i, t.entry.clone())?;
         Ok(())
     }
-}
-
-/// Ends a run that an error stopped before its end: its manifest says so, with the
-/// error's message, when it can still be written (its scratch directory goes too), so
-/// the run reads later as stopped by that error, not as killed. Returns the error.
-fn stopped_by(run: &RunDir, mut manifest: RunManifest, err: anyhow::Error) -> anyhow::Error {
-    let _ = run.remove_incoming();
-    manifest.status = RunStatus::Incomplete;
-    manifest.error = Some(crate::error::message(&err));
-    manifest.finished_at = Some(rfc3339_millis(chrono::Utc::now()));
-    manifest.pid = None;
-    if let Err(also) = run.write_manifest(&manifest) {
-        crate::console::warning(format_args!(
-            "the manifest of run `{}` could not record the error either ({also}): the run \
-             will read as killed",
-            run.id
-        ));
-    }
-    err
 }
 
 /// What the devices' threads of a run share.
@@ -489,13 +467,7 @@ pub(super) struct Shared {
     planned: Vec<u32>,
     /// Per benchmark: its rounds so far.
     tracked: Vec<Tracked>,
-    /// The run's manifest, rewritten after every process.
-    manifest: RunManifest,
     progress: Progress,
     /// The first error a thread met: the others start no more processes.
     failed: Option<anyhow::Error>,
-}
-
-pub(super) fn rfc3339_millis(t: chrono::DateTime<chrono::Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
