@@ -8,10 +8,10 @@ use serde::Serialize;
 
 use crate::build::discover::places;
 use crate::cli::{CompareArgs, Format};
+use crate::compare::summary::{attach_comparison, ExitVerdict, SUMMARY_FORMAT_VERSION};
 use crate::compare::{Absences, RunComparison};
 use crate::console;
 use crate::exit_code::Exit;
-use crate::output::json::{attach_comparison, ExitVerdict, SUMMARY_FORMAT_VERSION};
 use crate::output::markdown::{MarkdownSummary, ReportLink};
 use crate::output::terminal::render_sides;
 use crate::output::view::SummaryView;

@@ -8,10 +8,11 @@ use anyhow::Result;
 use gpubench_record::record::RawRecord;
 
 use crate::cli::Format;
+use crate::compare::summary::RunSummary;
 use crate::console;
 use crate::output::exports;
 use crate::output::html::run_report::{self, StoredRun};
-use crate::output::json::{pretty_json, RunSummary};
+use crate::output::json::pretty_json;
 use crate::output::markdown::{write_summary_file, MarkdownSummary, ReportLink};
 
 /// Says which baseline a command compares with, and names the files beside it that

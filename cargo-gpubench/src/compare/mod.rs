@@ -17,7 +17,10 @@
 //! compared, unless `--allow-device-mismatch` asks for it), and what a baseline
 //! benchmark the judged side lacks is ([`Absences`]): not selected (a filter, another
 //! `--partition` part: no finding), not run, or gone — the last two missing evidence,
-//! which trips the gate unless `--allow-missing` lets it pass.
+//! which trips the gate unless `--allow-missing` lets it pass. [`summary`] is a run's
+//! summary with its comparison, and the exit code it ends with.
+
+pub mod summary;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -12,11 +12,11 @@ use gpubench_analysis::baseline::Metric;
 use gpubench_analysis::summary::BenchmarkSummary;
 use gpubench_record::units::format_ns;
 
+use crate::compare::summary::RunSummary;
 use crate::compare::RunComparison;
 use crate::console::{Console, Tone};
 use crate::exit_code::Exit;
 use crate::format::plural;
-use crate::output::json::RunSummary;
 use crate::output::view::notes::{self, held_at_peak_lines, NoteKind};
 use crate::output::view::table::{dash, Cell};
 use crate::output::view::words::{self, counts_text};

@@ -215,7 +215,10 @@ mod tests {
         assert!(crate::store::runs::resolve_latest(tmp.path()).is_none());
         let finished = run.finish(RunStatus::Interrupted).unwrap();
         assert_eq!(read(&dir), finished);
-        assert_eq!((finished.status, finished.pid), (RunStatus::Interrupted, None));
+        assert_eq!(
+            (finished.status, finished.pid),
+            (RunStatus::Interrupted, None)
+        );
         assert!(finished.finished_at.is_some());
         assert_eq!(
             crate::store::runs::resolve_latest(tmp.path()),
@@ -243,7 +246,10 @@ mod tests {
         }))
         .unwrap_err();
         let m = read(&dir);
-        assert_eq!((m.status, m.error.as_deref()), (RunStatus::Incomplete, Some(PANICKED)));
+        assert_eq!(
+            (m.status, m.error.as_deref()),
+            (RunStatus::Incomplete, Some(PANICKED))
+        );
         // A guard dropped without a word.
         let run = store.begin_run(Utc::now(), manifest).unwrap();
         let dir = run.dir().clone();

@@ -24,6 +24,7 @@ use super::plan::Plan;
 use crate::build::revision::Revision;
 use crate::cli::{Format, VerdictArgs};
 use crate::commands::present;
+use crate::compare::summary::RunSummary;
 use crate::compare::{Absences, RunComparison, VerdictSettings};
 use crate::console;
 use crate::execute::paired::runner::{self as paired_runner, PairedRunError};
@@ -32,13 +33,12 @@ use crate::execute::progress::Progress;
 use crate::execute::runner::{self, Outcome, RunOptions};
 use crate::execute::select::Benchmark;
 use crate::exit_code::Exit;
-use crate::output::json::RunSummary;
+use crate::store::lifecycle::{rfc3339_millis, ActiveRun};
 use crate::store::manifest::{
     BenchStatus, ManifestAb, ManifestBenchmark, ManifestExecutable, RunManifest, RunStatus,
     Selection, BASE_RECORDS, MANIFEST_FORMAT_VERSION,
 };
 use crate::store::references::SummaryEntry;
-use crate::store::lifecycle::{rfc3339_millis, ActiveRun};
 use crate::store::runs::{write_atomic, RunDir, RunStore};
 use crate::store::{Source, SourceKind};
 

@@ -23,13 +23,13 @@ use gpubench_record::record::RawRecord;
 use crate::build::discover::places;
 use crate::cli::MergeArgs;
 use crate::commands::present;
+use crate::compare::summary::RunSummary;
 use crate::compare::{Absences, RunComparison};
 use crate::console;
 use crate::exit_code::Exit;
 use crate::exit_code::UsageError;
 use crate::format::plural;
 use crate::output::html::run_report;
-use crate::output::json::RunSummary;
 use crate::store::baselines;
 use crate::store::lifecycle::rfc3339_millis;
 use crate::store::manifest::{

@@ -19,6 +19,7 @@ use crate::build::compile::BenchExecutable;
 use crate::build::libtorch::Libtorch;
 use crate::cli::Format;
 use crate::commands::present;
+use crate::compare::summary::RunSummary;
 use crate::compare::{Absences, RunComparison, VerdictSettings};
 use crate::execute::devices::Device;
 use crate::execute::process::ChildEnv;
@@ -28,14 +29,13 @@ use crate::execute::runner::{self, Outcome, RunOptions};
 use crate::execute::schedule::{Job, Schedule};
 use crate::execute::select::Benchmark;
 use crate::exit_code::Exit;
-use crate::output::json::RunSummary;
 use crate::store::baselines::{self, LoadedBaseline};
+use crate::store::lifecycle::{rfc3339_millis, ActiveRun};
 use crate::store::manifest::{
     BenchStatus, ManifestBenchmark, ManifestExecutable, RunManifest, RunStatus,
     MANIFEST_FORMAT_VERSION,
 };
 use crate::store::references::SummaryEntry;
-use crate::store::lifecycle::{rfc3339_millis, ActiveRun};
 use crate::store::runs::{RunDir, RunStore};
 use gpubench_analysis::processes::{DecideRounds, RoundDecision};
 
