@@ -8,7 +8,7 @@
 //!
 //! | layer | module | what it owns |
 //! |---|---|---|
-//! | 7 | [`commands`] | each subcommand (`run`, `ab`, `archive`, `compare`, `report`, `merge`, `setup`, `history`, `doctor`): turns its options into each stage's own and calls the stages in order |
+//! | 7 | [`commands`] | each subcommand (`run`, `ab`, `archive`, `compare`, `report`, `merge`, `capacity`, `setup`, `history`, `doctor`): turns its options into each stage's own and calls the stages in order |
 //! | 6 | [`cli`] | the command line: options, their help and their environment variables |
 //! | 6 | [`output`] | terminal, JSON, Markdown, HTML, laid out from one view model (`output::view`) |
 //! | 5 | [`error`] | which error ends the process with which exit code |
@@ -25,10 +25,12 @@
 //! one: stages never see the command line or the output, so the command layer turns
 //! options into each stage's own (`SetupArgs::options`, `VerdictArgs::settings`,
 //! `BaselineArgs::wanted`, ...). Inside [`commands`], a subcommand never imports
-//! another: a step two of them share lives in the stage it belongs to, and what
-//! they say after storing a run in `commands::present`. A test reads this table and
-//! fails on any `crate::` path that points up or sideways (`checks/`, with the
-//! checks that no modules import each other in a circle and no code is written twice).
+//! another: a step two of them share lives in the stage it belongs to; what they
+//! say after storing a run lives in `commands::present`, and what `run` and
+//! `capacity` do before they list their benchmarks in `commands::prepare`. A test
+//! reads this table and fails on any `crate::` path that points up or sideways
+//! (`checks/`, with the checks that no modules import each other in a circle and no
+//! code is written twice).
 #![warn(missing_docs)]
 
 pub mod archive;

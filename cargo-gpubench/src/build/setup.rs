@@ -1,5 +1,5 @@
-//! `cargo gpubench setup`: installs the libtorch this build needs where `cargo
-//! gpubench` looks for it, so a workspace builds and runs without any environment
+//! What `cargo gpubench setup` installs: the libtorch this build needs, where
+//! `cargo gpubench` looks for it, so a workspace builds and runs without any environment
 //! set by hand. libtorch comes from PyPI's `torch` wheel (it ships the libraries and
 //! headers, for the CPU and CUDA 13) in a virtual environment under the user's cache:
 //!
@@ -58,51 +58,9 @@ pub struct SetupOptions {
     pub no_cargo_config: bool,
 }
 
-/// Runs `cargo gpubench setup`.
-pub fn run(args: &SetupOptions) -> Result<()> {
-    let root = libtorch_root(args)?;
-    let libtorch_env = std::env::var_os("LIBTORCH").filter(|v| !v.is_empty());
-    if let Some(why) = shadowing_env(libtorch_env.as_deref().map(Path::new), &root) {
-        crate::console::warning(format_args!("{why}"));
-    }
-    if args.no_cargo_config {
-        return Ok(());
-    }
-    let cwd = std::env::current_dir().context("failed to read the current directory")?;
-    let Some(workspace) = workspace_root(&cwd)? else {
-        crate::console::note(format_args!(
-            "not in a cargo workspace, so no .cargo/config.toml was written: run `cargo \
-             gpubench setup` again in your workspace for plain `cargo bench` and `cargo test` \
-             to build and run with this libtorch (cargo gpubench finds it by itself)"
-        ));
-        return Ok(());
-    };
-    let written = cargo_config::write_libtorch(&workspace, &root, &root.join("lib"))?;
-    if let Some(old) = &written.replaced {
-        crate::console::warning(format_args!(
-            "{} set LIBTORCH to {old}; it now names {} (put the old one back, or pass \
-             --no-cargo-config next time to leave the file alone)",
-            written.file.display(),
-            root.display()
-        ));
-    }
-    crate::console::status(format_args!(
-        "{} {}: LIBTORCH in [env] and its lib/ as the executables' rpath in [build] \
-         rustflags, so plain `cargo bench` and `cargo test` build and run with it, and \
-         switching between them and cargo gpubench rebuilds nothing (--no-cargo-config \
-         leaves the file alone)",
-        if written.changed { "wrote" } else { "kept" },
-        written.file.display()
-    ));
-    if let Some(caveat) = written.caveat {
-        crate::console::warning(format_args!("{caveat}"));
-    }
-    Ok(())
-}
-
 /// The libtorch directory (the one holding `lib/` and `include/`) this setup ends
 /// with: `--libtorch`, one already at hand, or the virtual environment installed.
-fn libtorch_root(args: &SetupOptions) -> Result<PathBuf> {
+pub fn libtorch_root(args: &SetupOptions) -> Result<PathBuf> {
     if let Some(dir) = &args.libtorch {
         // Canonical, so `.cargo/config.toml` names the directory itself and not
         // `ws/../torch`; one that does not exist is refused just below.
@@ -213,7 +171,7 @@ fn at_hand(search: &libtorch::Search, cuda_headers: bool) -> Option<(PathBuf, Li
 /// the libtorch `root` this setup ends with, when it does: cargo gpubench and tch's
 /// build take the variable first, so one naming no libtorch, or another version
 /// than tch's, breaks every build after a setup that went well.
-fn shadowing_env(env: Option<&Path>, root: &Path) -> Option<String> {
+pub fn shadowing_env(env: Option<&Path>, root: &Path) -> Option<String> {
     let dir = env.filter(|d| *d != root)?;
     let what = if !libtorch::has_libtorch(&dir.join("lib")) {
         "no libtorch (its lib/ has no libtorch_cpu)".to_string()
@@ -260,7 +218,7 @@ fn has_cuda_headers(root: &Path) -> bool {
 /// cargo configuration that is not TOML, or any other reason cargo cannot read the
 /// workspace, is an error naming the file and the cause: read as "not in a
 /// workspace" it would leave the workspace unconfigured while saying all is well.
-fn workspace_root(dir: &Path) -> Result<Option<PathBuf>> {
+pub fn workspace_root(dir: &Path) -> Result<Option<PathBuf>> {
     cargo_config::check_parses(dir)?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = Command::new(&cargo)
@@ -386,7 +344,7 @@ chmod +x "$3/bin/pip"
             // Never the workspace of these tests.
             no_cargo_config: true,
         };
-        run(&args).unwrap();
+        libtorch_root(&args).unwrap();
         let log = std::fs::read_to_string(venv.join("pip.log")).unwrap();
         assert_eq!(
             log,
@@ -400,7 +358,7 @@ chmod +x "$3/bin/pip"
             Some(venv.join("lib/python3.12/site-packages/torch/lib"))
         );
         // A second setup does nothing.
-        run(&args).unwrap();
+        libtorch_root(&args).unwrap();
         assert_eq!(std::fs::read_to_string(venv.join("pip.log")).unwrap(), log);
 
         // A python that cannot make a venv is an error that says what failed.
@@ -412,7 +370,7 @@ chmod +x "$3/bin/pip"
             libtorch: None,
             no_cargo_config: true,
         };
-        let err = format!("{:#}", run(&bad).unwrap_err());
+        let err = format!("{:#}", libtorch_root(&bad).unwrap_err());
         assert!(
             err.contains("failed to create the virtual environment"),
             "{err}"

@@ -1,17 +1,21 @@
 //! The subcommands, one module each, and which one an invocation runs: [`run`]
 //! (`cargo gpubench`, the default), [`ab`], [`archive`], [`compare`], [`report`], [`merge`],
-//! [`history`], [`doctor`], [`slurm`], and `setup` ([`crate::build::setup`]); [`present`] is what a run and
-//! `merge` show once their run is stored.
+//! [`capacity`], [`setup`], [`history`], [`doctor`] and [`slurm`]. Two modules are shared:
+//! [`present`] is what a run, `ab` and `merge` show once their run is stored, `prepare` what
+//! `run` and `capacity` do before they list their benchmarks.
 
 pub mod ab;
 pub mod archive;
+pub mod capacity;
 pub mod compare;
 pub mod doctor;
 pub mod history;
 pub mod merge;
+mod prepare;
 pub mod present;
 pub mod report;
 pub mod run;
+pub mod setup;
 pub mod slurm;
 
 use std::ffi::OsString;
@@ -36,11 +40,8 @@ pub fn dispatch(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
         Some(Command::Report(args)) => report::run(args),
         Some(Command::Merge(args)) => merge::run(args, command_line),
         Some(Command::History(args)) => history::run(args),
-        Some(Command::Setup(args)) => {
-            crate::build::setup::run(&args.options())?;
-            Ok(Exit::Success)
-        }
-        Some(Command::Capacity(args)) => run::capacity::run(args),
+        Some(Command::Setup(args)) => setup::run(args),
+        Some(Command::Capacity(args)) => capacity::run(args),
         Some(Command::Doctor(args)) => doctor::run(args),
         Some(Command::Slurm(args)) => slurm::run(args),
     }

@@ -9,9 +9,9 @@
 //! <out-dir>/runs/<run-id>/baseline/       the baseline's files it was judged against    compare
 //! <out-dir>/report/                       the HTML report of the latest run             output::html
 //! <out-dir>/history/                      the history page of `cargo gpubench history`  output::html
-//! <out-dir>/capacity/<name>.json          the latest capacity search                    commands::run
+//! <out-dir>/capacity/<name>.json          the latest capacity search                    commands::capacity
 //! <workspace>/gpubench/baselines/<name>/  saved baselines, one file per benchmark       baselines
-//! <workspace>/gpubench/capacity/<name>/   saved capacity searches, beside the baselines commands::run
+//! <workspace>/gpubench/capacity/<name>/   saved capacity searches, beside the baselines commands::capacity
 //! ```
 //!
 //! `<out-dir>` is `<target-dir>/gpubench` by default (`--out-dir`), the baselines'

@@ -18,12 +18,10 @@ use crate::store::manifest::Selection;
 use crate::store::runs::RunStore;
 use gpubench_record::protocol::GIT_COMMIT_VAR;
 
-pub mod capacity;
 mod cpu_threads;
-mod prepare;
 mod session;
 
-use prepare::prepare_benchmarks;
+use crate::commands::prepare::prepare_benchmarks;
 use session::{Baselines, Session};
 
 /// Runs benchmarks as `args` say; `command_line` is recorded in the run's manifest.
