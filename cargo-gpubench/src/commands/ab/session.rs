@@ -1,36 +1,32 @@
-//! An `ab` run once its benchmarks are paired: every round of every benchmark in a
-//! process (base and head together, or each alone when pairing cannot work), the
-//! records stored as they come (the head's as the run's, the base's under
-//! `base/`), the head judged against the base, the report, the summary.
+//! An `ab` run once its benchmarks are paired: every round of every benchmark
+//! ([`super::round`]), the records stored as they come (the head's as the run's, the
+//! base's under `base/`), the head judged against the base ([`super::judge`]), the
+//! report, the summary.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use gpubench_analysis::baseline::{
-    compare_paired_records, is_paired, BenchmarkComparison, ComparisonOutcome, Missing, MissingKind,
-};
+use gpubench_analysis::baseline::is_paired;
 use gpubench_analysis::processes::{Bound, DecideRounds, ProcessStats, RoundDecision};
 use gpubench_analysis::summary::BenchmarkSummary;
-use gpubench_analysis::{BaselineEntry, RecordAnalysis};
-use gpubench_record::failure::Failure;
-use gpubench_record::paired::{Role, Unpaired};
-use gpubench_record::protocol::{EXIT_BENCHMARK_FAILED, GIT_COMMIT_VAR};
+use gpubench_analysis::RecordAnalysis;
+use gpubench_record::paired::Unpaired;
 use gpubench_record::record::RawRecord;
 
 use super::plan::Plan;
+use super::round::fold;
 use crate::build::revision::Revision;
 use crate::cli::{Format, VerdictArgs};
 use crate::commands::present;
 use crate::compare::summary::RunSummary;
-use crate::compare::{Absences, RunComparison, VerdictSettings};
+use crate::compare::VerdictSettings;
 use crate::console;
-use crate::execute::paired::runner::{self as paired_runner, PairedRunError};
-use crate::execute::process::{ChildEnv, Finished};
+use crate::execute::process::ChildEnv;
 use crate::execute::progress::Progress;
-use crate::execute::runner::{self, Outcome, RunOptions};
+use crate::execute::runner::{Outcome, RunOptions};
 use crate::execute::select::Benchmark;
 use crate::exit_code::Exit;
 use crate::store::lifecycle::{rfc3339_millis, ActiveRun};
@@ -40,7 +36,6 @@ use crate::store::manifest::{
 };
 use crate::store::references::SummaryEntry;
 use crate::store::runs::{write_atomic, RunDir, RunStore};
-use crate::store::{Source, SourceKind};
 
 /// How base and head share processes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,15 +77,15 @@ pub struct Session<'a> {
 }
 
 /// One benchmark's progress through the rounds.
-struct Tracked {
-    base: Option<Benchmark>,
-    head: Benchmark,
-    base_record: Option<RawRecord>,
-    head_record: Option<RawRecord>,
-    entry: ManifestBenchmark,
-    done: bool,
+pub(super) struct Tracked {
+    pub(super) base: Option<Benchmark>,
+    pub(super) head: Benchmark,
+    pub(super) base_record: Option<RawRecord>,
+    pub(super) head_record: Option<RawRecord>,
+    pub(super) entry: ManifestBenchmark,
+    pub(super) done: bool,
     /// Why each side of this benchmark runs alone, once pairing it failed.
-    unpaired: Option<Unpaired>,
+    pub(super) unpaired: Option<Unpaired>,
 }
 
 impl Session<'_> {
@@ -250,151 +245,6 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// One round of `t`: a paired process, or base and head in processes of their
-    /// own (base first in odd rounds); `(base, head, how the last process ended)`.
-    /// A paired process in which a side failed (or that ended before either side
-    /// said) is not the benchmark's result: the round is measured again with each
-    /// side alone, and so is every later round of it (`t.unpaired` says why), so one
-    /// revision's failure never costs the other its figures.
-    fn measure(
-        &self,
-        t: &mut Tracked,
-        round: u32,
-        incoming: &Path,
-    ) -> Result<(Option<Outcome>, Outcome, Finished)> {
-        match &self.mode {
-            Mode::Paired => {
-                let base = t.base.as_ref().map(|b| b.exe.as_path());
-                if let (Some(base), Some(unpaired)) = (base, &t.unpaired) {
-                    return self.alone(base, &t.head, round, incoming, unpaired);
-                }
-                let ran = self
-                    .process(&t.head.id, round, incoming)
-                    .run(base, &t.head.exe);
-                let (ran, base) = match (ran, base) {
-                    (Ok(ran), None) => return Ok((ran.base, ran.head, ran.finished)),
-                    (Err(PairedRunError::Unpairable { why }), None) => {
-                        let (head, finished) = unloadable(&t.head.id, why, self.opts);
-                        return Ok((None, head, finished));
-                    }
-                    (ran, Some(base)) => (ran, base),
-                    (Err(e), None) => return Err(e.into()),
-                };
-                // Why this process is no result for the benchmark, when it is none.
-                let unpaired = match ran {
-                    Ok(ran) => match unpaired_of(&ran, round, self.base, self.head) {
-                        None => return Ok((ran.base, ran.head, ran.finished)),
-                        Some(unpaired) => unpaired,
-                    },
-                    Err(PairedRunError::Unpairable { why }) => Unpaired {
-                        failed_round: round,
-                        failed_side: None,
-                        reason: format!(
-                            "the two revisions could not share a process ({})",
-                            first_line(&why)
-                        ),
-                        error: why,
-                    },
-                    Err(e) => return Err(e.into()),
-                };
-                let measured = self.alone(base, &t.head, round, incoming, &unpaired);
-                t.unpaired = Some(unpaired);
-                measured
-            }
-            Mode::Separate { .. } => {
-                let run_one = |b: &Benchmark, dir: &str| -> Result<(Outcome, Finished)> {
-                    let revision = if dir == "base" { self.base } else { self.head };
-                    // In its own checkout's directory, with its own commit.
-                    let mut env = self.env.clone();
-                    env.dir = Some(revision.run_dir.clone());
-                    if let Some(commit) = &revision.commit {
-                        env.set.push((GIT_COMMIT_VAR.into(), commit.into()));
-                    }
-                    let dir = incoming.join(dir);
-                    std::fs::create_dir_all(&dir)
-                        .with_context(|| format!("failed to create {}", dir.display()))?;
-                    Ok(runner::run_benchmark(
-                        b, round, self.opts, &env, &dir, self.stop,
-                    )?)
-                };
-                let base_first = round % 2 == 1;
-                let (base, head) = match &t.base {
-                    None => (None, run_one(&t.head, "head")?),
-                    Some(b) if base_first => {
-                        let base = run_one(b, "base")?;
-                        (Some(base), run_one(&t.head, "head")?)
-                    }
-                    Some(b) => {
-                        let head = run_one(&t.head, "head")?;
-                        (Some(run_one(b, "base")?), head)
-                    }
-                };
-                let finished = head.1;
-                Ok((base.map(|b| b.0), head.0, finished))
-            }
-        }
-    }
-
-    /// Round `round` of benchmark `id` in a process of its own, its records under
-    /// `record_dir`.
-    fn process<'p>(
-        &'p self,
-        id: &'p str,
-        round: u32,
-        record_dir: &'p Path,
-    ) -> paired_runner::Process<'p> {
-        paired_runner::Process {
-            id,
-            round,
-            opts: self.opts,
-            env: self.env,
-            record_dir,
-            dirs: [&self.base.run_dir, &self.head.run_dir],
-            stop: self.stop,
-        }
-    }
-
-    /// Round `round` of a benchmark whose pairing failed: each side's library alone in
-    /// a process of its own, the base first in odd rounds (so the order balances over
-    /// rounds, as in a run's `ab` without pairing), each record saying why.
-    fn alone(
-        &self,
-        base: &Path,
-        head: &Benchmark,
-        round: u32,
-        incoming: &Path,
-        unpaired: &Unpaired,
-    ) -> Result<(Option<Outcome>, Outcome, Finished)> {
-        let run_one = |role: Role, library: &Path| -> Result<(Outcome, Finished)> {
-            let dir = incoming.join(format!("alone-{}", role.as_str()));
-            std::fs::create_dir_all(&dir)
-                .with_context(|| format!("failed to create {}", dir.display()))?;
-            let (mut outcome, finished) =
-                match self.process(&head.id, round, &dir).run_alone(role, library) {
-                    Ok(ran) => ran,
-                    // That side's library cannot be used even alone: its failure, not the
-                    // run's.
-                    Err(PairedRunError::Unpairable { why }) => unloadable(&head.id, why, self.opts),
-                    Err(e) => return Err(e.into()),
-                };
-            if let Outcome::Recorded(record) = &mut outcome {
-                for r in &mut record.rounds {
-                    r.round = round;
-                    r.unpaired = Some(unpaired.clone());
-                }
-            }
-            Ok((outcome, finished))
-        };
-        let (base, head) = if round % 2 == 1 {
-            let base = run_one(Role::Base, base)?;
-            (base, run_one(Role::Head, &head.exe)?)
-        } else {
-            let head = run_one(Role::Head, &head.exe)?;
-            (run_one(Role::Base, base)?, head)
-        };
-        Ok((Some(base.0), head.0, head.1))
-    }
-
     /// Whether `t` needs another round after `round`: never before the policy's
     /// floor is reached or past its ceiling or the time budget; between them,
     /// while the interval of its change is wider than the policy's target (the
@@ -428,7 +278,7 @@ impl Session<'_> {
         }
     }
 
-    fn settings(&self) -> VerdictSettings {
+    pub(super) fn settings(&self) -> VerdictSettings {
         self.settings
     }
 
@@ -505,210 +355,16 @@ impl Session<'_> {
             error: None,
         }
     }
-
-    /// The head judged against the base, stored with the run (the base's entries as
-    /// its baseline copy, so `report` shows both).
-    fn judge(
-        &self,
-        run: &RunDir,
-        tracked: &[Tracked],
-        plan: &Plan,
-        manifest: &RunManifest,
-    ) -> Result<RunComparison> {
-        let settings = self.settings();
-        let head: Vec<RawRecord> = tracked
-            .iter()
-            .filter_map(|t| t.head_record.clone())
-            .collect();
-        let base: Vec<RawRecord> = tracked
-            .iter()
-            .filter_map(|t| t.base_record.clone())
-            .collect();
-        let entries: Vec<BaselineEntry> = base
-            .iter()
-            .filter_map(|r| BaselineEntry::from_record(r).ok())
-            .collect();
-        let mut set = compare_paired_records(&base, &head, &settings.options())
-            .context("failed to judge the head against the base")?;
-        for t in tracked {
-            let (Some(u), Some(c)) = (
-                &t.unpaired,
-                set.comparisons.iter_mut().find(|c| c.id == t.head.id),
-            ) else {
-                continue;
-            };
-            if let ComparisonOutcome::Compared { comparison, .. } = &mut c.outcome {
-                let said = format!("judged on separate processes: {}", u.reason);
-                comparison.note = Some(match comparison.note.take() {
-                    Some(n) => format!("{said}; {n}"),
-                    None => said,
-                });
-            }
-        }
-        // A benchmark the base failed on (alone too, when pairing failed) has nothing
-        // to be judged against: it says so where its verdict would be.
-        for r in base.iter().filter(|r| !r.passed()) {
-            if head.iter().any(|h| h.id == r.id) && !set.comparisons.iter().any(|c| c.id == r.id) {
-                let why = r
-                    .failure()
-                    .map(|f| format!("{}: {}", f.kind.label(), first_line(&f.message)))
-                    .unwrap_or_else(|| "no measurement".into());
-                set.comparisons.push(BenchmarkComparison {
-                    id: r.id.clone(),
-                    outcome: ComparisonOutcome::NotCompared {
-                        reason: format!("the base failed ({why})"),
-                    },
-                });
-            }
-        }
-        let mut absences = Absences::of_run(manifest);
-        absences.side = self.head.describe();
-        absences.unusable_baseline = base
-            .iter()
-            .filter(|r| !r.passed())
-            .map(|r| {
-                let why = r
-                    .failure()
-                    .map(|f| format!("it failed on the base ({}): {}", f.kind.label(), f.message))
-                    .unwrap_or_else(|| "it has no measurement on the base".to_string());
-                (r.id.clone(), why)
-            })
-            .collect();
-        let source = Source {
-            kind: SourceKind::Revision,
-            name: self.base.label.clone(),
-            path: self.base.root.display().to_string(),
-            default: false,
-            device: None,
-        };
-        let gone: Vec<Missing> = plan
-            .gone
-            .iter()
-            .map(|b| {
-                Missing::benchmark(
-                    &b.id,
-                    MissingKind::Gone,
-                    format!(
-                        "{} has it and {} does not (removed or renamed?); --allow-missing gone \
-                         lets that pass",
-                        self.base.describe(),
-                        self.head.describe()
-                    ),
-                )
-            })
-            .collect();
-        let comparison = RunComparison::of_set(set, &head, &entries, source, settings, &absences)
-            .with_missing(gone);
-        comparison
-            .store(&run.path, &entries)
-            .context("failed to store the comparison with the run")?;
-        Ok(comparison)
-    }
-}
-
-/// Adds a round's outcome to the record so far, naming `revision`'s commit: both
-/// sides of a paired process share its environment, so neither can say its own.
-fn fold(record: &mut Option<RawRecord>, outcome: Outcome, revision: &Revision) -> Result<()> {
-    let Outcome::Recorded(mut new) = outcome else {
-        return Ok(());
-    };
-    new.fingerprint.git_commit = revision.commit.clone();
-    match record {
-        None => *record = Some(*new),
-        Some(so_far) => so_far
-            .append_rounds(*new)
-            .context("failed to add a round to the record")?,
-    }
-    Ok(())
-}
-
-/// Why a paired process is no result for its benchmark, when a side failed in it or
-/// it ended before either side said; `None` when both sides passed (or the run was
-/// interrupted, which is no one's failure).
-fn unpaired_of(
-    ran: &paired_runner::PairedOutcome,
-    round: u32,
-    base: &Revision,
-    head: &Revision,
-) -> Option<Unpaired> {
-    let failure = |o: Option<&Outcome>| match o {
-        Some(Outcome::Recorded(r)) => r.failure().cloned(),
-        _ => None,
-    };
-    if matches!(ran.head, Outcome::Interrupted) || matches!(ran.base, Some(Outcome::Interrupted)) {
-        return None;
-    }
-    let base_failure = failure(ran.base.as_ref());
-    let head_failure = failure(Some(&ran.head));
-    // A side that stopped because the other failed first says so; the other is the
-    // one that failed.
-    let other_first = |f: &Failure| f.message.contains("the other side failed first");
-    let (role, failure) = match (&base_failure, &head_failure) {
-        (None, None) => return None,
-        (Some(f), None) => (Some(Role::Base), f),
-        (None, Some(f)) => (Some(Role::Head), f),
-        (Some(b), Some(h)) if other_first(h) && !other_first(b) => (Some(Role::Base), b),
-        (Some(b), Some(h)) if other_first(b) && !other_first(h) => (Some(Role::Head), h),
-        // Both failed alike: the process ended (a crash, a time-out) before either
-        // side could say which.
-        (Some(b), Some(_)) => (None, b),
-    };
-    let what = format!("{}: {}", failure.kind.label(), first_line(&failure.message));
-    let reason = match role {
-        Some(Role::Base) => format!(
-            "the base ({}) failed beside the head ({what})",
-            base.describe()
-        ),
-        Some(Role::Head) => format!(
-            "the head ({}) failed beside the base ({what})",
-            head.describe()
-        ),
-        None => format!("the paired process ended before either side said ({what})"),
-    };
-    Some(Unpaired {
-        failed_round: round,
-        failed_side: role,
-        reason,
-        error: failure.message.chars().take(4000).collect(),
-    })
-}
-
-/// The first line of `text`, at most 160 characters.
-fn first_line(text: &str) -> String {
-    let line = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    if line.chars().count() > 160 {
-        format!("{}…", line.chars().take(159).collect::<String>())
-    } else {
-        line.to_string()
-    }
-}
-
-/// A side whose library could not be loaded for benchmark `id`, even alone: a failed
-/// record saying why (set-up), as a process that ended at once.
-fn unloadable(id: &str, why: String, opts: &RunOptions) -> (Outcome, Finished) {
-    let failure = Failure::new(
-        gpubench_record::failure::FailureKind::Setup,
-        format!("its library cannot be loaded: {why}"),
-    );
-    let record = runner::synthesized(id, failure, opts, runner::now_rfc3339());
-    let finished = Finished {
-        ending: crate::execute::process::Ending::Exited(EXIT_BENCHMARK_FAILED),
-        elapsed: std::time::Duration::ZERO,
-        stdout_tail: String::new(),
-        stderr_tail: String::new(),
-    };
-    (Outcome::Recorded(Box::new(record)), finished)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
+    use gpubench_record::paired::Role;
+
     use super::*;
     use crate::build::revision::Checkout;
-    use gpubench_record::testing::RecordBuilder;
 
     fn revision(role: Role, commit: &str) -> Revision {
         Revision {
@@ -799,29 +455,5 @@ mod tests {
         assert!(m.finished_at.is_some());
         assert!(!runs[0].join(".incoming").exists());
         assert!(crate::store::runs::resolve_latest(tmp.path()).is_none());
-    }
-
-    #[test]
-    fn each_sides_record_names_its_own_commit() {
-        // Both sides of a paired process share its environment: the harness names
-        // one commit for both.
-        let shared = |id: &str| {
-            let mut r = RecordBuilder::passed(id).build();
-            r.fingerprint.git_commit = Some("head000000000".into());
-            Outcome::Recorded(Box::new(r))
-        };
-        let base = revision(Role::Base, "base111111111");
-        let head = revision(Role::Head, "head000000000");
-        let (mut b, mut h) = (None, None);
-        fold(&mut b, shared("mm"), &base).unwrap();
-        fold(&mut h, shared("mm"), &head).unwrap();
-        assert_eq!(
-            b.unwrap().fingerprint.git_commit.as_deref(),
-            Some("base111111111")
-        );
-        assert_eq!(
-            h.unwrap().fingerprint.git_commit.as_deref(),
-            Some("head000000000")
-        );
     }
 }

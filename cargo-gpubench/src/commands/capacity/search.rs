@@ -139,8 +139,7 @@ pub(super) fn search(
         env.apply(&mut cmd);
         cmd.env(RECORD_DIR_VAR, &probe_dir);
         console::detail(format_args!("probe: {}", process::shell_line(&cmd)));
-        let finished = match process::run(cmd, args.process.timeout, stop, process::TAIL_BYTES)
-        {
+        let finished = match process::run(cmd, args.process.timeout, stop, process::TAIL_BYTES) {
             Ok(f) => f,
             Err(e) => {
                 error = Some(format!("failed to start the probe at {size}: {e}"));
