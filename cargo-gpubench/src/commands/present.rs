@@ -1,6 +1,7 @@
-//! What a command that stores a run (a run, `merge`) does once the run is stored:
-//! renders its HTML report, prints its summary in the chosen format, writes
-//! `--summary-file`, and says where the report went.
+//! What a command that stores a run (a run, `ab`, `merge`) does once the run is
+//! stored and judged ([`show_run`]): renders its HTML report, saves its baseline,
+//! prints its summary in the chosen format, writes `--summary-file`, and says where
+//! the report went.
 
 use std::path::{Path, PathBuf};
 
@@ -10,10 +11,12 @@ use gpubench_record::record::RawRecord;
 use crate::cli::Format;
 use crate::compare::summary::RunSummary;
 use crate::console;
+use crate::exit_code::Exit;
 use crate::output::exports;
 use crate::output::html::run_report::{self, StoredRun};
 use crate::output::json::pretty_json;
 use crate::output::markdown::{write_summary_file, MarkdownSummary, ReportLink};
+use crate::store::baselines::SavedBaseline;
 
 /// Says which baseline a command compares with, and names the files beside it that
 /// are not baseline files.
@@ -104,4 +107,32 @@ pub fn announce_report(summary: &RunSummary, format: Format) {
         ),
         _ => {}
     }
+}
+
+/// Shows a run stored in `run_dir` and judged: renders its HTML report into
+/// `report_dir` (`None`: `--no-report`), saves its baseline (`save`), prints its
+/// summary in `format` (and its Markdown to `summary_file`) and says where the report
+/// went. The summary is printed even when saving fails, so the run is not lost from
+/// view; the error then decides the exit code.
+pub fn show_run(
+    mut summary: RunSummary,
+    run_dir: &Path,
+    records: &[RawRecord],
+    report_dir: Option<&Path>,
+    save: impl FnOnce() -> Result<Option<SavedBaseline>>,
+    format: Format,
+    summary_file: Option<&Path>,
+) -> Result<Exit> {
+    if let Some(dir) = report_dir {
+        let report = render_report(run_dir, records, &summary, dir);
+        summary = summary.with_report(report);
+    }
+    let saved = save();
+    if let Ok(s) = &saved {
+        summary.saved_baseline = s.clone();
+    }
+    print_summary(&summary, format, summary_file)?;
+    announce_report(&summary, format);
+    saved?;
+    Ok(summary.exit_code())
 }

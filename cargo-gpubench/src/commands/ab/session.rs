@@ -149,13 +149,15 @@ impl Session<'_> {
             .iter()
             .filter_map(|t| t.head_record.clone())
             .collect();
-        if let Some(dir) = &self.report_dir {
-            let report = present::render_report(&run.path, &head_records, &summary, dir);
-            summary = summary.with_report(report);
-        }
-        present::print_summary(&summary, self.format, self.summary_file.as_deref())?;
-        present::announce_report(&summary, self.format);
-        Ok(summary.exit_code())
+        present::show_run(
+            summary,
+            &run.path,
+            &head_records,
+            self.report_dir.as_deref(),
+            || Ok(None),
+            self.format,
+            self.summary_file.as_deref(),
+        )
     }
 
     /// Every round of every benchmark of `tracked`, until each is done or Ctrl-C

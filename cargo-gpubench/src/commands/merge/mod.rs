@@ -164,17 +164,7 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
         )?;
         summary = summary.with_comparison(comparison);
     }
-    if !args.no_report {
-        let report = present::render_report(
-            &run.path,
-            &merged.records,
-            &summary,
-            &run_report::report_dir(store.dir()),
-        );
-        summary = summary.with_report(report);
-    }
-    // The summary is printed even when saving fails, as a run does.
-    let saved = match &args.baselines.save_baseline {
+    let save = || match &args.baselines.save_baseline {
         None => Ok(None),
         Some(name) => match rules::unsaveable(manifest.status) {
             Some(why) => {
@@ -187,14 +177,18 @@ pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
             }),
         },
     };
-    if let Ok(s) = &saved {
-        summary.saved_baseline = s.clone();
-    }
     let summary_file = args.verdicts.summary_file.as_ref().map(|p| cwd.join(p));
-    present::print_summary(&summary, args.format, summary_file.as_deref())?;
-    present::announce_report(&summary, args.format);
-    saved?;
-    Ok(summary.exit_code())
+    present::show_run(
+        summary,
+        &run.path,
+        &merged.records,
+        (!args.no_report)
+            .then(|| run_report::report_dir(store.dir()))
+            .as_deref(),
+        save,
+        args.format,
+        summary_file.as_deref(),
+    )
 }
 
 /// The run directory `arg` names: a path to a run directory or to an output

@@ -146,20 +146,15 @@ impl Session<'_> {
         if let Some(comparison) = self.compare(&run, &records, &manifest)? {
             summary = summary.with_comparison(comparison);
         }
-        if let Some(dir) = &self.report_dir {
-            let report = present::render_report(&run.path, &records, &summary, dir);
-            summary = summary.with_report(report);
-        }
-        // The summary is printed even when saving fails, so the run is not lost from
-        // view; the error then decides the exit code.
-        let saved = self.save_baseline(&records, &manifest, interrupted);
-        if let Ok(s) = &saved {
-            summary.saved_baseline = s.clone();
-        }
-        present::print_summary(&summary, self.format, self.summary_file.as_deref())?;
-        present::announce_report(&summary, self.format);
-        saved?;
-        Ok(summary.exit_code())
+        present::show_run(
+            summary,
+            &run.path,
+            &records,
+            self.report_dir.as_deref(),
+            || self.save_baseline(&records, &manifest, interrupted),
+            self.format,
+            self.summary_file.as_deref(),
+        )
     }
 
     /// The manifest the run begins with: every selected benchmark pending.
