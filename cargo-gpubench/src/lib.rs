@@ -15,8 +15,8 @@
 //! | 4 | [`archive`] | carrying built benchmarks to another machine |
 //! | 3 | [`execute`] | listing, selecting and running benchmark processes |
 //! | 2 | [`build`] | finding and building the bench targets, finding and setting up libtorch, the workspace's places |
-//! | 2 | [`compare`] | judging a run against a baseline |
-//! | 1 | [`store`] | runs, manifests and baselines on disk, and the baselines' git history |
+//! | 2 | [`compare`] | judging a run against a baseline; the run's summary and the exit code it ends with |
+//! | 1 | [`store`] | runs, manifests and baselines on disk, a run's lifecycle from its running manifest to its final one, and the baselines' git history |
 //! | 0 | [`format`] | numbers and words |
 //! | 0 | [`console`] | how much is printed, and in colour or not |
 //! | 0 | [`exit_code`] | the exit codes |
