@@ -6,7 +6,8 @@
 //! any other way (a panic, an error passed up past its command) is still written as
 //! incomplete when the guard is dropped, so no run of a living cargo gpubench is
 //! left marked running. Ctrl-C is no exit path of its own: the commands see it and
-//! finish the run as interrupted.
+//! finish the run as interrupted. A merge that fails while copying its inputs
+//! removes its run instead ([`ActiveRun::discard`]): no half-merged run is left.
 
 use std::sync::Mutex;
 
