@@ -1,6 +1,7 @@
-//! One round of one `ab` benchmark: a paired process, or base and head in processes
-//! of their own when pairing cannot work (or failed for it), and the records it
-//! adds to.
+//! The rounds of an `ab` run: each benchmark's processes until it needs no more
+//! (one round is a paired process, or base and head in processes of their own when
+//! pairing cannot work or failed for it), the records they add to stored as they
+//! come.
 
 use std::path::Path;
 
@@ -12,12 +13,160 @@ use gpubench_record::record::RawRecord;
 
 use super::session::{Mode, Session, Tracked};
 use crate::build::revision::Revision;
+use crate::cli::Format;
+use crate::console;
 use crate::execute::paired::runner::{self as paired_runner, PairedRunError};
 use crate::execute::process::Finished;
+use crate::execute::progress::Progress;
 use crate::execute::runner::{self, Outcome, RunOptions};
 use crate::execute::select::Benchmark;
+use crate::store::lifecycle::ActiveRun;
+use crate::store::manifest::{BenchStatus, BASE_RECORDS};
+use crate::store::runs::{write_atomic, RunDir};
+use gpubench_analysis::baseline::is_paired;
+use gpubench_analysis::processes::{Bound, DecideRounds, ProcessStats, RoundDecision};
+use gpubench_analysis::RecordAnalysis;
+use std::sync::atomic::Ordering;
 
 impl Session<'_> {
+    /// Every round of every benchmark of `tracked`, until each is done or Ctrl-C
+    /// stops the run, each recorded in `active` as it ends.
+    pub(super) fn rounds(&self, active: &ActiveRun, tracked: &mut [Tracked]) -> Result<()> {
+        let run = active.dir();
+        let policy = self.opts.processes;
+        let mut progress = Progress::new(
+            tracked.len() * policy.min as usize,
+            self.format == Format::Human,
+        );
+        'rounds: for round in 1..=policy.max {
+            for (i, t) in tracked.iter_mut().enumerate() {
+                if t.done {
+                    continue;
+                }
+                if self.stop.load(Ordering::SeqCst) {
+                    break 'rounds;
+                }
+                let name = t.head.qualified();
+                progress.start(&name, round, None);
+                let incoming = run.fresh_incoming(0)?;
+                let (base, head, finished) = self
+                    .measure(t, round, &incoming)
+                    .with_context(|| format!("failed to run benchmark {name}"))?;
+                // Said once: in the round whose paired process failed.
+                if let Some(u) = t.unpaired.as_ref().filter(|u| u.failed_round == round) {
+                    console::note(format_args!(
+                        "{name}: {}; it is judged on separate processes",
+                        u.reason
+                    ));
+                }
+                let seconds = finished.elapsed.as_secs_f64();
+                t.entry.duration_s = Some(t.entry.duration_s.unwrap_or(0.0) + seconds);
+                let interrupted = matches!(head, Outcome::Interrupted);
+                fold(&mut t.head_record, head, self.head)?;
+                if let Some(base) = base {
+                    fold(&mut t.base_record, base, self.base)?;
+                }
+                self.store_records(run, t)?;
+                let head_passed = t.head_record.as_ref().is_some_and(RawRecord::passed);
+                let base_passed = t.base_record.as_ref().is_none_or(RawRecord::passed);
+                t.entry.status = match (&t.head_record, interrupted) {
+                    (None, true) => BenchStatus::Interrupted,
+                    (None, false) => BenchStatus::Pending,
+                    (Some(_), _) if head_passed => BenchStatus::Passed,
+                    (Some(_), _) => BenchStatus::Failed,
+                };
+                t.entry.failure_kind = t
+                    .head_record
+                    .as_ref()
+                    .and_then(|r| r.failure())
+                    .map(|f| f.kind);
+                t.entry.rounds = t.head_record.as_ref().map_or(0, |r| r.rounds.len() as u32);
+                let word = match t.entry.status {
+                    BenchStatus::Passed if !base_passed => "passed (base failed)",
+                    BenchStatus::Passed => "passed",
+                    BenchStatus::Failed => "failed",
+                    BenchStatus::Interrupted => "interrupted",
+                    BenchStatus::Pending => "not run",
+                };
+                let spent = std::time::Duration::from_secs_f64(t.entry.duration_s.unwrap_or(0.0));
+                let more = head_passed
+                    && base_passed
+                    && !interrupted
+                    && self.another_round(t, round, spent >= self.budget);
+                if !more {
+                    t.done = true;
+                    // Counted as done: the total shown never shrinks.
+                    progress.skip(policy.min.saturating_sub(round) as usize);
+                } else if round >= policy.min {
+                    progress.add(1);
+                }
+                let reason = t
+                    .head_record
+                    .as_ref()
+                    .and_then(|r| r.failure())
+                    .map(|f| f.kind.label());
+                progress.finish_one(&name, round, None, word, reason, seconds);
+                active.round(i, t.entry.clone())?;
+            }
+            if tracked.iter().all(|t| t.done) {
+                break;
+            }
+        }
+        progress.finish();
+        Ok(())
+    }
+
+    /// Whether `t` needs another round after `round`: never before the policy's
+    /// floor is reached or past its ceiling or the time budget; between them,
+    /// while the interval of its change is wider than the policy's target (the
+    /// paired ratios' when paired, a run's rule otherwise).
+    fn another_round(&self, t: &Tracked, round: u32, over_budget: bool) -> bool {
+        let policy = self.opts.processes;
+        let Some(head) = &t.head_record else {
+            return false;
+        };
+        if !is_paired(head) {
+            let stats = ProcessStats::from_groups(&head.primary_groups());
+            let host_bound = head.bound() == Bound::Host;
+            return policy.decide(round, &stats, host_bound, over_budget) == RoundDecision::Another;
+        }
+        if round < policy.min {
+            return true;
+        }
+        if round >= policy.max || over_budget {
+            return false;
+        }
+        let ratios: Vec<f64> = head
+            .rounds
+            .iter()
+            .filter_map(|r| r.pairing.as_ref())
+            .map(|p| p.log_ratio)
+            .collect();
+        match gpubench_analysis::compare::compare_paired(&ratios, 1.0, 1.0, &self.settings().config)
+        {
+            Ok(c) => (c.change.upper - c.change.lower) / 2.0 > policy.target_rel_ci,
+            Err(_) => false,
+        }
+    }
+
+    /// Writes `t`'s records: the head's as the run's, the base's under `base/`.
+    fn store_records(&self, run: &RunDir, t: &mut Tracked) -> Result<()> {
+        if let Some(r) = &t.head_record {
+            t.entry.record = Some(run.write_record(&t.head.id, r)?);
+        }
+        if let Some(r) = &t.base_record {
+            let path = run
+                .path
+                .join(BASE_RECORDS)
+                .join(RunDir::record_file(&t.head.id));
+            std::fs::create_dir_all(path.parent().expect("a file in base/")).with_context(
+                || format!("failed to create {}", run.path.join(BASE_RECORDS).display()),
+            )?;
+            write_atomic(&path, r.to_json_pretty().as_bytes())?;
+        }
+        Ok(())
+    }
+
     /// One round of `t`: a paired process, or base and head in processes of their
     /// own (base first in odd rounds); `(base, head, how the last process ended)`.
     /// A paired process in which a side failed (or that ended before either side
@@ -267,12 +416,13 @@ fn unloadable(id: &str, why: String, opts: &RunOptions) -> (Outcome, Finished) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::build::revision::Checkout;
     use gpubench_record::testing::RecordBuilder;
 
-    fn revision(role: Role, commit: &str) -> Revision {
+    /// A revision of `commit` in a worktree, for tests.
+    pub(in crate::commands::ab) fn revision(role: Role, commit: &str) -> Revision {
         Revision {
             role,
             label: commit[..7].into(),

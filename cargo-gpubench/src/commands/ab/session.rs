@@ -8,34 +8,28 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use anyhow::{Context, Result};
-use gpubench_analysis::baseline::is_paired;
-use gpubench_analysis::processes::{Bound, DecideRounds, ProcessStats, RoundDecision};
+use anyhow::Result;
 use gpubench_analysis::summary::BenchmarkSummary;
-use gpubench_analysis::RecordAnalysis;
 use gpubench_record::paired::Unpaired;
 use gpubench_record::record::RawRecord;
 
 use super::plan::Plan;
-use super::round::fold;
 use crate::build::revision::Revision;
 use crate::cli::{Format, VerdictArgs};
 use crate::commands::present;
 use crate::compare::summary::RunSummary;
 use crate::compare::VerdictSettings;
-use crate::console;
 use crate::execute::process::ChildEnv;
-use crate::execute::progress::Progress;
-use crate::execute::runner::{Outcome, RunOptions};
+use crate::execute::runner::RunOptions;
 use crate::execute::select::Benchmark;
 use crate::exit_code::Exit;
-use crate::store::lifecycle::{rfc3339_millis, ActiveRun};
+use crate::store::lifecycle::rfc3339_millis;
 use crate::store::manifest::{
-    BenchStatus, ManifestAb, ManifestBenchmark, ManifestExecutable, RunManifest, RunStatus,
-    Selection, BASE_RECORDS, MANIFEST_FORMAT_VERSION,
+    ManifestAb, ManifestBenchmark, ManifestExecutable, RunManifest, RunStatus, Selection,
+    MANIFEST_FORMAT_VERSION,
 };
 use crate::store::references::SummaryEntry;
-use crate::store::runs::{write_atomic, RunDir, RunStore};
+use crate::store::runs::{RunDir, RunStore};
 
 /// How base and head share processes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,146 +154,8 @@ impl Session<'_> {
         )
     }
 
-    /// Every round of every benchmark of `tracked`, until each is done or Ctrl-C
-    /// stops the run, each recorded in `active` as it ends.
-    fn rounds(&self, active: &ActiveRun, tracked: &mut [Tracked]) -> Result<()> {
-        let run = active.dir();
-        let policy = self.opts.processes;
-        let mut progress = Progress::new(
-            tracked.len() * policy.min as usize,
-            self.format == Format::Human,
-        );
-        'rounds: for round in 1..=policy.max {
-            for (i, t) in tracked.iter_mut().enumerate() {
-                if t.done {
-                    continue;
-                }
-                if self.stop.load(Ordering::SeqCst) {
-                    break 'rounds;
-                }
-                let name = t.head.qualified();
-                progress.start(&name, round, None);
-                let incoming = run.fresh_incoming(0)?;
-                let (base, head, finished) = self
-                    .measure(t, round, &incoming)
-                    .with_context(|| format!("failed to run benchmark {name}"))?;
-                // Said once: in the round whose paired process failed.
-                if let Some(u) = t.unpaired.as_ref().filter(|u| u.failed_round == round) {
-                    console::note(format_args!(
-                        "{name}: {}; it is judged on separate processes",
-                        u.reason
-                    ));
-                }
-                let seconds = finished.elapsed.as_secs_f64();
-                t.entry.duration_s = Some(t.entry.duration_s.unwrap_or(0.0) + seconds);
-                let interrupted = matches!(head, Outcome::Interrupted);
-                fold(&mut t.head_record, head, self.head)?;
-                if let Some(base) = base {
-                    fold(&mut t.base_record, base, self.base)?;
-                }
-                self.store_records(run, t)?;
-                let head_passed = t.head_record.as_ref().is_some_and(RawRecord::passed);
-                let base_passed = t.base_record.as_ref().is_none_or(RawRecord::passed);
-                t.entry.status = match (&t.head_record, interrupted) {
-                    (None, true) => BenchStatus::Interrupted,
-                    (None, false) => BenchStatus::Pending,
-                    (Some(_), _) if head_passed => BenchStatus::Passed,
-                    (Some(_), _) => BenchStatus::Failed,
-                };
-                t.entry.failure_kind = t
-                    .head_record
-                    .as_ref()
-                    .and_then(|r| r.failure())
-                    .map(|f| f.kind);
-                t.entry.rounds = t.head_record.as_ref().map_or(0, |r| r.rounds.len() as u32);
-                let word = match t.entry.status {
-                    BenchStatus::Passed if !base_passed => "passed (base failed)",
-                    BenchStatus::Passed => "passed",
-                    BenchStatus::Failed => "failed",
-                    BenchStatus::Interrupted => "interrupted",
-                    BenchStatus::Pending => "not run",
-                };
-                let spent = std::time::Duration::from_secs_f64(t.entry.duration_s.unwrap_or(0.0));
-                let more = head_passed
-                    && base_passed
-                    && !interrupted
-                    && self.another_round(t, round, spent >= self.budget);
-                if !more {
-                    t.done = true;
-                    // Counted as done: the total shown never shrinks.
-                    progress.skip(policy.min.saturating_sub(round) as usize);
-                } else if round >= policy.min {
-                    progress.add(1);
-                }
-                let reason = t
-                    .head_record
-                    .as_ref()
-                    .and_then(|r| r.failure())
-                    .map(|f| f.kind.label());
-                progress.finish_one(&name, round, None, word, reason, seconds);
-                active.round(i, t.entry.clone())?;
-            }
-            if tracked.iter().all(|t| t.done) {
-                break;
-            }
-        }
-        progress.finish();
-        Ok(())
-    }
-
-    /// Whether `t` needs another round after `round`: never before the policy's
-    /// floor is reached or past its ceiling or the time budget; between them,
-    /// while the interval of its change is wider than the policy's target (the
-    /// paired ratios' when paired, a run's rule otherwise).
-    fn another_round(&self, t: &Tracked, round: u32, over_budget: bool) -> bool {
-        let policy = self.opts.processes;
-        let Some(head) = &t.head_record else {
-            return false;
-        };
-        if !is_paired(head) {
-            let stats = ProcessStats::from_groups(&head.primary_groups());
-            let host_bound = head.bound() == Bound::Host;
-            return policy.decide(round, &stats, host_bound, over_budget) == RoundDecision::Another;
-        }
-        if round < policy.min {
-            return true;
-        }
-        if round >= policy.max || over_budget {
-            return false;
-        }
-        let ratios: Vec<f64> = head
-            .rounds
-            .iter()
-            .filter_map(|r| r.pairing.as_ref())
-            .map(|p| p.log_ratio)
-            .collect();
-        match gpubench_analysis::compare::compare_paired(&ratios, 1.0, 1.0, &self.settings().config)
-        {
-            Ok(c) => (c.change.upper - c.change.lower) / 2.0 > policy.target_rel_ci,
-            Err(_) => false,
-        }
-    }
-
     pub(super) fn settings(&self) -> VerdictSettings {
         self.settings
-    }
-
-    /// Writes `t`'s records: the head's as the run's, the base's under `base/`.
-    fn store_records(&self, run: &RunDir, t: &mut Tracked) -> Result<()> {
-        if let Some(r) = &t.head_record {
-            t.entry.record = Some(run.write_record(&t.head.id, r)?);
-        }
-        if let Some(r) = &t.base_record {
-            let path = run
-                .path
-                .join(BASE_RECORDS)
-                .join(RunDir::record_file(&t.head.id));
-            std::fs::create_dir_all(path.parent().expect("a file in base/")).with_context(
-                || format!("failed to create {}", run.path.join(BASE_RECORDS).display()),
-            )?;
-            write_atomic(&path, r.to_json_pretty().as_bytes())?;
-        }
-        Ok(())
     }
 
     fn manifest(
@@ -365,21 +221,8 @@ mod tests {
 
     use gpubench_record::paired::Role;
 
+    use super::super::round::tests::revision;
     use super::*;
-    use crate::build::revision::Checkout;
-
-    fn revision(role: Role, commit: &str) -> Revision {
-        Revision {
-            role,
-            label: commit[..7].into(),
-            commit: Some(commit.into()),
-            dirty: false,
-            chosen_by: "a test".into(),
-            checkout: Checkout::Worktree,
-            root: "/wt".into(),
-            run_dir: "/wt".into(),
-        }
-    }
 
     /// A benchmark of both revisions whose executable is gone, so its process cannot
     /// start: an error, not a failed benchmark.
@@ -396,6 +239,7 @@ mod tests {
             new: Vec::new(),
             gone: Vec::new(),
             filtered_out: Vec::new(),
+            other_parts: Vec::new(),
         }
     }
 
@@ -405,8 +249,13 @@ mod tests {
         let store = RunStore::open(tmp.path()).unwrap();
         let cli = crate::cli::Cli::parse_from_cargo(["cargo-gpubench", "ab", "--format", "json"])
             .unwrap();
-        let args = cli.ab_args().unwrap();
-        let opts = super::super::run_options(args);
+        let Some(crate::cli::Command::Ab(args)) = &cli.command else {
+            panic!("ab parses as ab");
+        };
+        let opts = args
+            .measure
+            .run_options(&args.process, crate::cli::ProcessDefaults::ab())
+            .unwrap();
         let base = revision(Role::Base, "base111111111");
         let head = revision(Role::Head, "head000000000");
         let side = |r: &Revision| crate::store::manifest::ManifestRevision {
@@ -432,6 +281,7 @@ mod tests {
                 paired: false,
                 unpaired_reason: Some("a test".into()),
             },
+            partition: None,
             all_targets: true,
             format: args.format,
             verdicts: &args.verdicts,
