@@ -112,6 +112,7 @@ impl VerdictSettings {
             config: self.config,
             allow_device_mismatch: true,
             allow_settings_mismatch: self.allow_settings_mismatch,
+            gated: self.gate.metrics,
         }
     }
 }

@@ -10,7 +10,7 @@
 use anyhow::Context;
 use std::fmt::Write as _;
 
-use gpubench_analysis::baseline::Metric;
+use gpubench_analysis::baseline::{Judgement, Metric};
 use gpubench_analysis::processes::Bound;
 use gpubench_analysis::BenchmarkSummary;
 use gpubench_record::units::format_ns;
@@ -214,11 +214,10 @@ impl MarkdownSummary<'_> {
             if detectable_column { " --: |" } else { "" }
         );
         for &metric in &view.metric_columns {
-            let (title, align) = match metric {
-                Metric::Time => unreachable!("time has its own columns"),
-                Metric::Kernel => (format!("Kernel time [{confidence:.0}% CI]"), "--:"),
-                Metric::Counters => ("Counters".to_string(), ":--"),
-                Metric::Memory => ("Memory".to_string(), ":--"),
+            let heading = capitalised(metric.label());
+            let (title, align) = match metric.spec().judgement {
+                Judgement::Timed => (format!("{heading} [{confidence:.0}% CI]"), "--:"),
+                Judgement::Counted | Judgement::Memory => (heading, ":--"),
             };
             let _ = write!(header, " {title} |");
             let _ = write!(rule, " {align} |");
@@ -692,6 +691,15 @@ pub fn write_summary_file(path: &std::path::Path, markdown: &str) -> anyhow::Res
     }
     crate::store::runs::write_atomic(path, markdown.as_bytes())
         .context("failed to write the summary file")
+}
+
+/// `Kernel time` of `kernel time`.
+fn capitalised(words: &str) -> String {
+    let mut chars = words.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }
 
 #[cfg(test)]

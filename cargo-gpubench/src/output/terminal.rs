@@ -479,12 +479,7 @@ pub fn render_table(view: &SummaryView, console: Console) -> String {
 
 /// The terminal's header of a metric's change column.
 fn metric_header(metric: Metric) -> &'static str {
-    match metric {
-        Metric::Time => "change",
-        Metric::Kernel => "kernel change",
-        Metric::Counters => "counters",
-        Metric::Memory => "memory",
-    }
+    metric.spec().column
 }
 
 /// Lines under the table on kernel time: why there is none, which benchmarks could

@@ -1,83 +1,36 @@
-//! What a verdict is about ([`Metric`]), which metrics the CI gate looks at
-//! ([`Gate`], `--gate-on`) and which outcomes fail it ([`FailOn`], `--fail-on`).
+//! Which metrics the CI gate looks at ([`Gate`], `--gate-on`) and which outcomes
+//! fail it ([`FailOn`], `--fail-on`).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use thiserror::Error;
 
 use super::*;
 use crate::compare::Verdict;
 
-/// What a verdict is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Metric {
-    /// The benchmark's time: device time when measured, else synced wall time.
-    Time,
-    /// Kernel time: the GPU's own work per call.
-    Kernel,
-    /// The exact counts per call (kernels, copies, syncs, allocations).
-    Counters,
-    /// Peak allocated and reserved device memory and growth per call
-    /// ([`crate::memory`]).
-    Memory,
-}
-
-impl Metric {
-    /// Every metric, in the order tables show them.
-    pub const ALL: [Metric; 4] = [
-        Metric::Time,
-        Metric::Kernel,
-        Metric::Counters,
-        Metric::Memory,
-    ];
-
-    /// The word used on the command line and in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Metric::Time => "time",
-            Metric::Kernel => "kernel",
-            Metric::Counters => "counters",
-            Metric::Memory => "memory",
-        }
-    }
-}
-
-impl fmt::Display for Metric {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The metrics a gate looks at; every one by default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// The metrics a gate looks at: by default those judged by default
+/// ([`MetricSpec::by_default`]).
+///
+/// In JSON, a flag per metric, `{"time": true, "kernel": true, …, "explicit": false}`:
+/// every metric judged by default always, one judged only on request when gated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Gate {
-    /// The benchmark's time.
-    pub time: bool,
-    /// Kernel time.
-    pub kernel: bool,
-    /// The exact counters.
-    pub counters: bool,
-    /// Peak memory and growth per call (absent in settings saved before memory
-    /// verdicts, which gated on what they named).
-    #[serde(default)]
-    pub memory: bool,
+    /// The metrics it looks at.
+    pub metrics: MetricSet,
     /// Whether the user named the metrics (`--gate-on`): then a metric neither side
     /// measured is missing evidence too, since the gate was asked to rest on it. The
     /// default gate looks at what is there (no kernel time on a CPU is no gap).
-    #[serde(default)]
     pub explicit: bool,
 }
 
 impl Default for Gate {
     fn default() -> Self {
         Gate {
-            time: true,
-            kernel: true,
-            counters: true,
-            memory: true,
+            metrics: MetricSet::by_default(),
             explicit: false,
         }
     }
@@ -87,30 +40,46 @@ impl Gate {
     /// A gate the user asked for on `metrics`.
     pub fn of(metrics: &[Metric]) -> Self {
         Gate {
-            time: metrics.contains(&Metric::Time),
-            kernel: metrics.contains(&Metric::Kernel),
-            counters: metrics.contains(&Metric::Counters),
-            memory: metrics.contains(&Metric::Memory),
+            metrics: MetricSet::of(metrics),
             explicit: true,
         }
     }
 
     /// Whether the gate looks at `metric`.
     pub fn contains(&self, metric: Metric) -> bool {
-        match metric {
-            Metric::Time => self.time,
-            Metric::Kernel => self.kernel,
-            Metric::Counters => self.counters,
-            Metric::Memory => self.memory,
-        }
+        self.metrics.contains(metric)
     }
 
     /// The metrics it looks at, in [`Metric::ALL`]'s order.
     pub fn metrics(&self) -> Vec<Metric> {
-        Metric::ALL
-            .into_iter()
-            .filter(|&m| self.contains(m))
-            .collect()
+        self.metrics.iter().collect()
+    }
+}
+
+impl Serialize for Gate {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for m in Metric::ALL {
+            if m.spec().by_default || self.contains(m) {
+                map.serialize_entry(m.as_str(), &self.contains(m))?;
+            }
+        }
+        map.serialize_entry("explicit", &self.explicit)?;
+        map.end()
+    }
+}
+
+/// A metric's flag absent is false: settings saved before memory verdicts gated on
+/// what they named.
+impl<'de> Deserialize<'de> for Gate {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let flags = BTreeMap::<String, bool>::deserialize(deserializer)?;
+        let on = |word: &str| flags.get(word).copied().unwrap_or(false);
+        let metrics: Vec<Metric> = Metric::ALL.into_iter().filter(|m| on(m.as_str())).collect();
+        Ok(Gate {
+            metrics: MetricSet::of(&metrics),
+            explicit: on("explicit"),
+        })
     }
 }
 
@@ -118,22 +87,6 @@ impl fmt::Display for Gate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let words: Vec<&str> = self.metrics().iter().map(|m| m.as_str()).collect();
         f.write_str(&words.join(","))
-    }
-}
-
-/// An unknown [`Metric`] word.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("unknown metric {0:?}: expected `time`, `kernel`, `counters` or `memory`")]
-pub struct UnknownMetric(pub String);
-
-impl FromStr for Metric {
-    type Err = UnknownMetric;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Metric::ALL
-            .into_iter()
-            .find(|m| m.as_str() == s)
-            .ok_or_else(|| UnknownMetric(s.to_string()))
     }
 }
 

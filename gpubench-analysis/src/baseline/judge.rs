@@ -1,17 +1,19 @@
-//! A run judged against a baseline: per benchmark (time, kernel time, counters,
-//! memory),
-//! and the set's outcomes and counts.
+//! A run judged against a baseline: whether each benchmark can be compared at all
+//! (`comparability`: device model, settings, clocks), then its time and each
+//! other metric by the metric's own judge (`judge_metric`); and the set's outcomes
+//! and counts.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-use serde::{Deserialize, Serialize};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::*;
 use crate::compare::{
     compare_cpu_processes, compare_processes, CompareConfig, Comparison, Contention, Verdict,
 };
 use crate::kernels::{counter_changes, kernel_changes, CounterChange, KernelChange};
-use crate::memory::{compare_memory, MemoryComparison, ProcessMemory};
+use crate::memory::{compare_memory, ProcessMemory};
 use crate::processes::Bound;
 use crate::record_analysis::RecordAnalysis;
 use gpubench_record::failure::Failure;
@@ -34,6 +36,10 @@ pub struct BaselineCompareOptions {
     ///     gpubench_record::measurement::MeasurementConfig::differences_that_move_figures
     #[serde(default)]
     pub allow_settings_mismatch: bool,
+    /// The metrics a gate names: one judged only on request
+    /// ([`MetricSpec::by_default`] false) is judged when it is here.
+    #[serde(skip)]
+    pub gated: MetricSet,
 }
 
 /// A benchmark compared although its two sides were measured with settings that
@@ -83,34 +89,26 @@ pub struct CrossDevice {
 }
 
 /// What became of one benchmark present in both the run and the baseline.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
+///
+/// In JSON, tagged by `status`; a compared one holds `kind` and `comparison` (time),
+/// then each other metric's result under its name (`kernel`, `counters`, `memory`,
+/// …, with `kernel_changes` after the counters), then `missing_metrics`: the gaps,
+/// in [`Metric::ALL`]'s order.
+#[derive(Debug, Clone, PartialEq)]
 pub enum ComparisonOutcome {
     /// Compared.
     Compared {
         /// The timer compared: device when both sides have it, else wall.
         kind: TimeKind,
-        /// The result.
+        /// The result on time. Every compared benchmark has one: it is what its
+        /// outcome is counted by ([`VerdictCounts`]).
         comparison: Comparison,
-        /// Kernel time against the baseline's, when both sides measured it (judged
-        /// like device-bound work: it is the GPU's own).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        kernel: Option<Box<Comparison>>,
-        /// The counters per call that differ (empty: all equal), when both sides
-        /// counted.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        counters: Option<Vec<CounterChange>>,
-        /// The kernels that are new, gone, or moved, when both sides have a table.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        /// Each other metric judged, or missing on a side, in [`Metric::ALL`]'s
+        /// order.
+        metrics: Vec<MetricVerdict>,
+        /// The kernels that are new, gone, or moved, when both sides have a table:
+        /// evidence of what changed, with no verdict of its own.
         kernel_changes: Vec<KernelChange>,
-        /// Peak memory and growth per call against the baseline's, when both sides
-        /// read the device's allocator ([`crate::memory`]).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        memory: Option<MemoryComparison>,
-        /// Kernel time, counters and memory where a side lacks them, and why: the gate
-        /// counts them as missing evidence ([`ComparisonSet::missing`]).
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        missing_metrics: Vec<MissingMetric>,
     },
     /// The benchmark failed in this run.
     Failed {
@@ -122,6 +120,128 @@ pub enum ComparisonOutcome {
         /// Why, as a lower-case fragment.
         reason: String,
     },
+}
+
+/// A metric's gap as it is written in `missing_metrics`.
+#[derive(Serialize, Deserialize)]
+struct GapJson<R> {
+    metric: Metric,
+    missing_on: MissingOn,
+    reason: R,
+}
+
+impl Serialize for ComparisonOutcome {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        match self {
+            ComparisonOutcome::Compared {
+                kind,
+                comparison,
+                metrics,
+                kernel_changes,
+            } => {
+                map.serialize_entry("status", "compared")?;
+                map.serialize_entry("kind", kind)?;
+                map.serialize_entry("comparison", comparison)?;
+                for m in Metric::besides_time() {
+                    if let Some(judged) = self.judged(m) {
+                        map.serialize_entry(m.as_str(), judged)?;
+                    }
+                    if m == Metric::Counters && !kernel_changes.is_empty() {
+                        map.serialize_entry("kernel_changes", kernel_changes)?;
+                    }
+                }
+                let gaps: Vec<GapJson<&str>> = metrics
+                    .iter()
+                    .filter_map(|v| {
+                        let gap = v.gap.as_ref()?;
+                        Some(GapJson {
+                            metric: v.metric,
+                            missing_on: gap.missing_on,
+                            reason: gap.reason.as_str(),
+                        })
+                    })
+                    .collect();
+                if !gaps.is_empty() {
+                    map.serialize_entry("missing_metrics", &gaps)?;
+                }
+            }
+            ComparisonOutcome::Failed { failure } => {
+                map.serialize_entry("status", "failed")?;
+                map.serialize_entry("failure", failure)?;
+            }
+            ComparisonOutcome::NotCompared { reason } => {
+                map.serialize_entry("status", "not_compared")?;
+                map.serialize_entry("reason", reason)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// [`ComparisonOutcome`] as stored: the metrics' results are fields of their own.
+#[derive(Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+enum StoredOutcome {
+    Compared {
+        kind: TimeKind,
+        comparison: Comparison,
+        #[serde(default)]
+        kernel_changes: Vec<KernelChange>,
+        #[serde(default)]
+        missing_metrics: Vec<GapJson<String>>,
+        #[serde(flatten)]
+        fields: BTreeMap<String, serde_json::Value>,
+    },
+    Failed {
+        failure: Failure,
+    },
+    NotCompared {
+        reason: String,
+    },
+}
+
+impl<'de> Deserialize<'de> for ComparisonOutcome {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(match StoredOutcome::deserialize(deserializer)? {
+            StoredOutcome::Compared {
+                kind,
+                comparison,
+                kernel_changes,
+                missing_metrics,
+                mut fields,
+            } => {
+                let mut metrics = Vec::new();
+                for metric in Metric::besides_time() {
+                    let judged = match fields.remove(metric.as_str()) {
+                        Some(value) => Some(
+                            Judged::from_json(metric, value).map_err(serde::de::Error::custom)?,
+                        ),
+                        None => None,
+                    };
+                    let gap = missing_metrics
+                        .iter()
+                        .find(|g| g.metric == metric)
+                        .map(|g| MetricGap::new(g.missing_on, g.reason.clone()));
+                    if judged.is_some() || gap.is_some() {
+                        metrics.push(MetricVerdict {
+                            metric,
+                            judged,
+                            gap,
+                        });
+                    }
+                }
+                ComparisonOutcome::Compared {
+                    kind,
+                    comparison,
+                    metrics,
+                    kernel_changes,
+                }
+            }
+            StoredOutcome::Failed { failure } => ComparisonOutcome::Failed { failure },
+            StoredOutcome::NotCompared { reason } => ComparisonOutcome::NotCompared { reason },
+        })
+    }
 }
 
 /// One benchmark's comparison with its baseline.
@@ -143,28 +263,51 @@ impl BenchmarkComparison {
     pub fn verdict_of(&self, metric: Metric) -> Option<Verdict> {
         self.outcome.verdict_of(metric)
     }
+
+    /// What became of `metric` besides time, when compared.
+    pub fn metric(&self, metric: Metric) -> Option<&MetricVerdict> {
+        self.outcome.metric(metric)
+    }
 }
 
 impl ComparisonOutcome {
-    /// The verdict on `metric`, when it was compared: for the counters, regressed when
-    /// any count per call went up, improved when some went down and none up; for
-    /// memory, the worst of its figures ([`MemoryComparison::verdict`]).
+    /// The result on time, when compared.
+    pub fn time(&self) -> Option<&Comparison> {
+        match self {
+            ComparisonOutcome::Compared { comparison, .. } => Some(comparison),
+            _ => None,
+        }
+    }
+
+    /// What became of `metric` (besides time, which is [`ComparisonOutcome::time`]),
+    /// when compared.
+    pub fn metric(&self, metric: Metric) -> Option<&MetricVerdict> {
+        match self {
+            ComparisonOutcome::Compared { metrics, .. } => {
+                metrics.iter().find(|v| v.metric == metric)
+            }
+            _ => None,
+        }
+    }
+
+    /// The result on `metric` besides time, when both sides had it.
+    pub fn judged(&self, metric: Metric) -> Option<&Judged> {
+        self.metric(metric)?.judged.as_ref()
+    }
+
+    /// The verdict on `metric`, when it was compared ([`Judged::verdict`]).
     pub fn verdict_of(&self, metric: Metric) -> Option<Verdict> {
-        let ComparisonOutcome::Compared {
-            comparison,
-            kernel,
-            counters,
-            memory,
-            ..
-        } = self
-        else {
-            return None;
-        };
         match metric {
-            Metric::Time => Some(comparison.verdict),
-            Metric::Kernel => kernel.as_ref().map(|k| k.verdict),
-            Metric::Counters => counters.as_ref().map(|c| counters_verdict(c)),
-            Metric::Memory => memory.as_ref().map(MemoryComparison::verdict),
+            Metric::Time => self.time().map(|c| c.verdict),
+            _ => self.judged(metric).map(Judged::verdict),
+        }
+    }
+
+    /// The kernels that are new, gone or moved (empty when not compared).
+    pub fn kernel_changes(&self) -> &[KernelChange] {
+        match self {
+            ComparisonOutcome::Compared { kernel_changes, .. } => kernel_changes,
+            _ => &[],
         }
     }
 }
@@ -228,19 +371,17 @@ impl ComparisonSet {
                 ComparisonOutcome::NotCompared { reason } => {
                     out.push(Missing::benchmark(&b.id, MissingKind::NotCompared, reason));
                 }
-                ComparisonOutcome::Compared {
-                    missing_metrics, ..
-                } => out.extend(
-                    missing_metrics
-                        .iter()
-                        .filter(|m| gate.contains(m.metric) && m.gated(gate.explicit))
-                        .map(|m| Missing {
+                ComparisonOutcome::Compared { metrics, .. } => {
+                    out.extend(metrics.iter().filter_map(|v| {
+                        let gap = v.gap.as_ref()?;
+                        (gate.contains(v.metric) && gap.gated(gate.explicit)).then(|| Missing {
                             id: b.id.clone(),
                             kind: MissingKind::Metric,
-                            metric: Some(m.metric),
-                            reason: m.reason.clone(),
-                        }),
-                ),
+                            metric: Some(v.metric),
+                            reason: gap.reason.clone(),
+                        })
+                    }))
+                }
                 ComparisonOutcome::Failed { .. } => {}
             }
         }
@@ -292,109 +433,9 @@ pub fn compare_with_baseline(
             set.missing_in_baseline.push(record.id.clone());
             continue;
         };
-        let outcome = match (record.failure(), record.first_measurement()) {
-            (Some(failure), _) => ComparisonOutcome::Failed {
-                failure: failure.clone(),
-            },
-            (None, None) => not_compared("the run has no measurement"),
-            (None, Some(_)) if record.config.mode == RunMode::Smoke => {
-                not_compared("a smoke run measures nothing")
-            }
-            (None, Some(_)) => {
-                let (was, now) = (
-                    &entry.fingerprint.device.name,
-                    &record.fingerprint.device.name,
-                );
-                if was != now {
-                    if !options.allow_device_mismatch {
-                        return Err(BaselineError::DeviceMismatch {
-                            id: record.id.clone(),
-                            baseline_device: was.clone(),
-                            current_device: now.clone(),
-                        });
-                    }
-                    set.cross_device.push(CrossDevice {
-                        id: record.id.clone(),
-                        baseline_device: was.clone(),
-                        current_device: now.clone(),
-                    });
-                }
-                let differences = entry
-                    .config
-                    .as_ref()
-                    .map(|was| record.config.differences_that_move_figures(was))
-                    .unwrap_or_default();
-                if !differences.is_empty() {
-                    if !options.allow_settings_mismatch {
-                        set.comparisons.push(BenchmarkComparison {
-                            id: record.id.clone(),
-                            outcome: not_compared(&format!(
-                                "measured with other settings ({}), which move the figures: \
-                                 measure both sides alike, or --allow-settings-mismatch",
-                                differences.join("; ")
-                            )),
-                        });
-                        continue;
-                    }
-                    set.other_settings.push(OtherSettings {
-                        id: record.id.clone(),
-                        differences,
-                    });
-                }
-                let kind = match (record.primary_kind(), entry.primary_kind()) {
-                    (TimeKind::Device, TimeKind::Device) => TimeKind::Device,
-                    _ => TimeKind::Wall,
-                };
-                let now_times = record.groups(kind);
-                let was_times = entry.groups(kind);
-                // The stricter rule when the sides disagree: host-bound on either
-                // side makes it host-bound; the CPU device's own rule needs both
-                // sides on the CPU (see `compare`, "The CPU device").
-                let bound = match (record.bound(), entry.effective_bound()) {
-                    (Bound::Cpu, Some(Bound::Cpu)) => Bound::Cpu,
-                    (Bound::Device, Some(Bound::Device) | None) => Bound::Device,
-                    _ => Bound::Host,
-                };
-                if let (Some(was), Some(now)) =
-                    (entry.mean_sm_clock_mhz(), record.mean_sm_clock_mhz())
-                {
-                    if gpubench_record::telemetry::clearly_different_clocks(was, now) {
-                        set.other_clocks.push(OtherClocks {
-                            id: record.id.clone(),
-                            baseline_mhz: was,
-                            current_mhz: now,
-                        });
-                    }
-                }
-                let compared = match bound {
-                    Bound::Cpu => compare_cpu_processes(
-                        &was_times,
-                        &now_times,
-                        Contention {
-                            baseline: entry.contended,
-                            current: record.contended(),
-                        },
-                        &options.config,
-                    ),
-                    _ => compare_processes(&was_times, &now_times, bound, &options.config),
-                };
-                match compared {
-                    Ok(comparison) => {
-                        let mut gpu = compare_kernels(record, entry, &options.config);
-                        let memory = compare_memory_of(record, entry, &mut gpu.missing);
-                        ComparisonOutcome::Compared {
-                            kind,
-                            comparison,
-                            kernel: gpu.kernel,
-                            counters: gpu.counters,
-                            kernel_changes: gpu.kernel_changes,
-                            memory,
-                            missing_metrics: gpu.missing,
-                        }
-                    }
-                    Err(e) => not_compared(&e.to_string()),
-                }
-            }
+        let outcome = match comparability(record, entry, options, &mut set)? {
+            Comparability::Comparable(sides) => judge(&sides, options),
+            Comparability::Not(outcome) => outcome,
         };
         set.comparisons.push(BenchmarkComparison {
             id: record.id.clone(),
@@ -410,146 +451,257 @@ pub fn compare_with_baseline(
     Ok(set)
 }
 
-/// What the GPU did, compared: kernel time, counters and the kernel table, and the
-/// metrics a side lacks.
-struct GpuComparison {
-    kernel: Option<Box<Comparison>>,
-    counters: Option<Vec<CounterChange>>,
-    kernel_changes: Vec<KernelChange>,
-    missing: Vec<MissingMetric>,
+/// Whether a record and its baseline entry can be compared.
+enum Comparability<'a> {
+    /// They can, so each metric is judged.
+    Comparable(Sides<'a>),
+    /// They cannot: the benchmark's outcome (failed, not compared).
+    Not(ComparisonOutcome),
 }
 
-/// What a baseline without a metric was, for the reason of a gap.
-const BASELINE_WITHOUT: &str = "saved where it was not measured (a CPU, a build without the \
-     CUDA headers, or an older gpubench): save the baseline again where it is measured";
+/// A record and its baseline entry found comparable, with how their time is
+/// compared.
+struct Sides<'a> {
+    record: &'a RawRecord,
+    entry: &'a BaselineEntry,
+    /// The timer both sides have: device, else wall.
+    kind: TimeKind,
+    /// The rule their time is judged by.
+    bound: Bound,
+    /// Whether a side's host could not serve its threads.
+    contention: Contention,
+}
 
-/// Kernel time, counters and the kernel table of `record` against `entry`'s, each when
-/// both sides have it; a side without one is a gap, with why.
-fn compare_kernels(
-    record: &RawRecord,
-    entry: &BaselineEntry,
-    config: &CompareConfig,
-) -> GpuComparison {
-    let measured: Vec<_> = record.measurements().collect();
-    let now_kernel = record.groups(TimeKind::Kernel);
-    let was_kernel = entry.groups(TimeKind::Kernel);
-    let now_timed = !measured.is_empty() && measured.iter().all(|m| m.kernel.is_some());
-    let was_timed = !was_kernel.is_empty() && was_kernel.iter().all(|g| !g.is_empty());
-    // Why this side has no kernel time (and so no counters), as its harness said.
-    let unavailable = measured
-        .iter()
-        .find_map(|m| m.kernel_unavailable.clone())
-        .unwrap_or_else(|| "this run did not measure it".to_string());
-    let mut missing = Vec::new();
-    let mut gap = |metric, missing_on, reason: String| {
-        missing.push(MissingMetric {
-            metric,
-            missing_on,
-            reason,
-        })
+/// Whether `record` can be compared with `entry` at all: it passed and measured
+/// something, on the same device model (or across models by request), with
+/// settings that do not move the figures (or other ones by request); and how: the
+/// timer both have, the rule of their time, their hosts' contention. What the set
+/// should know of the pair (another device, other settings, other clocks) goes into
+/// `set`.
+fn comparability<'a>(
+    record: &'a RawRecord,
+    entry: &'a BaselineEntry,
+    options: &BaselineCompareOptions,
+    set: &mut ComparisonSet,
+) -> Result<Comparability<'a>, BaselineError> {
+    let not = |reason: &str| Ok(Comparability::Not(not_compared(reason)));
+    match (record.failure(), record.first_measurement()) {
+        (Some(failure), _) => {
+            return Ok(Comparability::Not(ComparisonOutcome::Failed {
+                failure: failure.clone(),
+            }))
+        }
+        (None, None) => return not("the run has no measurement"),
+        (None, Some(_)) if record.config.mode == RunMode::Smoke => {
+            return not("a smoke run measures nothing")
+        }
+        (None, Some(_)) => {}
+    }
+    let (was, now) = (
+        &entry.fingerprint.device.name,
+        &record.fingerprint.device.name,
+    );
+    if was != now {
+        if !options.allow_device_mismatch {
+            return Err(BaselineError::DeviceMismatch {
+                id: record.id.clone(),
+                baseline_device: was.clone(),
+                current_device: now.clone(),
+            });
+        }
+        set.cross_device.push(CrossDevice {
+            id: record.id.clone(),
+            baseline_device: was.clone(),
+            current_device: now.clone(),
+        });
+    }
+    let differences = entry
+        .config
+        .as_ref()
+        .map(|was| record.config.differences_that_move_figures(was))
+        .unwrap_or_default();
+    if !differences.is_empty() {
+        if !options.allow_settings_mismatch {
+            return not(&format!(
+                "measured with other settings ({}), which move the figures: \
+                 measure both sides alike, or --allow-settings-mismatch",
+                differences.join("; ")
+            ));
+        }
+        set.other_settings.push(OtherSettings {
+            id: record.id.clone(),
+            differences,
+        });
+    }
+    if let (Some(was), Some(now)) = (entry.mean_sm_clock_mhz(), record.mean_sm_clock_mhz()) {
+        if gpubench_record::telemetry::clearly_different_clocks(was, now) {
+            set.other_clocks.push(OtherClocks {
+                id: record.id.clone(),
+                baseline_mhz: was,
+                current_mhz: now,
+            });
+        }
+    }
+    let kind = match (record.primary_kind(), entry.primary_kind()) {
+        (TimeKind::Device, TimeKind::Device) => TimeKind::Device,
+        _ => TimeKind::Wall,
     };
-    // Kernel time is the GPU's own work, so it is judged like device-bound time.
-    let kernel = match (was_timed, now_timed) {
-        (true, true) => match compare_processes(&was_kernel, &now_kernel, Bound::Device, config) {
-            Ok(k) => Some(Box::new(k)),
-            Err(e) => {
-                gap(
-                    Metric::Kernel,
-                    MissingOn::Current,
-                    format!("its kernel times could not be compared: {e}"),
-                );
-                None
-            }
-        },
-        (true, false) => {
-            gap(
-                Metric::Kernel,
-                MissingOn::Current,
-                format!("this run has no kernel time: {unavailable}"),
-            );
-            None
-        }
-        (false, true) => {
-            gap(
-                Metric::Kernel,
-                MissingOn::Baseline,
-                format!("the baseline has no kernel time: {BASELINE_WITHOUT}"),
-            );
-            None
-        }
-        (false, false) => {
-            gap(
-                Metric::Kernel,
-                MissingOn::Both,
-                format!("neither side measured kernel time: {unavailable}"),
-            );
-            None
-        }
+    // The stricter rule when the sides disagree: host-bound on either side makes it
+    // host-bound; the CPU device's own rule needs both sides on the CPU (see
+    // `compare`, "The CPU device").
+    let bound = match (record.bound(), entry.effective_bound()) {
+        (Bound::Cpu, Some(Bound::Cpu)) => Bound::Cpu,
+        (Bound::Device, Some(Bound::Device) | None) => Bound::Device,
+        _ => Bound::Host,
     };
-    let counters = match (&entry.counters, record.counters()) {
-        (Some(was), Some(now)) => Some(counter_changes(was, &now)),
-        (Some(_), None) => {
-            gap(
-                Metric::Counters,
-                MissingOn::Current,
-                format!("this run has no counters: {unavailable}"),
-            );
-            None
-        }
-        (None, Some(_)) => {
-            gap(
-                Metric::Counters,
-                MissingOn::Baseline,
-                format!("the baseline has no counters: {BASELINE_WITHOUT}"),
-            );
-            None
-        }
-        (None, None) => {
-            gap(
-                Metric::Counters,
-                MissingOn::Both,
-                format!("neither side counted: {unavailable}"),
-            );
-            None
-        }
+    let contention = Contention {
+        baseline: entry.contended,
+        current: record.contended(),
     };
+    Ok(Comparability::Comparable(Sides {
+        record,
+        entry,
+        kind,
+        bound,
+        contention,
+    }))
+}
+
+/// Judges two comparable sides: their time, then each other metric judged by default
+/// or gated ([`BaselineCompareOptions::gated`]), then the kernel table.
+fn judge(sides: &Sides, options: &BaselineCompareOptions) -> ComparisonOutcome {
+    let (record, entry, config) = (sides.record, sides.entry, &options.config);
+    let was_times = entry.groups(sides.kind);
+    let now_times = record.groups(sides.kind);
+    let compared = match sides.bound {
+        Bound::Cpu => compare_cpu_processes(&was_times, &now_times, sides.contention, config),
+        bound => compare_processes(&was_times, &now_times, bound, config),
+    };
+    let comparison = match compared {
+        Ok(comparison) => comparison,
+        Err(e) => return not_compared(&e.to_string()),
+    };
+    let metrics = Metric::besides_time()
+        .filter(|&m| m.spec().by_default || options.gated.contains(m))
+        .filter_map(|m| judge_metric(m, sides, config))
+        .collect();
     let now_table = record.kernel_table();
     let kernel_changes = if entry.kernels.is_empty() || now_table.is_empty() {
         Vec::new()
     } else {
         kernel_changes(&entry.kernels, &now_table)
     };
-    GpuComparison {
-        kernel,
-        counters,
+    ComparisonOutcome::Compared {
+        kind: sides.kind,
+        comparison,
+        metrics,
         kernel_changes,
-        missing,
     }
 }
 
-/// Memory of `record` against `entry`'s, when both sides read the allocator; a side
-/// without it (the CPU, an older file) is a gap in `missing`, and so is growth per
-/// call one side lacks while both have the peaks.
-fn compare_memory_of(
-    record: &RawRecord,
-    entry: &BaselineEntry,
-    missing: &mut Vec<MissingMetric>,
-) -> Option<MemoryComparison> {
+/// The judge of each metric besides time: its result where both sides have it, and a
+/// gap, with why, where a side lacks it.
+fn judge_metric(metric: Metric, sides: &Sides, config: &CompareConfig) -> Option<MetricVerdict> {
+    match metric {
+        Metric::Time => None,
+        Metric::Kernel => Some(judge_kernel(sides, config)),
+        Metric::Counters => Some(judge_counters(sides)),
+        Metric::Memory => Some(judge_memory(sides)),
+    }
+}
+
+/// What a baseline without a metric was, for the reason of a gap.
+const BASELINE_WITHOUT: &str = "saved where it was not measured (a CPU, a build without the \
+     CUDA headers, or an older gpubench): save the baseline again where it is measured";
+
+/// Why the run has no kernel time (and so no counters), as its harness said.
+fn kernel_unavailable(record: &RawRecord) -> String {
+    record
+        .measurements()
+        .find_map(|m| m.kernel_unavailable.clone())
+        .unwrap_or_else(|| "this run did not measure it".to_string())
+}
+
+/// Kernel time is the GPU's own work, so it is judged like device-bound time.
+fn judge_kernel(sides: &Sides, config: &CompareConfig) -> MetricVerdict {
+    let (record, entry) = (sides.record, sides.entry);
+    let now_kernel = record.groups(TimeKind::Kernel);
+    let was_kernel = entry.groups(TimeKind::Kernel);
+    let measured: Vec<_> = record.measurements().collect();
+    let now_timed = !measured.is_empty() && measured.iter().all(|m| m.kernel.is_some());
+    let was_timed = !was_kernel.is_empty() && was_kernel.iter().all(|g| !g.is_empty());
+    let gap = |missing_on, reason: String| {
+        MetricVerdict::missing(Metric::Kernel, MetricGap::new(missing_on, reason))
+    };
+    match (was_timed, now_timed) {
+        (true, true) => match compare_processes(&was_kernel, &now_kernel, Bound::Device, config) {
+            Ok(k) => MetricVerdict::judged(Metric::Kernel, Judged::Timed(Box::new(k))),
+            Err(e) => gap(
+                MissingOn::Current,
+                format!("its kernel times could not be compared: {e}"),
+            ),
+        },
+        (true, false) => gap(
+            MissingOn::Current,
+            format!(
+                "this run has no kernel time: {}",
+                kernel_unavailable(record)
+            ),
+        ),
+        (false, true) => gap(
+            MissingOn::Baseline,
+            format!("the baseline has no kernel time: {BASELINE_WITHOUT}"),
+        ),
+        (false, false) => gap(
+            MissingOn::Both,
+            format!(
+                "neither side measured kernel time: {}",
+                kernel_unavailable(record)
+            ),
+        ),
+    }
+}
+
+/// The counts per call: any change is a verdict.
+fn judge_counters(sides: &Sides) -> MetricVerdict {
+    let (record, entry) = (sides.record, sides.entry);
+    let gap = |missing_on, reason: String| {
+        MetricVerdict::missing(Metric::Counters, MetricGap::new(missing_on, reason))
+    };
+    match (&entry.counters, record.counters()) {
+        (Some(was), Some(now)) => MetricVerdict::judged(
+            Metric::Counters,
+            Judged::Counted(counter_changes(was, &now)),
+        ),
+        (Some(_), None) => gap(
+            MissingOn::Current,
+            format!("this run has no counters: {}", kernel_unavailable(record)),
+        ),
+        (None, Some(_)) => gap(
+            MissingOn::Baseline,
+            format!("the baseline has no counters: {BASELINE_WITHOUT}"),
+        ),
+        (None, None) => gap(
+            MissingOn::Both,
+            format!("neither side counted: {}", kernel_unavailable(record)),
+        ),
+    }
+}
+
+/// Memory of the run against the baseline's, when both sides read the allocator; a
+/// side without it (the CPU, an older file) is a gap, and so is growth per call one
+/// side lacks while both have the peaks.
+fn judge_memory(sides: &Sides) -> MetricVerdict {
+    let (record, entry) = (sides.record, sides.entry);
     let now: Option<Vec<ProcessMemory>> = record.measurements().map(ProcessMemory::of).collect();
     let now = now.filter(|n| !n.is_empty());
     let was = entry.memory();
-    let mut gap = |missing_on, reason: String| {
-        missing.push(MissingMetric {
-            metric: Metric::Memory,
-            missing_on,
-            reason,
-        })
-    };
+    let gap = |missing_on, reason: String| Some(MetricGap::new(missing_on, reason));
     const NO_ALLOCATOR: &str = "its device has no allocator to read (the CPU)";
-    match (was, now) {
+    let (judged, gap) = match (was, now) {
         (Some(was), Some(now)) => {
             let every_growth = |side: &[ProcessMemory]| side.iter().all(|p| p.growth.is_some());
-            match (every_growth(&was), every_growth(&now)) {
+            let growth_gap = match (every_growth(&was), every_growth(&now)) {
                 (true, false) => gap(
                     MissingOn::Current,
                     "this run has no growth per call: a process did not measure it".into(),
@@ -560,31 +712,36 @@ fn compare_memory_of(
                      it was measured; save the baseline again"
                         .into(),
                 ),
-                _ => {}
-            }
-            compare_memory(&was, &now)
+                _ => None,
+            };
+            (compare_memory(&was, &now).map(Judged::Memory), growth_gap)
         }
-        (Some(_), None) => {
+        (Some(_), None) => (
+            None,
             gap(
                 MissingOn::Current,
                 format!("this run has no memory figures: {NO_ALLOCATOR}"),
-            );
-            None
-        }
-        (None, Some(_)) => {
+            ),
+        ),
+        (None, Some(_)) => (
+            None,
             gap(
                 MissingOn::Baseline,
                 format!("the baseline has no memory figures: {BASELINE_WITHOUT}"),
-            );
-            None
-        }
-        (None, None) => {
+            ),
+        ),
+        (None, None) => (
+            None,
             gap(
                 MissingOn::Both,
                 format!("neither side measured memory: {NO_ALLOCATOR}"),
-            );
-            None
-        }
+            ),
+        ),
+    };
+    MetricVerdict {
+        metric: Metric::Memory,
+        judged,
+        gap,
     }
 }
 

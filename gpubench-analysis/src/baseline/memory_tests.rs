@@ -59,10 +59,7 @@ fn a_planted_leak_regresses_memory_and_trips_the_gate() {
     );
     let b = &set.comparisons[0];
     assert_eq!(b.verdict_of(Metric::Memory), Some(Verdict::Regressed));
-    let ComparisonOutcome::Compared {
-        memory: Some(m), ..
-    } = &b.outcome
-    else {
+    let Some(m) = b.outcome.judged(Metric::Memory).and_then(Judged::memory) else {
         panic!("{b:?}");
     };
     let growth = m.figure(MemoryFigure::GrowthPerCall).unwrap();
@@ -151,9 +148,10 @@ fn shared_reserved_bytes_of_a_paired_side_survive_a_saved_baseline() {
         &BaselineCompareOptions::default(),
     )
     .unwrap();
-    let ComparisonOutcome::Compared {
-        memory: Some(m), ..
-    } = &set.comparisons[0].outcome
+    let Some(m) = set.comparisons[0]
+        .outcome
+        .judged(Metric::Memory)
+        .and_then(Judged::memory)
     else {
         panic!("{set:?}");
     };

@@ -106,10 +106,7 @@ impl Missing {
     /// `not run`, or `kernel time missing` for a metric.
     pub fn what(&self) -> String {
         match self.metric {
-            Some(Metric::Time) => "time missing".into(),
-            Some(Metric::Kernel) => "kernel time missing".into(),
-            Some(Metric::Counters) => "counters missing".into(),
-            Some(Metric::Memory) => "memory missing".into(),
+            Some(metric) => format!("{} missing", metric.label()),
             None => self.kind.label().into(),
         }
     }
@@ -125,25 +122,6 @@ pub enum MissingOn {
     Current,
     /// Neither side has it.
     Both,
-}
-
-/// A metric a compared benchmark has on one side only (or on neither).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MissingMetric {
-    /// The metric.
-    pub metric: Metric,
-    /// Which side lacks it.
-    pub missing_on: MissingOn,
-    /// Why, when a side says (e.g. `kernel timing was not built in: …`).
-    pub reason: String,
-}
-
-impl MissingMetric {
-    /// Whether a gate on `metric` sees this gap: always when one side has the metric;
-    /// when neither has it, only a gate that names the metric (`explicit`).
-    pub fn gated(&self, explicit: bool) -> bool {
-        self.missing_on != MissingOn::Both || explicit
-    }
 }
 
 /// The kinds of missing evidence the gate lets pass (`--allow-missing`); none by
@@ -286,18 +264,5 @@ mod tests {
         for w in AllowWord::WORDS {
             assert!(w.parse::<AllowWord>().is_ok(), "{w}");
         }
-    }
-
-    #[test]
-    fn a_metric_neither_side_has_counts_only_for_a_gate_that_names_it() {
-        let gap = |missing_on| MissingMetric {
-            metric: Metric::Kernel,
-            missing_on,
-            reason: String::new(),
-        };
-        assert!(gap(MissingOn::Current).gated(false));
-        assert!(gap(MissingOn::Baseline).gated(false));
-        assert!(!gap(MissingOn::Both).gated(false));
-        assert!(gap(MissingOn::Both).gated(true));
     }
 }

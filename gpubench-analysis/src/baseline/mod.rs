@@ -1,8 +1,8 @@
 //! Saved baselines: the committed on-disk format ([`file`]), the store under
 //! `gpubench/baselines/<name>/` ([`store`]), a run judged against a baseline
-//! ([`judge`]), a head judged against its base paired in one process ([`paired`]),
-//! the evidence one side lacks ([`missing`]), and whether the outcome should fail CI
-//! ([`gate`]).
+//! ([`judge`]) on the metrics of [`metric`], a head judged against its base paired
+//! in one process ([`paired`]), the evidence one side lacks ([`missing`]), and
+//! whether the outcome should fail CI ([`gate`]).
 //!
 //! # Format
 //!
@@ -23,6 +23,7 @@ mod gate;
 mod judge;
 #[cfg(test)]
 mod memory_tests;
+mod metric;
 mod missing;
 mod paired;
 mod store;
@@ -32,6 +33,7 @@ mod tests;
 pub use file::*;
 pub use gate::*;
 pub use judge::*;
+pub use metric::*;
 pub use missing::*;
 pub use paired::*;
 pub use store::*;

@@ -31,7 +31,9 @@ pub fn compare_paired_records(
             continue;
         };
         let ComparisonOutcome::Compared {
-            comparison, kernel, ..
+            comparison,
+            metrics,
+            ..
         } = &mut b.outcome
         else {
             continue;
@@ -63,7 +65,8 @@ pub fn compare_paired_records(
         // measures, not one measure twice: no ratio of them is a change.
         let base_record = base.iter().find(|r| r.id == b.id);
         if let Some(why) = base_record.and_then(|r| methods_differ(r, record)) {
-            *kernel = None;
+            // No verdict, and no gap either: both sides measured it.
+            metrics.retain(|v| v.metric != Metric::Kernel || v.judged.is_none());
             let note = format!("kernel time not compared: {why}");
             comparison.note = Some(match comparison.note.take() {
                 Some(n) => format!("{n}; {note}"),
@@ -72,7 +75,14 @@ pub fn compare_paired_records(
             continue;
         }
         let kernel_ratios: Option<Vec<f64>> = pairings.iter().map(|p| p.kernel_log_ratio).collect();
-        if let (Some(ratios), Some(k)) = (kernel_ratios, kernel.as_mut()) {
+        let kernel = metrics
+            .iter_mut()
+            .filter(|v| v.metric == Metric::Kernel)
+            .find_map(|v| match &mut v.judged {
+                Some(Judged::Timed(k)) => Some(k),
+                _ => None,
+            });
+        if let (Some(ratios), Some(k)) = (kernel_ratios, kernel) {
             **k = paired(&ratios, k, &options.config)?;
         }
     }
@@ -288,12 +298,14 @@ mod tests {
                 &Default::default(),
             )
             .unwrap();
-            let ComparisonOutcome::Compared {
-                comparison, kernel, ..
-            } = set.comparisons[0].outcome.clone()
-            else {
+            let outcome = &set.comparisons[0].outcome;
+            let Some(comparison) = outcome.time().cloned() else {
                 panic!("{set:?}");
             };
+            let kernel = outcome
+                .judged(Metric::Kernel)
+                .and_then(Judged::timed)
+                .cloned();
             (comparison, kernel)
         };
         let (_, kernel) = judged(&head);
@@ -347,16 +359,16 @@ mod tests {
                 &options,
             )
             .unwrap();
-            let ComparisonOutcome::Compared {
-                comparison, kernel, ..
-            } = &set.comparisons[0].outcome
-            else {
+            let outcome = &set.comparisons[0].outcome;
+            let Some(comparison) = outcome.time().cloned() else {
                 panic!("{set:?}");
             };
-            (
-                comparison.clone(),
-                *kernel.clone().expect("kernel time compared"),
-            )
+            let kernel = outcome
+                .judged(Metric::Kernel)
+                .and_then(Judged::timed)
+                .cloned()
+                .expect("kernel time compared");
+            (comparison, kernel)
         };
         let (time, kernel) = judge(DEFAULT_PAIRED_NOISE_THRESHOLD);
         assert!(time.paired && kernel.paired, "{kernel:?}");

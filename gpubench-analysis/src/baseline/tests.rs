@@ -547,14 +547,12 @@ fn kernel_time_and_counters_judge_what_host_timing_cannot() {
         4,
     ));
     assert_eq!(extra.verdict_of(Metric::Counters), Some(Verdict::Regressed));
-    let ComparisonOutcome::Compared {
-        counters: Some(counters),
-        kernel_changes,
-        ..
-    } = &extra.outcome
-    else {
-        panic!("{extra:?}");
-    };
+    let counters = extra
+        .outcome
+        .judged(Metric::Counters)
+        .and_then(Judged::counted)
+        .expect("both sides counted");
+    let kernel_changes = extra.outcome.kernel_changes();
     assert_eq!(counters[0].describe(), "+1 kernel per call");
     assert_eq!(kernel_changes[0].describe(), "new kernel `fill_kernel`");
     assert!(FailOn::Regressed.trips(&extra, &Gate::of(&[Metric::Counters])));
@@ -961,4 +959,62 @@ fn cpu_work_on_a_contended_host_is_never_regressed_or_improved() {
     let c = judge(&quiet, &quiet_base);
     assert!(!c.contended);
     assert_eq!(c.verdict, Verdict::Improved, "{c:?}");
+}
+
+#[test]
+fn a_stored_comparison_keeps_one_field_per_metric_and_reads_back_as_it_was() {
+    let add = SyntheticKernels::one("vectorized_elementwise_kernel<add>", 2_290.0);
+    let base = BaselineEntry::from_record(&launch_bound("add", &add, 5, 1)).unwrap();
+    let extra = launch_bound("add", &add.with_kernel("fill_kernel", 1_000.0), 5, 4);
+    let set = compare_with_baseline(
+        std::slice::from_ref(&extra),
+        std::slice::from_ref(&base),
+        &BaselineCompareOptions::default(),
+    )
+    .unwrap();
+    let json = serde_json::to_string_pretty(&set).unwrap();
+    // The fields of a compared benchmark, in the order files have always had them.
+    let at = |key: &str| {
+        json.find(&format!("\"{key}\":"))
+            .unwrap_or_else(|| panic!("no {key} in {json}"))
+    };
+    let order = [
+        "status",
+        "kind",
+        "comparison",
+        "kernel",
+        "counters",
+        "kernel_changes",
+        "missing_metrics",
+    ];
+    assert!(
+        order.windows(2).all(|w| at(w[0]) < at(w[1])),
+        "{order:?} in {json}"
+    );
+    let back: ComparisonSet = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, set);
+    assert_eq!(serde_json::to_string_pretty(&back).unwrap(), json);
+    // One stored before kernel time, counters and gaps were judged reads as time alone.
+    let mut older: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let outcome = older["comparisons"][0]["outcome"].as_object_mut().unwrap();
+    for key in ["kernel", "counters", "kernel_changes", "missing_metrics"] {
+        outcome.remove(key).unwrap();
+    }
+    let older: ComparisonSet = serde_json::from_value(older).unwrap();
+    let (was, now) = (&older.comparisons[0], &set.comparisons[0]);
+    assert_eq!(was.outcome.time(), now.outcome.time());
+    assert!(Metric::besides_time().all(|m| was.metric(m).is_none()));
+    assert!(was.outcome.kernel_changes().is_empty());
+    // A gate's flags, one per metric judged by default, as settings have stored them.
+    assert_eq!(
+        serde_json::to_string(&Gate::default()).unwrap(),
+        r#"{"time":true,"kernel":true,"counters":true,"memory":true,"explicit":false}"#
+    );
+    let old: Gate =
+        serde_json::from_str(r#"{"time":true,"kernel":false,"counters":true}"#).unwrap();
+    let named = Gate {
+        metrics: MetricSet::of(&[Metric::Time, Metric::Counters]),
+        explicit: false,
+    };
+    assert_eq!(old, named);
 }

@@ -219,10 +219,10 @@ fn each_side_of_a_paired_process_records_its_own_memory() {
         b.verdict_of(gpubench_analysis::baseline::Metric::Memory),
         Some(Verdict::Regressed)
     );
-    let gpubench_analysis::baseline::ComparisonOutcome::Compared {
-        memory: Some(memory),
-        ..
-    } = &b.outcome
+    let Some(memory) = b
+        .outcome
+        .judged(gpubench_analysis::baseline::Metric::Memory)
+        .and_then(gpubench_analysis::baseline::Judged::memory)
     else {
         panic!("{b:?}");
     };

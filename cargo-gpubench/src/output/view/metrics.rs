@@ -2,7 +2,7 @@
 //! place that reads a comparison's per-metric fields (time, kernel time, counters,
 //! memory), so a metric added to the judge is shown by adding it here.
 
-use gpubench_analysis::baseline::{ComparisonOutcome, Metric};
+use gpubench_analysis::baseline::{ComparisonOutcome, Judged, Judgement, Metric};
 use gpubench_analysis::kernels::{CounterChange, KernelChange};
 use gpubench_analysis::memory::MemoryComparison;
 use gpubench_analysis::{Comparison, Verdict};
@@ -34,18 +34,13 @@ pub struct MetricView {
 impl MetricView {
     /// The metric's name in a sentence: `time`, `kernel time`, `counters`, `memory`.
     pub fn label(&self) -> &'static str {
-        match self.metric {
-            Metric::Time => "time",
-            Metric::Kernel => "kernel time",
-            Metric::Counters => "counters",
-            Metric::Memory => "memory",
-        }
+        self.metric.label()
     }
 
     /// Whether every change of it is a finding (exact counts, memory figures that
     /// repeat), rather than only a change beyond the noise.
     fn exact(&self) -> bool {
-        matches!(self.metric, Metric::Counters | Metric::Memory)
+        self.metric.spec().judgement != Judgement::Timed
     }
 
     /// The colour of its verdict.
@@ -117,11 +112,12 @@ pub fn verdict(outcome: &ComparisonOutcome, metric: Metric) -> Option<MetricView
         detail: None,
         changes: Vec::new(),
     };
-    match metric {
-        Metric::Time => time(outcome).map(statistical),
-        Metric::Kernel => kernel(outcome).map(statistical),
-        Metric::Counters => {
-            let counted = counter_changes(outcome)?;
+    if metric == Metric::Time {
+        return time(outcome).map(statistical);
+    }
+    match outcome.judged(metric)? {
+        Judged::Timed(c) => Some(statistical(c)),
+        Judged::Counted(counted) => {
             let changes: Vec<String> = counted.iter().map(CounterChange::describe).collect();
             Some(MetricView {
                 metric,
@@ -136,8 +132,7 @@ pub fn verdict(outcome: &ComparisonOutcome, metric: Metric) -> Option<MetricView
                 changes,
             })
         }
-        Metric::Memory => {
-            let m = memory(outcome)?;
+        Judged::Memory(m) => {
             let verdict = m.verdict();
             Some(MetricView {
                 metric,
@@ -153,34 +148,22 @@ pub fn verdict(outcome: &ComparisonOutcome, metric: Metric) -> Option<MetricView
 
 /// The time comparison of `outcome`, when it was compared.
 pub fn time(outcome: &ComparisonOutcome) -> Option<&Comparison> {
-    match outcome {
-        ComparisonOutcome::Compared { comparison, .. } => Some(comparison),
-        _ => None,
-    }
+    outcome.time()
 }
 
 /// The kernel-time comparison of `outcome`, when both sides measured kernel time.
 pub fn kernel(outcome: &ComparisonOutcome) -> Option<&Comparison> {
-    match outcome {
-        ComparisonOutcome::Compared { kernel, .. } => kernel.as_deref(),
-        _ => None,
-    }
+    outcome.judged(Metric::Kernel)?.timed()
 }
 
 /// The counter changes of `outcome` (empty: all equal), when both sides counted.
 fn counter_changes(outcome: &ComparisonOutcome) -> Option<&[CounterChange]> {
-    match outcome {
-        ComparisonOutcome::Compared { counters, .. } => counters.as_deref(),
-        _ => None,
-    }
+    outcome.judged(Metric::Counters)?.counted()
 }
 
 /// The memory comparison of `outcome`, when both sides read the allocator.
 pub fn memory(outcome: &ComparisonOutcome) -> Option<&MemoryComparison> {
-    match outcome {
-        ComparisonOutcome::Compared { memory, .. } => memory.as_ref(),
-        _ => None,
-    }
+    outcome.judged(Metric::Memory)?.memory()
 }
 
 /// Kernel changes named under a benchmark; the rest are counted.
@@ -190,9 +173,7 @@ pub const KERNEL_CHANGES_SHOWN: usize = 5;
 /// that are new, gone or moved (the first [`KERNEL_CHANGES_SHOWN`], then how many
 /// more).
 pub fn gpu_changes(outcome: &ComparisonOutcome) -> Vec<String> {
-    let ComparisonOutcome::Compared { kernel_changes, .. } = outcome else {
-        return Vec::new();
-    };
+    let kernel_changes = outcome.kernel_changes();
     let mut out: Vec<String> = counter_changes(outcome)
         .unwrap_or_default()
         .iter()

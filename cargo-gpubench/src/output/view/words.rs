@@ -107,9 +107,8 @@ pub fn trip_headline(c: &RunComparison) -> &'static str {
 /// change`: the verdicts on the metrics beside time, worst first, when any
 /// benchmark has one.
 pub fn gpu_counts_text(c: &RunComparison) -> Option<String> {
-    let parts: Vec<String> = Metric::ALL
-        .into_iter()
-        .filter(|&m| m != Metric::Time)
+    let parts: Vec<String> = Metric::besides_time()
+        .filter(|m| m.spec().on_gpu)
         .filter_map(|metric| {
             let views: Vec<metrics::MetricView> = c
                 .set
