@@ -240,10 +240,11 @@ pub struct VerdictArgs {
     /// The metrics whose verdicts --fail-on looks at, comma-separated: `time` (device
     /// time, else synced wall time), `kernel` (kernel time), `counters` (kernels,
     /// copies, syncs and allocations per call), `memory` (peak allocated and reserved
-    /// bytes, and bytes held per call) [default: time,kernel,counters,memory, each
-    /// where either side measured it]. Launch-bound work is best gated on
-    /// `kernel,counters`: its time rests on the host. A metric named here that a side
-    /// did not measure is missing evidence.
+    /// bytes, and bytes held per call), `host` (host-dispatch time per call, judged
+    /// on --host-noise-threshold; judged only when named here) [default:
+    /// time,kernel,counters,memory, each where either side measured it].
+    /// Launch-bound work is best gated on `kernel,counters`: its time rests on the
+    /// host. A metric named here that a side did not measure is missing evidence.
     #[arg(
         long,
         value_name = "METRICS",

@@ -607,6 +607,24 @@ fn judge_metric(metric: Metric, sides: &Sides, config: &CompareConfig) -> Option
         Metric::Kernel => Some(judge_kernel(sides, config)),
         Metric::Counters => Some(judge_counters(sides)),
         Metric::Memory => Some(judge_memory(sides)),
+        Metric::Host => Some(judge_host(sides, config)),
+    }
+}
+
+/// Host-dispatch time, which every process records, judged like host-bound time:
+/// on the host noise threshold, from enough processes a side.
+fn judge_host(sides: &Sides, config: &CompareConfig) -> MetricVerdict {
+    let was = sides.entry.groups(TimeKind::Host);
+    let now = sides.record.groups(TimeKind::Host);
+    match compare_processes(&was, &now, Bound::Host, config) {
+        Ok(c) => MetricVerdict::judged(Metric::Host, Judged::Timed(Box::new(c))),
+        Err(e) => MetricVerdict::missing(
+            Metric::Host,
+            MetricGap::new(
+                MissingOn::Current,
+                format!("its host times could not be compared: {e}"),
+            ),
+        ),
     }
 }
 

@@ -32,6 +32,8 @@ pub enum Metric {
     /// Peak allocated and reserved device memory and growth per call
     /// ([`crate::memory`]).
     Memory,
+    /// Host-dispatch time per call: until the call returned to the host.
+    Host,
 }
 
 /// How a metric's two sides are judged, which is also the shape of its result
@@ -82,11 +84,12 @@ pub struct MetricSpec {
 
 impl Metric {
     /// Every metric, in the order tables show them.
-    pub const ALL: [Metric; 4] = [
+    pub const ALL: [Metric; 5] = [
         Metric::Time,
         Metric::Kernel,
         Metric::Counters,
         Metric::Memory,
+        Metric::Host,
     ];
 
     /// What this metric needs.
@@ -127,6 +130,18 @@ impl Metric {
                 judgement: Judgement::Memory,
                 on_gpu: true,
                 by_default: true,
+            },
+            // It moves with the host's dispatch speed from one process to the next
+            // (tens of percent on launch-bound work), so only a gate that names it
+            // has it judged: by default it would add noise, not evidence.
+            Metric::Host => &MetricSpec {
+                name: "host",
+                label: "host time",
+                column: "host change",
+                unit: Unit::Nanoseconds,
+                judgement: Judgement::Timed,
+                on_gpu: false,
+                by_default: false,
             },
         }
     }

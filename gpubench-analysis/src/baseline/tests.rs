@@ -1018,3 +1018,71 @@ fn a_stored_comparison_keeps_one_field_per_metric_and_reads_back_as_it_was() {
     };
     assert_eq!(old, named);
 }
+
+#[test]
+fn host_time_is_judged_and_gated_only_when_a_gate_names_it() {
+    // Device-bound work whose host dispatch got 3x slower: the device still sets
+    // the time, so only host time sees it.
+    // Five processes a side, as host-bound time needs.
+    let five = |seed| {
+        GpuLikeSamples::default()
+            .with_shift(ProcessShift::LogNormal { sigma: 0.005 })
+            .record_processes("a", H200, 5, 30, &mut Pcg64Mcg::seed_from_u64(seed))
+    };
+    let mut now = [five(22)];
+    for m in now[0]
+        .rounds
+        .iter_mut()
+        .filter_map(|x| x.measurement.as_mut())
+    {
+        for s in &mut m.samples {
+            s.host_ns *= 3.0;
+        }
+    }
+    let base = [BaselineEntry::from_record(&five(21)).unwrap()];
+    // By default host time is not judged: the outcome and its JSON are as before.
+    let set = compare_with_baseline(&now, &base, &BaselineCompareOptions::default()).unwrap();
+    let b = &set.comparisons[0];
+    assert_eq!(b.verdict(), Some(Verdict::NoChange));
+    assert!(b.metric(Metric::Host).is_none());
+    assert!(!serde_json::to_string(&set).unwrap().contains("\"host\""));
+    assert!(!FailOn::Regressed.should_fail(&set, &Gate::default()));
+    assert!(!serde_json::to_string(&Gate::default())
+        .unwrap()
+        .contains("host"));
+
+    // A gate on it has it judged, on the host noise threshold (±50%).
+    let gate = Gate::of(&[Metric::Time, Metric::Host]);
+    let options = BaselineCompareOptions {
+        gated: gate.metrics,
+        ..BaselineCompareOptions::default()
+    };
+    let set = compare_with_baseline(&now, &base, &options).unwrap();
+    let b = &set.comparisons[0];
+    assert_eq!(
+        b.verdict_of(Metric::Host),
+        Some(Verdict::Regressed),
+        "{b:?}"
+    );
+    let host = b
+        .outcome
+        .judged(Metric::Host)
+        .and_then(Judged::timed)
+        .unwrap();
+    assert!((host.change.point - 2.0).abs() < 0.1, "{host:?}");
+    assert!((host.noise_threshold - 0.5).abs() < 1e-12, "{host:?}");
+    assert!(FailOn::Regressed.trips(b, &gate));
+    // ...and only a gate that names it trips on it.
+    assert!(!FailOn::Regressed.trips(b, &Gate::default()));
+    assert!(!FailOn::Regressed.trips(b, &Gate::of(&[Metric::Time])));
+    // Stored and read back, and the gate keeps its flag.
+    let json = serde_json::to_string_pretty(&set).unwrap();
+    assert!(json.contains("\"host\": {"), "{json}");
+    assert_eq!(serde_json::from_str::<ComparisonSet>(&json).unwrap(), set);
+    let stored = serde_json::to_string(&gate).unwrap();
+    assert_eq!(
+        stored,
+        r#"{"time":true,"kernel":false,"counters":false,"memory":false,"host":true,"explicit":true}"#
+    );
+    assert_eq!(serde_json::from_str::<Gate>(&stored).unwrap(), gate);
+}

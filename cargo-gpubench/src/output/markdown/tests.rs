@@ -559,3 +559,70 @@ fn ab_shows_the_paired_threshold_certain_changes_and_what_it_could_detect() {
     );
     insta::assert_snapshot!(md);
 }
+
+#[test]
+fn host_time_gets_a_column_and_a_verdict_only_under_a_gate_that_names_it() {
+    // Five processes a side (host-bound time needs them); the head's calls return
+    // to the host 3x later, the device's time unchanged.
+    let five = |id: &str, host: f64| {
+        let mut r = one_process(id, 1e6);
+        for f in [1.003, 0.997, 1.001, 0.999] {
+            r.append_rounds(one_process(id, 1e6 * f)).unwrap();
+        }
+        for m in r.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+            for s in &mut m.samples {
+                s.host_ns *= host;
+            }
+        }
+        r
+    };
+    let base = [BaselineEntry::from_record(&five("mm", 1.0)).unwrap()];
+    let now = [five("mm", 3.0)];
+    let entries: Vec<SummaryEntry> = now.iter().map(entry).collect();
+    let judged = |gate: Gate| {
+        let settings = VerdictSettings {
+            gate,
+            ..verdict_settings(CompareConfig::default(), FailOn::Regressed)
+        };
+        RunComparison::judge(&now, &base, main_baseline(false), settings).unwrap()
+    };
+    let render = |c: &RunComparison| {
+        let md = MarkdownSummary {
+            subject: "run `r`",
+            report: None,
+            entries: &entries,
+            comparison: Some(c),
+            exit: Exit::of_verdicts(false, false, c.gate_tripped),
+        }
+        .render();
+        let table = crate::output::terminal::render_table(
+            &crate::output::view::SummaryView::build(&entries, Some(c)),
+            crate::console::Console::default(),
+        );
+        (md, table)
+    };
+
+    // The default gate neither judges nor shows it: the outputs are as before.
+    let c = judged(Gate::default());
+    assert!(!c.gate_tripped);
+    let (md, table) = render(&c);
+    assert!(
+        !md.contains("Host time") && !table.contains("host change"),
+        "{md}\n{table}"
+    );
+
+    let c = judged(Gate::of(&[Metric::Time, Metric::Host]));
+    assert!(c.gate_tripped);
+    assert_eq!(
+        crate::output::view::words::tripping_reasons(&c),
+        [("mm", "host time regressed".to_string())]
+    );
+    let (md, table) = render(&c);
+    assert!(md.contains("| Host time [90% CI] |"), "{md}");
+    assert!(md.contains("+200.0%"), "{md}");
+    assert!(
+        table.lines().next().unwrap().contains("host change"),
+        "{table}"
+    );
+    assert!(table.contains("regressed"), "{table}");
+}

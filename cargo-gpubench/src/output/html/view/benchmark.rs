@@ -11,6 +11,7 @@ use crate::output::html::view::common::{
     time_label, BenchmarkView, ColdRow, FailureView, Figures, MeasuredFacts, NaiveRow, PageCharts,
 };
 use crate::output::html::view::plots::{comparison_chart, fill_charts};
+use gpubench_analysis::baseline::Metric;
 use gpubench_analysis::compare::SPREAD_MULTIPLE;
 use gpubench_analysis::processes::{Bound, EstimateBasis};
 use gpubench_analysis::BenchmarkSummary;
@@ -97,6 +98,7 @@ fn measured_facts(
     if let Some(c) = compared(b) {
         key_facts.extend(comparison_facts(c, fig, s.timing.bound));
     }
+    key_facts.extend(timed_metric_facts(b));
     key_facts.extend(sample_facts(b, m, fig));
     if !on_cpu {
         key_facts.push(sync_cost_fact(s, m));
@@ -280,6 +282,31 @@ fn comparison_facts(
         ),
     ));
     facts
+}
+
+/// Each other time per call judged against the baseline, but kernel time, which
+/// the kernels part shows: its change, interval and verdict.
+fn timed_metric_facts(b: &ReportBenchmark) -> Vec<Fact> {
+    let Some(outcome) = b.baseline.as_ref().map(|c| &c.outcome) else {
+        return Vec::new();
+    };
+    Metric::besides_time()
+        .filter(|&m| m != Metric::Kernel)
+        .filter_map(|m| {
+            let c = outcome.judged(m)?.timed()?;
+            Some(fact(
+                &format!("{} vs baseline", m.label()),
+                format::percent_change(c.change.point),
+                format!(
+                    "{:.0}% interval {}; {} against {} in the baseline",
+                    c.change.confidence * 100.0,
+                    format::percent_interval(c.change.lower, c.change.upper),
+                    c.verdict.label(),
+                    format::duration(c.baseline_estimate)
+                ),
+            ))
+        })
+        .collect()
 }
 
 /// The mean, the outliers, the samples and why the first process stopped.
