@@ -89,7 +89,7 @@ fn main() {
 
     // Where the time goes, through the library: git and parsing, the analysis, the page.
     {
-        use cargo_gpubench::store::history::{self, HistoryQuery, IdFilter};
+        use cargo_gpubench::testing::store::history::{self, HistoryQuery, IdFilter};
         let start = Instant::now();
         let read = history::read(&HistoryQuery {
             repo_dir: tmp.path().to_path_buf(),
@@ -109,7 +109,7 @@ fn main() {
         );
         let t_analyse = start.elapsed();
         let start = Instant::now();
-        cargo_gpubench::output::html::history::write(&report, &tmp.path().join("page"))
+        cargo_gpubench::testing::output::html::history::write(&report, &tmp.path().join("page"))
             .expect("the page is written");
         let t_page = start.elapsed();
         eprintln!(

@@ -61,7 +61,7 @@ impl ColorWhen {
 /// `CARGO_TERM_COLOR` (set by whoever runs `cargo gpubench` for all of cargo), then
 /// `auto`, which asks `stdout_auto` (stdout is a terminal and the environment does not
 /// forbid colour: `NO_COLOR`, `CLICOLOR=0`, `TERM=dumb`).
-pub fn color_enabled(
+pub(crate) fn color_enabled(
     asked: Option<ColorWhen>,
     cargo_term_color: Option<&str>,
     stdout_auto: impl FnOnce() -> bool,
@@ -75,7 +75,7 @@ pub fn color_enabled(
 
 /// Whether stdout takes colour when nothing was asked: anstream's rules (`NO_COLOR`,
 /// `CLICOLOR`, `CLICOLOR_FORCE`, `TERM`, and whether stdout is a terminal).
-pub fn stdout_takes_color() -> bool {
+pub(crate) fn stdout_takes_color() -> bool {
     let stdout = std::io::stdout();
     anstream::AutoStream::choice(&stdout) != anstream::ColorChoice::Never
 }
@@ -83,12 +83,12 @@ pub fn stdout_takes_color() -> bool {
 static CHOSEN: OnceLock<Console> = OnceLock::new();
 
 /// Sets the process's console once, from the command line; later calls are ignored.
-pub fn init(console: Console) {
+pub(crate) fn init(console: Console) {
     let _ = CHOSEN.set(console);
 }
 
 /// The process's console: normal and without colour until [`init`] ran.
-pub fn get() -> Console {
+pub(crate) fn get() -> Console {
     CHOSEN.get().copied().unwrap_or_default()
 }
 
@@ -146,7 +146,7 @@ impl Console {
 
 /// Prints `text` on stdout as it is, or with its colour codes turned into console
 /// calls or dropped where the terminal needs that (old Windows consoles).
-pub fn print_stdout(text: &str) {
+pub(crate) fn print_stdout(text: &str) {
     use std::io::Write as _;
     let choice = if get().color {
         anstream::ColorChoice::Always
@@ -160,21 +160,21 @@ pub fn print_stdout(text: &str) {
 }
 
 /// `gpubench: note: …` on stderr, unless quiet.
-pub fn note(message: fmt::Arguments<'_>) {
+pub(crate) fn note(message: fmt::Arguments<'_>) {
     if !get().quiet() {
         eprintln!("gpubench: note: {message}");
     }
 }
 
 /// `gpubench: …` on stderr, unless quiet: what the run is doing.
-pub fn status(message: fmt::Arguments<'_>) {
+pub(crate) fn status(message: fmt::Arguments<'_>) {
     if !get().quiet() {
         eprintln!("gpubench: {message}");
     }
 }
 
 /// `gpubench: …` on stderr, with `-v` only.
-pub fn detail(message: fmt::Arguments<'_>) {
+pub(crate) fn detail(message: fmt::Arguments<'_>) {
     if get().verbose() {
         eprintln!("gpubench: {message}");
     }
@@ -182,7 +182,7 @@ pub fn detail(message: fmt::Arguments<'_>) {
 
 /// `gpubench: warning: …` on stderr, always: a warning says the results may mislead,
 /// which `-q` must not hide.
-pub fn warning(message: fmt::Arguments<'_>) {
+pub(crate) fn warning(message: fmt::Arguments<'_>) {
     eprintln!("gpubench: warning: {message}");
 }
 

@@ -203,14 +203,14 @@ fn manifest(e: &ManifestError) -> Exit {
 /// The exit code `err` ends the invocation with: the first cause in its chain of a
 /// type in the table decides; any other error (an I/O failure given only context, a
 /// child that could not be spawned) is the machine's or the environment's: setup (5).
-pub fn exit_for(err: &anyhow::Error) -> Exit {
+pub(crate) fn exit_for(err: &anyhow::Error) -> Exit {
     err.chain()
         .find_map(Known::of)
         .map_or(Exit::Setup, |known| known.exit())
 }
 
 /// `err` and its causes on one line, a cause left out when the line already says it.
-pub fn message(err: &anyhow::Error) -> String {
+pub(crate) fn message(err: &anyhow::Error) -> String {
     let mut out = String::new();
     for cause in err.chain() {
         let text = cause.to_string();

@@ -89,7 +89,7 @@ impl Exit {
 }
 
 /// The exit-code table of `--help`.
-pub const HELP: &str = "\
+pub(crate) const HELP: &str = "\
 Exit codes:
   0    every selected benchmark passed (or --list succeeded) and the --fail-on gate
        did not trip
@@ -118,7 +118,7 @@ that could not be written exits 5 only when none of them applies.";
 /// e.g. a `--exe` path that does not exist.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct UsageError(pub String);
+pub(crate) struct UsageError(pub String);
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,7 @@ use gpubench_record::units::format_ns;
 
 /// A unit of time and how many nanoseconds it holds.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TimeUnit {
+pub(crate) struct TimeUnit {
     /// Its symbol, e.g. `ms`.
     pub symbol: &'static str,
     /// Nanoseconds per unit.
@@ -29,7 +29,7 @@ const UNITS: [TimeUnit; 4] = [
 
 /// The unit that shows `ns` with one to three digits before the point (`ns` below
 /// 1 µs and for non-finite values).
-pub fn time_unit(ns: f64) -> TimeUnit {
+pub(crate) fn time_unit(ns: f64) -> TimeUnit {
     let a = ns.abs();
     UNITS
         .iter()
@@ -56,7 +56,7 @@ fn significant(value: f64) -> String {
 
 /// A duration, e.g. `16.12 ms`, as the terminal shows it; `—` when not a finite
 /// number.
-pub fn duration(ns: f64) -> String {
+pub(crate) fn duration(ns: f64) -> String {
     if !ns.is_finite() {
         return "—".into();
     }
@@ -66,7 +66,7 @@ pub fn duration(ns: f64) -> String {
 /// An interval without its point, e.g. `16.05 – 16.20 ms`: one unit when both bounds
 /// print in the point's, else each bound with its own (`999.0 µs – 1.010 ms`), so a
 /// bound is never read in a unit it is not in.
-pub fn duration_interval(point: f64, lower: f64, upper: f64) -> String {
+pub(crate) fn duration_interval(point: f64, lower: f64, upper: f64) -> String {
     if !(point.is_finite() && lower.is_finite() && upper.is_finite()) {
         return String::new();
     }
@@ -88,16 +88,16 @@ pub fn duration_interval(point: f64, lower: f64, upper: f64) -> String {
 /// (three processes in two modes, 5.4 µs and 9.3 µs, give an interval of 2.4 µs to
 /// 21 µs). The processes' own range then says more. Host-bound figures, whose interval
 /// is at least ±25% wide (a factor of 1.56), stay well inside it.
-pub const TOO_NOISY_RATIO: f64 = 4.0;
+pub(crate) const TOO_NOISY_RATIO: f64 = 4.0;
 
 /// Whether an interval is too wide to show as one (see [`TOO_NOISY_RATIO`]).
-pub fn too_noisy(lower: f64, upper: f64) -> bool {
+pub(crate) fn too_noisy(lower: f64, upper: f64) -> bool {
     upper > TOO_NOISY_RATIO * lower
 }
 
 /// What a figure too noisy for an interval shows instead: `too noisy for an
 /// interval; processes 912.0 µs – 3.100 ms`, the range of its processes' medians.
-pub fn too_noisy_words(medians: &[f64]) -> String {
+pub(crate) fn too_noisy_words(medians: &[f64]) -> String {
     match duration_range(medians) {
         Some(range) => format!("too noisy for an interval; processes {range}"),
         None => "too noisy for an interval".to_string(),
@@ -120,7 +120,7 @@ pub fn duration_range(values: &[f64]) -> Option<String> {
 /// [16.05, 16.20]`, or, when the interval is too wide to mean anything
 /// ([`TOO_NOISY_RATIO`]), the range its processes' `medians` span: `1.508 ms (too
 /// noisy for an interval; processes 912.0 µs – 3.100 ms)`.
-pub fn figure(estimate: &Estimate, medians: &[f64]) -> String {
+pub(crate) fn figure(estimate: &Estimate, medians: &[f64]) -> String {
     if too_noisy(estimate.lower, estimate.upper) {
         format!(
             "{} ({})",
@@ -134,7 +134,7 @@ pub fn figure(estimate: &Estimate, medians: &[f64]) -> String {
 
 /// A figure's interval without its point, as the HTML report shows it under the
 /// point: `16.05 – 16.20 ms`, or [`too_noisy_words`].
-pub fn figure_spread(estimate: &Estimate, medians: &[f64]) -> String {
+pub(crate) fn figure_spread(estimate: &Estimate, medians: &[f64]) -> String {
     if too_noisy(estimate.lower, estimate.upper) {
         too_noisy_words(medians)
     } else {
@@ -143,7 +143,7 @@ pub fn figure_spread(estimate: &Estimate, medians: &[f64]) -> String {
 }
 
 /// A relative change as a signed percentage, e.g. `+3.2%`, `−0.4%`.
-pub fn percent_change(fraction: f64) -> String {
+pub(crate) fn percent_change(fraction: f64) -> String {
     if !fraction.is_finite() {
         return "—".into();
     }
@@ -161,7 +161,7 @@ pub fn percent_change(fraction: f64) -> String {
 }
 
 /// A relative-change interval, e.g. `+1.1% to +5.0%`.
-pub fn percent_interval(lower: f64, upper: f64) -> String {
+pub(crate) fn percent_interval(lower: f64, upper: f64) -> String {
     if !(lower.is_finite() && upper.is_finite()) {
         return String::new();
     }
@@ -169,12 +169,12 @@ pub fn percent_interval(lower: f64, upper: f64) -> String {
 }
 
 /// A byte count with a binary unit, e.g. `1.50 GiB`, as the terminal shows it.
-pub fn bytes(n: u64) -> String {
+pub(crate) fn bytes(n: u64) -> String {
     gpubench_record::units::format_bytes(n)
 }
 
 /// A ratio such as a speedup, e.g. `1.32×`.
-pub fn ratio(x: f64) -> String {
+pub(crate) fn ratio(x: f64) -> String {
     if !x.is_finite() {
         return "—".into();
     }
@@ -183,7 +183,7 @@ pub fn ratio(x: f64) -> String {
 
 /// A plain number with up to four significant digits, without trailing noise, e.g.
 /// `0.000001` → `1e-6`.
-pub fn number(x: f64) -> String {
+pub(crate) fn number(x: f64) -> String {
     if !x.is_finite() {
         return format!("{x}");
     }
@@ -199,12 +199,12 @@ pub fn number(x: f64) -> String {
 }
 
 /// A duration like [`duration`], or `—` when there is none.
-pub fn format_ns_or_dash(ns: Option<f64>) -> String {
+pub(crate) fn format_ns_or_dash(ns: Option<f64>) -> String {
     ns.map_or_else(|| "—".into(), duration)
 }
 
 /// `+12.3%`: a relative change in percent with one decimal, never `-0.0%`.
-pub fn percent(x: f64) -> String {
+pub(crate) fn percent(x: f64) -> String {
     if !x.is_finite() {
         return if x > 0.0 {
             "+inf%".into()
@@ -217,7 +217,7 @@ pub fn percent(x: f64) -> String {
 }
 
 /// `s` when `n` is not 1.
-pub fn plural(n: usize) -> &'static str {
+pub(crate) fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""
     } else {
@@ -226,14 +226,14 @@ pub fn plural(n: usize) -> &'static str {
 }
 
 /// `2%`, `0.5%`: a fraction as a percentage, without trailing zeros.
-pub fn plain_percent(x: f64) -> String {
+pub(crate) fn plain_percent(x: f64) -> String {
     let s = format!("{:.2}", x * 100.0);
     let s = s.trim_end_matches('0').trim_end_matches('.');
     format!("{s}%")
 }
 
 /// A relative spread in percent with two significant digits: `1.2%`, `14%`.
-pub fn spread_percent(x: f64) -> String {
+pub(crate) fn spread_percent(x: f64) -> String {
     let p = x * 100.0;
     if p >= 10.0 {
         format!("{p:.0}%")
@@ -245,7 +245,7 @@ pub fn spread_percent(x: f64) -> String {
 /// `16.12 ms [16.05, 16.20]`: the bounds drop the unit when both print in the
 /// point's; otherwise every bound keeps its own, `1.001 ms [999.0 µs, 1.010 ms]`, since
 /// a bare number beside one with a unit reads as being in that unit.
-pub fn interval(point: f64, lower: f64, upper: f64) -> String {
+pub(crate) fn interval(point: f64, lower: f64, upper: f64) -> String {
     let p = format_ns(point);
     let unit = unit_of(&p);
     let (lo, hi) = (format_ns(lower), format_ns(upper));
@@ -261,7 +261,7 @@ fn unit_of(formatted: &str) -> &str {
 }
 
 /// `s` cut to `max` characters, with `…` when cut.
-pub fn shorten(s: &str, max: usize) -> String {
+pub(crate) fn shorten(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_string();
     }

@@ -31,23 +31,62 @@
 //! reads this table and fails on any `crate::` path that points up or sideways
 //! (`checks/`, with the checks that no modules import each other in a circle and no
 //! code is written twice).
+//!
+//! Nothing but [`main`] is this library's API: its modules are private and
+//! `unreachable_pub` is denied, so every item is `pub(crate)` and the compiler reports
+//! what nothing uses. The integration tests and benches reach the few items they need
+//! through the hidden `testing` module.
 #![warn(missing_docs)]
+#![deny(unreachable_pub)]
 
-pub mod archive;
-pub mod build;
-pub mod cli;
-pub mod commands;
-pub mod compare;
-pub mod console;
-pub mod error;
-pub mod execute;
-pub mod exit_code;
-pub mod format;
-pub mod output;
-pub mod store;
+mod archive;
+mod build;
+mod cli;
+mod commands;
+mod compare;
+mod console;
+mod error;
+mod execute;
+mod exit_code;
+mod format;
+mod output;
+mod store;
 
 #[cfg(test)]
 mod checks;
+
+/// What this crate's integration tests and benches reach inside it: the library is no
+/// API (only [`main`] is), and these paths change with any release.
+#[doc(hidden)]
+pub mod testing {
+    pub mod archive {
+        pub use crate::archive::{pack, unpack, ArchivedBenchmark};
+    }
+    pub mod build {
+        pub use crate::build::{compile, discover, library, libtorch, revision, setup};
+    }
+    pub mod cli {
+        pub use crate::cli::{Cli, Command};
+    }
+    pub mod commands {
+        pub use crate::commands::slurm;
+    }
+    pub mod compare {
+        pub use crate::compare::{RunComparison, BASELINE_COPY};
+    }
+    pub mod execute {
+        pub use crate::execute::paired;
+    }
+    pub mod format {
+        pub use crate::format::duration_range;
+    }
+    pub mod output {
+        pub use crate::output::html;
+    }
+    pub mod store {
+        pub use crate::store::{history, manifest, references, runs};
+    }
+}
 
 use std::ffi::OsString;
 use std::process::ExitCode;

@@ -26,25 +26,25 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// The archive format this build writes and the newest it reads.
-pub const ARCHIVE_FORMAT_VERSION: u32 = 1;
+pub(crate) const ARCHIVE_FORMAT_VERSION: u32 = 1;
 
 /// What [`ArchiveManifest::kind`] says in every gpubench archive.
-pub const ARCHIVE_KIND: &str = "gpubench-archive";
+pub(crate) const ARCHIVE_KIND: &str = "gpubench-archive";
 
 /// The manifest's name inside the archive.
-pub const MANIFEST_ENTRY: &str = "gpubench-archive.json";
+pub(crate) const MANIFEST_ENTRY: &str = "gpubench-archive.json";
 
 /// The folder of the executables inside the archive.
-pub const BIN_DIR: &str = "bin";
+pub(crate) const BIN_DIR: &str = "bin";
 
 /// The folder of the native libraries inside the archive.
-pub const LIB_DIR: &str = "lib";
+pub(crate) const LIB_DIR: &str = "lib";
 
 /// The folder of the baselines inside the archive.
-pub const BASELINES_DIR: &str = "baselines";
+pub(crate) const BASELINES_DIR: &str = "baselines";
 
 /// The cargo profile `cargo bench` builds with.
-pub const BENCH_PROFILE: &str = "bench";
+pub(crate) const BENCH_PROFILE: &str = "bench";
 
 /// Errors writing or reading an archive.
 #[derive(Debug, Error)]
@@ -186,7 +186,7 @@ fn base_version(version: &str) -> &str {
 /// when its directory says) against the one archive `path` was built with. Returns a
 /// note when the check could not be made in full or the builds differ only in their
 /// local part (`+cu130` against `+cpu`); refuses another version.
-pub fn check_libtorch(
+pub(crate) fn check_libtorch(
     path: &std::path::Path,
     built: Option<&str>,
     here: &crate::build::libtorch::Libtorch,

@@ -32,7 +32,7 @@ pub struct ConfiguredLibtorch {
 /// The cargo configuration files that apply in `dir`, nearest first, as cargo reads
 /// them: `.cargo/config.toml` (or the older `.cargo/config`) of `dir` and of each
 /// directory above it, then `$CARGO_HOME`'s.
-pub fn config_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn config_files(dir: &Path) -> Vec<PathBuf> {
     // Cargo reads `config` when both exist.
     let in_dir = |cargo: PathBuf| {
         [cargo.join("config"), cargo.join("config.toml")]
@@ -57,7 +57,7 @@ pub fn config_files(dir: &Path) -> Vec<PathBuf> {
 /// The `LIBTORCH` that cargo's configuration gives builds in `dir` (the nearest
 /// file that sets it wins, as in cargo), `None` when none does or a file cannot be
 /// read (cargo itself then says what is wrong with it).
-pub fn configured_libtorch(dir: &Path) -> Option<ConfiguredLibtorch> {
+pub(crate) fn configured_libtorch(dir: &Path) -> Option<ConfiguredLibtorch> {
     config_files(dir).into_iter().find_map(|file| {
         let text = std::fs::read_to_string(&file).ok()?;
         let doc: toml::Table = toml::from_str(&text).ok()?;
@@ -86,7 +86,7 @@ pub fn configured_libtorch(dir: &Path) -> Option<ConfiguredLibtorch> {
 /// it and the parse error: cargo cannot read the workspace past it (`cargo
 /// locate-project` and every build fail), so nothing that asks cargo about the
 /// workspace can go on.
-pub fn check_parses(dir: &Path) -> Result<()> {
+pub(crate) fn check_parses(dir: &Path) -> Result<()> {
     for file in config_files(dir) {
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("failed to read {}", file.display()))?;
@@ -105,7 +105,7 @@ pub fn check_parses(dir: &Path) -> Result<()> {
 
 /// What [`write_libtorch`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Written {
+pub(crate) struct Written {
     /// The file written.
     pub file: PathBuf,
     /// Whether it changed (false: it already said so).
@@ -122,7 +122,7 @@ pub struct Written {
 /// of the file, comments included, kept; an rpath this wrote before replaced),
 /// written to a temporary file with the file's permissions and renamed over it. A
 /// read-only file that would change is refused, left as it is.
-pub fn write_libtorch(
+pub(crate) fn write_libtorch(
     workspace_root: &Path,
     libtorch_root: &Path,
     lib_dir: &Path,

@@ -3,7 +3,7 @@
 //! For `ab`: base and head found and checked out ([`revision`]), and each revision's
 //! bench targets built as libraries to load into one process ([`library`]).
 
-pub mod cargo_config;
+pub(crate) mod cargo_config;
 pub mod compile;
 pub mod discover;
 pub mod library;
@@ -14,6 +14,6 @@ pub mod setup;
 use std::path::PathBuf;
 
 /// The cargo that runs this subcommand (`CARGO`), else `cargo`.
-pub fn cargo() -> PathBuf {
+pub(crate) fn cargo() -> PathBuf {
     PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }

@@ -140,7 +140,7 @@ fn declared_module(line: &str) -> Option<String> {
 
 impl Crate {
     /// Reads every `.rs` file of `src`.
-    pub fn read(src: &Path) -> Crate {
+    pub(super) fn read(src: &Path) -> Crate {
         let mut paths = Vec::new();
         rust_files(src, &mut paths);
         Crate::new(
@@ -155,7 +155,7 @@ impl Crate {
     }
 
     /// An in-memory crate of `(path under src/, text)`: for the checks' own tests.
-    pub fn of(files: &[(&str, &str)]) -> Crate {
+    pub(super) fn of(files: &[(&str, &str)]) -> Crate {
         Crate::new(
             files
                 .iter()
@@ -207,7 +207,7 @@ impl Crate {
 
     /// The module an import names: the longest start of its path that is a module of
     /// this crate, through what the root re-exports.
-    pub fn resolve(&self, path: &[String]) -> ModulePath {
+    pub(super) fn resolve(&self, path: &[String]) -> ModulePath {
         if let Some(full) = path.first().and_then(|first| self.reexports.get(first)) {
             if full.first() != path.first() {
                 let mut through: Vec<String> = full.clone();
@@ -227,7 +227,7 @@ impl Crate {
     }
 
     /// The production files: what a bench executable or the binary is built from.
-    pub fn production(&self) -> impl Iterator<Item = &SourceFile> {
+    pub(super) fn production(&self) -> impl Iterator<Item = &SourceFile> {
         self.files.iter().filter(|f| !f.is_test)
     }
 }

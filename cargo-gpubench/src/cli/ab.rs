@@ -168,7 +168,7 @@ const UNSUPPORTED_HARNESS_VARS: [(&str, &str); 2] = [
 
 /// Refuses the harness's memory options set for `ab` (`var` reads the
 /// environment), rather than run without them as if they held.
-pub fn refuse_unsupported_harness_vars(
+pub(crate) fn refuse_unsupported_harness_vars(
     var: impl Fn(&str) -> Option<std::ffi::OsString>,
 ) -> Result<(), crate::exit_code::UsageError> {
     let set = |name: &str| {
@@ -190,16 +190,16 @@ pub fn refuse_unsupported_harness_vars(
 
 /// `ab`'s `--processes`, whose default is not a run's
 /// ([`gpubench_record::measurement::ProcessPolicy::paired`]).
-pub const PROCESSES_HELP: &str = "Processes per benchmark, each giving one paired ratio \
+pub(super) const PROCESSES_HELP: &str = "Processes per benchmark, each giving one paired ratio \
     of head to base: N, or MIN..MAX to let `ab` decide [default: 5..10, going past 5 \
     while the paired change's interval is wider than ±1%; 5 with --quick]";
 
 /// `ab`'s `--quick`.
-pub const QUICK_HELP: &str = "Shorter warm-up and measurement bounds and 5 processes \
+pub(super) const QUICK_HELP: &str = "Shorter warm-up and measurement bounds and 5 processes \
     per benchmark (for smoke runs and CI)";
 
 /// What `ab --help` says at length.
-pub const AB_ABOUT: &str = "Judge a change by its base and head revisions measured side \
+pub(super) const AB_ABOUT: &str = "Judge a change by its base and head revisions measured side \
     by side: each benchmark's two revisions run in the same process, their samples \
     alternated in balanced blocks (base, head, head, base), so whatever a process adds \
     — the host's dispatch speed, which differs from one process to the next by up to \
@@ -230,7 +230,7 @@ pub const AB_ABOUT: &str = "Judge a change by its base and head revisions measur
     its report and summary; --fail-on and --gate-on gate the exit code as for a run.";
 
 /// Exit codes of `ab`, for `--help`.
-pub const AB_HELP: &str = "\
+pub(super) const AB_HELP: &str = "\
 Exit codes:
   0    every benchmark passed on both revisions and the --fail-on gate did not trip
   1    a benchmark failed (on either revision)

@@ -5,7 +5,7 @@ use clap::Args;
 use super::{BaselineArgs, OutputArgs, PrebuiltArgs, ProcessArgs, TargetArgs};
 
 /// What `capacity --help` says.
-pub const CAPACITY_ABOUT: &str = "Find the largest size (a batch, a sequence length) of each \
+pub(super) const CAPACITY_ABOUT: &str = "Find the largest size (a batch, a sequence length) of each \
     capacity benchmark (`#[gpu_bench(capacity = \"batch\", args = [256])]`) that fits in \
     device memory: from its first `args` value the size doubles until a probe runs out of \
     memory (with two fitting sizes, the fit of memory against size predicts where it runs \

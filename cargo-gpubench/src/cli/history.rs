@@ -9,7 +9,7 @@ use gpubench_analysis::history::{DEFAULT_DRIFT_WINDOW, DEFAULT_MIN_CHANGE, MIN_D
 use super::compare::{parse_baseline_name, parse_noise_threshold, Format};
 
 /// What `history --help` says at length.
-pub const HISTORY_ABOUT: &str = "Read every committed version of a saved baseline \
+pub(crate) const HISTORY_ABOUT: &str = "Read every committed version of a saved baseline \
     (gpubench/baselines/NAME/, `main` by default) along the first-parent history of a \
     branch (the current one by default, --rev), straight from git without checking \
     anything out, and show each benchmark's figures over those commits: its time (the \
@@ -29,7 +29,7 @@ pub const HISTORY_ABOUT: &str = "Read every committed version of a saved baselin
     it when it is there.";
 
 /// Exit codes of `history`, for `--help`.
-pub const HISTORY_HELP: &str = "\
+pub(crate) const HISTORY_HELP: &str = "\
 Exit codes:
   0    the history was read and shown (drifts and change points are findings,
        not failures)

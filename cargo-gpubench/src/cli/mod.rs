@@ -8,27 +8,24 @@ mod compare;
 mod console;
 mod history;
 mod merge;
-pub mod reference;
+#[cfg(test)]
+mod reference;
 mod run;
 mod slurm;
 #[cfg(test)]
 mod tests;
 
-pub use ab::{refuse_unsupported_harness_vars, AbArgs};
-pub use archive::ArchiveArgs;
-pub use capacity::CapacityArgs;
-pub use compare::{BaselineArgs, CompareArgs, Format, ReportArgs, VerdictArgs};
-pub use console::ConsoleArgs;
-pub use history::{HistoryArgs, HISTORY_ABOUT, HISTORY_HELP};
-pub use merge::MergeArgs;
-pub use run::{
-    MeasureArgs, OutputArgs, PrebuiltArgs, ProcessArgs, ProcessDefaults, RunArgs, SelectArgs,
-    Sources, SpreadArgs, TargetArgs, MAX_PROCESSES,
+pub(crate) use ab::{refuse_unsupported_harness_vars, AbArgs};
+pub(crate) use archive::ArchiveArgs;
+pub(crate) use capacity::CapacityArgs;
+pub(crate) use compare::{BaselineArgs, CompareArgs, Format, ReportArgs, VerdictArgs};
+pub(crate) use console::ConsoleArgs;
+pub(crate) use history::{HistoryArgs, HISTORY_ABOUT, HISTORY_HELP};
+pub(crate) use merge::MergeArgs;
+pub(crate) use run::{
+    OutputArgs, PrebuiltArgs, ProcessArgs, ProcessDefaults, RunArgs, Sources, TargetArgs,
 };
-pub use slurm::{
-    SbatchArgs, SlurmAbArgs, SlurmAction, SlurmArgs, SlurmDirArgs, SlurmFollowArgs, SlurmJobArgs,
-    SlurmRunArgs,
-};
+pub(crate) use slurm::{SlurmAbArgs, SlurmAction, SlurmArgs, SlurmJobArgs, SlurmRunArgs};
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -209,7 +206,7 @@ pub enum Command {
 }
 
 /// What `archive --help` says.
-pub const ARCHIVE_ABOUT: &str = "Build the bench targets (as a run would, with the same \
+pub(crate) const ARCHIVE_ABOUT: &str = "Build the bench targets (as a run would, with the same \
     --manifest-path, -p and --bench), list each one's benchmarks, and write one file \
     holding the gpubench bench executables, the shared libraries build scripts left \
     in the target directory, the workspace's saved baselines \
@@ -220,7 +217,7 @@ pub const ARCHIVE_ABOUT: &str = "Build the bench targets (as a run would, with t
     beside FILE and renamed at the end, so FILE is never half written.";
 
 /// Exit codes of `archive`, for `--help`.
-pub const ARCHIVE_HELP: &str = "\
+pub(crate) const ARCHIVE_HELP: &str = "\
 Exit codes:
   0    the archive was written
   2    usage error: an unknown package or bench target, no gpubench harness among them
@@ -230,7 +227,7 @@ Exit codes:
   130  interrupted (Ctrl-C or SIGTERM) before the archive was written";
 
 /// Exit codes of `doctor`, for `--help`.
-pub const DOCTOR_HELP: &str = "\
+pub(crate) const DOCTOR_HELP: &str = "\
 Exit codes:
   0    nothing found that would make results unreliable
   5    a problem was found (each is listed with why it matters and what to do):
@@ -297,7 +294,7 @@ impl SetupArgs {
 }
 
 /// How `report` resolves its argument, and its exit codes.
-pub const REPORT_HELP: &str = "\
+pub(crate) const REPORT_HELP: &str = "\
 RUN is resolved like the sides of `cargo gpubench compare` (see its --help):
 latest (the default), run:ID, an id or the start of one, or a run directory's path.
 A saved baseline is not a run and is refused.
@@ -308,7 +305,7 @@ Exit codes:
   5    a file could not be read, or the report could not be written";
 
 /// How `merge` resolves its arguments, and its exit codes.
-pub const MERGE_HELP: &str = "\
+pub(crate) const MERGE_HELP: &str = "\
 Each RUN is one of:
   PATH            anything with a '/' (e.g. ./artifacts/part-1): a run directory
                   (it holds manifest.json), or an output directory (its latest run)
@@ -332,7 +329,7 @@ Exit codes:
   130  an input was interrupted (Ctrl-C), so the merged run is too";
 
 /// How `compare` resolves its arguments, and its exit codes.
-pub const COMPARE_HELP: &str = "\
+pub(crate) const COMPARE_HELP: &str = "\
 How BASELINE and CURRENT are resolved:
   baseline:NAME   the saved baseline NAME (<baselines-dir>/NAME/)
   run:ID          the stored run ID (<out-dir>/runs/ID/); also run:latest, run:PATH
@@ -425,7 +422,7 @@ fn console_flags_after_subcommand(mut args: Vec<OsString>) -> Vec<OsString> {
 /// inherit them: the options reach the harness as explicit arguments, so a variable
 /// meant for the subcommand (e.g. `GPUBENCH_IGNORED`) cannot change what the harness
 /// lists or runs behind its back.
-pub fn option_env_vars() -> Vec<String> {
+pub(crate) fn option_env_vars() -> Vec<String> {
     fn collect(cmd: &clap::Command, out: &mut Vec<String>) {
         for arg in cmd.get_arguments() {
             if let Some(env) = arg.get_env() {

@@ -7,13 +7,13 @@ use clap::{Arg, Command, CommandFactory};
 use super::Cli;
 
 /// Where the reference is kept, from the repository's root.
-pub const PATH: &str = "docs/guide/reference.md";
+pub(crate) const PATH: &str = "docs/guide/reference.md";
 
 /// The reference in Markdown: the top level, the options every subcommand takes, then
 /// each subcommand with its usage, its description, its options (flag, value,
 /// environment variable, default, possible values) and what its `--help` adds after
 /// them (exit codes, how names are resolved).
-pub fn markdown() -> String {
+pub(crate) fn markdown() -> String {
     let mut cli = Cli::command();
     // Propagates the global options into the subcommands and adds --help/--version,
     // as parsing does.

@@ -385,7 +385,7 @@ impl RunArgs {
 /// Where a command's benchmarks come from (the workspace's bench targets, bench
 /// executables or an archive), and where its results go: what a run and `capacity`
 /// share.
-pub struct Sources<'a> {
+pub(crate) struct Sources<'a> {
     /// Which bench targets of which workspace.
     pub targets: &'a TargetArgs,
     /// Bench executables built elsewhere, instead of the targets.
@@ -397,7 +397,7 @@ pub struct Sources<'a> {
 }
 
 /// Most processes a benchmark may be given.
-pub const MAX_PROCESSES: u32 = 100;
+pub(crate) const MAX_PROCESSES: u32 = 100;
 
 /// `N` (exactly N processes) or `MIN..MAX` (at least MIN, at most MAX).
 pub(super) fn parse_processes(s: &str) -> Result<ProcessPolicy, String> {

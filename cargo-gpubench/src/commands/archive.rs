@@ -21,7 +21,7 @@ use crate::format::{bytes, plural};
 const LIST_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Builds, lists and writes the archive `args` asks for.
-pub fn run(args: &ArchiveArgs) -> Result<Exit> {
+pub(crate) fn run(args: &ArchiveArgs) -> Result<Exit> {
     let stop = crate::execute::process::interrupt_flag()?;
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let output = cwd.join(&args.output);

@@ -22,7 +22,7 @@ use crate::store::Source;
 
 /// What `--format json` prints for `compare`.
 #[derive(Debug, Serialize)]
-pub struct CompareSummary<'a> {
+pub(crate) struct CompareSummary<'a> {
     /// [`SUMMARY_FORMAT_VERSION`].
     pub format_version: u32,
     /// The reference side.
@@ -38,7 +38,7 @@ pub struct CompareSummary<'a> {
 }
 
 /// Runs `compare`; see [`crate::exit_code`] for the codes.
-pub fn run(args: &CompareArgs) -> Result<Exit> {
+pub(crate) fn run(args: &CompareArgs) -> Result<Exit> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let places = places(
         args.manifest_path.as_deref(),

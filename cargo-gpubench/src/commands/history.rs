@@ -16,7 +16,7 @@ use crate::store::baselines::DEFAULT_BASELINE;
 use crate::store::history::{self, HistoryQuery, IdFilter};
 
 /// Runs `history`; see [`crate::cli::HISTORY_HELP`] for the codes.
-pub fn run(args: &HistoryArgs) -> Result<Exit> {
+pub(crate) fn run(args: &HistoryArgs) -> Result<Exit> {
     if matches!(args.format, Format::GithubActionBenchmark | Format::Bmf) {
         return Err(UsageError(format!(
             "`history` prints --format human, json or markdown, not {}: the export formats \

@@ -4,18 +4,18 @@
 //! [`present`] is what a run, `ab` and `merge` show once their run is stored, `prepare` what
 //! `run` and `capacity` do before they list their benchmarks.
 
-pub mod ab;
-pub mod archive;
-pub mod capacity;
-pub mod compare;
-pub mod doctor;
-pub mod history;
-pub mod merge;
+pub(crate) mod ab;
+pub(crate) mod archive;
+pub(crate) mod capacity;
+pub(crate) mod compare;
+pub(crate) mod doctor;
+pub(crate) mod history;
+pub(crate) mod merge;
 mod prepare;
-pub mod present;
-pub mod report;
-pub mod run;
-pub mod setup;
+pub(crate) mod present;
+pub(crate) mod report;
+pub(crate) mod run;
+pub(crate) mod setup;
 pub mod slurm;
 
 use std::ffi::OsString;
@@ -27,7 +27,7 @@ use crate::exit_code::Exit;
 
 /// Runs the subcommand `cli` names (a run when it names none); `command_line` is
 /// recorded in a run's manifest.
-pub fn dispatch(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
+pub(crate) fn dispatch(cli: &Cli, command_line: &[OsString]) -> Result<Exit> {
     match &cli.command {
         None => run::run(&cli.run, command_line),
         Some(Command::Run(args)) => run::run(args, command_line),

@@ -20,7 +20,7 @@ use crate::store::baselines::SavedBaseline;
 
 /// Says which baseline a command compares with, and names the files beside it that
 /// are not baseline files.
-pub fn announce_baseline(baseline: &crate::store::baselines::LoadedBaseline) {
+pub(crate) fn announce_baseline(baseline: &crate::store::baselines::LoadedBaseline) {
     let (line, notes) = baseline.announcement();
     console::status(format_args!("{line}"));
     for n in notes {
@@ -31,7 +31,7 @@ pub fn announce_baseline(baseline: &crate::store::baselines::LoadedBaseline) {
 /// Renders the HTML report of the run stored in `run_dir` into `report_dir`; a
 /// failure is returned as its message, so the command still saves its baseline and
 /// prints its summary.
-pub fn render_report(
+pub(crate) fn render_report(
     run_dir: &Path,
     records: &[RawRecord],
     summary: &RunSummary,
@@ -49,7 +49,7 @@ pub fn render_report(
 }
 
 /// Prints `summary` on stdout in `format` and writes its Markdown to `summary_file`.
-pub fn print_summary(
+pub(crate) fn print_summary(
     summary: &RunSummary,
     format: Format,
     summary_file: Option<&Path>,
@@ -95,7 +95,7 @@ pub fn print_summary(
 
 /// Says on stderr where the report was written, or why it was not and how to render
 /// it again.
-pub fn announce_report(summary: &RunSummary, format: Format) {
+pub(crate) fn announce_report(summary: &RunSummary, format: Format) {
     match (&summary.report, &summary.report_error) {
         (Some(index), _) if format != Format::Json && !console::get().quiet() => {
             eprintln!("report: {index}")
@@ -114,7 +114,7 @@ pub fn announce_report(summary: &RunSummary, format: Format) {
 /// summary in `format` (and its Markdown to `summary_file`) and says where the report
 /// went. The summary is printed even when saving fails, so the run is not lost from
 /// view; the error then decides the exit code.
-pub fn show_run(
+pub(crate) fn show_run(
     mut summary: RunSummary,
     run_dir: &Path,
     records: &[RawRecord],

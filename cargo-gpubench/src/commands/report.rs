@@ -23,7 +23,7 @@ const OPENER: &str = if cfg!(target_os = "macos") {
 };
 
 /// Runs `report`; see [`crate::cli::REPORT_HELP`] for the codes.
-pub fn run(args: &ReportArgs) -> Result<Exit> {
+pub(crate) fn run(args: &ReportArgs) -> Result<Exit> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let places = places(
         args.manifest_path.as_deref(),

@@ -13,7 +13,7 @@ use crate::cli::SetupArgs;
 use crate::exit_code::Exit;
 
 /// Runs `cargo gpubench setup`.
-pub fn run(args: &SetupArgs) -> Result<Exit> {
+pub(crate) fn run(args: &SetupArgs) -> Result<Exit> {
     let options = args.options();
     let root = setup::libtorch_root(&options)?;
     let libtorch_env = std::env::var_os("LIBTORCH").filter(|v| !v.is_empty());

@@ -20,7 +20,7 @@
 //! which trips the gate unless `--allow-missing` lets it pass. [`summary`] is a run's
 //! summary with its comparison, and the exit code it ends with.
 
-pub mod summary;
+pub(crate) mod summary;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -45,12 +45,12 @@ use crate::store::runs::{self, StoreError};
 use crate::store::{Source, SourceKind};
 
 /// The file of a run's comparison.
-pub const COMPARISON_FILE: &str = "comparison.json";
+pub(crate) const COMPARISON_FILE: &str = "comparison.json";
 /// The directory, inside a run, holding a copy of the baseline files it was judged
 /// against; a baseline name, so `BaselineStore::new(run_dir)` loads it.
 pub const BASELINE_COPY: &str = "baseline";
 /// The comparison format this build writes and the newest it reads.
-pub const COMPARISON_FORMAT_VERSION: u32 = 1;
+pub(crate) const COMPARISON_FORMAT_VERSION: u32 = 1;
 
 /// Errors reading a stored comparison.
 #[derive(Debug, Error)]

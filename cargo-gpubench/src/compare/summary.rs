@@ -14,11 +14,11 @@ use crate::store::references::SummaryEntry;
 /// The version of every `--format json` document on stdout (of a run, `merge`,
 /// `compare`, and the error object), `format_version` in each. It goes up when a field
 /// changes meaning or goes away; a field added keeps it (see `docs/schema/`).
-pub const SUMMARY_FORMAT_VERSION: u32 = 1;
+pub(crate) const SUMMARY_FORMAT_VERSION: u32 = 1;
 
 /// How an invocation ends, for JSON readers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct ExitVerdict {
+pub(crate) struct ExitVerdict {
     /// The process exit code.
     pub code: u8,
     /// What it means, e.g. `regression_found`.
@@ -35,7 +35,7 @@ impl From<Exit> for ExitVerdict {
 }
 
 /// Fills each entry's comparison from `comparison`.
-pub fn attach_comparison(entries: &mut [SummaryEntry], comparison: &RunComparison) {
+pub(crate) fn attach_comparison(entries: &mut [SummaryEntry], comparison: &RunComparison) {
     for e in entries {
         e.comparison = comparison.get(&e.id).map(|c| c.outcome.clone());
     }
@@ -43,7 +43,7 @@ pub fn attach_comparison(entries: &mut [SummaryEntry], comparison: &RunCompariso
 
 /// The whole run, as `--format json` prints it.
 #[derive(Debug, Clone, Serialize)]
-pub struct RunSummary {
+pub(crate) struct RunSummary {
     /// [`SUMMARY_FORMAT_VERSION`].
     pub format_version: u32,
     /// The run id.
@@ -94,7 +94,7 @@ pub struct RunSummary {
 
 impl RunSummary {
     /// Builds the summary, counting statuses.
-    pub fn new(
+    pub(crate) fn new(
         run_id: String,
         run_dir: String,
         status: RunStatus,
@@ -129,7 +129,7 @@ impl RunSummary {
     }
 
     /// The summary with the run's comparison attached.
-    pub fn with_comparison(mut self, comparison: RunComparison) -> Self {
+    pub(crate) fn with_comparison(mut self, comparison: RunComparison) -> Self {
         attach_comparison(&mut self.benchmarks, &comparison);
         self.comparison = Some(comparison);
         self.exit = self.exit_code().into();
@@ -137,7 +137,7 @@ impl RunSummary {
     }
 
     /// The summary with why a merged run lacks benchmarks, and whether that fails it.
-    pub fn with_gaps(mut self, gaps: Vec<String>, fail: bool) -> Self {
+    pub(crate) fn with_gaps(mut self, gaps: Vec<String>, fail: bool) -> Self {
         self.gaps_fail = fail && !gaps.is_empty();
         self.gaps = gaps;
         self.exit = self.exit_code().into();
@@ -145,7 +145,7 @@ impl RunSummary {
     }
 
     /// The summary with where the HTML report was written, or why it was not.
-    pub fn with_report(mut self, report: Result<std::path::PathBuf, String>) -> Self {
+    pub(crate) fn with_report(mut self, report: Result<std::path::PathBuf, String>) -> Self {
         match report {
             Ok(index) => self.report = Some(index.display().to_string()),
             Err(error) => self.report_error = Some(error),
@@ -155,7 +155,7 @@ impl RunSummary {
     }
 
     /// The summary with where its HTML report can be opened (`--report-url`).
-    pub fn with_report_url(mut self, url: Option<String>) -> Self {
+    pub(crate) fn with_report_url(mut self, url: Option<String>) -> Self {
         self.report_url = url;
         self
     }
@@ -163,7 +163,7 @@ impl RunSummary {
     /// How the run ends; see [`Exit::of_verdicts`] for the precedence (benchmarks a
     /// merged run lacks count as failed ones). A report that could not be written is
     /// a setup error (5) when no verdict fails the run.
-    pub fn exit_code(&self) -> Exit {
+    pub(crate) fn exit_code(&self) -> Exit {
         let verdict = Exit::of_verdicts(
             self.status == RunStatus::Interrupted,
             self.failed > 0 || self.gaps_fail,

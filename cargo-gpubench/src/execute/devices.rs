@@ -16,7 +16,7 @@ use crate::execute::process::{self, ChildEnv, Ending};
 use crate::exit_code::UsageError;
 
 /// `s` when it names a device (`cpu`, `cuda` or `cuda:N`), else why not.
-pub fn parse_label(s: &str) -> Result<String, String> {
+pub(crate) fn parse_label(s: &str) -> Result<String, String> {
     let ok = s == "cpu"
         || s == "cuda"
         || s.strip_prefix("cuda:")
@@ -78,7 +78,7 @@ impl fmt::Display for DeviceList {
 
 /// A device as a bench executable names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Device {
+pub(crate) struct Device {
     /// `cuda:1`, `cpu`.
     pub label: String,
     /// Its model, e.g. `NVIDIA H200`.
@@ -99,7 +99,7 @@ impl Device {
 /// Asks `exe` whether `device` is there; an unavailable one is a usage error that
 /// says why, naming it as `asked` (`--device cuda:7`), so it stops the run before it
 /// starts instead of failing every benchmark.
-pub fn check(
+pub(crate) fn check(
     exe: &Path,
     device: &str,
     asked: &str,
@@ -146,7 +146,7 @@ pub fn check(
 /// one checked otherwise. Devices of different models are refused: a run's records
 /// are compared per model, and a benchmark must not land on another model from one
 /// run to the next.
-pub fn resolve(
+pub(crate) fn resolve(
     list: &DeviceList,
     exe: &Path,
     env: &ChildEnv,

@@ -15,7 +15,7 @@ use crate::execute::select::Benchmark;
 
 /// Errors listing an executable's benchmarks.
 #[derive(Debug, Error)]
-pub enum ListError {
+pub(crate) enum ListError {
     /// The executable could not be started.
     #[error("failed to run {exe} --list: {source}")]
     Spawn {
@@ -49,7 +49,7 @@ fn stderr_section(stderr: &str) -> String {
 
 /// A benchmark as an executable lists it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct ListedBenchmark {
+pub(crate) struct ListedBenchmark {
     /// Its id.
     pub id: String,
     /// Whether it is marked ignored.
@@ -60,7 +60,7 @@ pub struct ListedBenchmark {
 /// run with; the harness's default when `None`), ignored ones marked (two calls: all,
 /// then the ignored ones alone). The list is sorted by id. The device is passed
 /// because a benchmark's arguments may depend on it (`gpubench_core::bench_device`).
-pub fn list(
+pub(crate) fn list(
     exe: &Path,
     device: Option<&str>,
     env: &ChildEnv,
@@ -85,7 +85,7 @@ pub fn list(
 
 /// What listing an executable found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Listing {
+pub(crate) enum Listing {
     /// A gpubench harness and its benchmarks.
     Gpubench(Vec<ListedBenchmark>),
     /// An executable that did not answer the handshake: a criterion, libtest or other
@@ -155,7 +155,7 @@ fn list_ids(
 
 /// The ids in libtest's terse listing: lines `<id>: benchmark`. Tests (`: test`) and
 /// anything else are skipped.
-pub fn parse_terse(stdout: &str) -> Vec<String> {
+pub(crate) fn parse_terse(stdout: &str) -> Vec<String> {
     stdout
         .lines()
         .filter_map(|line| line.strip_suffix(": benchmark"))
@@ -167,7 +167,7 @@ pub fn parse_terse(stdout: &str) -> Vec<String> {
 /// Lists the benchmarks of `executables` for `device` (see [`list`]),
 /// skipping (with a note) those that are not gpubench harnesses. Returns the
 /// benchmarks and the harnesses; `None` when interrupted.
-pub fn list_all(
+pub(crate) fn list_all(
     executables: &[BenchExecutable],
     device: Option<&str>,
     env: &ChildEnv,

@@ -4,12 +4,12 @@
 //! process of its own ([`runner`] over [`process`]), and progress while they run
 //! ([`progress`]); base and head paired in one process ([`paired`]).
 
-pub mod devices;
-pub mod listing;
+pub(crate) mod devices;
+pub(crate) mod listing;
 pub mod paired;
-pub mod partition;
-pub mod process;
-pub mod progress;
-pub mod runner;
-pub mod schedule;
-pub mod select;
+pub(crate) mod partition;
+pub(crate) mod process;
+pub(crate) mod progress;
+pub(crate) mod runner;
+pub(crate) mod schedule;
+pub(crate) mod select;

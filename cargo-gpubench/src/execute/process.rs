@@ -25,7 +25,7 @@ use crate::build::libtorch::{self, Libtorch};
 use crate::exit_code::Exit;
 
 /// Bytes of a child's output kept: enough for a panic message and a backtrace's top.
-pub const TAIL_BYTES: usize = 4096;
+pub(crate) const TAIL_BYTES: usize = 4096;
 
 /// How often a running child is checked for its time limit and the stop flag.
 const POLL: Duration = Duration::from_millis(25);
@@ -112,7 +112,7 @@ fn die_with_parent(cmd: &mut Command) {
 /// `cmd` as a shell line a person can read and paste: the variables it sets, the
 /// program and its arguments, each quoted when it needs to be (variables it removes
 /// are left out).
-pub fn shell_line(cmd: &Command) -> String {
+pub(crate) fn shell_line(cmd: &Command) -> String {
     let quote = |s: &std::ffi::OsStr| {
         let s = s.to_string_lossy();
         let plain = !s.is_empty()
@@ -135,7 +135,7 @@ pub fn shell_line(cmd: &Command) -> String {
 
 /// Runs `cmd` to completion, killing its process group past `timeout` or once `stop`
 /// is raised. Stdin is closed; stdout and stderr are captured (their tails kept).
-pub fn run(
+pub(crate) fn run(
     mut cmd: Command,
     timeout: Duration,
     stop: &AtomicBool,
@@ -274,7 +274,7 @@ fn collect(rx: mpsc::Receiver<Vec<u8>>) -> String {
 }
 
 /// A signal's name, e.g. `SIGABRT`, when it is a common one.
-pub fn signal_name(sig: i32) -> Option<&'static str> {
+pub(crate) fn signal_name(sig: i32) -> Option<&'static str> {
     #[cfg(unix)]
     {
         let name = match sig {
@@ -395,7 +395,7 @@ mod tests {
 /// the target directory) on the loader path; the subcommand's own `GPUBENCH_*`
 /// options (`option_vars`) removed, since they reach the harness as arguments. (A run
 /// adds the intra-op threads of its baseline, `commands::run::cpu_threads`.)
-pub fn for_benchmarks(
+pub(crate) fn for_benchmarks(
     libtorch: &Libtorch,
     native_paths: &[PathBuf],
     target_dir: &Path,
@@ -425,7 +425,7 @@ pub fn for_benchmarks(
 
 /// The flag Ctrl-C (and SIGTERM) raises: the running benchmark is killed, finished
 /// records are kept. A second Ctrl-C exits at once.
-pub fn interrupt_flag() -> Result<Arc<AtomicBool>> {
+pub(crate) fn interrupt_flag() -> Result<Arc<AtomicBool>> {
     static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
     if let Some(flag) = FLAG.get() {
         return Ok(flag.clone());

@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Progress of a run.
 #[derive(Debug)]
-pub struct Progress {
+pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     /// Whether a line is printed per finished process (not with `-q`).
     lines: bool,
@@ -20,7 +20,7 @@ pub struct Progress {
 impl Progress {
     /// Progress over `total` processes (more may be added); the bar shows only when
     /// `bar_wanted` and stderr is a terminal, and nothing shows with `-q`.
-    pub fn new(total: usize, bar_wanted: bool) -> Self {
+    pub(crate) fn new(total: usize, bar_wanted: bool) -> Self {
         let lines = !crate::console::get().quiet();
         let bar = (lines && bar_wanted && std::io::stderr().is_terminal()).then(|| {
             let bar =
@@ -41,20 +41,20 @@ impl Progress {
     }
 
     /// `n` more processes will run.
-    pub fn add(&mut self, n: usize) {
+    pub(crate) fn add(&mut self, n: usize) {
         self.set_total(self.total + n);
     }
 
     /// `n` of the processes counted will not run (their benchmark failed or needs no
     /// more).
-    pub fn drop_planned(&mut self, n: usize) {
+    pub(crate) fn drop_planned(&mut self, n: usize) {
         self.set_total(self.total.saturating_sub(n).max(self.done));
     }
 
     /// `n` of the processes counted will not run, counted as finished rather than
     /// taken off the total, so the total a user was shown never shrinks (`ab`, whose
     /// benchmarks all have a floor of processes).
-    pub fn skip(&mut self, n: usize) {
+    pub(crate) fn skip(&mut self, n: usize) {
         self.done = (self.done + n).min(self.total);
         if let Some(bar) = &self.bar {
             bar.set_position(self.done as u64);
@@ -69,7 +69,7 @@ impl Progress {
     }
 
     /// Round `round` of `name` starts (on device `on`, when a run has several).
-    pub fn start(&self, name: &str, round: u32, on: Option<&str>) {
+    pub(crate) fn start(&self, name: &str, round: u32, on: Option<&str>) {
         if let Some(bar) = &self.bar {
             let after = self.total.saturating_sub(self.done + 1);
             bar.set_message(format!(
@@ -82,7 +82,7 @@ impl Progress {
     /// Round `round` of a benchmark finished (on device `on`, when a run has several)
     /// with `status` (`passed`, `failed`, ...) after `seconds`; `reason` says why it
     /// failed.
-    pub fn finish_one(
+    pub(crate) fn finish_one(
         &mut self,
         name: &str,
         round: u32,
@@ -113,7 +113,7 @@ impl Progress {
     }
 
     /// Removes the bar.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }

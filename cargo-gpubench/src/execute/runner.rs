@@ -69,7 +69,7 @@ pub enum Outcome {
 
 /// The command that measures round `round` of `bench`, writing its record into
 /// `record_dir`.
-pub fn bench_command(
+pub(crate) fn bench_command(
     bench: &Benchmark,
     round: u32,
     opts: &RunOptions,
@@ -95,7 +95,7 @@ pub fn bench_command(
 
 /// Runs round `round` of `bench` in its own process and classifies how it ended.
 /// `record_dir` must be empty: the record found there afterwards is this round's.
-pub fn run_benchmark(
+pub(crate) fn run_benchmark(
     bench: &Benchmark,
     round: u32,
     opts: &RunOptions,
@@ -120,7 +120,7 @@ pub fn run_benchmark(
 
 /// The record for a benchmark that ended as `finished`, given the record it wrote
 /// (`None`: none; `Some(Err)`: one that could not be read).
-pub fn classify(
+pub(crate) fn classify(
     id: &str,
     finished: &Finished,
     written: Option<Result<RawRecord, String>>,
@@ -204,7 +204,7 @@ pub fn classify(
 }
 
 /// A failed record for a benchmark whose process reported nothing usable.
-pub fn synthesized(id: &str, failure: Failure, opts: &RunOptions, now: String) -> RawRecord {
+pub(crate) fn synthesized(id: &str, failure: Failure, opts: &RunOptions, now: String) -> RawRecord {
     let (name, arg) = split_id(id);
     let mut round = Round::first(now.clone());
     round.failure = Some(failure);
@@ -246,7 +246,7 @@ pub(crate) fn with_stderr(headline: &str, stderr: &str) -> String {
 }
 
 /// Now, in RFC 3339 (UTC, seconds).
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 

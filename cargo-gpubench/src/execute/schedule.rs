@@ -10,7 +10,7 @@
 /// One process to run: round `round` of benchmark `bench` (an index into the run's
 /// benchmarks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Job {
+pub(crate) struct Job {
     /// The benchmark's index.
     pub bench: usize,
     /// Its round, from 1.
@@ -19,7 +19,7 @@ pub struct Job {
 
 /// The state of a run's benchmarks across its devices.
 #[derive(Debug)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     /// The first benchmark no device has taken yet.
     next_new: usize,
     /// Per benchmark: the device slot that runs it, once taken.
@@ -34,7 +34,7 @@ pub struct Schedule {
 
 impl Schedule {
     /// A schedule over `benchmarks` benchmarks, none started.
-    pub fn new(benchmarks: usize) -> Self {
+    pub(crate) fn new(benchmarks: usize) -> Self {
         Schedule {
             next_new: 0,
             owner: vec![None; benchmarks],
@@ -47,7 +47,7 @@ impl Schedule {
     /// The next process for device `slot`, which has none running; `None` when it has
     /// nothing left to run (and never will again: only it adds rounds to its own
     /// benchmarks).
-    pub fn next(&mut self, slot: usize) -> Option<Job> {
+    pub(crate) fn next(&mut self, slot: usize) -> Option<Job> {
         debug_assert!(
             !(0..self.owner.len()).any(|i| self.owner[i] == Some(slot) && self.running[i]),
             "device slot {slot} asked for a job while one of its own runs"
@@ -71,13 +71,14 @@ impl Schedule {
     }
 
     /// `job` finished; `done` when its benchmark needs no more rounds.
-    pub fn finished(&mut self, job: Job, done: bool) {
+    pub(crate) fn finished(&mut self, job: Job, done: bool) {
         self.running[job.bench] = false;
         self.done[job.bench] = done;
     }
 
     /// The device slot that runs benchmark `bench`, once one has taken it.
-    pub fn owner(&self, bench: usize) -> Option<usize> {
+    #[cfg(test)]
+    fn owner(&self, bench: usize) -> Option<usize> {
         self.owner[bench]
     }
 }

@@ -8,7 +8,7 @@ use thiserror::Error;
 
 /// Errors selecting benchmarks.
 #[derive(Debug, Error)]
-pub enum SelectError {
+pub(crate) enum SelectError {
     /// Two bench targets define the same id; records are keyed by id.
     #[error("benchmark id `{id}` is defined in bench targets `{first}` and `{second}`: records and baselines are keyed by id, so ids must be unique; select one target with --bench or -p, or rename one")]
     DuplicateId {
@@ -100,20 +100,20 @@ impl Filter {
 }
 
 /// The benchmarks `filter` selects, in [`natural_cmp`] order of `<target>/<id>`.
-pub fn select(all: &[Benchmark], filter: &Filter) -> Vec<Benchmark> {
+pub(crate) fn select(all: &[Benchmark], filter: &Filter) -> Vec<Benchmark> {
     let mut chosen: Vec<Benchmark> = all.iter().filter(|b| filter.selects(b)).cloned().collect();
     sort(&mut chosen);
     chosen
 }
 
 /// Sorts benchmarks by `<target>/<id>` in [`natural_cmp`] order.
-pub fn sort(benchmarks: &mut [Benchmark]) {
+pub(crate) fn sort(benchmarks: &mut [Benchmark]) {
     benchmarks.sort_by(|a, b| natural_cmp(&a.qualified(), &b.qualified()));
 }
 
 /// Orders names so that runs of digits compare as numbers: `mlp/256` before
 /// `mlp/1024` (a sweep reads in the order of its sizes), otherwise byte by byte.
-pub fn natural_cmp(a: &str, b: &str) -> Ordering {
+pub(crate) fn natural_cmp(a: &str, b: &str) -> Ordering {
     let (mut a, mut b) = (a.as_bytes(), b.as_bytes());
     loop {
         match (a.first(), b.first()) {
@@ -150,7 +150,7 @@ fn trim_zeros(s: &[u8]) -> &[u8] {
 }
 
 /// Refuses two benchmarks of different targets that share an id.
-pub fn check_unique_ids(benchmarks: &[Benchmark]) -> Result<(), SelectError> {
+pub(crate) fn check_unique_ids(benchmarks: &[Benchmark]) -> Result<(), SelectError> {
     let mut by_id: Vec<&Benchmark> = benchmarks.iter().collect();
     by_id.sort_by(|a, b| a.id.cmp(&b.id).then(a.target.cmp(&b.target)));
     for pair in by_id.windows(2) {
@@ -166,7 +166,7 @@ pub fn check_unique_ids(benchmarks: &[Benchmark]) -> Result<(), SelectError> {
 }
 
 /// Why nothing was selected, in words that suggest the fix.
-pub fn explain_empty(all: &[Benchmark], filter: &Filter) -> SelectError {
+pub(crate) fn explain_empty(all: &[Benchmark], filter: &Filter) -> SelectError {
     let named = all.iter().filter(|b| filter.matches_name(b)).count();
     let ignored = all
         .iter()

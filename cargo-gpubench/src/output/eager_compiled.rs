@@ -7,7 +7,7 @@ use crate::format::{format_ns_or_dash, too_noisy};
 
 /// `traced 1.32× faster [1.30×, 1.35×] (2.10 ms vs 1.59 ms per call); outputs agree;
 /// pays off after 1200 calls`, or why compiled has no figure.
-pub fn line(c: &EagerCompiledSummary) -> String {
+pub(crate) fn line(c: &EagerCompiledSummary) -> String {
     let mut parts = Vec::new();
     match (&c.compiled_failure, &c.speedup) {
         (Some(why), _) => parts.push(format!("{} failed: {why}", c.compiled)),

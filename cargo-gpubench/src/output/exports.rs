@@ -17,7 +17,7 @@ use crate::store::references::SummaryEntry;
 
 /// One entry of github-action-benchmark's custom format.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ActionBenchmark {
+pub(crate) struct ActionBenchmark {
     /// The benchmark, e.g. `matmul/matmul_f32/4096`, with ` (kernel time)` for that one.
     pub name: String,
     /// Always `ns`: a time per call.
@@ -31,7 +31,7 @@ pub struct ActionBenchmark {
 }
 
 /// The figures of `entries` as github-action-benchmark's `customSmallerIsBetter` input.
-pub fn github_action_benchmark(entries: &[SummaryEntry]) -> Vec<ActionBenchmark> {
+pub(crate) fn github_action_benchmark(entries: &[SummaryEntry]) -> Vec<ActionBenchmark> {
     let mut out = Vec::new();
     for e in entries {
         let Some(s) = &e.summary else { continue };
@@ -69,7 +69,7 @@ fn round3(x: f64) -> f64 {
 }
 
 /// The figures of `entries` in Bencher's metric format (BMF).
-pub fn bmf(entries: &[SummaryEntry]) -> Value {
+pub(crate) fn bmf(entries: &[SummaryEntry]) -> Value {
     let mut out = Map::new();
     for e in entries {
         let Some(s) = &e.summary else { continue };

@@ -14,7 +14,7 @@ use crate::store::history::{BenchmarkHistory, ChangePointAt, HistoryReport, Seri
 const SUBJECT_CHARS: usize = 48;
 
 /// `+5.0% [+4.4% to +5.6%]` or `1 → 2`: the size of a step.
-pub fn change_size(c: &ChangePointAt, exact: bool) -> String {
+pub(crate) fn change_size(c: &ChangePointAt, exact: bool) -> String {
     if exact {
         format!(
             "{} → {}",
@@ -33,7 +33,7 @@ pub fn change_size(c: &ChangePointAt, exact: bool) -> String {
 /// `+5.0% [+4.4% to +5.6%] at 1a2b3c4d5e (subject), in 0f1e2d3c4b..1a2b3c4d5e`: a
 /// step with the commit that measured it first and the range of commits that holds
 /// it (the series' last version at the old level, then up to that commit).
-pub fn change_words(c: &ChangePointAt, exact: bool) -> String {
+pub(crate) fn change_words(c: &ChangePointAt, exact: bool) -> String {
     format!(
         "{} at {} ({}), in {}",
         change_size(c, exact),
@@ -45,7 +45,7 @@ pub fn change_words(c: &ChangePointAt, exact: bool) -> String {
 
 /// `+7.9% over the last 10 commits (+0.8%/commit [+0.5% to +1.1%])`, when `series`
 /// drifts.
-pub fn drift_words(series: &SeriesHistory) -> Option<String> {
+pub(crate) fn drift_words(series: &SeriesHistory) -> Option<String> {
     let d = &series.flagged_drift()?.drift;
     Some(format!(
         "{} over the last {} commits ({}/commit [{}])",
@@ -233,7 +233,7 @@ const HEADER: [&str; 5] = [
 ];
 
 /// The terminal output.
-pub fn render_human(report: &HistoryReport, console: Console) -> String {
+pub(crate) fn render_human(report: &HistoryReport, console: Console) -> String {
     let mut out = format!("{}\n\n", header_line(report));
     let header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
     let table: Vec<Vec<Cell>> = rows(report)
@@ -280,7 +280,7 @@ pub fn render_human(report: &HistoryReport, console: Console) -> String {
 }
 
 /// The Markdown table, e.g. for a pull-request comment or a job summary.
-pub fn render_markdown(report: &HistoryReport) -> String {
+pub(crate) fn render_markdown(report: &HistoryReport) -> String {
     // Commit subjects and ids are anyone's text: escaped as every Markdown summary
     // escapes it (no links, HTML, mentions or control bytes get through).
     let cell = |s: &str| crate::output::markdown::text(s);

@@ -12,13 +12,14 @@ use crate::exit_code::Exit;
 
 impl RunSummary {
     /// Pretty JSON with a trailing newline.
-    pub fn to_json_pretty(&self) -> String {
+    #[cfg(test)]
+    pub(crate) fn to_json_pretty(&self) -> String {
         pretty_json(self)
     }
 }
 
 /// `value` as pretty JSON with a closing newline.
-pub fn pretty_json(value: &impl serde::Serialize) -> String {
+pub(crate) fn pretty_json(value: &impl serde::Serialize) -> String {
     let mut text =
         serde_json::to_string_pretty(value).expect("outputs are plain data and always serialise");
     text.push('\n');
@@ -29,7 +30,7 @@ pub fn pretty_json(value: &impl serde::Serialize) -> String {
 /// `{"format_version": 1, "error": {"message": …, "exit_code": 2, "exit": "usage"}}`,
 /// so a program reading stdout gets a document either way.
 #[derive(Debug, Clone, Serialize)]
-pub struct ErrorDocument {
+pub(crate) struct ErrorDocument {
     /// [`SUMMARY_FORMAT_VERSION`].
     pub format_version: u32,
     /// What went wrong.
@@ -38,7 +39,7 @@ pub struct ErrorDocument {
 
 /// The error of an [`ErrorDocument`].
 #[derive(Debug, Clone, Serialize)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     /// The message, as stderr shows it after `error: `.
     pub message: String,
     /// The process exit code.
@@ -49,7 +50,7 @@ pub struct ErrorBody {
 
 impl ErrorDocument {
     /// The document for an error ending the command with `exit`.
-    pub fn new(message: String, exit: Exit) -> Self {
+    pub(crate) fn new(message: String, exit: Exit) -> Self {
         ErrorDocument {
             format_version: SUMMARY_FORMAT_VERSION,
             error: ErrorBody {
@@ -66,13 +67,13 @@ impl ErrorDocument {
 static PRINTED: AtomicBool = AtomicBool::new(false);
 
 /// Prints `value` on stdout as the command's one JSON document.
-pub fn print_document(value: &impl serde::Serialize) {
+pub(crate) fn print_document(value: &impl serde::Serialize) {
     PRINTED.store(true, Ordering::SeqCst);
     print!("{}", pretty_json(value));
 }
 
 /// Whether [`print_document`] ran: an error after the summary (e.g. saving the
 /// baseline failed) must not add a second document to stdout.
-pub fn document_printed() -> bool {
+pub(crate) fn document_printed() -> bool {
     PRINTED.load(Ordering::SeqCst)
 }

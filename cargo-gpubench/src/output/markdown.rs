@@ -31,14 +31,14 @@ use crate::store::SourceKind;
 mod blocks;
 
 use blocks::{backticked, fold_table, inline_list, link_target, quoted, Row};
-pub use blocks::{cell_code, code, list, text, LIST_ITEMS_SHOWN, TABLE_ROWS_SHOWN};
+pub(crate) use blocks::{cell_code, code, list, text};
 
 /// Characters of a failure's first line quoted.
 const REASON_CHARS: usize = 120;
 
 /// Where the HTML report is, for the summary's first line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReportLink<'a> {
+pub(crate) enum ReportLink<'a> {
     /// `--report-url`: where a reader can open it.
     Url(&'a str),
     /// Where it was written, on the machine that ran the command.
@@ -47,7 +47,7 @@ pub enum ReportLink<'a> {
 
 impl<'a> ReportLink<'a> {
     /// The URL when one was given, else the path when the report was written.
-    pub fn of(url: Option<&'a str>, path: Option<&'a str>) -> Option<Self> {
+    pub(crate) fn of(url: Option<&'a str>, path: Option<&'a str>) -> Option<Self> {
         url.map(ReportLink::Url).or(path.map(ReportLink::Path))
     }
 
@@ -68,7 +68,7 @@ impl<'a> ReportLink<'a> {
 
 /// What a Markdown summary shows.
 #[derive(Debug, Clone, Copy)]
-pub struct MarkdownSummary<'a> {
+pub(crate) struct MarkdownSummary<'a> {
     /// What is summarised, already formatted, e.g. ``run `2026…` ``.
     pub subject: &'a str,
     /// Where the HTML report is, when it is anywhere.
@@ -83,7 +83,7 @@ pub struct MarkdownSummary<'a> {
 
 impl MarkdownSummary<'_> {
     /// The Markdown text, ending with a newline.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "### cargo gpubench: {}\n", self.subject);
         if let Some(report) = self.report {
@@ -112,7 +112,7 @@ impl MarkdownSummary<'_> {
     /// [`render`](Self::render), then the head figures that continue a drift of the
     /// baseline's committed history ([`drift_section`]): what
     /// a run, `ab` and `compare` write. It reads git; a failure to is a note on stderr.
-    pub fn render_with_drifts(&self) -> String {
+    pub(crate) fn render_with_drifts(&self) -> String {
         let mut out = self.render();
         let drifts = self
             .comparison
@@ -603,7 +603,7 @@ impl MarkdownSummary<'_> {
 }
 
 /// The Markdown section listing [`drifts::continued_drift_words`] notes; empty without any.
-pub fn drift_section(notes: &[String]) -> String {
+pub(crate) fn drift_section(notes: &[String]) -> String {
     if notes.is_empty() {
         return String::new();
     }
@@ -684,7 +684,7 @@ fn known(name: &str) -> bool {
 
 /// Writes the Markdown summary to `path` (`--summary-file`), creating its directory,
 /// atomically.
-pub fn write_summary_file(path: &std::path::Path, markdown: &str) -> anyhow::Result<()> {
+pub(crate) fn write_summary_file(path: &std::path::Path, markdown: &str) -> anyhow::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("failed to create the directory of {}", path.display()))?;

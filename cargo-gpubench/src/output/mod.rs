@@ -3,11 +3,11 @@
 //! ([`markdown`]) and the HTML report ([`html`]), each laid out from one view model
 //! ([`view`]); how much is printed, and in colour or not, is [`crate::console`].
 
-pub mod eager_compiled;
-pub mod exports;
-pub mod history;
+pub(crate) mod eager_compiled;
+pub(crate) mod exports;
+pub(crate) mod history;
 pub mod html;
-pub mod json;
-pub mod markdown;
-pub mod terminal;
-pub mod view;
+pub(crate) mod json;
+pub(crate) mod markdown;
+pub(crate) mod terminal;
+pub(crate) mod view;

@@ -32,7 +32,7 @@ impl RunSummary {
     /// The terminal table, the failures in detail, a closing line, and what the
     /// comparison with the baseline found; with `-q` only [`render_quiet`]'s lines and
     /// the closing ones.
-    pub fn render_human(&self, console: Console) -> String {
+    pub(crate) fn render_human(&self, console: Console) -> String {
         let mut closing = count_line(&self.benchmarks);
         if self.not_run > 0 {
             let _ = write!(closing, ", {} not run (interrupted)", self.not_run);
@@ -73,7 +73,7 @@ impl RunSummary {
 /// What `-q` shows of the benchmarks: a line for each that failed, and for each with
 /// a regressed or improved verdict (on any metric), e.g. `suite/mm: time regressed
 /// +50.0% [+49.2%, +50.8%]`; nothing for the others.
-pub fn render_quiet(view: &SummaryView, console: Console) -> String {
+pub(crate) fn render_quiet(view: &SummaryView, console: Console) -> String {
     let mut out = String::new();
     for (i, e) in view.entries.iter().enumerate() {
         if e.status == BenchStatus::Failed {
@@ -115,7 +115,7 @@ pub fn render_quiet(view: &SummaryView, console: Console) -> String {
 /// With `-v`, under the table: each process's median of every benchmark, in the
 /// order the processes ran, so a reader sees what the interval and the spread rest
 /// on.
-pub fn render_process_medians(entries: &[SummaryEntry]) -> String {
+pub(crate) fn render_process_medians(entries: &[SummaryEntry]) -> String {
     let lines: Vec<String> = entries
         .iter()
         .filter_map(|e| {
@@ -134,7 +134,7 @@ pub fn render_process_medians(entries: &[SummaryEntry]) -> String {
 }
 
 /// The failed benchmarks in detail (empty when none failed).
-pub fn render_failures(entries: &[SummaryEntry], console: Console) -> String {
+pub(crate) fn render_failures(entries: &[SummaryEntry], console: Console) -> String {
     let mut out = String::new();
     let failures: Vec<&SummaryEntry> = entries
         .iter()
@@ -163,7 +163,7 @@ pub fn render_failures(entries: &[SummaryEntry], console: Console) -> String {
 
 /// What held memory at each benchmark's peak (`--memory-peak-snapshot`), or why it
 /// could not be read; empty when no benchmark asked for it.
-pub fn render_memory_peaks(entries: &[SummaryEntry]) -> String {
+pub(crate) fn render_memory_peaks(entries: &[SummaryEntry]) -> String {
     let mut out = String::new();
     for b in entries {
         let Some(s) = b.summary.as_ref() else {
@@ -185,7 +185,7 @@ pub fn render_memory_peaks(entries: &[SummaryEntry]) -> String {
 
 /// `compared with baseline `main`: 1 regressed, 2 no change`: the comparison's
 /// counts.
-pub fn comparison_line(c: &RunComparison) -> String {
+pub(crate) fn comparison_line(c: &RunComparison) -> String {
     let how = if c.baseline.default {
         " (the default when it is saved: --baseline NAME picks another, --no-baseline skips)"
     } else {
@@ -201,7 +201,7 @@ pub fn comparison_line(c: &RunComparison) -> String {
 /// What the comparison found, under the table: the baseline and the counts, what
 /// was not compared and why, benchmarks on one side only, and the gate; empty
 /// without a comparison.
-pub fn render_comparison(view: &SummaryView, exit: Exit, console: Console) -> String {
+pub(crate) fn render_comparison(view: &SummaryView, exit: Exit, console: Console) -> String {
     let Some(c) = view.comparison else {
         return String::new();
     };
@@ -295,7 +295,7 @@ pub fn render_comparison(view: &SummaryView, exit: Exit, console: Console) -> St
 
 /// `regression found (--fail-on …): suite/mm (time regressed) (exit code 4)`, in
 /// bold red, or `no regression (…)` in green.
-pub fn gate_line(
+pub(crate) fn gate_line(
     c: &RunComparison,
     entries: &[SummaryEntry],
     exit: Exit,
@@ -371,7 +371,7 @@ fn change_cell(row: &RowView) -> Cell {
 
 /// Lines under the terminal table naming throttled or contended benchmarks (empty
 /// when none was).
-pub fn render_conditions(view: &SummaryView) -> String {
+pub(crate) fn render_conditions(view: &SummaryView) -> String {
     let noted = view.notes_where(|k| matches!(k, NoteKind::Conditions { .. }));
     if noted.is_empty() {
         return String::new();
@@ -387,7 +387,7 @@ pub fn render_conditions(view: &SummaryView) -> String {
 /// `change vs NAME` column after the time, and kernel-time and counter columns when
 /// either side measured them. Kernel columns appear only when some benchmark has
 /// kernel figures; otherwise a line says why there are none.
-pub fn render_table(view: &SummaryView, console: Console) -> String {
+pub(crate) fn render_table(view: &SummaryView, console: Console) -> String {
     let entries = view.entries;
     let confidence = entries
         .iter()
@@ -485,7 +485,7 @@ fn metric_header(metric: Metric) -> &'static str {
 /// Lines under the table on kernel time: why there is none, which benchmarks could
 /// not be captured in a CUDA graph, whose counts differ between processes, and what
 /// the GPU did differently from the baseline.
-pub fn render_kernel_notes(view: &SummaryView) -> String {
+pub(crate) fn render_kernel_notes(view: &SummaryView) -> String {
     let entries = view.entries;
     let mut out = String::new();
     let measured: Vec<(&SummaryEntry, &BenchmarkSummary)> = entries
@@ -554,7 +554,7 @@ what the GPU did differently from {}:",
 /// Lines under the table on memory: each benchmark that holds memory per call, with
 /// the figure, and each whose memory changed against the baseline, figure by figure
 /// with the tolerance it went beyond.
-pub fn render_memory_notes(view: &SummaryView) -> String {
+pub(crate) fn render_memory_notes(view: &SummaryView) -> String {
     let mut out = String::new();
     for n in view.notes_of(&NoteKind::HoldsMemory) {
         let _ = writeln!(out, "  {}: {}", n.benchmarks.join(", "), n.text);
@@ -573,7 +573,7 @@ pub fn render_memory_notes(view: &SummaryView) -> String {
 
 /// Lines under the table for benchmarks whose processes disagree: the range of their
 /// medians, or the two modes they fall into.
-pub fn render_process_notes(view: &SummaryView) -> String {
+pub(crate) fn render_process_notes(view: &SummaryView) -> String {
     let mut out = String::new();
     for n in view.notes_of(&NoteKind::Unstable) {
         let _ = writeln!(out, "  {}: {}", n.benchmarks.join(", "), n.text);
@@ -589,19 +589,10 @@ unstable across processes (each process is a fresh start; the interval covers th
     out
 }
 
-/// Rows under a header, columns aligned with two spaces between them.
-pub fn align(header: &[String], rows: &[Vec<String>]) -> String {
-    let rows: Vec<Vec<Cell>> = rows
-        .iter()
-        .map(|r| r.iter().cloned().map(Cell::from).collect())
-        .collect();
-    align_cells(header, &rows, Console::default())
-}
-
 /// Rows of cells under a header, columns aligned with two spaces between them, each
 /// cell painted in its tone. Widths count the characters a reader sees: colour codes
 /// go around the text, the padding after it.
-pub fn align_cells(header: &[String], rows: &[Vec<Cell>], console: Console) -> String {
+pub(crate) fn align_cells(header: &[String], rows: &[Vec<Cell>], console: Console) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for r in rows {
         for (w, cell) in widths.iter_mut().zip(r) {
@@ -628,7 +619,7 @@ pub fn align_cells(header: &[String], rows: &[Vec<Cell>], console: Console) -> S
 }
 
 /// The passed/failed counts of `entries`, e.g. `3 benchmarks: 2 passed, 1 failed`.
-pub fn count_line(entries: &[SummaryEntry]) -> String {
+pub(crate) fn count_line(entries: &[SummaryEntry]) -> String {
     let passed = entries
         .iter()
         .filter(|e| e.status == BenchStatus::Passed)
@@ -645,7 +636,7 @@ pub fn count_line(entries: &[SummaryEntry]) -> String {
 }
 
 /// Lines under the table for benchmarks that compare eager with compiled.
-pub fn render_eager_compiled(view: &SummaryView) -> String {
+pub(crate) fn render_eager_compiled(view: &SummaryView) -> String {
     let lines: Vec<String> = view
         .notes_of(&NoteKind::EagerCompiled)
         .into_iter()
@@ -674,7 +665,7 @@ fn excerpt(message: &str, max: usize) -> Vec<String> {
 /// What `compare` prints: both sides, a compact table, failures and the comparison;
 /// with `-q` only the failure and verdict lines and the closing ones, with `-v` each
 /// process's median of CURRENT too.
-pub fn render_sides(
+pub(crate) fn render_sides(
     old: &Source,
     new: &Source,
     view: &SummaryView,

@@ -22,11 +22,15 @@ use crate::store::manifest::RunManifest;
 use crate::store::{Source, SourceKind};
 
 /// The baseline a run compares with when none is named and it is saved.
-pub const DEFAULT_BASELINE: &str = "main";
+pub(crate) const DEFAULT_BASELINE: &str = "main";
 
 /// The store: `--baselines-dir` (`baselines_dir`, relative to `cwd`), else
 /// `<workspace_root>/gpubench/baselines`.
-pub fn store(baselines_dir: Option<&Path>, workspace_root: &Path, cwd: &Path) -> BaselineStore {
+pub(crate) fn store(
+    baselines_dir: Option<&Path>,
+    workspace_root: &Path,
+    cwd: &Path,
+) -> BaselineStore {
     match baselines_dir {
         Some(dir) => BaselineStore::new(cwd.join(dir)),
         None => BaselineStore::for_workspace(workspace_root),
@@ -80,7 +84,10 @@ pub enum Wanted {
 /// Loads the baseline a run (or a merged run) compares with: `--baseline NAME`
 /// (which must exist), or `main` when it is saved; none with `--no-baseline` or
 /// without `main`. [`LoadedBaseline::announcement`] is what to tell the user.
-pub fn load_for_run(wanted: &Wanted, store: &BaselineStore) -> Result<Option<LoadedBaseline>> {
+pub(crate) fn load_for_run(
+    wanted: &Wanted,
+    store: &BaselineStore,
+) -> Result<Option<LoadedBaseline>> {
     let (name, default) = match wanted {
         Wanted::None => return Ok(None),
         Wanted::Named(name) => (name.as_str(), false),
@@ -118,7 +125,7 @@ pub fn load_for_run(wanted: &Wanted, store: &BaselineStore) -> Result<Option<Loa
 
 /// The notes naming the JSON files of a baseline directory that are not baseline
 /// files, so nothing beside the baselines is left out without a word.
-pub fn ignored_notes(files: &[PathBuf]) -> Vec<String> {
+pub(crate) fn ignored_notes(files: &[PathBuf]) -> Vec<String> {
     files
         .iter()
         .map(|file| {
@@ -132,7 +139,7 @@ pub fn ignored_notes(files: &[PathBuf]) -> Vec<String> {
 
 /// What `--save-baseline` wrote.
 #[derive(Debug, Clone, Serialize)]
-pub struct SavedBaseline {
+pub(crate) struct SavedBaseline {
     /// The name.
     pub name: String,
     /// Its directory.
@@ -161,7 +168,7 @@ impl SavedBaseline {
     }
 
     /// One line for stderr: what was saved where, and what was not.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let n = self.written.len();
         let mut line = format!(
             "saved baseline `{}`: {n} benchmark{} in {}",
@@ -191,7 +198,7 @@ impl SavedBaseline {
 /// Refuses `--save-baseline NAME` before anything is measured when saving it would
 /// fail: a bad name, or a file where its directory (or a save's staging directory)
 /// goes. [`save`] checks again.
-pub fn check_save(store: &BaselineStore, name: &str) -> Result<()> {
+pub(crate) fn check_save(store: &BaselineStore, name: &str) -> Result<()> {
     store.check_save(name).with_context(|| {
         format!("failed to save baseline `{name}` (checked before any benchmark runs)")
     })?;
@@ -201,7 +208,7 @@ pub fn check_save(store: &BaselineStore, name: &str) -> Result<()> {
 /// Saves `records` as baseline `name`: one file per benchmark that passed, each
 /// written atomically and naming its bench target as `manifest` (the run's) lists
 /// it; other files of the baseline are left alone.
-pub fn save(
+pub(crate) fn save(
     store: &BaselineStore,
     name: &str,
     records: &[RawRecord],

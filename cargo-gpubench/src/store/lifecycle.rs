@@ -179,7 +179,7 @@ impl Drop for ActiveRun<'_> {
 }
 
 /// `t` as RFC 3339 to the millisecond, as manifests write times.
-pub fn rfc3339_millis(t: DateTime<Utc>) -> String {
+pub(crate) fn rfc3339_millis(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 

@@ -28,10 +28,10 @@
 //! [`history`] every committed version of a baseline, read from git; [`git`] starts
 //! the git processes it and `ab`'s revisions ([`crate::build::revision`]) need.
 
-pub mod baselines;
-pub mod git;
+pub(crate) mod baselines;
+pub(crate) mod git;
 pub mod history;
-pub mod lifecycle;
+pub(crate) mod lifecycle;
 pub mod manifest;
 pub mod references;
 pub mod runs;
@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 /// Whether `path`, named by a file this tool reads (an archive's entry, a run
 /// manifest's record), is relative and never steps up or out of the folder it is
 /// read in: `a/b.json`, not `../x`, `a/../../x` or `/x`.
-pub fn stays_inside(path: &Path) -> bool {
+pub(crate) fn stays_inside(path: &Path) -> bool {
     let mut parts = 0;
     for part in path.components() {
         match part {

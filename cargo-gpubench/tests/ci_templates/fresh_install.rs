@@ -27,8 +27,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use cargo_gpubench::build::libtorch::LIBTORCH_VERSION;
-use cargo_gpubench::build::setup;
+use cargo_gpubench::testing::build::libtorch::LIBTORCH_VERSION;
+use cargo_gpubench::testing::build::setup;
 
 use crate::workflow::{self, Step};
 
@@ -390,7 +390,8 @@ fn the_templates_install_steps_build_benchmarks_with_kernel_timing_in_a_fresh_di
     let out = tmp.path().join("extracted");
     std::fs::create_dir_all(&out).unwrap();
     let extracted =
-        cargo_gpubench::archive::unpack::extract(&ws.join("benches.tar.gz"), &out).unwrap();
+        cargo_gpubench::testing::archive::unpack::extract(&ws.join("benches.tar.gz"), &out)
+            .unwrap();
     let m = &extracted.manifest;
     assert!(
         m.libtorch_version

@@ -18,8 +18,8 @@ mod workflow;
 
 use std::process::{Command, Stdio};
 
-use cargo_gpubench::build::setup;
-use cargo_gpubench::cli::{Cli, Command as Subcommand};
+use cargo_gpubench::testing::build::setup;
+use cargo_gpubench::testing::cli::{Cli, Command as Subcommand};
 use clap::{CommandFactory, FromArgMatches};
 
 use workflow::{Job, Step, Workflow};

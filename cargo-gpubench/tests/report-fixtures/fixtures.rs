@@ -3,7 +3,7 @@
 //! baseline through the real comparison code of `gpubench-analysis`.
 #![allow(dead_code)]
 
-use cargo_gpubench::output::html::{ReportBenchmark, ReportInput};
+use cargo_gpubench::testing::output::html::{ReportBenchmark, ReportInput};
 use gpubench_analysis::synthetic::SyntheticKernels;
 use gpubench_analysis::{compare_with_baseline, BaselineCompareOptions, BaselineEntry};
 use gpubench_record::eager_compiled::{

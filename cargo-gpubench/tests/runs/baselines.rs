@@ -13,7 +13,7 @@ use crate::support::{
     cargo_gpubench, latest_run, prepare_record, replay_stand_in, run, run_stand_in,
     synthetic_record as record, Ran, STAND_IN_EXE,
 };
-use cargo_gpubench::compare::{RunComparison, BASELINE_COPY};
+use cargo_gpubench::testing::compare::{RunComparison, BASELINE_COPY};
 use gpubench_analysis::{BaselineStore, Verdict};
 use gpubench_record::failure::FailureKind;
 use gpubench_record::id::file_stem_for_id;
@@ -762,11 +762,11 @@ fn a_benchmark_a_killed_run_never_reached_is_not_run_and_fails_compare() {
     // that is gone, `conv` never reached.
     let dir = latest_run(&b.out_dir());
     let mut m = crate::support::manifest(&dir);
-    m.status = cargo_gpubench::store::manifest::RunStatus::Running;
+    m.status = cargo_gpubench::testing::store::manifest::RunStatus::Running;
     m.pid = Some(u32::MAX - 1);
     m.finished_at = None;
     let conv = m.benchmarks.iter_mut().find(|x| x.id == "conv").unwrap();
-    conv.status = cargo_gpubench::store::manifest::BenchStatus::Pending;
+    conv.status = cargo_gpubench::testing::store::manifest::BenchStatus::Pending;
     conv.record = None;
     std::fs::write(dir.join("manifest.json"), m.to_json_pretty()).unwrap();
     let path = dir.to_str().unwrap();

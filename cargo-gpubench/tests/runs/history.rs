@@ -10,7 +10,7 @@ use std::path::Path;
 
 use crate::history_fixture::{file_of, records, rng, write_repo, FixtureCommit, Noise};
 use crate::support::{cargo_gpubench, schema};
-use cargo_gpubench::store::history::{self, HistoryQuery, HistoryReport, IdFilter};
+use cargo_gpubench::testing::store::history::{self, HistoryQuery, HistoryReport, IdFilter};
 use gpubench_analysis::history::{HistoryOptions, SeriesMetric, TimeKindKey};
 use gpubench_record::id::file_stem_for_id;
 use gpubench_record::kernels::Counter;
@@ -147,7 +147,7 @@ fn series<'a>(
     r: &'a HistoryReport,
     id: &str,
     metric: SeriesMetric,
-) -> &'a cargo_gpubench::store::history::SeriesHistory {
+) -> &'a cargo_gpubench::testing::store::history::SeriesHistory {
     let b = r
         .benchmarks
         .iter()
@@ -358,10 +358,10 @@ fn history_command_prints_json_tables_and_the_page() {
 
     // A run's report links each benchmark the page shows to its chart.
     let out = tmp.path().join("out");
-    let link = cargo_gpubench::output::html::history::link_for(&out, "fixture/step", 1);
+    let link = cargo_gpubench::testing::output::html::history::link_for(&out, "fixture/step", 1);
     assert_eq!(link, Some(format!("../../history/index.html#{stem}")));
     assert_eq!(
-        cargo_gpubench::output::html::history::link_for(&out, "other", 1),
+        cargo_gpubench::testing::output::html::history::link_for(&out, "other", 1),
         None
     );
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::support::fake_harness::{passed_record, Fake};
 use crate::support::{cargo_gpubench, latest_run, manifest, prepare_record, run, Ran};
-use cargo_gpubench::store::manifest::{BenchStatus, RunManifest, RunStatus};
+use cargo_gpubench::testing::store::manifest::{BenchStatus, RunManifest, RunStatus};
 
 /// The stand-in's benchmarks that end on their own: two pass, four fail in
 /// different ways.
@@ -649,7 +649,7 @@ fn a_run_whose_manifest_lists_a_benchmark_twice_is_refused_not_counted_twice() {
 
 #[test]
 fn an_ab_run_is_refused_before_anything_is_written() {
-    use cargo_gpubench::store::manifest::{ManifestAb, ManifestRevision};
+    use cargo_gpubench::testing::store::manifest::{ManifestAb, ManifestRevision};
     let fake = Fake::new();
     let work = fake.dir.path().join("work");
     let (a, b) = two_runs(&fake);

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::fixtures::*;
 pub(crate) use crate::support::browser::{dump_dom, file_url, run_chromium, sel};
-use cargo_gpubench::output::html::{render, ReportIndex};
+use cargo_gpubench::testing::output::html::{render, ReportIndex};
 
 /// Where the report and screenshots go: a kept folder or a temporary one.
 pub(crate) struct Workdir {

@@ -7,10 +7,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::fixtures::{record, Spec};
-use cargo_gpubench::output::html::run_report::{render_run, StoredRun};
-use cargo_gpubench::output::html::{render, ReportIndex, ReportInput};
-use cargo_gpubench::store::manifest::BenchStatus;
-use cargo_gpubench::store::references::SummaryEntry;
+use cargo_gpubench::testing::output::html::run_report::{render_run, StoredRun};
+use cargo_gpubench::testing::output::html::{render, ReportIndex, ReportInput};
+use cargo_gpubench::testing::store::manifest::BenchStatus;
+use cargo_gpubench::testing::store::references::SummaryEntry;
 use gpubench_record::measurement::{ProcessPolicy, TimeKind};
 use gpubench_record::record::RawRecord;
 use gpubench_record::testing::RecordBuilder;

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::fixtures::*;
-use cargo_gpubench::output::html::{render, ReportError, ReportIndex, ReportInput};
+use cargo_gpubench::testing::output::html::{render, ReportError, ReportIndex, ReportInput};
 use gpubench_record::id::file_stem_for_id;
 use gpubench_record::testing::RecordBuilder;
 use scraper::{Html, Selector};
@@ -486,7 +486,7 @@ fn a_figure_whose_processes_disagree_wildly_shows_their_range_not_an_interval() 
     let medians = &stats.primary().unwrap().processes.medians;
     let range = format!(
         "too noisy for an interval; processes {}",
-        cargo_gpubench::format::duration_range(medians).unwrap()
+        cargo_gpubench::testing::format::duration_range(medians).unwrap()
     );
     let (_dir, index) = rendered(&ReportInput::new("noisy", vec![r]));
     let summary = text_of(&parse(&index.index), "#benchmarks");

@@ -12,7 +12,7 @@ use crate::support::{
     cargo_gpubench, latest_run, manifest, prepare_record, replay_stand_in, run, run_stand_in,
     synthetic_record, Ran,
 };
-use cargo_gpubench::store::manifest::BenchStatus;
+use cargo_gpubench::testing::store::manifest::BenchStatus;
 use gpubench_record::failure::FailureKind;
 use gpubench_record::record::RawRecord;
 use gpubench_record::testing::RecordBuilder;

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use cargo_gpubench::output::html::render;
+use cargo_gpubench::testing::output::html::render;
 
 #[test]
 fn rendering_200_benchmarks_takes_seconds() {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::fake_harness::{passed_record, Fake};
 use crate::support::{cargo_gpubench, entry, exe_arg, latest_run, manifest, record, run, schema};
-use cargo_gpubench::store::manifest::{BenchStatus, RunStatus};
+use cargo_gpubench::testing::store::manifest::{BenchStatus, RunStatus};
 use gpubench_record::failure::FailureKind;
 use gpubench_record::id::file_stem_for_id;
 use gpubench_record::measurement::ProcessPolicy;
@@ -745,7 +745,7 @@ fn partitions_split_the_selection_and_runs_record_their_part() {
 #[test]
 fn a_second_run_on_a_locked_output_dir_fails_naming_the_lock() {
     let fake = Fake::new();
-    let held = cargo_gpubench::store::runs::RunStore::open(&fake.out_dir()).unwrap();
+    let held = cargo_gpubench::testing::store::runs::RunStore::open(&fake.out_dir()).unwrap();
     let ran = run(fake.command().arg("passes")).expect_code(5);
     let lock = fake.out_dir().join("lock");
     assert!(

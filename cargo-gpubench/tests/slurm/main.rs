@@ -21,10 +21,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use cargo_gpubench::archive::pack::{self, Bundle, BundledExecutable};
-use cargo_gpubench::archive::ArchivedBenchmark;
-use cargo_gpubench::build::compile::BenchExecutable;
-use cargo_gpubench::store::manifest::RunStatus;
+use cargo_gpubench::testing::archive::pack::{self, Bundle, BundledExecutable};
+use cargo_gpubench::testing::archive::ArchivedBenchmark;
+use cargo_gpubench::testing::build::compile::BenchExecutable;
+use cargo_gpubench::testing::store::manifest::RunStatus;
 use gpubench_analysis::baseline::ComparisonOutcome;
 use gpubench_analysis::BaselineStore;
 use gpubench_record::record::RawRecord;
@@ -352,7 +352,8 @@ fn a_suite_over_a_slurm_array_merges_into_one_run_and_one_gate() {
     // A task cancelled while it measures: the merged run is incomplete and the gate
     // fails naming the task; resubmitting the part completes it.
     let ran = run(&mut s.submit("cancel", 4, "same", 3.0, &[])).expect_code(0);
-    let job = cargo_gpubench::commands::slurm::layout::Job::read(&s.path("cancel")).unwrap();
+    let job =
+        cargo_gpubench::testing::commands::slurm::layout::Job::read(&s.path("cancel")).unwrap();
     let array = job.attempts[0].array_job.clone();
     let started = s.path(&format!("cancel/tasks/part-3.job-{array}.started"));
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -554,7 +555,7 @@ fn ab_over_a_slurm_array_merges_into_one_paired_run_and_one_gate() {
             b.id
         );
     }
-    let c = cargo_gpubench::compare::RunComparison::read(&merged)
+    let c = cargo_gpubench::testing::compare::RunComparison::read(&merged)
         .unwrap()
         .expect("the merged run is judged");
     assert!(c.is_ab());

@@ -9,7 +9,7 @@ pub mod fake_harness;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use cargo_gpubench::store::manifest::{ManifestBenchmark, RunManifest, MANIFEST_FILE};
+use cargo_gpubench::testing::store::manifest::{ManifestBenchmark, RunManifest, MANIFEST_FILE};
 use gpubench_record::id::file_stem_for_id;
 use gpubench_record::record::RawRecord;
 
@@ -67,7 +67,7 @@ pub fn run(cmd: &mut Command) -> Ran {
 
 /// The run `<out_dir>/latest` points at.
 pub fn latest_run(out_dir: &Path) -> PathBuf {
-    let run = cargo_gpubench::store::runs::resolve_latest(out_dir)
+    let run = cargo_gpubench::testing::store::runs::resolve_latest(out_dir)
         .unwrap_or_else(|| panic!("no latest run in {}", out_dir.display()));
     assert!(run.is_dir(), "{} is not a directory", run.display());
     run

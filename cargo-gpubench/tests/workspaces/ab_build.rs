@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use cargo_gpubench::build::library::{self, fallback, LibraryBuild};
-use cargo_gpubench::build::revision::{self, Checkout, Resolution, Resolved, Revision};
-use cargo_gpubench::execute::paired::library::PairedLibrary;
+use cargo_gpubench::testing::build::library::{self, fallback, LibraryBuild};
+use cargo_gpubench::testing::build::revision::{self, Checkout, Resolution, Resolved, Revision};
+use cargo_gpubench::testing::execute::paired::library::PairedLibrary;
 
 use crate::support::{assert_valid, git};
 

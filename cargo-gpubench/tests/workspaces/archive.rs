@@ -14,10 +14,10 @@ use crate::support::{
     cargo_gpubench, entry, latest_run, manifest, prepare_record, record, run, stand_in,
     synthetic_record, STAND_IN_EXE,
 };
-use cargo_gpubench::archive::pack::{self, Bundle, BundledExecutable};
-use cargo_gpubench::archive::{unpack, ArchivedBenchmark};
-use cargo_gpubench::build::compile::BenchExecutable;
-use cargo_gpubench::store::manifest::{BenchStatus, RunStatus};
+use cargo_gpubench::testing::archive::pack::{self, Bundle, BundledExecutable};
+use cargo_gpubench::testing::archive::{unpack, ArchivedBenchmark};
+use cargo_gpubench::testing::build::compile::BenchExecutable;
+use cargo_gpubench::testing::store::manifest::{BenchStatus, RunStatus};
 use gpubench_analysis::BaselineStore;
 
 // ---- the stand-in harness: no libtorch, no build ----------------------------------
@@ -441,7 +441,7 @@ fn an_archive_runs_from_an_empty_directory_like_the_workspace() {
         ar.archive.as_ref().map(|a| a.git_commit.clone()),
         Some(archived.git_commit.clone())
     );
-    let key = |m: &cargo_gpubench::store::manifest::RunManifest| {
+    let key = |m: &cargo_gpubench::testing::store::manifest::RunManifest| {
         m.benchmarks
             .iter()
             .map(|b| (b.package.clone(), b.target.clone(), b.id.clone(), b.status))

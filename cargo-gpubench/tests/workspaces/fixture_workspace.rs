@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::support::{cargo_gpubench, entry, latest_run, manifest, record, run};
-use cargo_gpubench::store::manifest::{BenchStatus, RunStatus};
+use cargo_gpubench::testing::store::manifest::{BenchStatus, RunStatus};
 use gpubench_record::failure::FailureKind;
 
 fn repo_root() -> PathBuf {
@@ -56,8 +56,13 @@ fn gpubench(fixture_name: &str, out_dir: &Path) -> Command {
 fn discovery_finds_the_bench_targets_of_gpubench_packages_only() {
     let _machine = crate::sharing();
     let cargo = PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    let ws = cargo_gpubench::build::discover::discover(&cargo, Some(&fixture("basic")), &[], &[])
-        .expect("the fixture's metadata reads");
+    let ws = cargo_gpubench::testing::build::discover::discover(
+        &cargo,
+        Some(&fixture("basic")),
+        &[],
+        &[],
+    )
+    .expect("the fixture's metadata reads");
     let names: Vec<String> = ws
         .targets
         .iter()
@@ -72,7 +77,7 @@ fn discovery_finds_the_bench_targets_of_gpubench_packages_only() {
         ]
     );
     assert_eq!(ws.root, fixture("basic").parent().unwrap());
-    let err = cargo_gpubench::build::discover::discover(
+    let err = cargo_gpubench::testing::build::discover::discover(
         &cargo,
         Some(&fixture("basic")),
         &["gpubench-fixture-plain".into()],

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::support::{latest_run, manifest, run};
-use cargo_gpubench::store::manifest::{BenchStatus, RunStatus};
+use cargo_gpubench::testing::store::manifest::{BenchStatus, RunStatus};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -8,7 +8,7 @@
 
 mod judge;
 mod libraries;
-pub mod plan;
+pub(crate) mod plan;
 mod revisions;
 mod round;
 mod session;
@@ -28,7 +28,7 @@ use revisions::{Prepared, Ready};
 use session::{Mode, Session};
 
 /// Runs `ab`; see [`crate::cli::ab::AB_HELP`] for the codes.
-pub fn run(args: &AbArgs, command_line: &[OsString]) -> Result<Exit> {
+pub(crate) fn run(args: &AbArgs, command_line: &[OsString]) -> Result<Exit> {
     let stop = crate::execute::process::interrupt_flag()?;
     let opts = args
         .measure

@@ -7,7 +7,7 @@ use crate::execute::select::{self, Benchmark, Filter};
 
 /// What `ab` measures and what it names.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Benchmarks both revisions have, selected, sorted: `(base, head)`.
     pub pairs: Vec<(Benchmark, Benchmark)>,
     /// Selected benchmarks only the head has: measured alone, new.
@@ -23,7 +23,7 @@ pub struct Plan {
 
 impl Plan {
     /// Pairs `base` and `head` listings under `filter`.
-    pub fn new(base: &[Benchmark], head: &[Benchmark], filter: &Filter) -> Self {
+    pub(crate) fn new(base: &[Benchmark], head: &[Benchmark], filter: &Filter) -> Self {
         let named = |b: &Benchmark| b.qualified();
         let in_base = |b: &Benchmark| base.iter().find(|x| named(x) == named(b));
         let mut pairs = Vec::new();
@@ -57,7 +57,7 @@ impl Plan {
     /// The part `partition` of the selected head benchmarks (as a run deals them):
     /// the others are left to the other parts; the benchmarks the head lost are named
     /// by part 1 only, so a merge of the parts names each once.
-    pub fn partitioned(self, partition: Partition) -> Plan {
+    pub(crate) fn partitioned(self, partition: Partition) -> Plan {
         let selected: Vec<Benchmark> = self
             .pairs
             .iter()
@@ -90,7 +90,7 @@ impl Plan {
     }
 
     /// Whether nothing is to be measured.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.pairs.is_empty() && self.new.is_empty()
     }
 }

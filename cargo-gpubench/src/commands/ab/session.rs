@@ -33,7 +33,7 @@ use crate::store::runs::{RunDir, RunStore};
 
 /// How base and head share processes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Mode {
+pub(super) enum Mode {
     /// In one process, samples alternated.
     Paired,
     /// In processes of their own, interleaved; why pairing could not work.
@@ -44,7 +44,7 @@ pub enum Mode {
 }
 
 /// What every benchmark of an `ab` run shares.
-pub struct Session<'a> {
+pub(super) struct Session<'a> {
     pub store: &'a RunStore,
     pub opts: &'a RunOptions,
     pub env: &'a ChildEnv,
@@ -84,7 +84,7 @@ pub(super) struct Tracked {
 
 impl Session<'_> {
     /// Runs every round of `plan`, stores, judges and shows the run; its exit code.
-    pub fn run_all(&self, plan: &Plan, command_line: &[OsString]) -> Result<Exit> {
+    pub(super) fn run_all(&self, plan: &Plan, command_line: &[OsString]) -> Result<Exit> {
         let started = chrono::Utc::now();
         let clock = Instant::now();
         let mut tracked: Vec<Tracked> = plan

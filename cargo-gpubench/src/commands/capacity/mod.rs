@@ -28,7 +28,7 @@ use crate::store::runs::RunStore;
 use search::{Listed, Searched};
 
 /// Runs the capacity search of every selected capacity benchmark.
-pub fn run(args: &CapacityArgs) -> Result<Exit> {
+pub(crate) fn run(args: &CapacityArgs) -> Result<Exit> {
     let stop = crate::execute::process::interrupt_flag()?;
     check_options(args)?;
     let Some((prepared, libtorch)) = prepare_benchmarks(&args.sources(), &stop)? else {

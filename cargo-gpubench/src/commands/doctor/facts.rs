@@ -12,7 +12,7 @@ use crate::build::libtorch::{self, libtorch_version};
 
 /// What libtorch the benchmarks would load.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LibtorchFacts {
+pub(crate) struct LibtorchFacts {
     /// Its library directory.
     pub lib_dir: PathBuf,
     /// How it was found, in words.
@@ -25,7 +25,7 @@ pub struct LibtorchFacts {
 
 /// One GPU as NVML sees it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct GpuFacts {
+pub(crate) struct GpuFacts {
     /// NVML's number of the GPU.
     pub index: u32,
     /// Its model name.
@@ -38,7 +38,7 @@ pub struct GpuFacts {
 
 /// Everything `doctor` judges.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Facts {
+pub(crate) struct Facts {
     /// The libtorch found, or why none was.
     pub libtorch: Result<LibtorchFacts, String>,
     /// CUDA devices the driver API sees, or why CUDA cannot be used.
@@ -57,7 +57,7 @@ pub struct Facts {
 
 impl Facts {
     /// Reads this machine.
-    pub fn gather(workspace: &Path) -> Self {
+    pub(crate) fn gather(workspace: &Path) -> Self {
         let libtorch = libtorch::locate(&libtorch::Search::from_env(
             vec![workspace.to_path_buf()],
             Vec::new(),

@@ -6,7 +6,7 @@ use crate::build::libtorch::LIBTORCH_VERSION;
 
 /// How a finding bears on the results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Severity {
+pub(crate) enum Severity {
     /// Fine, shown for the record.
     Ok,
     /// Makes results unreliable: the exit code says so.
@@ -15,7 +15,7 @@ pub enum Severity {
 
 /// One line of the diagnosis.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Finding {
+pub(crate) struct Finding {
     /// What was checked: `libtorch`, `cuda:0`, `host`.
     pub subject: String,
     /// What was found.
@@ -46,7 +46,7 @@ fn problem(subject: &str, found: String, advice: &str) -> Finding {
 
 /// Which device the diagnosis is for (`--device`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wanted {
+pub(crate) enum Wanted {
     /// `--device cuda` or `cuda:N`: a GPU is required.
     Gpu,
     /// `--device cpu`: the host alone.
@@ -58,7 +58,7 @@ pub enum Wanted {
 
 impl Wanted {
     /// From `--device`.
-    pub fn from_device(device: Option<&str>) -> Self {
+    pub(crate) fn from_device(device: Option<&str>) -> Self {
         match device {
             Some("cpu") => Wanted::Cpu,
             Some(_) => Wanted::Gpu,
@@ -68,7 +68,7 @@ impl Wanted {
 }
 
 /// The diagnosis of `facts` for the device `wanted`.
-pub fn findings(facts: &Facts, wanted: Wanted) -> Vec<Finding> {
+pub(crate) fn findings(facts: &Facts, wanted: Wanted) -> Vec<Finding> {
     // No driver at all (neither CUDA nor NVML loads): a machine without a GPU,
     // which is no problem unless a GPU was asked for.
     let no_driver = facts.cuda_devices.is_err() && facts.nvml.is_err();

@@ -14,14 +14,14 @@ use anyhow::Result;
 use crate::cli::DoctorArgs;
 use crate::exit_code::Exit;
 
-pub mod facts;
-pub mod findings;
+pub(crate) mod facts;
+pub(crate) mod findings;
 
-pub use facts::{Facts, GpuFacts, LibtorchFacts};
-pub use findings::{findings, Finding, Severity, Wanted};
+pub(crate) use facts::Facts;
+pub(crate) use findings::{findings, Finding, Severity, Wanted};
 
 /// The diagnosis in words, one finding a line, advice indented under problems.
-pub fn render(findings: &[Finding]) -> String {
+pub(crate) fn render(findings: &[Finding]) -> String {
     let mut out = String::new();
     for f in findings {
         let mark = match f.severity {
@@ -49,7 +49,7 @@ pub fn render(findings: &[Finding]) -> String {
 }
 
 /// The exit of a diagnosis: success when no finding is a problem.
-pub fn exit_of(findings: &[Finding]) -> Exit {
+pub(crate) fn exit_of(findings: &[Finding]) -> Exit {
     if findings.iter().any(|f| f.severity == Severity::Problem) {
         Exit::Setup
     } else {
@@ -58,7 +58,7 @@ pub fn exit_of(findings: &[Finding]) -> Exit {
 }
 
 /// Runs `cargo gpubench doctor`.
-pub fn run(args: &DoctorArgs) -> Result<Exit> {
+pub(crate) fn run(args: &DoctorArgs) -> Result<Exit> {
     let here = std::env::current_dir()?;
     let found = findings(
         &Facts::gather(&here),

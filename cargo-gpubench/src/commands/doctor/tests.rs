@@ -4,6 +4,7 @@ use gpubench_record::telemetry::{
     ClockReading, GpuProcess, GpuState, SlowdownReason, TelemetryReading,
 };
 
+use super::facts::{GpuFacts, LibtorchFacts};
 use super::*;
 use crate::build::libtorch::libtorch_version;
 

@@ -20,7 +20,7 @@ use crate::store::runs::RunDir;
 use crate::store::{Source, SourceKind};
 
 /// The head of the merged `ab` run at `run` judged against its base.
-pub fn judge(
+pub(super) fn judge(
     run: &Path,
     parts: &[Part],
     head: &[RawRecord],

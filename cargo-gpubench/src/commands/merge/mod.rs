@@ -11,7 +11,7 @@
 //! so no half-merged run is left behind.
 
 mod ab;
-pub mod rules;
+pub(crate) mod rules;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -40,7 +40,7 @@ use crate::store::runs::{resolve_latest, write_atomic, RunDir, RunStore};
 use rules::Part;
 
 /// Runs `merge`; see [`crate::cli::MERGE_HELP`] for the codes.
-pub fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
+pub(crate) fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let places = places(
         args.manifest_path.as_deref(),

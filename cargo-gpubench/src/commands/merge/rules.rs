@@ -63,7 +63,7 @@ use crate::store::runs::RunDir;
 
 /// Why runs cannot be merged.
 #[derive(Debug, Error)]
-pub enum MergeError {
+pub(crate) enum MergeError {
     /// An input is still being written.
     #[error("run `{run}` ({dir}) is still being written: its manifest says running{pid}; wait for that run to end and merge again (a part still being written would be merged half)")]
     StillRunning {
@@ -126,7 +126,7 @@ pub enum MergeError {
 
 /// One input of a merge: a stored run and the device model of each of its records.
 #[derive(Debug, Clone)]
-pub struct Part {
+pub(crate) struct Part {
     /// Its directory.
     pub dir: PathBuf,
     /// Its manifest.
@@ -154,7 +154,7 @@ impl Part {
 
 /// What merging the inputs gives, before anything is written.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The merged run's benchmarks in order, each with the index of its input.
     pub benchmarks: Vec<(usize, ManifestBenchmark)>,
     /// The merged run's status.
@@ -170,7 +170,7 @@ pub struct Plan {
 }
 
 /// Checks the rules of the module docs and plans the merged run.
-pub fn plan(parts: &[Part]) -> Result<Plan, MergeError> {
+pub(crate) fn plan(parts: &[Part]) -> Result<Plan, MergeError> {
     for p in parts {
         if p.manifest.state() == RunStatus::Running {
             return Err(MergeError::StillRunning {
@@ -499,7 +499,7 @@ fn one_archive(parts: &[Part]) -> Option<ManifestArchive> {
 
 /// The merged run's manifest: `plan`'s benchmarks, the inputs as
 /// [`RunManifest::merged_from`], and what the inputs share.
-pub fn manifest(
+pub(crate) fn manifest(
     parts: &[Part],
     plan: &Plan,
     run_id: &str,
@@ -605,7 +605,7 @@ fn merged_selection(parts: &[Part], plan: &Plan) -> Option<Selection> {
 }
 
 /// Whether `status` lets the merged run be saved as a baseline, and if not why.
-pub fn unsaveable(status: RunStatus) -> Option<&'static str> {
+pub(crate) fn unsaveable(status: RunStatus) -> Option<&'static str> {
     match status {
         RunStatus::Completed => None,
         RunStatus::Interrupted => Some("an input was interrupted"),

@@ -12,7 +12,7 @@ use crate::exit_code::UsageError;
 
 /// What the user's environment says of the threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UserThreads {
+pub(super) struct UserThreads {
     /// `GPUBENCH_CPU_THREADS`.
     pub option: Option<u32>,
     /// `OMP_NUM_THREADS`.
@@ -25,7 +25,7 @@ impl UserThreads {
     /// As this process finds them; `Err` names `GPUBENCH_CPU_THREADS` when it is no
     /// count, or more than the CPUs (each process would refuse it, or start that
     /// many threads).
-    pub fn from_env() -> Result<Self, UsageError> {
+    pub(super) fn from_env() -> Result<Self, UsageError> {
         let available = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
         let option = match std::env::var(CPU_THREADS_VAR) {
             Err(_) => None,
@@ -54,7 +54,7 @@ impl UserThreads {
     }
 
     /// Refuses a `GPUBENCH_CPU_THREADS` beyond the CPUs, as the harness does.
-    pub fn check(&self) -> Result<(), UsageError> {
+    pub(super) fn check(&self) -> Result<(), UsageError> {
         match self.option {
             Some(n) if n > self.available => Err(UsageError(format!(
                 "{CPU_THREADS_VAR}={n} asks for more intra-op threads than the {} CPU{} this \
@@ -73,7 +73,7 @@ impl UserThreads {
 
 /// The threads a run gives its CPU work, and what to say of them.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct RunThreads {
+pub(super) struct RunThreads {
     /// The count passed to every process in [`BASELINE_CPU_THREADS_VAR`]; `None`
     /// leaves the harness's own choice.
     pub baseline_count: Option<u32>,
@@ -83,7 +83,7 @@ pub struct RunThreads {
 
 impl RunThreads {
     /// The environment variable and value for every benchmark process, if any.
-    pub fn env(&self) -> Option<(&'static str, String)> {
+    pub(super) fn env(&self) -> Option<(&'static str, String)> {
         self.baseline_count
             .map(|n| (BASELINE_CPU_THREADS_VAR, n.to_string()))
     }
@@ -91,7 +91,7 @@ impl RunThreads {
 
 /// The intra-op threads of `entries`' CPU work (the baseline `name`): the count most of
 /// them ran on (the smaller on a tie); `None` when none ran on the CPU device.
-pub fn baseline_count(entries: &[BaselineEntry]) -> Option<u32> {
+pub(super) fn baseline_count(entries: &[BaselineEntry]) -> Option<u32> {
     let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
     for n in entries
         .iter()
@@ -105,7 +105,7 @@ pub fn baseline_count(entries: &[BaselineEntry]) -> Option<u32> {
 
 /// The run's threads: the baseline `name`'s count `was` (from [`baseline_count`]) unless
 /// the user chose their own, with a note, said once, where the count must differ.
-pub fn for_run(name: &str, was: Option<u32>, user: UserThreads) -> RunThreads {
+pub(super) fn for_run(name: &str, was: Option<u32>, user: UserThreads) -> RunThreads {
     let Some(was) = was else {
         return RunThreads::default();
     };

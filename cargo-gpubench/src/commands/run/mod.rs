@@ -25,7 +25,7 @@ use crate::commands::prepare::prepare_benchmarks;
 use session::{Baselines, Session};
 
 /// Runs benchmarks as `args` say; `command_line` is recorded in the run's manifest.
-pub fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
+pub(crate) fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
     let stop = crate::execute::process::interrupt_flag()?;
     // Checked together before anything is built or started, by the harness's own
     // rules: settings it would refuse fail here once, not in every process.

@@ -16,36 +16,36 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use crate::format::{self, TimeUnit};
 
 /// Chart width in SVG pixels; pages scale it to the column.
-pub const WIDTH: u32 = 860;
+pub(super) const WIDTH: u32 = 860;
 /// Chart height in SVG pixels.
-pub const HEIGHT: u32 = 320;
+pub(super) const HEIGHT: u32 = 320;
 
 /// The palette, shared with the stylesheet so charts and tables agree.
-pub mod palette {
+pub(super) mod palette {
     use plotters::style::RGBColor;
     /// This run's samples.
-    pub const NEW: RGBColor = RGBColor(37, 99, 235);
+    pub(crate) const NEW: RGBColor = RGBColor(37, 99, 235);
     /// The baseline's samples.
-    pub const BASELINE: RGBColor = RGBColor(120, 128, 142);
+    pub(crate) const BASELINE: RGBColor = RGBColor(120, 128, 142);
     /// Host-dispatch time.
-    pub const HOST: RGBColor = RGBColor(217, 119, 6);
+    pub(crate) const HOST: RGBColor = RGBColor(217, 119, 6);
     /// Device time.
-    pub const DEVICE: RGBColor = RGBColor(5, 150, 105);
+    pub(crate) const DEVICE: RGBColor = RGBColor(5, 150, 105);
     /// Cold calls.
-    pub const COLD: RGBColor = RGBColor(220, 38, 38);
+    pub(crate) const COLD: RGBColor = RGBColor(220, 38, 38);
     /// The compiled variant.
-    pub const COMPILED: RGBColor = RGBColor(147, 51, 234);
+    pub(crate) const COMPILED: RGBColor = RGBColor(147, 51, 234);
     /// Axis text.
-    pub const TEXT: RGBColor = RGBColor(55, 65, 81);
+    pub(crate) const TEXT: RGBColor = RGBColor(55, 65, 81);
     /// The ends of each point's interval on a history chart.
-    pub const INTERVAL: RGBColor = RGBColor(184, 190, 200);
+    pub(crate) const INTERVAL: RGBColor = RGBColor(184, 190, 200);
     /// Grid lines.
-    pub const GRID: RGBColor = RGBColor(229, 231, 235);
+    pub(crate) const GRID: RGBColor = RGBColor(229, 231, 235);
 }
 
 /// How an axis labels its values.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum AxisFormat {
+pub(super) enum AxisFormat {
     /// Values are ns, labelled in `unit` (the description names the unit).
     Time(TimeUnit),
     /// Values are ns, each label with its own unit (`100 µs`, `1 ms`): for log axes,
@@ -61,7 +61,7 @@ pub enum AxisFormat {
 
 /// One axis.
 #[derive(Debug, Clone)]
-pub struct Axis {
+pub(super) struct Axis {
     /// The description under or beside the axis.
     pub desc: String,
     /// The visible range.
@@ -74,7 +74,7 @@ pub struct Axis {
 
 impl Axis {
     /// A linear axis.
-    pub fn linear(desc: impl Into<String>, range: Range<f64>, format: AxisFormat) -> Self {
+    pub(super) fn linear(desc: impl Into<String>, range: Range<f64>, format: AxisFormat) -> Self {
         Axis {
             desc: desc.into(),
             range,
@@ -85,7 +85,7 @@ impl Axis {
 
     /// A time axis described as `what`: labelled in `unit` on a linear scale, or
     /// each tick with its own unit on a log scale.
-    pub fn time(what: &str, range: Range<f64>, log: bool, unit: TimeUnit) -> Self {
+    pub(super) fn time(what: &str, range: Range<f64>, log: bool, unit: TimeUnit) -> Self {
         if log {
             Axis {
                 desc: format!("{what} (log scale)"),
@@ -103,7 +103,7 @@ impl Axis {
     }
 
     /// Sample indices `1..=n`, with half a step of room on either side.
-    pub fn index(desc: &str, n: usize) -> Self {
+    pub(super) fn index(desc: &str, n: usize) -> Self {
         Axis::linear(desc, 0.5..n as f64 + 0.5, AxisFormat::Index)
     }
 
@@ -162,7 +162,7 @@ fn trim_zeros(s: String) -> String {
 
 /// How a series is drawn.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum SeriesKind {
+pub(super) enum SeriesKind {
     /// A solid line.
     Line,
     /// A line with a dot at every point.
@@ -183,7 +183,7 @@ pub enum SeriesKind {
 
 /// A data series.
 #[derive(Debug, Clone)]
-pub struct Series {
+pub(super) struct Series {
     /// The legend entry; `None` for no entry.
     pub name: Option<String>,
     /// Its colour.
@@ -196,7 +196,7 @@ pub struct Series {
 
 /// A reference line across the plot, e.g. a median.
 #[derive(Debug, Clone)]
-pub struct Rule {
+pub(super) struct Rule {
     /// `true`: horizontal at y = `at`; `false`: vertical at x = `at`.
     pub horizontal: bool,
     /// Where.
@@ -211,7 +211,7 @@ pub struct Rule {
 
 /// Text placed in the plot, left-aligned and vertically centred on `at`.
 #[derive(Debug, Clone)]
-pub struct Note {
+pub(super) struct Note {
     /// Where, in plot coordinates.
     pub at: (f64, f64),
     /// The text.
@@ -220,7 +220,7 @@ pub struct Note {
 
 /// A whole chart.
 #[derive(Debug, Clone)]
-pub struct Plot {
+pub(super) struct Plot {
     /// Horizontal axis.
     pub x: Axis,
     /// Vertical axis.
@@ -237,7 +237,7 @@ pub struct Plot {
 
 impl Plot {
     /// A plot with axes and nothing in it.
-    pub fn new(x: Axis, y: Axis) -> Self {
+    pub(super) fn new(x: Axis, y: Axis) -> Self {
         Plot {
             x,
             y,
@@ -249,7 +249,7 @@ impl Plot {
     }
 
     /// Draws the plot to an SVG document.
-    pub fn to_svg(&self) -> Result<String, String> {
+    pub(super) fn to_svg(&self) -> Result<String, String> {
         let mut buf = String::new();
         let x = self.x.range.clone();
         let y = self.y.range.clone();
@@ -489,7 +489,11 @@ fn draw_legend<DB: DrawingBackend>(
 
 /// The x or y range that shows `values` with a margin of `pad` (a fraction of the
 /// spread) on both sides; never empty, and positive when `log`.
-pub fn padded_range(values: impl IntoIterator<Item = f64>, pad: f64, log: bool) -> Range<f64> {
+pub(super) fn padded_range(
+    values: impl IntoIterator<Item = f64>,
+    pad: f64,
+    log: bool,
+) -> Range<f64> {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for v in values
         .into_iter()
@@ -516,18 +520,18 @@ pub fn padded_range(values: impl IntoIterator<Item = f64>, pad: f64, log: bool) 
 
 /// Whether values spread over enough orders of magnitude that a log axis reads
 /// better (cold calls can be 100× the steady state).
-pub fn wants_log(values: impl IntoIterator<Item = f64>) -> bool {
+pub(super) fn wants_log(values: impl IntoIterator<Item = f64>) -> bool {
     let r = padded_range(values, 0.0, true);
     r.end / r.start > 30.0
 }
 
 /// The time unit for axis labels of values around `typical` ns.
-pub fn axis_unit(typical: f64) -> TimeUnit {
+pub(super) fn axis_unit(typical: f64) -> TimeUnit {
     format::time_unit(typical)
 }
 
 /// `values` against their 1-based position: `[a, b]` → `[(1, a), (2, b)]`.
-pub fn in_order(values: &[f64]) -> Vec<(f64, f64)> {
+pub(super) fn in_order(values: &[f64]) -> Vec<(f64, f64)> {
     values
         .iter()
         .enumerate()

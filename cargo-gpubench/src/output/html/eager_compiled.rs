@@ -14,7 +14,7 @@ use crate::format;
 
 /// One request of the shape stream, as one variant served it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RequestPoint {
+pub(super) struct RequestPoint {
     /// Position in the stream.
     pub index: usize,
     /// Its latency (device time when measured, else synced wall), ns.
@@ -25,7 +25,7 @@ pub struct RequestPoint {
 
 /// One variant's latencies over the stream.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct VariantSeries {
+pub(super) struct VariantSeries {
     /// The variant, e.g. `eager`.
     pub name: String,
     /// Its requests in stream order (a failed call leaves a gap).
@@ -34,7 +34,7 @@ pub struct VariantSeries {
 
 /// Per-variant figures for the table under the chart.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct VariantRow {
+pub(super) struct VariantRow {
     /// The variant's label.
     pub name: String,
     /// How it was made, e.g. `TorchScript trace`.
@@ -55,7 +55,7 @@ pub struct VariantRow {
 
 /// The speedup of compiled over eager (`eager / compiled`, so above 1 is faster).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SpeedupView {
+pub(super) struct SpeedupView {
     /// The point estimate, e.g. `1.32×`.
     pub point: String,
     /// The interval, e.g. `1.28× to 1.36×`, `too noisy for an interval` past
@@ -71,7 +71,7 @@ pub struct SpeedupView {
 
 /// A table of strings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct TableView {
+pub(super) struct TableView {
     /// Column headings.
     pub headers: Vec<String>,
     /// Rows, each as long as `headers`.
@@ -80,7 +80,7 @@ pub struct TableView {
 
 /// A flag raised by the comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FlagView {
+pub(super) struct FlagView {
     /// Words with figures, e.g. `outputs disagree at 1 of 5 shapes`.
     pub label: String,
     /// Whether it is a problem (red) rather than a remark (amber).
@@ -89,7 +89,7 @@ pub struct FlagView {
 
 /// A label and a value.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Figure {
+pub(super) struct Figure {
     /// What.
     pub label: String,
     /// The figure.
@@ -100,7 +100,7 @@ pub struct Figure {
 
 /// Everything the report shows about one eager-versus-compiled comparison.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct EagerCompiledView {
+pub(super) struct EagerCompiledView {
     /// Latency series: eager, then compiled.
     pub variants: Vec<VariantSeries>,
     /// Per-variant rows.
@@ -129,7 +129,7 @@ pub struct EagerCompiledView {
 
 impl EagerCompiledView {
     /// The view of a record's comparison.
-    pub fn new(c: &EagerCompiled) -> Self {
+    pub(super) fn new(c: &EagerCompiled) -> Self {
         let eager = VariantSeries {
             name: c.eager.label.clone(),
             points: c
@@ -220,7 +220,7 @@ impl EagerCompiledView {
 
     /// The per-request latency chart: both variants over the shape stream, cold
     /// calls ringed. `None` without requests.
-    pub fn latency_plot(&self) -> Option<Plot> {
+    pub(super) fn latency_plot(&self) -> Option<Plot> {
         let n = self
             .variants
             .iter()

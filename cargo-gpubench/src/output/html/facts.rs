@@ -5,7 +5,7 @@ use serde::Serialize;
 
 /// A label and a value, with an optional explanation.
 #[derive(Debug, Clone, Serialize)]
-pub struct Fact {
+pub(super) struct Fact {
     /// What.
     pub label: String,
     /// The figure.

@@ -15,7 +15,7 @@ use crate::output::view::metrics;
 /// One row of the kernel table: a kernel (or copy, memset) of one call, now and in
 /// the baseline.
 #[derive(Debug, Clone, Serialize)]
-pub struct KernelRow {
+pub(super) struct KernelRow {
     /// The kernel's name.
     pub name: String,
     /// `kernel`, `memcpy`, `memset` or `others`.
@@ -36,7 +36,7 @@ pub struct KernelRow {
 
 /// What the GPU did in one call of a benchmark.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct KernelView {
+pub(super) struct KernelView {
     /// Kernel time, launch share, counts and their verdicts.
     pub facts: Vec<Fact>,
     /// Sentences: how kernel time was taken, why it could not be captured.
@@ -52,7 +52,7 @@ pub struct KernelView {
 impl KernelView {
     /// The section for `s`, against `baseline` when compared; `None` when there is
     /// nothing to say (a smoke run, a failure before measuring).
-    pub fn new(s: &BenchmarkSummary, baseline: Option<&BaselineComparison>) -> Option<Self> {
+    pub(super) fn new(s: &BenchmarkSummary, baseline: Option<&BaselineComparison>) -> Option<Self> {
         let mut v = KernelView::default();
         let outcome = baseline.map(|b| &b.outcome);
         if s.timing.kernel.is_none() && s.counters.counts.is_none() {

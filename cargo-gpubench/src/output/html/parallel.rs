@@ -2,7 +2,7 @@
 //! a report of hundreds of benchmarks should take seconds, not minutes.
 
 /// `f` applied to every item, on up to one thread per core, results in input order.
-pub fn map<T, R, F>(items: &[T], f: F) -> Vec<R>
+pub(super) fn map<T, R, F>(items: &[T], f: F) -> Vec<R>
 where
     T: Sync,
     R: Send,

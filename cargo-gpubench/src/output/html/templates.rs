@@ -13,7 +13,7 @@ use super::input::ReportError;
 use super::view::{BenchmarkView, SummaryView};
 
 /// The stylesheet, written as `report.css`.
-pub const CSS: &str = include_str!("../../../templates/report.css");
+pub(super) const CSS: &str = include_str!("../../../templates/report.css");
 
 const TEMPLATES: &[(&str, &str)] = &[
     ("base.html", include_str!("../../../templates/base.html")),
@@ -36,7 +36,7 @@ const TEMPLATES: &[(&str, &str)] = &[
 ];
 
 /// The template engine with every template loaded.
-pub fn engine() -> Result<Tera, ReportError> {
+pub(super) fn engine() -> Result<Tera, ReportError> {
     let mut tera = Tera::default();
     tera.add_raw_templates(TEMPLATES.iter().copied())
         .map_err(|e| template_error("(loading)", &e))?;
@@ -44,7 +44,7 @@ pub fn engine() -> Result<Tera, ReportError> {
 }
 
 /// The summary page.
-pub fn render_index(tera: &Tera, summary: &SummaryView) -> Result<String, ReportError> {
+pub(super) fn render_index(tera: &Tera, summary: &SummaryView) -> Result<String, ReportError> {
     let mut ctx = Context::new();
     ctx.insert("summary", summary);
     ctx.insert("root", "");
@@ -52,7 +52,7 @@ pub fn render_index(tera: &Tera, summary: &SummaryView) -> Result<String, Report
 }
 
 /// One benchmark's page.
-pub fn render_page(
+pub(super) fn render_page(
     tera: &Tera,
     summary: &SummaryView,
     bench: &BenchmarkView,
@@ -78,7 +78,7 @@ pub fn render_page(
 }
 
 /// The history page of `cargo gpubench history`; `page` is its view.
-pub fn render_history(tera: &Tera, page: &impl Serialize) -> Result<String, ReportError> {
+pub(super) fn render_history(tera: &Tera, page: &impl Serialize) -> Result<String, ReportError> {
     let mut ctx = Context::new();
     ctx.insert("page", page);
     render(tera, "history.html", &ctx)

@@ -8,11 +8,11 @@ use std::fmt::Write as _;
 /// baseline) fold into `<details>`: ten rows are about a screen of a pull request,
 /// and past that a regression drowns among rows that say nothing happened. The others
 /// (regressed, improved, ambiguous, failed, new, ...) always stay in view.
-pub const TABLE_ROWS_SHOWN: usize = 10;
+pub(crate) const TABLE_ROWS_SHOWN: usize = 10;
 
 /// Items a list (failures, notes, new benchmarks, ...) shows before it folds into
 /// `<details>` with its count: a handful reads at a glance, more is a list to open.
-pub const LIST_ITEMS_SHOWN: usize = 5;
+pub(crate) const LIST_ITEMS_SHOWN: usize = 5;
 
 /// A table row, and whether it may fold away (see [`TABLE_ROWS_SHOWN`]).
 pub(super) struct Row {
@@ -54,7 +54,7 @@ pub(super) fn fold_table(
 /// A bulleted list under `heading` (bold Markdown, e.g. `**Failed:**`), folded into
 /// `<details>` with `label` and the count past [`LIST_ITEMS_SHOWN`] items; nothing
 /// when `items` is empty. Each item is one line of Markdown without its `- `.
-pub fn list(out: &mut String, heading: &str, label: &str, items: &[String]) {
+pub(crate) fn list(out: &mut String, heading: &str, label: &str, items: &[String]) {
     let body: String = items.iter().map(|i| format!("- {i}\n")).collect();
     fold(out, heading, label, items.len(), &body);
 }
@@ -133,7 +133,7 @@ pub(super) fn backticked(s: &str) -> String {
 }
 
 /// `s` as an inline code span, whatever backticks it holds.
-pub fn code(s: &str) -> String {
+pub(crate) fn code(s: &str) -> String {
     let longest = s.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
     let pad = if longest > 0 { " " } else { "" };
@@ -142,7 +142,7 @@ pub fn code(s: &str) -> String {
 
 /// `s` as an inline code span in a table cell, where a pipe must be escaped even
 /// inside code.
-pub fn cell_code(s: &str) -> String {
+pub(crate) fn cell_code(s: &str) -> String {
     code(&s.replace('|', "\\|"))
 }
 
@@ -150,7 +150,7 @@ pub fn cell_code(s: &str) -> String {
 /// escaped, a line break becomes a space, other control bytes (a terminal's escape
 /// sequences) are dropped, and an `@` is followed by a zero-width space, so a commit
 /// subject's `@here` or `@someone` notifies nobody.
-pub fn text(s: &str) -> String {
+pub(crate) fn text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

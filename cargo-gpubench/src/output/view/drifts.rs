@@ -8,7 +8,7 @@ use crate::output::view::metrics;
 /// `+1.0%/commit over the last 10 commits on main`: what the summary of a run or `ab`
 /// says of a head figure that moves the way `series` drifts (see
 /// [`gpubench_analysis::history::continues_drift`]).
-pub fn continued_drift_words(series: &SeriesHistory, baseline: &str) -> Option<String> {
+pub(crate) fn continued_drift_words(series: &SeriesHistory, baseline: &str) -> Option<String> {
     let d = &series.flagged_drift()?.drift;
     Some(format!(
         "continues a drift on {baseline}: {} over its last {} commits ({}/commit)",
@@ -46,7 +46,9 @@ fn drift_source(baseline: &crate::store::Source) -> Option<(std::path::PathBuf, 
 /// revision's checkout holds it (its first-parent history is main's, up to the
 /// merge-base). None when the comparison was with a stored run, or the baseline has no
 /// git history (not a repository, nothing committed).
-pub fn continued_drifts(comparison: &crate::compare::RunComparison) -> anyhow::Result<Vec<String>> {
+pub(crate) fn continued_drifts(
+    comparison: &crate::compare::RunComparison,
+) -> anyhow::Result<Vec<String>> {
     use gpubench_analysis::history::continues_drift;
     let Some((dir, name)) = drift_source(&comparison.baseline) else {
         return Ok(Vec::new());
@@ -113,7 +115,7 @@ pub fn continued_drifts(comparison: &crate::compare::RunComparison) -> anyhow::R
 
 /// [`continued_drifts`], a failure to read the history told as a note (the summary is
 /// still written without it).
-pub fn continued_drifts_noted(comparison: &crate::compare::RunComparison) -> Vec<String> {
+pub(crate) fn continued_drifts_noted(comparison: &crate::compare::RunComparison) -> Vec<String> {
     continued_drifts(comparison).unwrap_or_else(|e| {
         crate::console::note(format_args!(
             "the history of {} was not read, so the summary cannot say whether a figure \

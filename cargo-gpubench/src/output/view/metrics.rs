@@ -13,7 +13,7 @@ use crate::format::{percent, plural};
 
 /// One metric's verdict on a benchmark, in words.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MetricView {
+pub(crate) struct MetricView {
     /// Which metric.
     pub metric: Metric,
     /// Its verdict.
@@ -33,7 +33,7 @@ pub struct MetricView {
 
 impl MetricView {
     /// The metric's name in a sentence: `time`, `kernel time`, `counters`, `memory`.
-    pub fn label(&self) -> &'static str {
+    pub(crate) fn label(&self) -> &'static str {
         self.metric.label()
     }
 
@@ -44,24 +44,24 @@ impl MetricView {
     }
 
     /// The colour of its verdict.
-    pub fn tone(&self) -> Option<Tone> {
+    pub(crate) fn tone(&self) -> Option<Tone> {
         verdict_tone(self.verdict)
     }
 
     /// Whether a summary makes it stand out: a regression, or any change of an
     /// exact metric.
-    pub fn marked(&self) -> bool {
+    pub(crate) fn marked(&self) -> bool {
         self.verdict == Verdict::Regressed || (self.exact() && self.verdict != Verdict::NoChange)
     }
 
     /// Whether it moved either way for certain (regressed or improved).
-    pub fn changed(&self) -> bool {
+    pub(crate) fn changed(&self) -> bool {
         matches!(self.verdict, Verdict::Regressed | Verdict::Improved)
     }
 
     /// A table cell's text: the change, then the verdict in words
     /// (`+12.3% [+10.1%, +14.6%] regressed`, `+1 kernel per call`).
-    pub fn cell(&self) -> String {
+    pub(crate) fn cell(&self) -> String {
         match &self.change {
             Some(change) => format!("{change} {}", self.words),
             None => self.words.clone(),
@@ -70,7 +70,7 @@ impl MetricView {
 
     /// Why it trips a gate, in a phrase: `kernel time regressed`, `counters: +1
     /// kernel per call`, `memory: holds +64.00 KiB per call (…)`.
-    pub fn trip_phrase(&self) -> String {
+    pub(crate) fn trip_phrase(&self) -> String {
         if self.exact() {
             format!(
                 "{}: {}",
@@ -84,7 +84,7 @@ impl MetricView {
 }
 
 /// The colour of a verdict: none for no change.
-pub fn verdict_tone(verdict: Verdict) -> Option<Tone> {
+pub(crate) fn verdict_tone(verdict: Verdict) -> Option<Tone> {
     match verdict {
         Verdict::Regressed => Some(Tone::Regressed),
         Verdict::Improved => Some(Tone::Improved),
@@ -95,7 +95,7 @@ pub fn verdict_tone(verdict: Verdict) -> Option<Tone> {
 
 /// The verdict on every metric `outcome` compared, in [`Metric::ALL`]'s order (time
 /// first); empty when it was not compared.
-pub fn verdicts(outcome: &ComparisonOutcome) -> Vec<MetricView> {
+pub(crate) fn verdicts(outcome: &ComparisonOutcome) -> Vec<MetricView> {
     Metric::ALL
         .into_iter()
         .filter_map(|m| verdict(outcome, m))
@@ -103,7 +103,7 @@ pub fn verdicts(outcome: &ComparisonOutcome) -> Vec<MetricView> {
 }
 
 /// The verdict on `metric`, when `outcome` compared it.
-pub fn verdict(outcome: &ComparisonOutcome, metric: Metric) -> Option<MetricView> {
+pub(crate) fn verdict(outcome: &ComparisonOutcome, metric: Metric) -> Option<MetricView> {
     let statistical = |c: &Comparison| MetricView {
         metric,
         verdict: c.verdict,
@@ -147,12 +147,12 @@ pub fn verdict(outcome: &ComparisonOutcome, metric: Metric) -> Option<MetricView
 }
 
 /// The time comparison of `outcome`, when it was compared.
-pub fn time(outcome: &ComparisonOutcome) -> Option<&Comparison> {
+pub(crate) fn time(outcome: &ComparisonOutcome) -> Option<&Comparison> {
     outcome.time()
 }
 
 /// The kernel-time comparison of `outcome`, when both sides measured kernel time.
-pub fn kernel(outcome: &ComparisonOutcome) -> Option<&Comparison> {
+pub(crate) fn kernel(outcome: &ComparisonOutcome) -> Option<&Comparison> {
     outcome.judged(Metric::Kernel)?.timed()
 }
 
@@ -162,17 +162,17 @@ fn counter_changes(outcome: &ComparisonOutcome) -> Option<&[CounterChange]> {
 }
 
 /// The memory comparison of `outcome`, when both sides read the allocator.
-pub fn memory(outcome: &ComparisonOutcome) -> Option<&MemoryComparison> {
+pub(crate) fn memory(outcome: &ComparisonOutcome) -> Option<&MemoryComparison> {
     outcome.judged(Metric::Memory)?.memory()
 }
 
 /// Kernel changes named under a benchmark; the rest are counted.
-pub const KERNEL_CHANGES_SHOWN: usize = 5;
+pub(crate) const KERNEL_CHANGES_SHOWN: usize = 5;
 
 /// What the GPU did differently, in words: the counter changes, then the kernels
 /// that are new, gone or moved (the first [`KERNEL_CHANGES_SHOWN`], then how many
 /// more).
-pub fn gpu_changes(outcome: &ComparisonOutcome) -> Vec<String> {
+pub(crate) fn gpu_changes(outcome: &ComparisonOutcome) -> Vec<String> {
     let kernel_changes = outcome.kernel_changes();
     let mut out: Vec<String> = counter_changes(outcome)
         .unwrap_or_default()
@@ -195,7 +195,7 @@ pub fn gpu_changes(outcome: &ComparisonOutcome) -> Vec<String> {
 /// `+12.3% [+10.1%, +14.6%]`: a change with its interval; `+600.8% (too noisy for
 /// an interval)` when the interval's ratios span more than
 /// [`crate::format::TOO_NOISY_RATIO`], as a figure's would.
-pub fn change_text(change: &Estimate) -> String {
+pub(crate) fn change_text(change: &Estimate) -> String {
     if crate::format::too_noisy(1.0 + change.lower, 1.0 + change.upper) {
         return format!("{} (too noisy for an interval)", percent(change.point));
     }
@@ -209,7 +209,7 @@ pub fn change_text(change: &Estimate) -> String {
 
 /// A verdict in words: its label, or for a change that is certain but under the
 /// threshold, `no change (certain, under ±1%)`, so it does not read as nothing.
-pub fn verdict_text(c: &Comparison) -> String {
+pub(crate) fn verdict_text(c: &Comparison) -> String {
     if c.certain_under_threshold {
         format!(
             "{} (certain, under ±{})",

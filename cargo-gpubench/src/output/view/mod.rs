@@ -7,11 +7,11 @@
 //! words, [`table`] the cells of a row, [`notes`] the notes under the tables,
 //! [`drifts`] what the baseline's history adds.
 
-pub mod drifts;
-pub mod metrics;
-pub mod notes;
-pub mod table;
-pub mod words;
+pub(crate) mod drifts;
+pub(crate) mod metrics;
+pub(crate) mod notes;
+pub(crate) mod table;
+pub(crate) mod words;
 
 use gpubench_analysis::baseline::Metric;
 
@@ -26,7 +26,7 @@ use table::{dash, outcome_tone, status_tone, Cell, FigureRow};
 /// A run's summary (or one side of `compare`) with its comparison, as every output
 /// shows it.
 #[derive(Debug, Clone)]
-pub struct SummaryView<'a> {
+pub(crate) struct SummaryView<'a> {
     /// The benchmarks, in order.
     pub entries: &'a [SummaryEntry],
     /// The comparison with the baseline, when there was one.
@@ -45,7 +45,7 @@ pub struct SummaryView<'a> {
 
 /// One benchmark's comparison, as a table row shows it.
 #[derive(Debug, Clone)]
-pub struct RowView {
+pub(crate) struct RowView {
     /// Each metric's verdict, time first; empty when it was not compared.
     pub verdicts: Vec<MetricView>,
     /// Its outcome in a word, in its tone: the time verdict, `failed`, `not
@@ -82,13 +82,13 @@ impl RowView {
     }
 
     /// The verdict on `metric`, when it was judged.
-    pub fn verdict(&self, metric: Metric) -> Option<&MetricView> {
+    pub(crate) fn verdict(&self, metric: Metric) -> Option<&MetricView> {
         self.verdicts.iter().find(|m| m.metric == metric)
     }
 
     /// Whether the benchmark was compared and every verdict says nothing changed (a
     /// change certain but under the threshold is no change too).
-    pub fn unremarkable(&self) -> bool {
+    pub(crate) fn unremarkable(&self) -> bool {
         !self.verdicts.is_empty()
             && self
                 .verdicts
@@ -99,7 +99,10 @@ impl RowView {
 
 impl<'a> SummaryView<'a> {
     /// The view of `entries` and their `comparison`.
-    pub fn build(entries: &'a [SummaryEntry], comparison: Option<&'a RunComparison>) -> Self {
+    pub(crate) fn build(
+        entries: &'a [SummaryEntry],
+        comparison: Option<&'a RunComparison>,
+    ) -> Self {
         let rows: Vec<RowView> = match comparison {
             Some(c) => entries.iter().map(|e| RowView::of(e, c)).collect(),
             None => Vec::new(),
@@ -120,17 +123,17 @@ impl<'a> SummaryView<'a> {
     }
 
     /// The notes whose kind `keep` accepts, in order.
-    pub fn notes_where(&self, keep: impl Fn(&NoteKind) -> bool) -> Vec<&Note> {
+    pub(crate) fn notes_where(&self, keep: impl Fn(&NoteKind) -> bool) -> Vec<&Note> {
         self.notes.iter().filter(|n| keep(&n.kind)).collect()
     }
 
     /// The notes of exactly `kind`, in order.
-    pub fn notes_of(&self, kind: &NoteKind) -> Vec<&Note> {
+    pub(crate) fn notes_of(&self, kind: &NoteKind) -> Vec<&Note> {
         self.notes_where(|k| k == kind)
     }
 
     /// Each benchmark with its comparison's row, when there is a comparison.
-    pub fn compared_rows(&self) -> impl Iterator<Item = (&SummaryEntry, &RowView)> {
+    pub(crate) fn compared_rows(&self) -> impl Iterator<Item = (&SummaryEntry, &RowView)> {
         self.entries.iter().zip(&self.rows)
     }
 }

@@ -15,7 +15,7 @@ use crate::store::references::SummaryEntry;
 
 /// What a note says; each output frames a kind in its own way.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NoteKind {
+pub(crate) enum NoteKind {
     /// A benchmark whose processes disagree ([`process_note`]).
     Unstable,
     /// A benchmark whose routine keeps memory from call to call.
@@ -61,7 +61,7 @@ pub enum NoteKind {
 
 /// A note under a summary's tables.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Note {
+pub(crate) struct Note {
     /// What it says.
     pub kind: NoteKind,
     /// The benchmark it is about, when it is about one.
@@ -114,7 +114,7 @@ impl Note {
 
 /// Every note on `entries` and, when there is one, their comparison, in the order
 /// of [`NoteKind`]'s kinds, each kind in the benchmarks' order.
-pub fn notes(entries: &[SummaryEntry], comparison: Option<&RunComparison>) -> Vec<Note> {
+pub(crate) fn notes(entries: &[SummaryEntry], comparison: Option<&RunComparison>) -> Vec<Note> {
     let mut out = Vec::new();
     for e in entries {
         if let Some(note) = e.summary.as_ref().and_then(process_note) {
@@ -229,7 +229,7 @@ fn comparison_notes(entries: &[SummaryEntry], c: &RunComparison) -> Vec<Note> {
 
 /// The heading above the notes of kind [`NoteKind::Conditions`] among `notes`:
 /// [`CPU_HEADING`] when all of them ran on the CPU device, else [`HEADING`].
-pub fn conditions_heading<'a>(notes: impl IntoIterator<Item = &'a Note>) -> &'static str {
+pub(crate) fn conditions_heading<'a>(notes: impl IntoIterator<Item = &'a Note>) -> &'static str {
     let all_cpu = notes.into_iter().all(|n| match n.kind {
         NoteKind::Conditions { on_cpu } => on_cpu,
         _ => true,
@@ -245,7 +245,7 @@ pub fn conditions_heading<'a>(notes: impl IntoIterator<Item = &'a Note>) -> &'st
 /// the GPU throttled or was shared, and `contended in 3 of 3 processes: the host's 2
 /// CPUs were oversubscribed: ...` when the host could not serve the benchmark's
 /// threads; `None` otherwise (and without readings).
-pub fn gpu_note(s: &BenchmarkSummary) -> Option<String> {
+pub(crate) fn gpu_note(s: &BenchmarkSummary) -> Option<String> {
     let mut parts = Vec::new();
     if s.conditions.throttled_samples > 0 {
         let total = s.conditions.throttled_samples + s.primary().map_or(0, |p| p.samples);
@@ -281,20 +281,20 @@ pub fn gpu_note(s: &BenchmarkSummary) -> Option<String> {
 }
 
 /// The heading both outputs put above the notes when a GPU's benchmark has one.
-pub const HEADING: &str = "the GPU throttled or was shared, or the host was oversubscribed \
+pub(crate) const HEADING: &str = "the GPU throttled or was shared, or the host was oversubscribed \
     (throttled samples are left out of the figures; a contended benchmark may be slow by \
     what the other work took)";
 
 /// The heading when every note is of work on the CPU device, which has no GPU to
 /// throttle or share.
-pub const CPU_HEADING: &str = "the host was oversubscribed (a contended benchmark may be \
+pub(crate) const CPU_HEADING: &str = "the host was oversubscribed (a contended benchmark may be \
     slow by what the other work took; `cargo gpubench ab` measures both revisions under \
     the same load)";
 
 /// `on the CPU: 1 intra-op thread (the cores the host had free)`: the threads the
 /// routines of the CPU device ran on, once when every benchmark ran on as many, else
 /// per benchmark; empty when none ran on the CPU.
-pub fn cpu_threads_line<'a>(
+pub(crate) fn cpu_threads_line<'a>(
     benchmarks: impl IntoIterator<Item = (&'a str, &'a BenchmarkSummary)>,
 ) -> String {
     let threads: Vec<(&str, String)> = benchmarks
@@ -317,7 +317,7 @@ pub fn cpu_threads_line<'a>(
 
 /// `compared at other clocks: mm: the GPU ran at 1410 MHz here, 1980 MHz in the
 /// baseline (mean SM clock)`, one line per benchmark.
-pub fn clock_lines(other: &[OtherClocks]) -> Vec<(String, String)> {
+pub(crate) fn clock_lines(other: &[OtherClocks]) -> Vec<(String, String)> {
     other
         .iter()
         .map(|x| {
@@ -334,7 +334,7 @@ pub fn clock_lines(other: &[OtherClocks]) -> Vec<(String, String)> {
 
 /// What the processes of an unstable benchmark did: `processes in 2 modes: 5.40 µs
 /// (3), 9.30 µs (2)`, or `process medians 7.30 µs to 11.9 µs`.
-pub fn process_note(s: &BenchmarkSummary) -> Option<String> {
+pub(crate) fn process_note(s: &BenchmarkSummary) -> Option<String> {
     let p = s.primary()?;
     if !p.processes.unstable {
         return None;
@@ -373,7 +373,7 @@ pub fn process_note(s: &BenchmarkSummary) -> Option<String> {
 
 /// The lines of the allocator's state at a benchmark's peak
 /// (`--memory-peak-snapshot`), or why there is none; `None` when not asked for.
-pub fn held_at_peak_lines(s: &BenchmarkSummary) -> Option<Vec<String>> {
+pub(crate) fn held_at_peak_lines(s: &BenchmarkSummary) -> Option<Vec<String>> {
     match (&s.memory.at_peak, &s.memory.at_peak_unavailable) {
         (Some(p), _) => Some(p.report_lines(s.memory.peak.map(|m| m.peak_allocated_bytes))),
         (None, Some(why)) => Some(vec![format!("no allocator snapshot at the peak: {why}")]),

@@ -14,7 +14,7 @@ use crate::store::manifest::BenchStatus;
 use crate::store::references::SummaryEntry;
 
 /// The colour of a benchmark's comparison (its time verdict).
-pub fn outcome_tone(outcome: &ComparisonOutcome) -> Option<Tone> {
+pub(crate) fn outcome_tone(outcome: &ComparisonOutcome) -> Option<Tone> {
     match outcome {
         ComparisonOutcome::Compared { comparison, .. } => verdict_tone(comparison.verdict),
         ComparisonOutcome::Failed { .. } => Some(Tone::Failed),
@@ -24,7 +24,7 @@ pub fn outcome_tone(outcome: &ComparisonOutcome) -> Option<Tone> {
 
 /// A table cell: its text, and its tone (the colour a terminal paints it in).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cell {
+pub(crate) struct Cell {
     /// What it says.
     pub text: String,
     /// Its colour, when coloured.
@@ -33,7 +33,7 @@ pub struct Cell {
 
 impl Cell {
     /// `text` in `tone`.
-    pub fn toned(text: String, tone: Option<Tone>) -> Self {
+    pub(crate) fn toned(text: String, tone: Option<Tone>) -> Self {
         Cell { text, tone }
     }
 }
@@ -46,7 +46,7 @@ impl From<String> for Cell {
 
 /// `4 ±1.2%`: how many processes measured the benchmark and the spread between them
 /// (the standard deviation of their medians, relative); `1` for one process.
-pub fn processes_cell(s: &BenchmarkSummary) -> String {
+pub(crate) fn processes_cell(s: &BenchmarkSummary) -> String {
     match s.primary() {
         Some(p) => match p.processes.between {
             Some(b) => format!("{} ±{}", p.processes.count, spread_percent(b)),
@@ -58,7 +58,7 @@ pub fn processes_cell(s: &BenchmarkSummary) -> String {
 
 /// The colour of a benchmark's status: bold red when it failed, yellow when it did
 /// not run to the end, none when it passed.
-pub fn status_tone(status: BenchStatus) -> Option<Tone> {
+pub(crate) fn status_tone(status: BenchStatus) -> Option<Tone> {
     match status {
         BenchStatus::Passed => None,
         BenchStatus::Failed => Some(Tone::Failed),
@@ -67,7 +67,7 @@ pub fn status_tone(status: BenchStatus) -> Option<Tone> {
 }
 
 /// `—`: a cell with nothing to say.
-pub fn dash() -> String {
+pub(crate) fn dash() -> String {
     "—".to_string()
 }
 
@@ -76,7 +76,7 @@ const REASON_CHARS: usize = 60;
 
 /// One benchmark's own figures as a table row shows them, `—` where it has none.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FigureRow {
+pub(crate) struct FigureRow {
     /// Time per iteration with its interval (or the spread of its processes).
     pub time: String,
     /// `4 ±1.2%`: the processes and the spread between them.
@@ -103,7 +103,7 @@ pub struct FigureRow {
 
 impl FigureRow {
     /// The figures of `e`.
-    pub fn of(e: &SummaryEntry) -> Self {
+    pub(crate) fn of(e: &SummaryEntry) -> Self {
         let s = e.summary.as_ref();
         let ns = |x: Option<f64>| x.map(format_ns).unwrap_or_else(dash);
         FigureRow {

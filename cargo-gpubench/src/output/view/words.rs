@@ -10,7 +10,7 @@ use crate::output::view::metrics;
 
 /// `±1.03%`: the smallest change `c` could have detected
 /// ([`Comparison::detectable`]), when a verdict was possible.
-pub fn detectable_text(c: &Comparison) -> Option<String> {
+pub(crate) fn detectable_text(c: &Comparison) -> Option<String> {
     let p = c.detectable? * 100.0;
     Some(if !p.is_finite() {
         "—".to_string()
@@ -22,7 +22,7 @@ pub fn detectable_text(c: &Comparison) -> Option<String> {
 }
 
 /// The word for a benchmark's outcome: a verdict, `failed` or `not compared`.
-pub fn outcome_word(outcome: &ComparisonOutcome) -> &'static str {
+pub(crate) fn outcome_word(outcome: &ComparisonOutcome) -> &'static str {
     match outcome {
         ComparisonOutcome::Compared { comparison, .. } => comparison.verdict.label(),
         ComparisonOutcome::Failed { .. } => "failed",
@@ -32,7 +32,7 @@ pub fn outcome_word(outcome: &ComparisonOutcome) -> &'static str {
 
 /// Why `b` trips a gate on `settings`: one phrase per metric that trips, e.g.
 /// `kernel time regressed`, `counters: +1 kernel per call`.
-pub fn trip_reasons(b: &BenchmarkComparison, settings: &VerdictSettings) -> Vec<String> {
+pub(crate) fn trip_reasons(b: &BenchmarkComparison, settings: &VerdictSettings) -> Vec<String> {
     settings
         .gate
         .metrics()
@@ -45,7 +45,7 @@ pub fn trip_reasons(b: &BenchmarkComparison, settings: &VerdictSettings) -> Vec<
 
 /// The ids whose outcome trips the gate, each with why ([`trip_reasons`], joined),
 /// then those whose missing evidence does (`not run`, `kernel time missing`).
-pub fn tripping_reasons(c: &RunComparison) -> Vec<(&str, String)> {
+pub(crate) fn tripping_reasons(c: &RunComparison) -> Vec<(&str, String)> {
     let mut out: Vec<(&str, String)> = c
         .tripping()
         .into_iter()
@@ -70,7 +70,7 @@ pub fn tripping_reasons(c: &RunComparison) -> Vec<(&str, String)> {
 }
 
 /// `1 regressed, 2 no change, 1 failed`: the non-zero counts, worst first.
-pub fn counts_text(c: &RunComparison) -> String {
+pub(crate) fn counts_text(c: &RunComparison) -> String {
     let n = &c.counts;
     let parts: Vec<String> = [
         (n.regressed, "regressed"),
@@ -95,7 +95,7 @@ pub fn counts_text(c: &RunComparison) -> String {
 
 /// What tripped the gate, in words: `regression found` when a verdict did, else
 /// `missing evidence`.
-pub fn trip_headline(c: &RunComparison) -> &'static str {
+pub(crate) fn trip_headline(c: &RunComparison) -> &'static str {
     if c.tripping().is_empty() {
         "missing evidence"
     } else {
@@ -106,7 +106,7 @@ pub fn trip_headline(c: &RunComparison) -> &'static str {
 /// `kernel time: 1 regressed, 1 no change; counters: 1 regressed; memory: 2 no
 /// change`: the verdicts on the metrics beside time, worst first, when any
 /// benchmark has one.
-pub fn gpu_counts_text(c: &RunComparison) -> Option<String> {
+pub(crate) fn gpu_counts_text(c: &RunComparison) -> Option<String> {
     let parts: Vec<String> = Metric::besides_time()
         .filter(|m| m.spec().on_gpu)
         .filter_map(|metric| {
@@ -138,7 +138,7 @@ pub fn gpu_counts_text(c: &RunComparison) -> Option<String> {
 /// The thresholds of the paired verdicts in words, `the paired noise threshold
 /// ±1%`, adding the others where some benchmarks ran in processes of their own;
 /// `None` when no time verdict is paired.
-pub fn paired_threshold_text(c: &RunComparison) -> Option<String> {
+pub(crate) fn paired_threshold_text(c: &RunComparison) -> Option<String> {
     let compared: Vec<&Comparison> = c
         .set
         .comparisons
@@ -167,7 +167,7 @@ pub fn paired_threshold_text(c: &RunComparison) -> Option<String> {
 /// What the smallest change each benchmark could have detected is (the `could
 /// detect` column of an `ab` summary), for the line under its table; `None` for
 /// other comparisons.
-pub fn detectable_note(c: &RunComparison) -> Option<String> {
+pub(crate) fn detectable_note(c: &RunComparison) -> Option<String> {
     if !c.is_ab() {
         return None;
     }

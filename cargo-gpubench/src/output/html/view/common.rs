@@ -21,7 +21,7 @@ use crate::output::view::metrics;
 
 /// A benchmark's status: its verdict, or why it has none.
 #[derive(Debug, Clone, Serialize)]
-pub struct StatusView {
+pub(crate) struct StatusView {
     /// CSS class, e.g. `regressed`.
     pub class: &'static str,
     /// The word, e.g. `regressed`.
@@ -62,7 +62,7 @@ pub(crate) fn status_of(verdict: Verdict) -> StatusView {
 
 /// A table cell: text, an optional smaller second line, and a sort key.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Cell {
+pub(crate) struct Cell {
     /// Main text.
     pub text: String,
     /// Second line (an interval, a percentage), or empty.
@@ -86,7 +86,7 @@ impl Cell {
 
 /// A chart of a benchmark page.
 #[derive(Debug, Clone, Serialize)]
-pub struct ChartView {
+pub(crate) struct ChartView {
     /// File name inside the benchmark's chart folder, e.g. `distribution.svg`.
     pub file: String,
     /// Path relative to the benchmark page.
@@ -105,14 +105,14 @@ pub struct ChartView {
 
 impl ChartView {
     /// Draws the chart's SVG.
-    pub fn draw(&self) -> Result<String, String> {
+    pub(crate) fn draw(&self) -> Result<String, String> {
         self.plot.to_svg()
     }
 }
 
 /// The charts of one page; absent when there is nothing to draw.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct PageCharts {
+pub(crate) struct PageCharts {
     /// Distribution of samples, this run against the baseline.
     pub distribution: Option<ChartView>,
     /// Samples in time order.
@@ -135,7 +135,7 @@ pub struct PageCharts {
 
 impl PageCharts {
     /// Every chart present.
-    pub fn iter(&self) -> impl Iterator<Item = &ChartView> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &ChartView> {
         [
             &self.distribution,
             &self.timeline,
@@ -152,7 +152,7 @@ impl PageCharts {
     }
 
     /// Whether there is no chart.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.iter().next().is_none()
     }
 }
@@ -316,7 +316,7 @@ pub(crate) fn time_label(kind: TimeKind) -> &'static str {
 
 /// A cold call next to the steady state.
 #[derive(Debug, Clone, Serialize)]
-pub struct ColdRow {
+pub(crate) struct ColdRow {
     /// What made it cold.
     pub label: String,
     /// Synced wall time.
@@ -333,7 +333,7 @@ pub struct ColdRow {
 
 /// What an unsynchronised loop would have reported.
 #[derive(Debug, Clone, Serialize)]
-pub struct NaiveRow {
+pub(crate) struct NaiveRow {
     /// Iterations of the loop.
     pub iters: u64,
     /// Per iteration without a final sync.
@@ -346,7 +346,7 @@ pub struct NaiveRow {
 
 /// A failed benchmark's failure.
 #[derive(Debug, Clone, Serialize)]
-pub struct FailureView {
+pub(crate) struct FailureView {
     /// The kind, e.g. `out of memory`.
     pub kind: String,
     /// The message.
@@ -360,7 +360,7 @@ pub struct FailureView {
 
 /// What a measured benchmark's page says of its figures, part by part of its summary.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct MeasuredFacts {
+pub(crate) struct MeasuredFacts {
     /// Which time the steady-state figures are: device or synced wall.
     pub primary_label: String,
     /// The headline figures: the estimate, the comparison, the samples.
@@ -384,7 +384,7 @@ pub struct MeasuredFacts {
 
 /// One benchmark page.
 #[derive(Debug, Clone, Serialize)]
-pub struct BenchmarkView {
+pub(crate) struct BenchmarkView {
     /// Benchmark id.
     pub id: String,
     /// The link to its trend on the history page, when there is one.

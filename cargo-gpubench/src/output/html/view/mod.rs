@@ -3,8 +3,8 @@
 //! page's rows, [`benchmark`] a benchmark's page, [`plots`] its charts, from what
 //! [`common`] holds for both.
 
-pub use common::BenchmarkView;
-pub use summary::SummaryView;
+pub(super) use common::BenchmarkView;
+pub(super) use summary::SummaryView;
 
 mod benchmark;
 mod common;
@@ -21,7 +21,7 @@ use gpubench_record::record::{Fingerprint, RawRecord};
 use std::collections::BTreeSet;
 
 /// The summary and every benchmark page.
-pub struct Views {
+pub(super) struct Views {
     /// The summary page.
     pub summary: SummaryView,
     /// One per benchmark, in input order.
@@ -29,7 +29,7 @@ pub struct Views {
 }
 
 /// Builds every view of the report.
-pub fn build_all(input: &ReportInput) -> Views {
+pub(super) fn build_all(input: &ReportInput) -> Views {
     let (benchmarks, rows): (Vec<BenchmarkView>, Vec<SummaryRow>) =
         super::parallel::map(&input.benchmarks, build_one)
             .into_iter()

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 /// One row of the summary table.
 #[derive(Debug, Clone, Serialize)]
-pub struct SummaryRow {
+pub(crate) struct SummaryRow {
     /// Benchmark id.
     pub id: String,
     /// Its name as the terminal shows it, `<target>/<id>`.
@@ -54,7 +54,7 @@ pub struct SummaryRow {
 
 /// One row of the eager-versus-compiled scorecard.
 #[derive(Debug, Clone, Serialize)]
-pub struct ScorecardRow {
+pub(crate) struct ScorecardRow {
     /// Benchmark name, `<target>/<id>`.
     pub name: String,
     /// Link to its page.
@@ -71,7 +71,7 @@ pub struct ScorecardRow {
 
 /// A count of benchmarks with one status, for the header.
 #[derive(Debug, Clone, Serialize)]
-pub struct CountView {
+pub(crate) struct CountView {
     /// The status.
     pub status: StatusView,
     /// How many.
@@ -80,7 +80,7 @@ pub struct CountView {
 
 /// The summary page.
 #[derive(Debug, Clone, Serialize)]
-pub struct SummaryView {
+pub(crate) struct SummaryView {
     /// Page title.
     pub title: String,
     /// Baseline compared against.
