@@ -100,6 +100,7 @@ impl MarkdownSummary<'_> {
         self.memory_held(&mut out, &view);
         self.eager_compiled(&mut out, &view);
         out.push_str(&render_conditions(&view));
+        out.push_str(&render_power(&view));
         self.failures(&mut out);
         self.memory_peaks(&mut out);
         if self.comparison.is_some() {
@@ -641,6 +642,21 @@ pub(crate) fn render_conditions(view: &SummaryView) -> String {
         &format!("**{heading}:**"),
         summary,
         &items(noted, text),
+    );
+    out
+}
+
+/// Each benchmark's power cap, % of peak and energy per call, as a Markdown list
+/// (folded when long; empty when none has these figures).
+fn render_power(view: &SummaryView) -> String {
+    let mut heading = notes::POWER_HEADING.to_string();
+    heading[..1].make_ascii_uppercase();
+    let mut out = String::new();
+    list(
+        &mut out,
+        &format!("**{heading}:**"),
+        "Power, energy and % of peak",
+        &items(view.notes_of(&NoteKind::PowerAndPeak), text),
     );
     out
 }

@@ -383,6 +383,20 @@ pub(crate) fn render_conditions(view: &SummaryView) -> String {
     out
 }
 
+/// Lines under the terminal table on each benchmark's power cap, % of peak and
+/// energy per call (empty when none has these figures).
+fn render_power(view: &SummaryView) -> String {
+    let noted = view.notes_of(&NoteKind::PowerAndPeak);
+    if noted.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("\n{}:\n", notes::POWER_HEADING);
+    for n in noted {
+        let _ = writeln!(out, "  {}: {}", n.benchmarks.join(", "), n.text);
+    }
+    out
+}
+
 /// The table: one row per benchmark, columns aligned; with a comparison, a
 /// `change vs NAME` column after the time, and kernel-time and counter columns when
 /// either side measured them. Kernel columns appear only when some benchmark has
@@ -467,6 +481,7 @@ pub(crate) fn render_table(view: &SummaryView, console: Console) -> String {
     out.push_str(&render_process_notes(view));
     out.push_str(&render_eager_compiled(view));
     out.push_str(&render_conditions(view));
+    out.push_str(&render_power(view));
     out.push_str(&render_kernel_notes(view));
     out.push_str(&render_memory_notes(view));
     out.push_str(&notes::cpu_threads_line(

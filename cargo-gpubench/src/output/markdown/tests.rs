@@ -219,6 +219,35 @@ fn a_clean_run_and_a_run_without_a_baseline() {
     ");
 }
 
+#[test]
+fn power_cap_peak_share_and_energy_are_listed_under_the_table() {
+    let mut e = entry(&record("mm_bf16/8192", 1.6132e6));
+    crate::output::view::tests::with_power_and_peak(e.summary.as_mut().unwrap());
+    let md = MarkdownSummary {
+        subject: "run `r`",
+        report: None,
+        entries: std::slice::from_ref(&e),
+        comparison: None,
+        exit: Exit::Success,
+    }
+    .render();
+    insta::assert_snapshot!(md, @"
+    ### cargo gpubench: run `r`
+
+    **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** none
+
+    | Benchmark | Time [95% interval] | Processes (spread) | Status |
+    | :-- | --: | --: | :-- |
+    | `matmul/mm_bf16/8192` | 1.613 ms [1.596, 1.630] | 3 ±0.3% | passed |
+
+    **Power, energy and % of peak (the peak scaled to the clock the samples ran at):**
+
+    - `matmul/mm_bf16/8192`: power-capped: 38% of samples at the 700 W limit; 75.0% of the dense bf16 peak at 1682 MHz (681.6 TFLOP/s of 909.2 TFLOP/s); 1.16 J per call at 705 W (idle 83 W)
+
+    **Result: passed** (exit code 0).
+    ");
+}
+
 /// `base_ns` of device time per call with the GPU work of `kernels` attached.
 fn with_kernels(id: &str, base_ns: f64, kernels: &SyntheticKernels, seed: u64) -> RawRecord {
     let mut r = record(id, base_ns);

@@ -314,6 +314,33 @@ fn long_messages_are_excerpted() {
 }
 
 #[test]
+fn power_cap_peak_share_and_energy_have_a_line_under_the_table() {
+    let plain = entry(&passed_record(), BenchStatus::Passed);
+    let mut e = plain.clone();
+    crate::output::view::tests::with_power_and_peak(e.summary.as_mut().unwrap());
+    let out = render_table(
+        &SummaryView::build(std::slice::from_ref(&e), None),
+        Console::default(),
+    );
+    assert!(
+        out.contains(
+            "\npower, energy and % of peak (the peak scaled to the clock the samples ran at):\n  \
+             suite/matmul/4096: power-capped: 38% of samples at the 700 W limit; 75.0% of the \
+             dense bf16 peak at 1682 MHz (681.6 TFLOP/s of 909.2 TFLOP/s); 1.16 J per call at \
+             705 W (idle 83 W)\n"
+        ),
+        "{out}"
+    );
+    // Without these figures the table is as it was.
+    let before = render_table(
+        &SummaryView::build(std::slice::from_ref(&plain), None),
+        Console::default(),
+    );
+    assert!(!before.contains("power"), "{before}");
+    assert!(out.starts_with(before.trim_end()), "{out}");
+}
+
+#[test]
 fn eager_versus_compiled_has_a_line_under_the_table() {
     use gpubench_record::eager_compiled::{EagerCompiledSummary, VariantKind};
     use gpubench_record::estimate::Estimate;

@@ -139,4 +139,4 @@ impl<'a> SummaryView<'a> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

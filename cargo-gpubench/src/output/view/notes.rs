@@ -2,11 +2,14 @@
 //! the benchmarks it covers, in words every output shows ([`Note`], built once by
 //! [`notes`]): what the processes, the GPU and the host did to a benchmark's figures
 //! (unstable processes, throttled or contended samples, the CPU's threads, other
-//! clocks), what a comparison found beside its verdicts (benchmarks not compared,
+//! clocks), what the GPU's power and peak say of it (power-capped samples, % of
+//! peak at the clock it ran, energy per call), what a comparison found beside its verdicts (benchmarks not compared,
 //! ambiguous, new, missing or left out), and what held memory at a peak.
 
 use gpubench_analysis::baseline::{Metric, OtherClocks};
+use gpubench_analysis::peaks::{PeakKind, PeakShare};
 use gpubench_analysis::BenchmarkSummary;
+use gpubench_record::measurement::Throughput;
 use gpubench_record::units::format_ns;
 
 use crate::compare::RunComparison;
@@ -28,6 +31,9 @@ pub(crate) enum NoteKind {
         /// Whether it ran on the CPU device, which has no GPU to throttle or share.
         on_cpu: bool,
     },
+    /// A benchmark that ran power-capped, its rate as a share of the peak at the
+    /// clock it ran, or its energy per call ([`power_note`]).
+    PowerAndPeak,
     /// What the GPU did differently from the baseline ([`metrics::gpu_changes`]).
     GpuChanges,
     /// A benchmark whose memory changed against the baseline.
@@ -146,6 +152,11 @@ pub(crate) fn notes(entries: &[SummaryEntry], comparison: Option<&RunComparison>
         if let Some(note) = gpu_note(s) {
             let on_cpu = s.timing.bound == Some(gpubench_analysis::processes::Bound::Cpu);
             out.push(Note::one(NoteKind::Conditions { on_cpu }, e, note));
+        }
+    }
+    for e in entries {
+        if let Some(note) = e.summary.as_ref().and_then(power_note) {
+            out.push(Note::one(NoteKind::PowerAndPeak, e, note));
         }
     }
     if let Some(c) = comparison {
@@ -279,6 +290,75 @@ pub(crate) fn gpu_note(s: &BenchmarkSummary) -> Option<String> {
     );
     (!parts.is_empty()).then(|| parts.join("; "))
 }
+
+/// `power-capped: 38% of samples at the 700 W limit; 75.0% of the dense bf16 peak at
+/// 1672 MHz (681.6 TFLOP/s of 904.0 TFLOP/s); 1.64 J per call at 410 W (idle 123 W)`:
+/// what a benchmark's power and peak figures say, each part where it has the figure
+/// (the power cap only when some sample ran capped); `None` when it has none.
+pub(crate) fn power_note(s: &BenchmarkSummary) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(p) = s.conditions.power_capped.as_ref().filter(|p| p.share > 0.0) {
+        let limit = match p.power_limit_w {
+            Some(w) => format!("the {w:.0} W limit"),
+            None => "the power limit".to_string(),
+        };
+        parts.push(format!(
+            "power-capped: {:.0}% of samples at {limit}",
+            p.share * 100.0
+        ));
+    }
+    parts.extend(s.peak.as_ref().map(peak_text));
+    if let Some(e) = &s.energy {
+        let idle = e
+            .idle_w
+            .map(|w| format!(" (idle {w:.0} W)"))
+            .unwrap_or_default();
+        parts.push(format!(
+            "{} per call at {:.0} W{idle}",
+            joules_text(e.joules_per_call),
+            e.power_w
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// `75.0% of the dense bf16 peak at 1672 MHz (681.6 TFLOP/s of 904.0 TFLOP/s)`, or
+/// with the data sheet's peak and why it is not scaled when the clock is unknown.
+fn peak_text(p: &PeakShare) -> String {
+    let per_s = |x: f64| match p.kind {
+        PeakKind::DenseFlops => Throughput::Flops(x).format_rate(1e9),
+        PeakKind::Bytes => Throughput::Bytes(x).format_rate(1e9),
+    };
+    let of = match (p.kind, &p.dtype) {
+        (PeakKind::DenseFlops, Some(d)) => format!("the dense {d} peak"),
+        (PeakKind::DenseFlops, None) => "the dense peak".to_string(),
+        (PeakKind::Bytes, _) => "the memory bandwidth".to_string(),
+    };
+    let rates = format!("{} of {}", per_s(p.rate_per_s), per_s(p.peak_per_s));
+    match (&p.unscaled, p.measured_clock_mhz) {
+        (None, Some(mhz)) => format!("{:.1}% of {of} at {mhz:.0} MHz ({rates})", p.share * 100.0),
+        (Some(why), _) => format!(
+            "{:.1}% of {of} ({rates}; the data sheet's peak: {why})",
+            p.share * 100.0
+        ),
+        (None, None) => format!("{:.1}% of {of} ({rates})", p.share * 100.0),
+    }
+}
+
+/// `1.16 J`, `1.5 mJ`, `12.0 µJ`.
+fn joules_text(j: f64) -> String {
+    if j >= 1.0 {
+        format!("{j:.2} J")
+    } else if j >= 1e-3 {
+        format!("{:.1} mJ", j * 1e3)
+    } else {
+        format!("{:.1} µJ", j * 1e6)
+    }
+}
+
+/// The heading both outputs put above the notes of kind [`NoteKind::PowerAndPeak`].
+pub(crate) const POWER_HEADING: &str =
+    "power, energy and % of peak (the peak scaled to the clock the samples ran at)";
 
 /// The heading both outputs put above the notes when a GPU's benchmark has one.
 pub(crate) const HEADING: &str = "the GPU throttled or was shared, or the host was oversubscribed \

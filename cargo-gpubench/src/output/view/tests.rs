@@ -1,14 +1,47 @@
 //! Tests of [`super`]: a comparison in words, on the judge's own fixtures.
 
-use gpubench_analysis::FailOn;
+use gpubench_analysis::energy::EnergySummary;
+use gpubench_analysis::peaks::PeakShare;
+use gpubench_analysis::summary::PowerCapped;
+use gpubench_analysis::{BenchmarkSummary, FailOn};
 use gpubench_record::estimate::Estimate;
 use gpubench_record::failure::{Failure, FailureKind};
+use gpubench_record::measurement::Throughput;
 
 use crate::compare::tests::{entries, records, settings, source};
 use crate::compare::{Absences, RunComparison};
 use crate::format::percent;
 use crate::output::view::metrics::change_text;
 use crate::output::view::words::{counts_text, trip_headline, tripping_reasons};
+
+/// `s` with the figures of the H200's 8192² bf16 matmul back to back: power-capped
+/// in 38% of its samples at the 700 W limit, 1.6132 ms per call at a 1681.6 MHz SM
+/// clock (75.0% of the bf16 peak there), and 1.16 J per call at 705 W, 83 W idle.
+pub(crate) fn with_power_and_peak(s: &mut BenchmarkSummary) {
+    s.conditions.power_capped = Some(PowerCapped {
+        share: 0.38,
+        samples: 91,
+        power_limit_w: Some(700.0),
+    });
+    s.peak = PeakShare::of(
+        "NVIDIA H200",
+        Throughput::Flops(2.0 * 8192f64.powi(3)),
+        1.6132e6,
+        Some("bf16"),
+        Some(1681.6),
+        None,
+    );
+    s.energy = Some(EnergySummary {
+        joules_per_call: 1.16,
+        per_process_joules: vec![1.15, 1.16, 1.17],
+        power_w: 705.0,
+        idle_w: Some(83.0),
+        windows: 9,
+        window_s: 0.3,
+        steps: 27,
+        window_spread: 0.03,
+    });
+}
 
 #[test]
 fn benchmarks_not_compared_trip_the_gate_as_not_compared() {

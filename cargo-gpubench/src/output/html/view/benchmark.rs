@@ -105,6 +105,8 @@ fn measured_facts(
     }
     let mut reading: Vec<String> = bound_reading(fig, on_cpu).into_iter().collect();
     reading.extend(s.flags.iter().flat_map(|f| flag_reading(*f, s, on_cpu)));
+    reading
+        .extend(crate::output::view::notes::power_note(s).map(|n| format!("Power and peak: {n}.")));
     let cold_rows = cold_rows(s, fig);
     MeasuredFacts {
         primary_label: time_label(fig.primary_kind).into(),
@@ -521,7 +523,7 @@ fn resource_facts(
 ) -> Vec<Fact> {
     let mut facts = Vec::new();
     if let (Some(t), Some((rate, _))) = (m.throughput, &fig.throughput) {
-        let detail = percent_of_peak(b, t, fig.estimate.point)
+        let detail = percent_of_peak(b, s, t, fig.estimate.point)
             .map(|(p, of)| format!("{p:.0}% of {of}"))
             .unwrap_or_else(|| {
                 if on_cpu {

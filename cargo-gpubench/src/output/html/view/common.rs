@@ -16,7 +16,7 @@ use crate::output::html::eager_compiled::EagerCompiledView;
 use crate::output::html::facts::Fact;
 use crate::output::html::input::ReportBenchmark;
 use crate::output::html::kernels::KernelView;
-use crate::output::html::peaks::{device_peaks, dtype_from_id, normalise_dtype};
+use crate::output::html::peaks::{device_peaks, dtype_from_id, normalise_dtype, PeakKind};
 use crate::output::view::metrics;
 
 /// A benchmark's status: its verdict, or why it has none.
@@ -425,13 +425,28 @@ pub(crate) struct BenchmarkView {
     pub config: Vec<(String, String)>,
 }
 
-/// The rate as a percentage of the device's peak, with what peak: `(62.0, "bf16
-/// peak")`. `None` when the device, or for FLOPs the dtype, is unknown.
+/// The rate as a percentage of the device's peak, with what peak: `(75.0, "bf16
+/// peak at 1672 MHz")` from the summary's share of the peak at the clock it ran;
+/// without one, the data sheet's peak (`(62.0, "bf16 peak")`). `None` when the
+/// device, or for FLOPs the dtype, is unknown.
 pub(crate) fn percent_of_peak(
     b: &ReportBenchmark,
+    s: &BenchmarkSummary,
     t: Throughput,
     ns_per_iter: f64,
 ) -> Option<(f64, String)> {
+    if let Some(p) = &s.peak {
+        let of = match (p.kind, &p.dtype) {
+            (PeakKind::DenseFlops, Some(d)) => format!("{d} peak"),
+            (PeakKind::DenseFlops, None) => "peak".to_string(),
+            (PeakKind::Bytes, _) => "memory bandwidth".to_string(),
+        };
+        let at = match (&p.unscaled, p.measured_clock_mhz) {
+            (None, Some(mhz)) => format!(" at {mhz:.0} MHz"),
+            _ => String::new(),
+        };
+        return Some((p.share * 100.0, format!("{of}{at}")));
+    }
     let peaks = device_peaks(&b.record.fingerprint.device.name)?;
     let rate = t.rate(ns_per_iter);
     match t {

@@ -144,7 +144,7 @@ pub(crate) fn summary_row(
         device: Cell::duration(fig.and_then(|f| f.device)),
         kernel: kernel_cell(b, s),
         cold: Cell::duration(s.cold.first().map(|c| c.wall_ns)),
-        throughput: throughput_cell(b, fig),
+        throughput: throughput_cell(b, s, fig),
         memory: memory_cell(s),
         note: row_note(b, s),
     }
@@ -198,7 +198,7 @@ fn change_cell(b: &ReportBenchmark) -> Cell {
 }
 
 /// The rate at the estimate, with its share of the device's peak.
-fn throughput_cell(b: &ReportBenchmark, fig: Option<&Figures>) -> Cell {
+fn throughput_cell(b: &ReportBenchmark, s: &BenchmarkSummary, fig: Option<&Figures>) -> Cell {
     let declared = b.record.first_measurement().and_then(|m| m.throughput);
     match (declared, fig) {
         (
@@ -210,7 +210,7 @@ fn throughput_cell(b: &ReportBenchmark, fig: Option<&Figures>) -> Cell {
             }),
         ) => Cell {
             text: rate.clone(),
-            detail: percent_of_peak(b, t, estimate.point)
+            detail: percent_of_peak(b, s, t, estimate.point)
                 .map(|(p, of)| format!("{p:.0}% of {of}"))
                 .unwrap_or_default(),
             sort: format!("{per_s}"),
@@ -238,6 +238,12 @@ fn row_note(b: &ReportBenchmark, s: &BenchmarkSummary) -> String {
         return format!("{}: {}", f.kind.label(), first_line(&f.message, 160));
     }
     let mut parts: Vec<String> = s.flags.iter().map(|f| f.label().to_string()).collect();
+    if let Some(p) = s.conditions.power_capped.as_ref().filter(|p| p.share > 0.0) {
+        parts.push(format!(
+            "power-capped in {:.0}% of samples",
+            p.share * 100.0
+        ));
+    }
     match baseline_note(b) {
         Some(n) => parts.push(n),
         None if r.config.mode == RunMode::Smoke => parts.push("smoke run (one call)".into()),
