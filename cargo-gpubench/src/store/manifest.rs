@@ -240,6 +240,10 @@ pub struct RunManifest {
     /// empty for a run that measured its benchmarks itself.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<MergedPart>,
+    /// What a merged run lacks, each in words: parts cut short, missing, or lost by
+    /// a cluster's job (`cargo gpubench slurm`); empty for a whole run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gaps: Vec<String>,
 }
 
 /// The folder of an `ab` run holding the base's records, named like the head's.
@@ -572,6 +576,7 @@ pub(crate) mod tests {
                 device: None,
             }],
             merged_from: Vec::new(),
+            gaps: Vec::new(),
         }
     }
 

@@ -196,6 +196,27 @@ fn merging_every_part_gives_the_suite_of_one_run_and_one_report() {
                 .filter(|e| e.as_ref().unwrap().path().extension() == Some("html".as_ref()))
                 .count();
             assert_eq!(pages, expected.iter().filter(|(_, _, r)| *r).count());
+            // The report lists every part: its run and its share of the suite.
+            let index = std::fs::read_to_string(report.join("index.html"))
+                .unwrap()
+                .replace("&#x2F;", "/");
+            let table = index
+                .split("<table id=\"parts\"")
+                .nth(1)
+                .expect("a table of the parts")
+                .split("</table>")
+                .next()
+                .unwrap();
+            for part in &m.merged_from {
+                assert!(table.contains(&part.run_id), "{}: {table}", part.run_id);
+                let spec = part.partition.as_deref().unwrap();
+                assert!(table.contains(spec), "{spec}: {table}");
+            }
+            // Parts that held no benchmark left no run: the manifest names them.
+            assert_eq!(m.gaps.is_empty(), empty.is_empty(), "{:?}", m.gaps);
+            for spec in &empty {
+                assert!(m.gaps.join(" ").contains(spec.as_str()), "{:?}", m.gaps);
+            }
         }
     }
 }
@@ -245,13 +266,31 @@ fn a_merge_with_a_missing_part_fails_naming_it_unless_allowed_and_keeps_what_it_
         &fake,
         &[p1.to_str().unwrap(), "./p3"],
         &work.join("merged-allowed"),
-        &["--no-report", "--allow-missing", "not-run"],
+        &["--allow-missing", "not-run"],
     )
     .expect_code(0);
     assert!(
         ran.stderr.contains("warning: 1 of the 3 parts is missing"),
         "{}",
         ran.stderr
+    );
+    // The manifest keeps the gap, and the report says it at the top.
+    let m = manifest(&latest_run(&work.join("merged-allowed")));
+    assert_eq!(m.gaps.len(), 1, "{:?}", m.gaps);
+    assert!(m.gaps[0].contains("count:2/3"), "{:?}", m.gaps);
+    let index = std::fs::read_to_string(work.join("merged-allowed/report/index.html"))
+        .unwrap()
+        .replace("&#x2F;", "/");
+    let callout = index
+        .split("id=\"gaps\"")
+        .nth(1)
+        .expect("a callout naming the missing part")
+        .split("</p>")
+        .next()
+        .unwrap();
+    assert!(
+        callout.contains("Parts missing") && callout.contains("count:2/3"),
+        "{callout}"
     );
 }
 

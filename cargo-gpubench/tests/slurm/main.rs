@@ -316,7 +316,16 @@ fn a_suite_over_a_slurm_array_merges_into_one_run_and_one_gate() {
         .map(|p| p["outcome"].as_str().unwrap())
         .collect();
     assert_eq!(outcomes, ["merged"; 4], "{table}");
-    assert!(s.path("four/merged/report/index.html").is_file());
+    // The report lists the four parts.
+    let index = std::fs::read_to_string(s.path("four/merged/report/index.html"))
+        .unwrap()
+        .replace("&#x2F;", "/");
+    for k in 1..=4 {
+        assert!(
+            index.contains(&format!("<code>count:{k}/4</code>")),
+            "part {k} in the report's table of parts"
+        );
+    }
     let summary = std::fs::read_to_string(s.path("four.md")).unwrap();
     for id in IDS {
         assert!(summary.contains(id), "{id} in the summary:\n{summary}");

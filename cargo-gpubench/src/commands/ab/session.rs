@@ -210,6 +210,7 @@ impl Session<'_> {
             archive: None,
             benchmarks: tracked.iter().map(|t| t.entry.clone()).collect(),
             merged_from: Vec::new(),
+            gaps: Vec::new(),
             error: None,
         }
     }

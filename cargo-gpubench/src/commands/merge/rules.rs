@@ -569,6 +569,7 @@ pub(crate) fn manifest(
                 benchmarks: p.manifest.benchmarks.len(),
             })
             .collect(),
+        gaps: plan.gaps.clone(),
     }
 }
 

@@ -215,6 +215,7 @@ impl Session<'_> {
                 .map(|b| ManifestBenchmark::pending(&b.id, &b.target, b.package.as_deref()))
                 .collect(),
             merged_from: Vec::new(),
+            gaps: Vec::new(),
         }
     }
 

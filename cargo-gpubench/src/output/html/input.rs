@@ -31,6 +31,11 @@ pub struct ReportInput {
     /// Benchmarks of this run that never ran (it was interrupted or stopped before
     /// them): the report is incomplete and says so.
     pub not_run: Vec<String>,
+    /// The runs a merged run folded into one (none for a run that measured its
+    /// benchmarks itself), and what it lacks of them.
+    pub parts: Vec<PartLine>,
+    /// What a merged run lacks, each in words (parts cut short, missing or lost).
+    pub gaps: Vec<String>,
     /// When the report was generated (any human-readable form, e.g. RFC 3339).
     pub generated_at: Option<String>,
     /// The benchmarks, in the order the summary lists them before any sorting.
@@ -245,4 +250,19 @@ pub enum ReportError {
     /// Two benchmarks share an id, so their pages would overwrite each other.
     #[error("failed to render report: benchmark id {0:?} appears more than once")]
     DuplicateId(String),
+}
+
+/// One run a merged run folded in, as its report lists it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PartLine {
+    /// Its run id.
+    pub run_id: String,
+    /// Its `--partition`, or empty when it ran every benchmark.
+    pub partition: String,
+    /// The device it ran on and the models measured, e.g. `cuda:0 (NVIDIA H200)`.
+    pub device: String,
+    /// Its state when merged (`completed`, `incomplete`, ...).
+    pub status: String,
+    /// How many benchmarks it selected.
+    pub benchmarks: usize,
 }

@@ -11,9 +11,9 @@ use anyhow::{Context, Result};
 use gpubench_analysis::BaselineStore;
 use gpubench_record::record::RawRecord;
 
-use super::input::{ReportIndex, ReportInput};
+use super::input::{PartLine, ReportIndex, ReportInput};
 use crate::compare::{RunComparison, BASELINE_COPY};
-use crate::store::manifest::BenchStatus;
+use crate::store::manifest::{BenchStatus, MergedPart, RunManifest, MANIFEST_FILE};
 use crate::store::references::SummaryEntry;
 
 /// The report's directory inside the output directory.
@@ -85,6 +85,11 @@ fn input(run: StoredRun<'_>) -> Result<ReportInput> {
         bench.summary = entry.and_then(|e| e.summary.clone());
         bench.name = entry.map(|e| e.name.clone());
     }
+    // A merged run lists its parts and what it lacks of them.
+    let manifest = RunManifest::read(&run.dir.join(MANIFEST_FILE))
+        .with_context(|| format!("failed to read the manifest of run `{}`", run.id))?;
+    input.parts = manifest.merged_from.iter().map(part_line).collect();
+    input.gaps = manifest.gaps;
     input.not_run = run
         .entries
         .iter()
@@ -121,4 +126,22 @@ fn input(run: StoredRun<'_>) -> Result<ReportInput> {
         *id = name_of(id);
     }
     Ok(input)
+}
+
+/// How the report lists `part`, one run a merged run folded in.
+fn part_line(part: &MergedPart) -> PartLine {
+    let device = match part.device_models.as_slice() {
+        [] => part.device.clone(),
+        models => format!("{} ({})", part.device, models.join(", ")),
+    };
+    PartLine {
+        run_id: part.run_id.clone(),
+        partition: part.partition.clone().unwrap_or_default(),
+        device,
+        status: serde_json::to_value(part.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        benchmarks: part.benchmarks,
+    }
 }

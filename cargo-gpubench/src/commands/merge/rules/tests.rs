@@ -51,6 +51,7 @@ fn part(run_id: &str, partition: Option<&str>, ids: &[&str], model: Option<&str>
             }],
             benchmarks,
             merged_from: Vec::new(),
+            gaps: Vec::new(),
             archive: None,
             host: None,
         },

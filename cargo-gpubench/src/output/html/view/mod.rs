@@ -79,6 +79,8 @@ pub(super) fn build_all(input: &ReportInput) -> Views {
             rows,
             missing_in_current: input.missing_in_current.clone(),
             not_run: input.not_run.clone(),
+            parts: input.parts.clone(),
+            gaps: input.gaps.clone(),
             missing: input.missing.clone(),
             not_selected: input.not_selected.clone(),
             scorecard: scorecard(&benchmarks),

@@ -109,6 +109,10 @@ pub(crate) struct SummaryView {
     pub not_selected: Vec<String>,
     /// Benchmarks of the run that never ran: the report is incomplete.
     pub not_run: Vec<String>,
+    /// The runs a merged run folded into one, and what it lacks of them.
+    pub parts: Vec<crate::output::html::input::PartLine>,
+    /// What a merged run lacks (parts cut short, missing or lost), in words.
+    pub gaps: Vec<String>,
     /// Eager-versus-compiled scorecard; empty when no benchmark is one.
     pub scorecard: Vec<ScorecardRow>,
     /// Whether any benchmark has kernel time (the table's kernel column).
