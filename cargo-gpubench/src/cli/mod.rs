@@ -373,9 +373,9 @@ impl Cli {
             None => Some(self.run.output.format),
             Some(Command::Run(args)) => Some(args.output.format),
             Some(Command::Ab(args)) => Some(args.format),
-            Some(Command::Compare(args)) => Some(args.format),
-            Some(Command::Merge(args)) => Some(args.format),
-            Some(Command::History(args)) => Some(args.format),
+            Some(Command::Compare(args)) => Some(args.store.format),
+            Some(Command::Merge(args)) => Some(args.store.format),
+            Some(Command::History(args)) => Some(args.store.format),
             Some(Command::Capacity(args)) => Some(args.output.format),
             Some(
                 Command::Archive(_)
