@@ -124,13 +124,13 @@ use gpubench_analysis::compare::{
     compare_cpu_processes, compare_processes, CompareConfig, Contention, Verdict, SPREAD_MULTIPLE,
 };
 use gpubench_analysis::processes::{
-    Bound, RoundDecision, RUN_FLOOR_CPU, RUN_FLOOR_DEVICE, RUN_FLOOR_HOST,
+    Bound, ProcessDecision, RUN_FLOOR_CPU, RUN_FLOOR_DEVICE, RUN_FLOOR_HOST,
 };
-use gpubench_analysis::processes::{DecideRounds, ProcessStats};
+use gpubench_analysis::processes::{DecideProcesses, ProcessStats};
 use gpubench_analysis::stats::BootstrapConfig;
 use gpubench_analysis::summary::BenchmarkSummary;
 use gpubench_analysis::synthetic::{GpuLikeSamples, ProcessShift};
-use gpubench_record::measurement::ProcessPolicy as RoundPolicy;
+use gpubench_record::measurement::ProcessPolicy;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
@@ -144,7 +144,7 @@ const SAMPLES: usize = 15;
 struct Model {
     name: &'static str,
     samples: GpuLikeSamples,
-    /// What the benchmark's time rests on, for the round policy and the rule.
+    /// What the benchmark's time rests on, for the process policy and the rule.
     bound: Bound,
     /// Standard deviation of the log of a run-level shift all processes of a run share.
     run_sigma: f64,
@@ -252,8 +252,8 @@ fn draw_side(model: &Model, factor: f64, policy: &Sizing, rng: &mut Pcg64Mcg) ->
                     model.bound == Bound::Host,
                     false,
                 ) {
-                    RoundDecision::Another => {}
-                    RoundDecision::Done => return groups,
+                    ProcessDecision::Another => {}
+                    ProcessDecision::Done => return groups,
                 }
             }
         }
@@ -262,7 +262,7 @@ fn draw_side(model: &Model, factor: f64, policy: &Sizing, rng: &mut Pcg64Mcg) ->
 
 enum Sizing {
     Fixed(usize),
-    Policy(RoundPolicy),
+    Policy(ProcessPolicy),
 }
 
 impl Sizing {
@@ -388,11 +388,11 @@ fn pct(x: f64) -> String {
 }
 
 /// `cargo gpubench ab`: the paired rule ([`compare_paired`]) on per-process log ratios,
-/// under the round policy `ab` runs; the module docs of the bench name the sources.
+/// under the process policy `ab` runs; the module docs of the bench name the sources.
 mod paired {
     use gpubench_analysis::compare::{compare_paired, CompareConfig, Comparison};
     use gpubench_analysis::processes::Bound;
-    use gpubench_record::measurement::ProcessPolicy as RoundPolicy;
+    use gpubench_record::measurement::ProcessPolicy;
     use rand::{Rng, SeedableRng};
     use rand_pcg::Pcg64Mcg;
 
@@ -548,16 +548,16 @@ mod paired {
     struct Setting {
         label: &'static str,
         cfg: CompareConfig,
-        policy: RoundPolicy,
+        policy: ProcessPolicy,
     }
 
-    /// `ab`'s default first ([`RoundPolicy::paired`], whose rows gate), then the
+    /// `ab`'s default first ([`ProcessPolicy::paired`], whose rows gate), then the
     /// standard policy of a run and a fixed 5 for comparison, then changed defaults,
     /// to show what would meet a target the defaults miss.
     fn settings() -> (Vec<Setting>, Vec<Setting>) {
         let cfg = CompareConfig::default();
         let setting = |label, cfg, policy| Setting { label, cfg, policy };
-        let range = |min, max, target_rel_ci| RoundPolicy {
+        let range = |min, max, target_rel_ci| ProcessPolicy {
             min,
             max,
             target_rel_ci,
@@ -570,24 +570,24 @@ mod paired {
             spread_multiple,
             ..cfg
         };
-        let standard = RoundPolicy::standard();
+        let standard = ProcessPolicy::standard();
         (
             vec![
-                setting("ab: 5..10 ±1%", cfg, RoundPolicy::paired()),
+                setting("ab: 5..10 ±1%", cfg, ProcessPolicy::paired()),
                 setting("run's 3..6 ±3%", cfg, standard),
-                setting("fixed 5", cfg, RoundPolicy::fixed(5)),
+                setting("fixed 5", cfg, ProcessPolicy::fixed(5)),
             ],
             vec![
-                setting("fixed 6", cfg, RoundPolicy::fixed(6)),
+                setting("fixed 6", cfg, ProcessPolicy::fixed(6)),
                 setting("5..8 ±1%", cfg, range(5, 8, 0.01)),
                 setting("5..12 ±1%", cfg, range(5, 12, 0.01)),
                 setting("3..6 ±1%", cfg, range(3, 6, 0.01)),
-                setting("paired 2% (old)", paired(0.02), RoundPolicy::paired()),
-                setting("paired 0.5%", paired(0.005), RoundPolicy::paired()),
-                setting("paired 0.25%", paired(0.0025), RoundPolicy::paired()),
-                setting("paired 0%", paired(0.0), RoundPolicy::paired()),
-                setting("spread x0.5, 16", spread(0.5), RoundPolicy::fixed(16)),
-                setting("spread x0, 20", spread(0.0), RoundPolicy::fixed(20)),
+                setting("paired 2% (old)", paired(0.02), ProcessPolicy::paired()),
+                setting("paired 0.5%", paired(0.005), ProcessPolicy::paired()),
+                setting("paired 0.25%", paired(0.0025), ProcessPolicy::paired()),
+                setting("paired 0%", paired(0.0), ProcessPolicy::paired()),
+                setting("spread x0.5, 16", spread(0.5), ProcessPolicy::fixed(16)),
+                setting("spread x0, 20", spread(0.0), ProcessPolicy::fixed(20)),
             ],
         )
     }
@@ -862,7 +862,7 @@ mod paired {
     /// every gating target was met.
     pub fn calibrate() -> bool {
         let cfg = CompareConfig::default();
-        let standard = RoundPolicy::paired();
+        let standard = ProcessPolicy::paired();
         println!(
             "ab (paired): {TRIALS} comparisons per row; a process's ln(head/base) is the true \
              change + N(0, sd²); verdict by compare_paired: {:.0}% interval, threshold the \
@@ -993,7 +993,7 @@ fn main() -> ExitCode {
     }
     let explore = std::env::args().any(|a| a == "--explore");
     let cfg = CompareConfig::default();
-    let policy = RoundPolicy::standard();
+    let policy = ProcessPolicy::standard();
     println!(
         "calibration: {TRIALS} comparisons per row, {SAMPLES} samples per process (1% noise, \
          2% of samples 1.3-2x slower) plus each model's shift between processes"

@@ -97,7 +97,7 @@ pub fn idle_power(readings: &[CounterReading]) -> Result<f64, String> {
 pub struct EnergySummary {
     /// Energy per call, J: the median over processes of each process's median window.
     pub joules_per_call: f64,
-    /// Each process's median energy per call, J, in round order.
+    /// Each process's median energy per call, J, in process order.
     pub per_process_joules: Vec<f64>,
     /// Average power while the calls ran, W (median over processes).
     pub power_w: f64,

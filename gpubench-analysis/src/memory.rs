@@ -705,7 +705,7 @@ fn judge(
 pub struct GrowthSummary {
     /// The median over processes of the bytes held per call.
     pub per_call_bytes: f64,
-    /// Each process's bytes held per call, in round order.
+    /// Each process's bytes held per call, in process order.
     pub per_process_bytes: Vec<f64>,
     /// The fewest calls of a stretch in any process.
     pub calls: u64,

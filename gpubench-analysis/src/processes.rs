@@ -57,9 +57,9 @@ pub const MODE_MIN_GAP: f64 = 0.05;
 /// A gap makes modes only when it is this many times the widest group's own range.
 pub const MODE_GAP_MULTIPLE: f64 = 3.0;
 
-/// What [`DecideRounds::decide`] says after a round.
+/// What [`DecideProcesses::decide`] says after a process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RoundDecision {
+pub enum ProcessDecision {
     /// Run another process.
     Another,
     /// Enough processes.
@@ -68,7 +68,7 @@ pub enum RoundDecision {
 
 /// When a benchmark has had enough processes: the statistics' side of its
 /// [`ProcessPolicy`].
-pub trait DecideRounds {
+pub trait DecideProcesses {
     /// Whether a benchmark with `done` processes, whose primary times' process
     /// statistics are `stats`, needs another: `host_bound` when its time rests on the
     /// host's dispatch speed ([`Bound::Host`]), `over_budget` when its processes have
@@ -79,31 +79,31 @@ pub trait DecideRounds {
         stats: &ProcessStats,
         host_bound: bool,
         over_budget: bool,
-    ) -> RoundDecision;
+    ) -> ProcessDecision;
 }
 
-impl DecideRounds for ProcessPolicy {
+impl DecideProcesses for ProcessPolicy {
     fn decide(
         &self,
         done: u32,
         stats: &ProcessStats,
         host_bound: bool,
         over_budget: bool,
-    ) -> RoundDecision {
+    ) -> ProcessDecision {
         if done < self.min {
-            return RoundDecision::Another;
+            return ProcessDecision::Another;
         }
         if host_bound || done >= self.max || over_budget {
-            return RoundDecision::Done;
+            return ProcessDecision::Done;
         }
         let wide = match stats.estimate(&[], crate::stats::BootstrapConfig::default(), 0.0) {
             Some((e, EstimateBasis::Processes)) => e.rel_half_width() > self.target_rel_ci,
             _ => true,
         };
         if wide {
-            RoundDecision::Another
+            ProcessDecision::Another
         } else {
-            RoundDecision::Done
+            ProcessDecision::Done
         }
     }
 }
@@ -519,7 +519,7 @@ mod tests {
 
     #[test]
     fn the_policy_runs_its_floor_then_while_the_interval_is_wide() {
-        use RoundDecision::*;
+        use ProcessDecision::*;
         let p = ProcessPolicy::standard();
         let tight = ProcessStats::from_groups(&groups(&[100.0, 100.2, 99.9]));
         let wide = ProcessStats::from_groups(&groups(&[100.0, 103.0, 97.0]));

@@ -1,4 +1,4 @@
-//! What a record's rounds add up to for the statistics: what its time rests on
+//! What a record's processes add up to for the statistics: what its time rests on
 //! ([`Bound`]), the least width of its interval, and its kernel table merged over the
 //! processes that profiled it. The record itself is [`gpubench_record::record`].
 
@@ -16,7 +16,7 @@ pub trait RecordAnalysis {
     fn kernel_table(&self) -> Vec<KernelStat>;
 
     /// Whether the benchmark's time rests on the device or on the host's dispatch
-    /// speed: device-bound when most measured rounds were flagged so; on the CPU
+    /// speed: device-bound when most measured processes were flagged so; on the CPU
     /// device, the routine's own work ([`Bound::Cpu`]).
     fn bound(&self) -> Bound;
 

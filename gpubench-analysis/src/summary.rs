@@ -128,7 +128,7 @@ pub struct ColdCallSummary {
     pub host_ns: f64,
     /// Device time, ns, when measured: the median over processes.
     pub device_ns: Option<f64>,
-    /// Each process's synced wall time of this call, in round order, ns.
+    /// Each process's synced wall time of this call, in process order, ns.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_process_wall_ns: Vec<f64>,
     /// Wall time over the steady-state wall time per iteration (50: the cold call
@@ -216,11 +216,16 @@ pub struct BenchmarkOutcome {
     pub status: BenchmarkStatus,
     /// Why it failed.
     pub failure: Option<Failure>,
-    /// The round (process) that failed, when one did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failed_round: Option<u32>,
+    /// The process that failed, when one did.
+    #[serde(
+        rename = "failed_round",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub failed_process: Option<u32>,
     /// Processes that ran the benchmark, failed ones included.
-    pub rounds: usize,
+    #[serde(rename = "rounds")]
+    pub processes: usize,
     /// Measured or smoke-tested.
     pub mode: RunMode,
 }
@@ -418,7 +423,7 @@ impl PowerCapped {
 /// The mean memory clock read at the start and end of `record`'s processes, MHz.
 fn mean_memory_clock_mhz(record: &RawRecord) -> Option<f64> {
     let clocks: Vec<f64> = record
-        .rounds
+        .processes
         .iter()
         .filter_map(|r| r.telemetry.as_ref())
         .flat_map(|t| [&t.start, &t.end])
@@ -432,7 +437,7 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
-/// The measurements of a record's processes that made one, in round order.
+/// The measurements of a record's processes that made one, in process order.
 type Measurements<'a> = [&'a Measurement];
 
 impl BenchmarkSummary {
@@ -512,8 +517,8 @@ impl BenchmarkOutcome {
                 BenchmarkStatus::Failed
             },
             failure: record.failure().cloned(),
-            failed_round: record.failed_round().map(|r| r.round),
-            rounds: record.rounds.len(),
+            failed_process: record.failed_process().map(|r| r.process),
+            processes: record.processes.len(),
             mode: record.config.mode,
         }
     }
@@ -712,10 +717,10 @@ impl Conditions {
                 .next()
                 .and_then(|m| m.energy_unavailable.clone()),
             host_cpus: crate::host::HostSummary::of(
-                record.rounds.iter().filter_map(|r| r.host.as_ref()),
+                record.processes.iter().filter_map(|r| r.host.as_ref()),
             ),
         };
-        for t in record.rounds.iter().filter_map(|r| r.telemetry.as_ref()) {
+        for t in record.processes.iter().filter_map(|r| r.telemetry.as_ref()) {
             c.max_temperature_c = c.max_temperature_c.max(t.max_temperature_c);
             for p in &t.other_processes {
                 if !c.other_processes.contains(&p.pid) {

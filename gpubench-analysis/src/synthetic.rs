@@ -15,7 +15,7 @@ use gpubench_record::id::split_id;
 use gpubench_record::kernels::{table, ActivityKind, Counters, KernelMeasurement, KernelMethod};
 use gpubench_record::measurement::ProcessPolicy;
 use gpubench_record::measurement::{Flag, Measurement, MeasurementConfig, Sample, Throughput};
-use gpubench_record::record::{Fingerprint, RawRecord, Round, RECORD_FORMAT_VERSION};
+use gpubench_record::record::{Fingerprint, ProcessRecord, RawRecord, RECORD_FORMAT_VERSION};
 
 /// How a whole process's times move against the model's centre.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -138,7 +138,7 @@ impl GpuLikeSamples {
         self.record_processes(id, device_name, 1, n, rng)
     }
 
-    /// A passed record of `processes` rounds of `n` samples each, as
+    /// A passed record of `processes` processes of `n` samples each, as
     /// [`GpuLikeSamples::record`] makes one, each process shifted by the model's
     /// [`ProcessShift`].
     pub fn record_processes<R: Rng>(
@@ -150,7 +150,7 @@ impl GpuLikeSamples {
         rng: &mut R,
     ) -> RawRecord {
         let iters = 10u64;
-        let rounds = (0..processes)
+        let measured = (0..processes)
             .map(|p| {
                 let scale = self.process_scale(rng);
                 let samples = (0..n)
@@ -166,8 +166,8 @@ impl GpuLikeSamples {
                         }
                     })
                     .collect();
-                Round {
-                    round: p as u32 + 1,
+                ProcessRecord {
+                    process: p as u32 + 1,
                     measurement: Some(Measurement {
                         sync_cost_ns: 10_000.0,
                         throughput: Some(Throughput::Flops(1e9)),
@@ -175,7 +175,7 @@ impl GpuLikeSamples {
                         device_timer: true,
                         ..Measurement::of_samples(samples)
                     }),
-                    ..Round::first(format!("2026-01-01T00:00:{:02}Z", p % 60))
+                    ..ProcessRecord::first(format!("2026-01-01T00:00:{:02}Z", p % 60))
                 }
             })
             .collect();
@@ -192,7 +192,7 @@ impl GpuLikeSamples {
                 processes: ProcessPolicy::fixed(processes as u32),
                 ..MeasurementConfig::standard()
             },
-            rounds,
+            processes: measured,
         }
     }
 }
@@ -255,13 +255,13 @@ impl SyntheticKernels {
         self.kernels.iter().map(|(_, ns)| ns).sum()
     }
 
-    /// Gives every passed round of `record` a CUDA-graph kernel measurement of 10
-    /// samples from the model; the first round also gets the kernel table and the
+    /// Gives every passed process of `record` a CUDA-graph kernel measurement of 10
+    /// samples from the model; the first process also gets the kernel table and the
     /// counters, as the harness writes them.
     pub fn attach<R: Rng>(&self, record: &mut RawRecord, rng: &mut R) {
         let calls = 100u64;
-        for (i, round) in record.rounds.iter_mut().enumerate() {
-            let Some(m) = round.measurement.as_mut() else {
+        for (i, process) in record.processes.iter_mut().enumerate() {
+            let Some(m) = process.measurement.as_mut() else {
                 continue;
             };
             let scale = self.model.process_scale(rng);
@@ -350,7 +350,7 @@ mod tests {
         let p = ProcessStats::from_groups(&calm.draw_processes(200, 31, &mut rng));
         assert!((p.between.unwrap() - 0.0075).abs() < 0.0015, "{p:?}");
         let r = calm.record_processes("mm", "GPU", 3, 10, &mut rng);
-        assert_eq!(r.rounds.len(), 3);
+        assert_eq!(r.processes.len(), 3);
         assert_eq!(r.config.processes, ProcessPolicy::fixed(3));
         assert_eq!(r.primary_groups().len(), 3);
     }

@@ -147,10 +147,10 @@ pub struct HarnessArgs {
     /// probe of `cargo gpubench capacity`); its record's id is `<name>/<size>`.
     #[arg(long, env = protocol::CAPACITY_PROBE_VAR, hide = true, value_name = "SIZE")]
     pub capacity_probe: Option<u64>,
-    /// Which round (process) of this benchmark `cargo gpubench` runs: from 2 on, the
-    /// diagnostics the first round recorded are left out.
-    #[arg(long, env = protocol::ROUND_VAR, hide = true, value_name = "N")]
-    pub round: Option<u32>,
+    /// Which process of this benchmark `cargo gpubench` runs: from 2 on, the
+    /// diagnostics the first process recorded are left out.
+    #[arg(long = "round", env = protocol::PROCESS_VAR, hide = true, value_name = "N")]
+    pub process: Option<u32>,
     /// Accepted for libtest compatibility (output is never captured).
     #[arg(long, hide = true)]
     pub nocapture: bool,

@@ -480,7 +480,7 @@ fn kernel_time_is_the_graph_replay_of_the_kernels_without_host_gaps() {
         ensure!(within(kernel, 250e3, 0.05), "kernel time {kernel} ns");
         let device = median(&m.device_per_iter().unwrap());
         ensure!(device > 1.4 * kernel, "device {device} vs kernel {kernel}");
-        let c = k.counters.ok_or("the first round counts")?;
+        let c = k.counters.ok_or("the first process counts")?;
         ensure!(c.per_call(Counter::Kernels) == Some(2.0), "{c:?}");
         ensure!(c.per_call(Counter::Syncs) == Some(0.0), "{c:?}");
         let names: Vec<&str> = k.kernels.iter().map(|s| s.name.as_str()).collect();
@@ -519,7 +519,7 @@ fn a_stream_is_counted_and_timed_over_whole_cycles_of_its_inputs() {
             .kernel
             .as_ref()
             .expect("the simulated device times kernels");
-        let c = k.counters.as_ref().expect("the first round counts");
+        let c = k.counters.as_ref().expect("the first process counts");
         assert_eq!(c.calls % 3, 0, "{host:?}: {c:?}");
         assert_eq!(c.per_call(Counter::Kernels), Some(4.0), "{host:?}: {c:?}");
         let kernel = median(&k.samples_ns);
@@ -631,7 +631,7 @@ fn captured_calls_drop_their_output_before_the_next_call() {
 }
 
 #[test]
-fn a_later_round_times_kernels_without_profiling() {
+fn a_later_process_times_kernels_without_profiling() {
     let dev = Rc::new(SimulatedDevice::new());
     let d = Rc::clone(&dev);
     let m = measure_on(dev.clone(), fast_config(), move |b| {

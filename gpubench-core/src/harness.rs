@@ -14,7 +14,7 @@ use clap::Parser;
 use gpubench_record::failure::{cap_message, Failure, FailureKind};
 use gpubench_record::id::file_stem_for_id;
 use gpubench_record::measurement::{MeasurementConfig, RunMode};
-use gpubench_record::record::{Fingerprint, RawRecord, Round};
+use gpubench_record::record::{Fingerprint, ProcessRecord, RawRecord};
 
 use gpubench_record::memory_snapshot::{self, MemorySnapshot};
 
@@ -201,7 +201,7 @@ pub fn run(args: HarnessArgs) -> i32 {
         }
         return 0;
     }
-    let mut round = args.round.unwrap_or(1).max(1);
+    let mut process = args.process.unwrap_or(1).max(1);
     let mut config = match measurement_config(&args) {
         Ok(c) => c,
         Err(e) => {
@@ -212,7 +212,7 @@ pub fn run(args: HarnessArgs) -> i32 {
     if args.capacity_probe.is_some() {
         // A probe needs the steady state's peak memory (a training step's second
         // call holds the first one's gradients), not a figure to trust: a few calls,
-        // and none of the first round's diagnostics (naive loops of hundreds of calls).
+        // and none of the first process's diagnostics (naive loops of hundreds of calls).
         config = MeasurementConfig {
             warmup_time_s: 0.05,
             measurement_time_s: 0.1,
@@ -221,7 +221,7 @@ pub fn run(args: HarnessArgs) -> i32 {
             mode: RunMode::Bench,
             ..MeasurementConfig::quick()
         };
-        round = round.max(2);
+        process = process.max(2);
     }
     let backend: Rc<dyn DeviceBackend> = match select_device(args.device.as_deref()) {
         Ok(d) => Rc::new(d),
@@ -243,7 +243,7 @@ pub fn run(args: HarnessArgs) -> i32 {
     // The device, libraries, host and commit do not change between benchmarks: ask
     // once (a git subprocess, the driver, /proc/cpuinfo); only the time is per case.
     let mut fingerprint = fingerprint::collect(backend.as_ref());
-    // Opened once per process; without a GPU or NVML each round only says why.
+    // Opened once per process; without a GPU or NVML each process only says why.
     let telemetry = Telemetry::for_device(backend.as_ref());
     fingerprint.gpu = telemetry.as_ref().ok().map(|t| t.state.clone());
     let host = match HostWatch::new(ThreadRequest::from_env(
@@ -278,7 +278,7 @@ pub fn run(args: HarnessArgs) -> i32 {
                 host: &host,
             },
             CaseRun {
-                round,
+                process,
                 memory_peak: args.memory_peak_snapshot,
                 paired: None,
             },
@@ -553,7 +553,7 @@ pub(crate) fn run_paired(
             host: &host,
         },
         CaseRun {
-            round: request.round.max(1),
+            process: request.process.max(1),
             memory_peak: false,
             paired: Some(hook),
         },
@@ -570,8 +570,8 @@ struct Watches<'a> {
 
 /// How one benchmark runs in this process.
 struct CaseRun {
-    /// The round of `cargo gpubench` it is (the first runs the diagnostics).
-    round: u32,
+    /// The process of `cargo gpubench` it is (the first runs the diagnostics).
+    process: u32,
     /// `--memory-peak-snapshot`: the measurement ends with a traced stretch of calls
     /// and the allocator's state at its peak.
     memory_peak: bool,
@@ -579,7 +579,7 @@ struct CaseRun {
     paired: Option<crate::paired::Hook>,
 }
 
-/// Runs one benchmark, read as `watches` say, and makes its record of one round.
+/// Runs one benchmark, read as `watches` say, and makes its record of one process.
 fn run_case(
     case: &Case,
     backend: &Rc<dyn DeviceBackend>,
@@ -589,7 +589,7 @@ fn run_case(
     how: CaseRun,
 ) -> RawRecord {
     let CaseRun {
-        round,
+        process,
         memory_peak,
         paired,
     } = how;
@@ -613,8 +613,8 @@ fn run_case(
         ..fingerprint.clone()
     };
     let mut bencher = Bencher::new(&case.id, Rc::clone(backend), config.clone());
-    // A later round of `cargo gpubench` leaves out what the first one recorded.
-    bencher.diagnostics(round == 1);
+    // A later process of `cargo gpubench` leaves out what the first one recorded.
+    bencher.diagnostics(process == 1);
     bencher.memory_peak(memory_peak);
     bencher.telemetry(telemetry.as_ref().ok().cloned());
     bencher.paired = paired;
@@ -664,8 +664,8 @@ fn run_case(
             Some(f)
         }
     };
-    let mut round = Round {
-        round,
+    let mut process = ProcessRecord {
+        process,
         started_at: fingerprint.timestamp.clone(),
         measurement: if failure.is_none() {
             bencher.measurement.take()
@@ -682,11 +682,11 @@ fn run_case(
         unpaired: None,
     };
     match (telemetry, log) {
-        (Ok(t), Ok(log)) => t.finish(log, &mut round),
-        (Err(why), _) | (_, Err(why)) => round.telemetry_unavailable = Some(why.clone()),
+        (Ok(t), Ok(log)) => t.finish(log, &mut process),
+        (Err(why), _) | (_, Err(why)) => process.telemetry_unavailable = Some(why.clone()),
     }
-    let threads = host.finish(watching, &mut round);
-    round.flag_contended();
+    let threads = host.finish(watching, &mut process);
+    process.flag_contended();
     let mut config = config.clone();
     // On the CPU device the routine's work is split over these threads: a setting
     // that moves the figures, which a comparison checks.
@@ -697,7 +697,7 @@ fn run_case(
         case.arg.clone(),
         fingerprint,
         config,
-        round,
+        process,
     );
     drop(bencher);
     backend.reset_memory();
@@ -760,7 +760,7 @@ mod oom_tests {
                 host: &host,
             },
             CaseRun {
-                round: 2,
+                process: 2,
                 memory_peak,
                 paired: None,
             },
@@ -853,7 +853,7 @@ mod oom_tests {
                 host: &host,
             },
             CaseRun {
-                round: 2,
+                process: 2,
                 memory_peak: true,
                 paired: None,
             },

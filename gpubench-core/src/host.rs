@@ -19,7 +19,7 @@ use gpubench_record::host::{
     default_cpu_threads, HostCpus, HostReading, HostTelemetry, ThreadSource,
 };
 use gpubench_record::protocol::{BASELINE_CPU_THREADS_VAR, CPU_THREADS_VAR};
-use gpubench_record::record::Round;
+use gpubench_record::record::ProcessRecord;
 
 /// The intra-op threads this process gives libtorch, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,9 +151,9 @@ impl HostWatch {
         }
     }
 
-    /// After a benchmark: reads the host again and puts what it saw into `round`
+    /// After a benchmark: reads the host again and puts what it saw into `process`
     /// (or why there is nothing); returns the intra-op threads the benchmark ran with.
-    pub fn finish(&self, watching: Watching, round: &mut Round) -> u32 {
+    pub fn finish(&self, watching: Watching, process: &mut ProcessRecord) -> u32 {
         let threads = intra_op_threads();
         let from = if threads != watching.threads_before {
             ThreadSource::Benchmark
@@ -163,7 +163,7 @@ impl HostWatch {
         let end = read_now();
         match (&self.cpus, &watching.start, &end) {
             (Ok(cpus), Ok(start), Ok(end)) => {
-                round.host = Some(HostTelemetry {
+                process.host = Some(HostTelemetry {
                     cpus: *cpus,
                     intra_op_threads: threads,
                     threads_from: from,
@@ -173,7 +173,7 @@ impl HostWatch {
                 });
             }
             (Err(why), _, _) | (_, Err(why), _) | (_, _, Err(why)) => {
-                round.host_unavailable = Some(why.clone());
+                process.host_unavailable = Some(why.clone());
             }
         }
         threads
@@ -275,23 +275,23 @@ mod tests {
         let watching = watch.start();
         assert_eq!(tch::get_num_threads(), 2);
         tch::set_num_threads(1);
-        let mut round = Round::first("2026-01-01T00:00:00Z".into());
-        assert_eq!(watch.finish(watching, &mut round), 1);
-        let host = round.host.expect("the host reads on Linux");
+        let mut process = ProcessRecord::first("2026-01-01T00:00:00Z".into());
+        assert_eq!(watch.finish(watching, &mut process), 1);
+        let host = process.host.expect("the host reads on Linux");
         assert_eq!(host.threads_from, ThreadSource::Benchmark);
         assert_eq!((host.intra_op_threads, host.working_threads), (1, 1));
         // The next benchmark starts with the choice again.
         let watching = watch.start();
         assert_eq!(tch::get_num_threads(), 2);
-        let mut round = Round::first("2026-01-01T00:00:01Z".into());
-        assert_eq!(watch.finish(watching, &mut round), 2);
-        assert_eq!(round.host.unwrap().threads_from, ThreadSource::Option);
+        let mut process = ProcessRecord::first("2026-01-01T00:00:01Z".into());
+        assert_eq!(watch.finish(watching, &mut process), 2);
+        assert_eq!(process.host.unwrap().threads_from, ThreadSource::Option);
         // On a GPU one thread works on the host, whatever libtorch's pool holds.
         let gpu = HostWatch::new(ThreadRequest::default()).unwrap();
         let watching = gpu.start();
-        let mut round = Round::first("2026-01-01T00:00:02Z".into());
-        gpu.finish(watching, &mut round);
-        let host = round.host.unwrap();
+        let mut process = ProcessRecord::first("2026-01-01T00:00:02Z".into());
+        gpu.finish(watching, &mut process);
+        let host = process.host.unwrap();
         assert_eq!(
             (host.working_threads, host.threads_from),
             (1, ThreadSource::Libtorch)

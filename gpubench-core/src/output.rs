@@ -131,7 +131,7 @@ pub fn summary(record: &RawRecord) -> String {
 /// throttled, left out; other processes on the GPU: 4242`, when the GPU was read;
 /// nothing without telemetry (a CPU run prints nothing new).
 fn gpu_line(record: &RawRecord, m: &Measurement) -> String {
-    let Some(t) = record.rounds.first().and_then(|r| r.telemetry.as_ref()) else {
+    let Some(t) = record.processes.first().and_then(|r| r.telemetry.as_ref()) else {
         return String::new();
     };
     let mut parts = vec![format!(
@@ -163,7 +163,7 @@ fn gpu_line(record: &RawRecord, m: &Measurement) -> String {
 /// CPUs were oversubscribed: ...`: on the CPU device always (its threads do the work),
 /// on a GPU only when the host was oversubscribed.
 fn host_line(record: &RawRecord) -> String {
-    let Some(h) = record.rounds.first().and_then(|r| r.host.as_ref()) else {
+    let Some(h) = record.processes.first().and_then(|r| r.host.as_ref()) else {
         return String::new();
     };
     let contention = h.contention_text();

@@ -1,9 +1,9 @@
 //! Reading the GPU around a benchmark: which [`TelemetrySource`] the harness uses for
 //! a device, and what one benchmark process gathers from it (the readings at its
-//! start and end, the clock after every sample) into its round.
+//! start and end, the clock after every sample) into its process.
 //!
 //! The source is NVML for a CUDA device; the CPU and a machine without the NVIDIA
-//! driver have none, and the round only says why, quietly.
+//! driver have none, and the process only says why, quietly.
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,7 +13,7 @@ use gpubench_analysis::energy::{self, CounterReading};
 pub use gpubench_analysis::telemetry::TelemetrySource;
 use gpubench_analysis::telemetry::{EnergyCounter, TelemetryLog};
 use gpubench_record::measurement::SampleClock;
-use gpubench_record::record::Round;
+use gpubench_record::record::ProcessRecord;
 use gpubench_record::telemetry::{is_throttled, GpuState, SlowdownReason};
 
 use crate::device::DeviceBackend;
@@ -84,26 +84,26 @@ impl Telemetry {
         self.source.read().map(TelemetryLog::new)
     }
 
-    /// Ends `log` with a full reading and puts what the process saw into `round`:
-    /// the telemetry (with the hottest sample), or why there is none; a round that
+    /// Ends `log` with a full reading and puts what the process saw into `process`:
+    /// the telemetry (with the hottest sample), or why there is none; a process that
     /// shared the GPU with another process is flagged contended
-    /// ([`Round::flag_contended`]).
-    pub fn finish(&self, log: Result<TelemetryLog, String>, round: &mut Round) {
+    /// ([`ProcessRecord::flag_contended`]).
+    pub fn finish(&self, log: Result<TelemetryLog, String>, process: &mut ProcessRecord) {
         let end = self.source.read();
         let (mut log, end) = match (log, end) {
             (Ok(log), Ok(end)) => (log, end),
             (Err(why), _) | (_, Err(why)) => {
-                round.telemetry_unavailable = Some(why);
+                process.telemetry_unavailable = Some(why);
                 return;
             }
         };
-        if let Some(m) = &round.measurement {
+        if let Some(m) = &process.measurement {
             for s in &m.samples {
                 log.note_temperature(s.clock.and_then(|c| c.temperature_c));
             }
         }
-        round.telemetry = log.finish(end, std::process::id());
-        round.flag_contended();
+        process.telemetry = log.finish(end, std::process::id());
+        process.flag_contended();
     }
 }
 

@@ -1,5 +1,5 @@
 //! Telemetry tests with a scripted fake GPU: throttled samples are flagged and left
-//! out, another process on the GPU flags the round contended, and a device without
+//! out, another process on the GPU flags the process contended, and a device without
 //! telemetry only says why.
 
 use std::cell::{Cell, RefCell};
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use gpubench_analysis::stats::median;
 use gpubench_analysis::telemetry::TelemetrySource;
 use gpubench_record::measurement::{Flag, MeasurementConfig, ProcessPolicy, RunMode};
-use gpubench_record::record::Round;
+use gpubench_record::record::ProcessRecord;
 use gpubench_record::telemetry::{
     ClockReading, GpuProcess, GpuState, SlowdownReason, TelemetryReading,
 };
@@ -216,10 +216,10 @@ fn a_gpu_that_never_throttles_flags_nothing() {
     assert_eq!(m.energy_unavailable.as_deref(), Some("no energy counter"));
 }
 
-fn measured_round(
+fn measured_process(
     telemetry: &Telemetry,
 ) -> (
-    Round,
+    ProcessRecord,
     Result<gpubench_analysis::telemetry::TelemetryLog, String>,
 ) {
     let _serial = serial();
@@ -227,28 +227,28 @@ fn measured_round(
     let mut b = Bencher::new("shared", cpu(), config());
     b.telemetry(Some(telemetry.clone()));
     b.iter(|| spin_until(Instant::now() + Duration::from_micros(100)));
-    let mut round = Round::first("2026-11-30T00:00:00Z".into());
-    round.measurement = b.measurement.take();
-    (round, log)
+    let mut process = ProcessRecord::first("2026-11-30T00:00:00Z".into());
+    process.measurement = b.measurement.take();
+    (process, log)
 }
 
 #[test]
-fn another_process_on_the_gpu_flags_the_round_contended() {
+fn another_process_on_the_gpu_flags_the_process_contended() {
     let me = std::process::id();
     let gpu = Rc::new(FakeGpu::new(u32::MAX, vec![vec![], vec![me, 4242]]));
     let telemetry = Telemetry::new(gpu);
-    let (mut round, log) = measured_round(&telemetry);
-    telemetry.finish(log, &mut round);
-    let t = round.telemetry.as_ref().expect("telemetry recorded");
+    let (mut process, log) = measured_process(&telemetry);
+    telemetry.finish(log, &mut process);
+    let t = process.telemetry.as_ref().expect("telemetry recorded");
     assert_eq!(
         t.other_processes.iter().map(|p| p.pid).collect::<Vec<_>>(),
         vec![4242]
     );
     assert_eq!(t.start.power_limit_w, Some(700.0));
     assert_eq!(t.max_temperature_c, Some(52));
-    assert!(round.contended());
-    assert!(round.telemetry_unavailable.is_none());
-    let m = round.measurement.as_ref().unwrap();
+    assert!(process.contended());
+    assert!(process.telemetry_unavailable.is_none());
+    let m = process.measurement.as_ref().unwrap();
     assert!(m.flags.contains(&Flag::Contended), "{:?}", m.flags);
 }
 
@@ -257,10 +257,14 @@ fn a_gpu_used_by_this_process_alone_is_not_contended() {
     let me = std::process::id();
     let gpu = Rc::new(FakeGpu::new(u32::MAX, vec![vec![], vec![me]]));
     let telemetry = Telemetry::new(gpu);
-    let (mut round, log) = measured_round(&telemetry);
-    telemetry.finish(log, &mut round);
-    assert!(!round.contended());
-    assert!(!round.measurement.unwrap().flags.contains(&Flag::Contended));
+    let (mut process, log) = measured_process(&telemetry);
+    telemetry.finish(log, &mut process);
+    assert!(!process.contended());
+    assert!(!process
+        .measurement
+        .unwrap()
+        .flags
+        .contains(&Flag::Contended));
 }
 
 #[test]

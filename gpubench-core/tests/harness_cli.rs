@@ -159,8 +159,8 @@ fn bench_mode_measures_and_writes_a_record() {
     assert_eq!(record.name, "sized");
     assert_eq!(record.fingerprint.device.kind, "cpu");
     assert!(record.fingerprint.libtorch_version.starts_with("2.11"));
-    assert_eq!(record.rounds.len(), 1);
-    assert_eq!(record.rounds[0].round, 1);
+    assert_eq!(record.processes.len(), 1);
+    assert_eq!(record.processes[0].process, 1);
     let m = record.first_measurement().unwrap();
     assert!(m.samples.len() >= 5);
     assert!(m.memory.is_none());
@@ -183,10 +183,10 @@ fn bench_mode_measures_and_writes_a_record() {
     );
     // No GPU to read: the record says why in one field, the output says nothing.
     assert_eq!(
-        record.rounds[0].telemetry_unavailable.as_deref(),
+        record.processes[0].telemetry_unavailable.as_deref(),
         Some("no GPU telemetry on cpu")
     );
-    assert!(record.rounds[0].telemetry.is_none() && record.fingerprint.gpu.is_none());
+    assert!(record.processes[0].telemetry.is_none() && record.fingerprint.gpu.is_none());
     assert!(m.samples.iter().all(|s| s.clock.is_none()));
     let printed = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
     for quiet in ["telemetry", "NVML", "nvml", "gpu:", "throttled"] {
@@ -199,7 +199,10 @@ fn bench_mode_measures_and_writes_a_record() {
     // whatever the load, in the record and its settings, and printed; contended
     // exactly when the readings say the host could not serve them (this test cannot
     // choose the host's load).
-    let host = record.rounds[0].host.as_ref().expect("the host was read");
+    let host = record.processes[0]
+        .host
+        .as_ref()
+        .expect("the host was read");
     assert_eq!(host.threads_from, ThreadSource::HalfCpus);
     assert_eq!(
         host.intra_op_threads,
@@ -241,7 +244,7 @@ fn the_cpu_threads_are_the_option_omp_num_threads_the_baselines_or_half_the_cpus
                 .join(format!("{}.json", file_stem_for_id("sized/8"))),
         )
         .unwrap();
-        let host = record.rounds[0].host.clone().expect("the host was read");
+        let host = record.processes[0].host.clone().expect("the host was read");
         assert_eq!(record.config.cpu_threads, Some(host.intra_op_threads));
         (host.intra_op_threads, host.threads_from)
     };
@@ -301,16 +304,16 @@ fn the_cpu_threads_are_the_option_omp_num_threads_the_baselines_or_half_the_cpus
 }
 
 #[test]
-fn a_later_round_is_numbered_and_leaves_out_the_first_rounds_diagnostics() {
+fn a_later_process_is_numbered_and_leaves_out_the_first_processes_diagnostics() {
     let dir = tempfile::tempdir().unwrap();
-    let record_of = |round: &str| {
+    let record_of = |process: &str| {
         let out = run(
             &["--bench", "--exact", "sized/64"],
             &[
                 ("GPUBENCH_RECORD_DIR", dir.path().to_str().unwrap()),
                 ("GPUBENCH_QUICK", "1"),
                 ("GPUBENCH_MEASUREMENT_TIME", "0.2"),
-                ("GPUBENCH_ROUND", round),
+                ("GPUBENCH_ROUND", process),
             ],
         );
         assert!(
@@ -327,7 +330,7 @@ fn a_later_round_is_numbered_and_leaves_out_the_first_rounds_diagnostics() {
     let first = record_of("1");
     assert!(!first.first_measurement().unwrap().naive.is_empty());
     let later = record_of("3");
-    assert_eq!(later.rounds[0].round, 3);
+    assert_eq!(later.processes[0].process, 3);
     let m = later.first_measurement().unwrap();
     assert!(m.naive.is_empty(), "{:?}", m.naive);
     assert!(!m.samples.is_empty() && !m.cold.is_empty());

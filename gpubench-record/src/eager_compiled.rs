@@ -1,6 +1,6 @@
 //! The record of an eager-versus-compiled comparison: both variants side by side on
 //! the same inputs (speed, numerical agreement, per-shape cold cost), as the harness
-//! writes it into [`crate::record::Round::eager_compiled`].
+//! writes it into [`crate::record::ProcessRecord::eager_compiled`].
 //!
 //! Times are nanoseconds. "Primary" time is device time when the device has a timer
 //! (CUDA events), synced wall time otherwise, as in [`crate::measurement::Measurement`].

@@ -1,4 +1,4 @@
-//! The host's CPUs around a benchmark process as a record's round holds them: how
+//! The host's CPUs around a benchmark process as a record's process holds them: how
 //! many threads other work kept runnable, the load average, the CPUs there are, the
 //! rule that calls a process *contended* when the host could not serve its threads,
 //! and how many intra-op threads libtorch gets on the CPU device ([`free_cores`]).

@@ -6,10 +6,10 @@
 //!   file name an id is stored under), applied by the `#[gpu_bench]` macro at compile
 //!   time, by the harness's registry when it lists benchmarks, and by the subcommand
 //!   when it stores their records.
-//! * [`record`]: the raw record of one benchmark, one [`record::Round`] per process,
+//! * [`record`]: the raw record of one benchmark, one [`record::ProcessRecord`] per process,
 //!   versioned; its parts: [`measurement`] (settings, samples, memory, flags),
 //!   [`failure`], [`memory_snapshot`], [`kernels`], [`cache`], [`energy`], [`telemetry`], [`host`],
-//!   [`eager_compiled`], [`paired`] (the `ab` ABI and a round's pairing) and
+//!   [`eager_compiled`], [`paired`] (the `ab` ABI and a process's pairing) and
 //!   [`estimate`].
 //! * [`protocol`]: the harness's process boundary (variables, exit codes, handshake).
 //! * [`units`]: how times and sizes are written for people.

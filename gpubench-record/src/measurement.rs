@@ -1,6 +1,6 @@
 //! What one process measured and how: the measurement settings, the samples and
 //! cold calls, the naive loops, memory, flags and the stopping reason, as a record's
-//! round holds them.
+//! process holds them.
 
 use serde::{Deserialize, Serialize};
 
@@ -31,7 +31,7 @@ pub struct MeasurementConfig {
     #[serde(default)]
     pub flush_l2: bool,
     /// How many processes measured the benchmark (one for records from before
-    /// rounds, and for a bench executable run on its own).
+    /// processes, and for a bench executable run on its own).
     #[serde(default = "ProcessPolicy::single")]
     pub processes: ProcessPolicy,
     /// A sample whose SM clock fell below this fraction of the GPU's default clock is
@@ -150,7 +150,7 @@ impl Default for MeasurementConfig {
 /// in the [`MeasurementConfig`]; a bench executable run on its own is one
 /// process.
 ///
-/// After each round the statistics (`gpubench-analysis`'s `DecideRounds`) say whether a benchmark needs another
+/// After each process the statistics (`gpubench-analysis`'s `DecideProcesses`) say whether a benchmark needs another
 /// process: always until `min`; then, for a device-bound benchmark, while the
 /// interval is wider than `target_rel_ci`, up to `max` and the time budget (work on
 /// the CPU device too). A

@@ -13,7 +13,7 @@
 //! side the same way; with both ready it warms both and alternates their samples
 //! in blocks (first, second, second, first), then returns from the inner `ready`, then the
 //! outer. Each `open` returns its side's record as JSON, the samples in the order
-//! they were taken and the [`Pairing`] in its round. Everything runs on one thread,
+//! they were taken and the [`Pairing`] in its process. Everything runs on one thread,
 //! one call at a time; no Rust value crosses between the libraries (each has its own
 //! copy of the standard library), only the C types here and JSON text.
 //!
@@ -85,7 +85,8 @@ pub struct PairedRequest {
     pub config: MeasurementConfig,
     /// Which process of the benchmark this is (1 for the first): from 2 on, the
     /// diagnostics one process recorded are left out, as in a run.
-    pub round: u32,
+    #[serde(rename = "round")]
+    pub process: u32,
 }
 
 /// Why a side gave no record at all (its library could not even start).
@@ -137,14 +138,15 @@ pub type OpenFn =
 /// `gpubench_paired_free`.
 pub type FreeFn = unsafe extern "C" fn(text: *mut c_char);
 
-/// Why a round of an `ab` benchmark measured its side alone, in a process of its
-/// own, instead of beside the other revision: pairing it failed, so from that round
+/// Why a process of an `ab` benchmark measured its side alone, in a process of its
+/// own, instead of beside the other revision: pairing it failed, so from that process
 /// on each revision of the benchmark runs alone (base and head in turn, the first
-/// side alternating by round) and the verdict rests on separate processes.
+/// side alternating by process) and the verdict rests on separate processes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Unpaired {
-    /// The round whose paired process failed.
-    pub failed_round: u32,
+    /// The process whose paired process failed.
+    #[serde(rename = "failed_round")]
+    pub failed_process: u32,
     /// The side that failed in it; absent when the process itself ended (a crash, a
     /// time-out) before either side said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -155,7 +157,7 @@ pub struct Unpaired {
     pub error: String,
 }
 
-/// What a round of a paired record keeps of the process it shared with the other
+/// What a process of a paired record keeps of the process it shared with the other
 /// side: enough to judge the pair from the two records alone.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Pairing {

@@ -4,10 +4,10 @@
 /// The environment variable naming the directory the harness writes its record to.
 pub const RECORD_DIR_VAR: &str = "GPUBENCH_RECORD_DIR";
 
-/// The environment variable holding which round (process) of a benchmark this is:
-/// `1` for the first. From round 2 on the harness leaves out the diagnostics one
+/// The environment variable holding which process of a benchmark this is:
+/// `1` for the first. From process 2 on the harness leaves out the diagnostics one
 /// process already recorded (naive loops, the hidden-sync probe).
-pub const ROUND_VAR: &str = "GPUBENCH_ROUND";
+pub const PROCESS_VAR: &str = "GPUBENCH_ROUND";
 
 /// The environment variable holding the git commit a record is of, set by `cargo
 /// gpubench` when the benchmarks were built elsewhere (a run from an archive); empty

@@ -1,12 +1,12 @@
 //! The raw record of one benchmark: what was measured, on what, and how, in one
-//! [`Round`] per process that measured it.
+//! [`ProcessRecord`] per process that measured it.
 //!
-//! A benchmark process writes a record of one round; `cargo gpubench` runs several
-//! processes per benchmark and appends their rounds ([`RawRecord::append_rounds`]).
+//! A benchmark process writes a record of itself; `cargo gpubench` runs several
+//! processes per benchmark and appends their records ([`RawRecord::append_processes`]).
 //! Records are versioned JSON. A reader refuses a record whose `format_version` is
 //! newer than it knows, with a message that says so, rather than misreading it; a
-//! version 1 record (one process, written before rounds existed) is read as a record of
-//! one round.
+//! version 1 record (written before a record held several processes) is read as a
+//! record of one process.
 
 use std::path::Path;
 
@@ -48,11 +48,11 @@ pub enum RecordError {
         /// The newest this build reads.
         supported: u32,
     },
-    /// Rounds of two different benchmarks were to be joined.
+    /// Processes of two different benchmarks were to be joined.
     OtherBenchmark {
         /// The record's benchmark.
         id: String,
-        /// The benchmark of the rounds offered.
+        /// The benchmark of the processes offered.
         other: String,
     },
 }
@@ -74,7 +74,7 @@ impl std::fmt::Display for RecordError {
             ),
             RecordError::OtherBenchmark { id, other } => write!(
                 f,
-                "cannot add rounds of benchmark `{other}` to the record of `{id}`"
+                "cannot add processes of benchmark `{other}` to the record of `{id}`"
             ),
         }
     }
@@ -92,9 +92,10 @@ impl std::error::Error for RecordError {
 
 /// One process's measurement of a benchmark.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Round {
+pub struct ProcessRecord {
     /// 1 for the first process that measured the benchmark, 2 for the next, ...
-    pub round: u32,
+    #[serde(rename = "round")]
+    pub process: u32,
     /// When the process started on the benchmark (RFC 3339, UTC).
     pub started_at: String,
     /// The measurement; present when the process ran to completion.
@@ -126,16 +127,16 @@ pub struct Round {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairing: Option<crate::paired::Pairing>,
     /// Why this process of a `cargo gpubench ab` benchmark measured one side alone:
-    /// pairing the benchmark failed in an earlier (or this) round.
+    /// pairing the benchmark failed in an earlier (or this) process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unpaired: Option<crate::paired::Unpaired>,
 }
 
-impl Round {
-    /// Round 1 of a process that started at `started_at`, with nothing in it yet.
+impl ProcessRecord {
+    /// Process 1 of a process that started at `started_at`, with nothing in it yet.
     pub fn first(started_at: String) -> Self {
-        Round {
-            round: 1,
+        ProcessRecord {
+            process: 1,
             started_at,
             measurement: None,
             failure: None,
@@ -159,7 +160,7 @@ impl Round {
         gpu || self.host.as_ref().is_some_and(HostTelemetry::contended)
     }
 
-    /// Flags the measurement [`Flag::Contended`] when the round was.
+    /// Flags the measurement [`Flag::Contended`] when the process was.
     pub fn flag_contended(&mut self) {
         if !self.contended() {
             return;
@@ -172,8 +173,8 @@ impl Round {
     }
 }
 
-/// One benchmark's result, as the harness writes it (one round) and as `cargo
-/// gpubench` stores it (one round per process).
+/// One benchmark's result, as the harness writes it (one process) and as `cargo
+/// gpubench` stores it (one entry per process).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RawRecord {
     /// Format of this record; see [`RECORD_FORMAT_VERSION`].
@@ -185,23 +186,24 @@ pub struct RawRecord {
     /// The argument of a parameterised benchmark, as displayed in the id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arg: Option<String>,
-    /// Where and with what it ran (the first round's process).
+    /// Where and with what it ran (the first process).
     pub fingerprint: Fingerprint,
     /// The options each process measured with.
     pub config: MeasurementConfig,
-    /// One round per process, in the order the processes ran.
-    pub rounds: Vec<Round>,
+    /// One entry per process, in the order the processes ran.
+    #[serde(rename = "rounds")]
+    pub processes: Vec<ProcessRecord>,
 }
 
 impl RawRecord {
-    /// A record of one round of benchmark `id` (`name`, `arg`).
+    /// A record of one process of benchmark `id` (`name`, `arg`).
     pub fn new(
         id: &str,
         name: &str,
         arg: Option<String>,
         fingerprint: Fingerprint,
         config: MeasurementConfig,
-        round: Round,
+        process: ProcessRecord,
     ) -> Self {
         RawRecord {
             format_version: RECORD_FORMAT_VERSION,
@@ -210,28 +212,28 @@ impl RawRecord {
             arg,
             fingerprint,
             config,
-            rounds: vec![round],
+            processes: vec![process],
         }
     }
 
-    /// Whether every round ran to completion (and there is one).
+    /// Whether every process ran to completion (and there is one).
     pub fn passed(&self) -> bool {
-        !self.rounds.is_empty() && self.failure().is_none()
+        !self.processes.is_empty() && self.failure().is_none()
     }
 
-    /// The first failure of a round, when a round failed.
+    /// The first failure of a process, when a process failed.
     pub fn failure(&self) -> Option<&Failure> {
-        self.rounds.iter().find_map(|r| r.failure.as_ref())
+        self.processes.iter().find_map(|r| r.failure.as_ref())
     }
 
-    /// The round that failed first, when one did.
-    pub fn failed_round(&self) -> Option<&Round> {
-        self.rounds.iter().find(|r| r.failure.is_some())
+    /// The process that failed first, when one did.
+    pub fn failed_process(&self) -> Option<&ProcessRecord> {
+        self.processes.iter().find(|r| r.failure.is_some())
     }
 
-    /// The measurements of the rounds that have one, in round order.
+    /// The measurements of the processes that have one, in process order.
     pub fn measurements(&self) -> impl Iterator<Item = &Measurement> {
-        self.rounds.iter().filter_map(|r| r.measurement.as_ref())
+        self.processes.iter().filter_map(|r| r.measurement.as_ref())
     }
 
     /// Exact counts per call, from the first process that counted.
@@ -240,22 +242,22 @@ impl RawRecord {
             .find_map(|m| m.kernel.as_ref().and_then(|k| k.counters))
     }
 
-    /// The first round's measurement (cold calls, warm-up, naive loops of a process).
+    /// The first process's measurement (cold calls, warm-up, naive loops of a process).
     pub fn first_measurement(&self) -> Option<&Measurement> {
         self.measurements().next()
     }
 
-    /// The eager-versus-compiled result of the last round that has one: every round's
-    /// when all passed, the failing round's when one failed.
+    /// The eager-versus-compiled result of the last process that has one: every process's
+    /// when all passed, the failing process's when one failed.
     pub fn eager_compiled(&self) -> Option<&EagerCompiled> {
-        self.rounds
+        self.processes
             .iter()
             .rev()
             .find_map(|r| r.eager_compiled.as_ref())
     }
 
     /// The timer comparisons use: device time when every sample of every measured
-    /// round has one, else synced wall time.
+    /// process has one, else synced wall time.
     pub fn primary_kind(&self) -> TimeKind {
         if self.device_timed() {
             TimeKind::Device
@@ -264,18 +266,18 @@ impl RawRecord {
         }
     }
 
-    /// Each measured round's per-iteration primary times, one group per process.
+    /// Each measured process's per-iteration primary times, one group per process.
     pub fn primary_groups(&self) -> Vec<Vec<f64>> {
         self.groups(self.primary_kind())
     }
 
-    /// Each measured round's per-iteration times of timer `kind`, one group per
-    /// process (empty where a round lacks that timer).
+    /// Each measured process's per-iteration times of timer `kind`, one group per
+    /// process (empty where a process lacks that timer).
     pub fn groups(&self, kind: TimeKind) -> Vec<Vec<f64>> {
         self.measurements().map(|m| m.per_iter(kind)).collect()
     }
 
-    /// Whether every sample of every measured round has a device time.
+    /// Whether every sample of every measured process has a device time.
     pub fn device_timed(&self) -> bool {
         let mut any = false;
         for m in self.measurements() {
@@ -289,7 +291,7 @@ impl RawRecord {
     }
 
     /// Samples left out of the figures because they ran throttled, over every
-    /// measured round.
+    /// measured process.
     pub fn throttled_samples(&self) -> usize {
         self.measurements()
             .map(Measurement::throttled_samples)
@@ -297,45 +299,45 @@ impl RawRecord {
     }
 
     /// Whether another process used the GPU, or the host's CPUs could not serve the
-    /// benchmark's threads, while any round measured.
+    /// benchmark's threads, while any process measured.
     pub fn contended(&self) -> bool {
-        self.rounds.iter().any(Round::contended)
+        self.processes.iter().any(ProcessRecord::contended)
     }
 
-    /// The mean SM clock over the kept samples of every measured round, MHz, when
-    /// every round read one.
+    /// The mean SM clock over the kept samples of every measured process, MHz, when
+    /// every process read one.
     pub fn mean_sm_clock_mhz(&self) -> Option<f64> {
-        let per_round: Option<Vec<Vec<u32>>> = self
+        let per_process: Option<Vec<Vec<u32>>> = self
             .measurements()
             .map(Measurement::sm_clocks_mhz)
             .collect();
-        crate::telemetry::mean_clock_mhz(&per_round?)
+        crate::telemetry::mean_clock_mhz(&per_process?)
     }
 
-    /// Why the first round has no telemetry, when it has none.
+    /// Why the first process has no telemetry, when it has none.
     pub fn telemetry_unavailable(&self) -> Option<&str> {
-        self.rounds
+        self.processes
             .first()
             .and_then(|r| r.telemetry_unavailable.as_deref())
     }
 
-    /// Appends the rounds of `other` (a record of the same benchmark from a later
+    /// Appends the processes of `other` (a record of the same benchmark from a later
     /// process), numbering them after this record's. The fingerprint and settings of
-    /// the first round stand; a record without rounds takes `other`'s.
-    pub fn append_rounds(&mut self, other: RawRecord) -> Result<(), RecordError> {
+    /// the first process stand; a record without processes takes `other`'s.
+    pub fn append_processes(&mut self, other: RawRecord) -> Result<(), RecordError> {
         if other.id != self.id {
             return Err(RecordError::OtherBenchmark {
                 id: self.id.clone(),
                 other: other.id,
             });
         }
-        if self.rounds.is_empty() {
+        if self.processes.is_empty() {
             self.fingerprint = other.fingerprint;
             self.config = other.config;
         }
-        for mut round in other.rounds {
-            round.round = self.rounds.len() as u32 + 1;
-            self.rounds.push(round);
+        for mut process in other.processes {
+            process.process = self.processes.len() as u32 + 1;
+            self.processes.push(process);
         }
         Ok(())
     }
@@ -347,7 +349,7 @@ impl RawRecord {
         s
     }
 
-    /// Parses a record, refusing newer versions and reading version 1 as one round;
+    /// Parses a record, refusing newer versions and reading version 1 as one process;
     /// `origin` names the source in errors.
     pub fn from_json(text: &str, origin: &str) -> Result<Self, RecordError> {
         let parse_err = |source| RecordError::Parse {
@@ -391,8 +393,8 @@ struct RawRecordV1 {
 
 impl From<RawRecordV1> for RawRecord {
     fn from(v1: RawRecordV1) -> Self {
-        let round = Round {
-            round: 1,
+        let process = ProcessRecord {
+            process: 1,
             started_at: v1.fingerprint.timestamp.clone(),
             measurement: v1.measurement,
             failure: v1.failure,
@@ -404,7 +406,7 @@ impl From<RawRecordV1> for RawRecord {
             pairing: None,
             unpaired: None,
         };
-        RawRecord::new(&v1.id, &v1.name, v1.arg, v1.fingerprint, v1.config, round)
+        RawRecord::new(&v1.id, &v1.name, v1.arg, v1.fingerprint, v1.config, process)
     }
 }
 

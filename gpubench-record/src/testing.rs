@@ -67,10 +67,10 @@ pub fn measurement(device_ns: f64) -> Measurement {
     }
 }
 
-/// A record of one round of `matmul/4096` measured as [`measurement`] with 3.9 ms.
+/// A record of one process of `matmul/4096` measured as [`measurement`] with 3.9 ms.
 pub fn sample_record() -> RawRecord {
-    let mut round = Round::first("2026-11-29T00:00:00Z".into());
-    round.measurement = Some(measurement(3.9e6));
+    let mut process = ProcessRecord::first("2026-11-29T00:00:00Z".into());
+    process.measurement = Some(measurement(3.9e6));
     RawRecord::new(
         "matmul/4096",
         "matmul",
@@ -80,7 +80,7 @@ pub fn sample_record() -> RawRecord {
             max_samples: 100,
             ..MeasurementConfig::standard()
         },
-        round,
+        process,
     )
 }
 

@@ -95,14 +95,6 @@ const KNOWN: &[(&str, &str)] = &[
     // bench executable's and cargo-gpubench's, which cannot share one (cargo-gpubench
     // does not link gpubench-core, and gpubench-record has no clap).
     ("gpubench-core/src/cli.rs", "cargo-gpubench/src/cli/run.rs"),
-    (
-        "cargo-gpubench/src/cli/compare.rs",
-        "cargo-gpubench/src/cli/history.rs",
-    ),
-    (
-        "cargo-gpubench/src/cli/compare.rs",
-        "cargo-gpubench/src/cli/merge.rs",
-    ),
 ];
 
 #[test]

@@ -27,6 +27,24 @@ pub struct CompareArgs {
     #[arg(value_name = "CURRENT")]
     pub current: String,
 
+    /// What it prints, and where the workspace and its runs are.
+    #[command(flatten)]
+    pub store: StoreArgs,
+
+    /// Directory holding the saved baselines, one directory per name [default:
+    /// `<workspace>/gpubench/baselines`, or ./gpubench/baselines outside a workspace].
+    #[arg(long, value_name = "DIR", env = "GPUBENCH_BASELINES_DIR")]
+    pub baselines_dir: Option<PathBuf>,
+
+    /// How the comparison decides and gates.
+    #[command(flatten)]
+    pub verdicts: VerdictArgs,
+}
+
+/// What a command that reads stored runs prints, and where it finds the workspace and
+/// its runs: shared by `compare`, `history` and `merge`.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
     /// Output format on stdout.
     #[arg(
         long,
@@ -41,19 +59,10 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PATH", env = "GPUBENCH_MANIFEST_PATH")]
     pub manifest_path: Option<PathBuf>,
 
-    /// Where runs are stored [default: `<target-dir>/gpubench` of the workspace, or
-    /// ./target/gpubench outside one].
+    /// Where runs are stored and the report is written [default:
+    /// `<target-dir>/gpubench` of the workspace, or ./target/gpubench outside one].
     #[arg(long, value_name = "DIR", env = "GPUBENCH_OUT_DIR")]
     pub out_dir: Option<PathBuf>,
-
-    /// Directory holding the saved baselines, one directory per name [default:
-    /// `<workspace>/gpubench/baselines`, or ./gpubench/baselines outside a workspace].
-    #[arg(long, value_name = "DIR", env = "GPUBENCH_BASELINES_DIR")]
-    pub baselines_dir: Option<PathBuf>,
-
-    /// How the comparison decides and gates.
-    #[command(flatten)]
-    pub verdicts: VerdictArgs,
 }
 
 /// Options of `cargo gpubench report`.

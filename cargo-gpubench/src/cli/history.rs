@@ -6,7 +6,7 @@ use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args};
 use gpubench_analysis::history::{DEFAULT_DRIFT_WINDOW, DEFAULT_MIN_CHANGE, MIN_DRIFT_POINTS};
 
-use super::compare::{parse_baseline_name, parse_noise_threshold, Format};
+use super::compare::{parse_baseline_name, parse_noise_threshold, StoreArgs};
 
 /// What `history --help` says at length.
 pub(crate) const HISTORY_ABOUT: &str = "Read every committed version of a saved baseline \
@@ -96,25 +96,9 @@ pub struct HistoryArgs {
     )]
     pub drift_window: u32,
 
-    /// Output format on stdout: human, json or markdown.
-    #[arg(
-        long,
-        value_enum,
-        value_name = "FORMAT",
-        env = "GPUBENCH_FORMAT",
-        default_value_t = Format::Human
-    )]
-    pub format: Format,
-
-    /// Path to the workspace's Cargo.toml (to find its baselines and output
-    /// directory).
-    #[arg(long, value_name = "PATH", env = "GPUBENCH_MANIFEST_PATH")]
-    pub manifest_path: Option<PathBuf>,
-
-    /// Where the history page of the report is written, under report/history/
-    /// [default: `<target-dir>/gpubench` of the workspace].
-    #[arg(long, value_name = "DIR", env = "GPUBENCH_OUT_DIR")]
-    pub out_dir: Option<PathBuf>,
+    /// What it prints, and where the workspace and its output directory are.
+    #[command(flatten)]
+    pub store: StoreArgs,
 
     /// Directory holding the saved baselines [default: `<workspace>/gpubench/baselines`].
     #[arg(long, value_name = "DIR", env = "GPUBENCH_BASELINES_DIR")]

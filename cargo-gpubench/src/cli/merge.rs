@@ -1,11 +1,9 @@
 //! The options of `cargo gpubench merge`.
 
-use std::path::PathBuf;
-
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args};
 
-use super::compare::{BaselineArgs, Format, VerdictArgs};
+use super::compare::{BaselineArgs, StoreArgs, VerdictArgs};
 
 /// Options of `cargo gpubench merge`.
 #[derive(Debug, Clone, Args)]
@@ -15,24 +13,9 @@ pub struct MergeArgs {
     #[arg(value_name = "RUN", required = true, num_args = 1..)]
     pub runs: Vec<String>,
 
-    /// Output format on stdout.
-    #[arg(
-        long,
-        value_enum,
-        value_name = "FORMAT",
-        env = "GPUBENCH_FORMAT",
-        default_value_t = Format::Human
-    )]
-    pub format: Format,
-
-    /// Path to the workspace's Cargo.toml (to find its runs and baselines).
-    #[arg(long, value_name = "PATH", env = "GPUBENCH_MANIFEST_PATH")]
-    pub manifest_path: Option<PathBuf>,
-
-    /// Where the merged run is stored and its report written [default:
-    /// `<target-dir>/gpubench` of the workspace, or ./target/gpubench outside one].
-    #[arg(long, value_name = "DIR", env = "GPUBENCH_OUT_DIR")]
-    pub out_dir: Option<PathBuf>,
+    /// What it prints, and where the workspace, its runs and the merged run are.
+    #[command(flatten)]
+    pub store: StoreArgs,
 
     /// Do not write the HTML report (`<out-dir>/report/index.html`).
     #[arg(long, env = "GPUBENCH_NO_REPORT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]

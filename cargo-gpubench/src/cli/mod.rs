@@ -43,7 +43,7 @@ use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand};
     long_about = "Discover, build and run #[gpu_bench] benchmarks, each in its own process.\n\n\
         Bench targets of workspace packages that depend on gpubench-core are built with \
         `cargo bench --no-run`, listed, and every selected benchmark is measured in \
-        several processes of its own (rounds: round 1 of every benchmark, then round 2, \
+        several processes of its own (process 1 of every benchmark, then process 2, \
         ...), each with a timeout: a machine's speed changes from one process to the \
         next, so the interval of every figure comes from how the processes differ. A \
         crash, panic, out-of-memory or timeout becomes a failed record and the other \
@@ -373,9 +373,9 @@ impl Cli {
             None => Some(self.run.output.format),
             Some(Command::Run(args)) => Some(args.output.format),
             Some(Command::Ab(args)) => Some(args.format),
-            Some(Command::Compare(args)) => Some(args.format),
-            Some(Command::Merge(args)) => Some(args.format),
-            Some(Command::History(args)) => Some(args.format),
+            Some(Command::Compare(args)) => Some(args.store.format),
+            Some(Command::Merge(args)) => Some(args.store.format),
+            Some(Command::History(args)) => Some(args.store.format),
             Some(Command::Capacity(args)) => Some(args.output.format),
             Some(
                 Command::Archive(_)

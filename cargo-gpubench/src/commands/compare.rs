@@ -41,8 +41,8 @@ pub(crate) struct CompareSummary<'a> {
 pub(crate) fn run(args: &CompareArgs) -> Result<Exit> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let places = places(
-        args.manifest_path.as_deref(),
-        args.out_dir.as_deref(),
+        args.store.manifest_path.as_deref(),
+        args.store.out_dir.as_deref(),
         args.baselines_dir.as_deref(),
         &cwd,
     )?;
@@ -110,7 +110,7 @@ pub(crate) fn run(args: &CompareArgs) -> Result<Exit> {
             .render_with_drifts()
         })
     };
-    match args.format {
+    match args.store.format {
         Format::Human => console::print_stdout(&render_sides(
             &old.source,
             &new.source,

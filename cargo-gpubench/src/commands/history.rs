@@ -17,11 +17,15 @@ use crate::store::history::{self, HistoryQuery, IdFilter};
 
 /// Runs `history`; see [`crate::cli::HISTORY_HELP`] for the codes.
 pub(crate) fn run(args: &HistoryArgs) -> Result<Exit> {
-    if matches!(args.format, Format::GithubActionBenchmark | Format::Bmf) {
+    if matches!(
+        args.store.format,
+        Format::GithubActionBenchmark | Format::Bmf
+    ) {
         return Err(UsageError(format!(
             "`history` prints --format human, json or markdown, not {}: the export formats \
              hold one run's figures (a run or `compare` writes them)",
-            args.format
+            args.store
+                .format
                 .to_possible_value()
                 .expect("every format has a name")
                 .get_name()
@@ -30,8 +34,8 @@ pub(crate) fn run(args: &HistoryArgs) -> Result<Exit> {
     }
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let places = places(
-        args.manifest_path.as_deref(),
-        args.out_dir.as_deref(),
+        args.store.manifest_path.as_deref(),
+        args.store.out_dir.as_deref(),
         args.baselines_dir.as_deref(),
         &cwd,
     )?;
@@ -91,7 +95,7 @@ pub(crate) fn run(args: &HistoryArgs) -> Result<Exit> {
     }
     let markdown = std::cell::OnceCell::new();
     let markdown = || markdown.get_or_init(|| crate::output::history::render_markdown(&report));
-    match args.format {
+    match args.store.format {
         Format::Json => crate::output::json::print_document(&report),
         Format::Markdown => print!("{}", markdown()),
         _ => console::print_stdout(&crate::output::history::render_human(

@@ -65,10 +65,10 @@ fn side(id: &str, ns: f64, role: Role, ratios: &[f64]) -> RawRecord {
     };
     let mut r = process(id, ns * scale(0));
     for k in 1..ratios.len() {
-        r.append_rounds(process(id, ns * scale(k))).unwrap();
+        r.append_processes(process(id, ns * scale(k))).unwrap();
     }
-    for (k, round) in r.rounds.iter_mut().enumerate() {
-        round.pairing = Some(Pairing {
+    for (k, process) in r.processes.iter_mut().enumerate() {
+        process.pairing = Some(Pairing {
             role,
             base_first: k % 2 == 0,
             blocks: 12,

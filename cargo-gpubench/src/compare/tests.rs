@@ -91,8 +91,8 @@ fn stored_with_a_copy_of_the_baseline_and_read_back() {
     let base = entries(&base_records);
     let mut now = records(&["mm", "new"], "GPU", 1.0, 4);
     now.push(records(&["broke"], "GPU", 1.0, 5).remove(0));
-    now[2].rounds[0].measurement = None;
-    now[2].rounds[0].failure = Some(Failure::new(FailureKind::Panic, "boom"));
+    now[2].processes[0].measurement = None;
+    now[2].processes[0].failure = Some(Failure::new(FailureKind::Panic, "boom"));
     let c =
         RunComparison::judge(&now, &base, source(), settings(FailOn::Regressed, false)).unwrap();
     assert_eq!((c.counts.no_change, c.counts.failed), (1, 1));

@@ -19,7 +19,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use gpubench_record::protocol::{RECORD_DIR_VAR, ROUND_VAR};
+use gpubench_record::protocol::{PROCESS_VAR, RECORD_DIR_VAR};
 
 use crate::build::libtorch::{self, Libtorch};
 use crate::exit_code::Exit;
@@ -412,7 +412,7 @@ pub(crate) fn for_benchmarks(
     let existing = std::env::var_os(var);
     let mut remove: Vec<OsString> = option_vars.iter().map(OsString::from).collect();
     remove.push(RECORD_DIR_VAR.into());
-    remove.push(ROUND_VAR.into());
+    remove.push(PROCESS_VAR.into());
     ChildEnv {
         set: vec![(
             var.into(),

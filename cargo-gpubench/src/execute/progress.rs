@@ -1,6 +1,6 @@
 //! Progress on stderr while benchmarks run: a bar with the current benchmark and how
 //! many processes remain when stderr is a terminal, and one line per finished process
-//! (a round of a benchmark) always (so CI logs show progress too); neither with `-q`.
+//! (a process of a benchmark) always (so CI logs show progress too); neither with `-q`.
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -68,24 +68,24 @@ impl Progress {
         }
     }
 
-    /// Round `round` of `name` starts (on device `on`, when a run has several).
-    pub(crate) fn start(&self, name: &str, round: u32, on: Option<&str>) {
+    /// Process `process` of `name` starts (on device `on`, when a run has several).
+    pub(crate) fn start(&self, name: &str, process: u32, on: Option<&str>) {
         if let Some(bar) = &self.bar {
             let after = self.total.saturating_sub(self.done + 1);
             bar.set_message(format!(
-                "{name} round {round}{} (then {after} more)",
+                "{name} process {process}{} (then {after} more)",
                 on_words(on)
             ));
         }
     }
 
-    /// Round `round` of a benchmark finished (on device `on`, when a run has several)
+    /// Process `process` of a benchmark finished (on device `on`, when a run has several)
     /// with `status` (`passed`, `failed`, ...) after `seconds`; `reason` says why it
     /// failed.
     pub(crate) fn finish_one(
         &mut self,
         name: &str,
-        round: u32,
+        process: u32,
         on: Option<&str>,
         status: &str,
         reason: Option<&str>,
@@ -93,7 +93,7 @@ impl Progress {
     ) {
         self.done += 1;
         let mut line = format!(
-            "{status:>11} [{}/{}] {name} round {round}{} ({seconds:.1} s)",
+            "{status:>11} [{}/{}] {name} process {process}{} ({seconds:.1} s)",
             self.done,
             self.total,
             on_words(on)

@@ -1,5 +1,5 @@
-//! Running one round of a benchmark in its own process and turning how it ended into
-//! a record of that round: the harness's own record when it wrote one, or a failed
+//! Running one process of a benchmark in its own process and turning how it ended into
+//! a record of that process: the harness's own record when it wrote one, or a failed
 //! record made here for a crash, a timeout, or an exit code without a record.
 
 use std::path::Path;
@@ -10,8 +10,8 @@ use std::time::Duration;
 use gpubench_record::failure::{Failure, FailureKind};
 use gpubench_record::id::{file_stem_for_id, split_id};
 use gpubench_record::measurement::{MeasurementConfig, MeasurementSettings, ProcessPolicy};
-use gpubench_record::protocol::{EXIT_BENCHMARK_FAILED, RECORD_DIR_VAR, ROUND_VAR};
-use gpubench_record::record::{Fingerprint, RawRecord, Round};
+use gpubench_record::protocol::{EXIT_BENCHMARK_FAILED, PROCESS_VAR, RECORD_DIR_VAR};
+use gpubench_record::record::{Fingerprint, ProcessRecord, RawRecord};
 
 use crate::execute::process::{self, ChildEnv, Ending, Finished};
 use crate::execute::select::Benchmark;
@@ -67,11 +67,11 @@ pub enum Outcome {
     Interrupted,
 }
 
-/// The command that measures round `round` of `bench`, writing its record into
+/// The command that measures process `process` of `bench`, writing its record into
 /// `record_dir`.
 pub(crate) fn bench_command(
     bench: &Benchmark,
-    round: u32,
+    process: u32,
     opts: &RunOptions,
     env: &ChildEnv,
     record_dir: &Path,
@@ -89,23 +89,23 @@ pub(crate) fn bench_command(
     cmd.args(opts.settings.harness_args());
     env.apply(&mut cmd);
     cmd.env(RECORD_DIR_VAR, record_dir);
-    cmd.env(ROUND_VAR, round.to_string());
+    cmd.env(PROCESS_VAR, process.to_string());
     cmd
 }
 
-/// Runs round `round` of `bench` in its own process and classifies how it ended.
-/// `record_dir` must be empty: the record found there afterwards is this round's.
+/// Runs process `process` of `bench` in its own process and classifies how it ended.
+/// `record_dir` must be empty: the record found there afterwards is this process's.
 pub(crate) fn run_benchmark(
     bench: &Benchmark,
-    round: u32,
+    process: u32,
     opts: &RunOptions,
     env: &ChildEnv,
     record_dir: &Path,
     stop: &AtomicBool,
 ) -> std::io::Result<(Outcome, Finished)> {
-    let cmd = bench_command(bench, round, opts, env, record_dir);
+    let cmd = bench_command(bench, process, opts, env, record_dir);
     crate::console::detail(format_args!(
-        "round {round} of {}: {}",
+        "process {process} of {}: {}",
         bench.qualified(),
         process::shell_line(&cmd)
     ));
@@ -183,8 +183,8 @@ pub(crate) fn classify(
                     Some(_) => FailureKind::ExitCode,
                 };
                 let headline = format!("{ended} after writing its record");
-                if let Some(round) = record.rounds.last_mut() {
-                    round.failure = Some(Failure::new(kind, with_stderr(&headline, stderr)));
+                if let Some(process) = record.processes.last_mut() {
+                    process.failure = Some(Failure::new(kind, with_stderr(&headline, stderr)));
                 }
             }
             Outcome::Recorded(Box::new(record))
@@ -206,15 +206,15 @@ pub(crate) fn classify(
 /// A failed record for a benchmark whose process reported nothing usable.
 pub(crate) fn synthesized(id: &str, failure: Failure, opts: &RunOptions, now: String) -> RawRecord {
     let (name, arg) = split_id(id);
-    let mut round = Round::first(now.clone());
-    round.failure = Some(failure);
+    let mut process = ProcessRecord::first(now.clone());
+    process.failure = Some(failure);
     RawRecord::new(
         id,
         name,
         arg.map(str::to_string),
         Fingerprint::unknown(opts.device_label(), now),
         opts.config(),
-        round,
+        process,
     )
 }
 
@@ -295,7 +295,7 @@ mod tests {
 
     fn passed_record() -> RawRecord {
         let mut r = harness_failure();
-        r.rounds[0].failure = None;
+        r.processes[0].failure = None;
         r
     }
 
@@ -532,7 +532,7 @@ mod tests {
                 .map(|v| v.to_string_lossy().into_owned())
         };
         assert_eq!(env(RECORD_DIR_VAR).as_deref(), Some("/rec"));
-        assert_eq!(env(ROUND_VAR).as_deref(), Some("2"));
+        assert_eq!(env(PROCESS_VAR).as_deref(), Some("2"));
         assert_eq!(
             RunOptions::split_measurement_time(6.0, &ProcessPolicy::standard()),
             2.0

@@ -1,5 +1,5 @@
 //! One run's life on disk, the same for `run`, `ab` and `merge`: it begins (its
-//! directory, and its manifest marked running), records its rounds (each benchmark's
+//! directory, and its manifest marked running), records its processes (each benchmark's
 //! entry, the manifest rewritten), and finishes (its final status written, then
 //! `latest` pointed at it). An [`ActiveRun`] is the guard of that life: a run stopped
 //! by an error says which in its manifest ([`ActiveRun::stopped_by`]), and one left
@@ -74,9 +74,9 @@ impl ActiveRun<'_> {
         self.lock().clone()
     }
 
-    /// Records benchmark `i`'s entry after one of its rounds, and rewrites the
+    /// Records benchmark `i`'s entry after one of its processes, and rewrites the
     /// manifest.
-    pub fn round(&self, i: usize, entry: ManifestBenchmark) -> Result<(), StoreError> {
+    pub fn process(&self, i: usize, entry: ManifestBenchmark) -> Result<(), StoreError> {
         let mut manifest = self.lock();
         manifest.benchmarks[i] = entry;
         self.dir.write_manifest(&manifest)
@@ -211,7 +211,7 @@ mod tests {
         assert_eq!(on_disk.pid, Some(std::process::id()));
         let mut entry = on_disk.benchmarks[0].clone();
         entry.status = BenchStatus::Passed;
-        run.round(0, entry).unwrap();
+        run.process(0, entry).unwrap();
         assert_eq!(read(&dir).benchmarks[0].status, BenchStatus::Passed);
         assert!(crate::store::runs::resolve_latest(tmp.path()).is_none());
         let finished = run.finish(RunStatus::Interrupted).unwrap();

@@ -149,16 +149,16 @@ pub struct ManifestBenchmark {
     /// Wall time of its processes together, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_s: Option<f64>,
-    /// Rounds (processes) that measured it so far.
-    #[serde(default)]
-    pub rounds: u32,
+    /// Processes that measured it so far.
+    #[serde(rename = "rounds", default)]
+    pub processes: u32,
     /// The device its processes ran on, with `--devices`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
 }
 
 impl ManifestBenchmark {
-    /// A selected benchmark before its first round.
+    /// A selected benchmark before its first process.
     pub fn pending(id: &str, target: &str, package: Option<&str>) -> Self {
         ManifestBenchmark {
             id: id.to_string(),
@@ -168,7 +168,7 @@ impl ManifestBenchmark {
             failure_kind: None,
             record: None,
             duration_s: None,
-            rounds: 0,
+            processes: 0,
             device: None,
         }
     }
@@ -572,7 +572,7 @@ pub(crate) mod tests {
                 failure_kind: Some(gpubench_record::failure::FailureKind::OutOfMemory),
                 record: Some("matmul.json".into()),
                 duration_s: Some(1.5),
-                rounds: 2,
+                processes: 2,
                 device: None,
             }],
             merged_from: Vec::new(),

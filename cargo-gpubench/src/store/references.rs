@@ -30,7 +30,7 @@ use gpubench_analysis::{BaselineEntry, BaselineError, BaselineStore, BenchmarkSu
 use gpubench_record::id::split_id;
 use gpubench_record::kernels::{KernelMeasurement, KernelMethod};
 use gpubench_record::measurement::{Flag, Measurement, Sample};
-use gpubench_record::record::{RawRecord, Round, RECORD_FORMAT_VERSION};
+use gpubench_record::record::{ProcessRecord, RawRecord, RECORD_FORMAT_VERSION};
 use serde::Serialize;
 use thiserror::Error;
 
@@ -490,7 +490,7 @@ fn device_of(records: &[RawRecord]) -> Option<String> {
         .find(|n| n != "unknown")
 }
 
-/// A passed record holding a baseline file's samples (one iteration each, one round
+/// A passed record holding a baseline file's samples (one iteration each, one process
 /// per process, flagged device-bound when the baseline was), so a baseline can be the
 /// judged side of a comparison.
 pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
@@ -499,7 +499,7 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
         _ => Vec::new(),
     };
     let (name, arg) = split_id(&entry.id);
-    let rounds = entry
+    let processes = entry
         .processes
         .iter()
         .enumerate()
@@ -537,8 +537,8 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                         }),
                 })
                 .collect();
-            Round {
-                round: p as u32 + 1,
+            ProcessRecord {
+                process: p as u32 + 1,
                 measurement: Some(Measurement {
                     memory: s.memory.map(|m| m.as_stats()),
                     flags: flags.clone(),
@@ -547,7 +547,7 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                     memory_growth: s.memory.and_then(|m| m.growth),
                     ..Measurement::of_samples(samples)
                 }),
-                ..Round::first(entry.fingerprint.timestamp.clone())
+                ..ProcessRecord::first(entry.fingerprint.timestamp.clone())
             }
         })
         .collect();
@@ -558,7 +558,7 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
         arg: arg.map(str::to_string),
         fingerprint: entry.fingerprint.clone(),
         config: entry.config.clone().unwrap_or_default(),
-        rounds,
+        processes,
     }
 }
 

@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 
 use gpubench_analysis::BaselineEntry;
 use gpubench_record::id::file_stem_for_id;
-use gpubench_record::record::{RawRecord, Round};
+use gpubench_record::record::{ProcessRecord, RawRecord};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_pcg::Pcg64;
@@ -86,26 +86,31 @@ pub fn files_in(dir: &str, archive: &str) -> Vec<(String, Vec<u8>)> {
 #[derive(Clone)]
 pub struct Noise {
     template: RawRecord,
-    rounds: Vec<Round>,
+    processes: Vec<ProcessRecord>,
 }
 
 impl Noise {
-    /// Pools the measured rounds of `records` (all of one benchmark).
+    /// Pools the measured processes of `records` (all of one benchmark).
     pub fn of(records: &[RawRecord]) -> Self {
-        let rounds: Vec<Round> = records
+        let processes: Vec<ProcessRecord> = records
             .iter()
-            .flat_map(|r| r.rounds.iter().filter(|x| x.measurement.is_some()).cloned())
+            .flat_map(|r| {
+                r.processes
+                    .iter()
+                    .filter(|x| x.measurement.is_some())
+                    .cloned()
+            })
             .collect();
-        assert!(rounds.len() >= 6, "too few processes to draw from");
+        assert!(processes.len() >= 6, "too few processes to draw from");
         Noise {
             template: records[0].clone(),
-            rounds,
+            processes,
         }
     }
 
     /// How many real processes the pool holds.
     pub fn processes(&self) -> usize {
-        self.rounds.len()
+        self.processes.len()
     }
 
     /// A baseline entry of benchmark `id`: three processes drawn from the pool with
@@ -115,26 +120,26 @@ impl Noise {
         record.id = id.to_string();
         record.name = id.to_string();
         // A run's first process is the one that counts kernels: keep one such.
-        let counts = |r: &Round| {
+        let counts = |r: &ProcessRecord| {
             r.measurement
                 .as_ref()
                 .and_then(|m| m.kernel.as_ref())
                 .is_some_and(|k| k.counters.is_some())
         };
-        let (counting, others): (Vec<&Round>, Vec<&Round>) =
-            self.rounds.iter().partition(|r| counts(r));
-        let chosen: Vec<&Round> = match counting.choose(rng) {
+        let (counting, others): (Vec<&ProcessRecord>, Vec<&ProcessRecord>) =
+            self.processes.iter().partition(|r| counts(r));
+        let chosen: Vec<&ProcessRecord> = match counting.choose(rng) {
             Some(first) => std::iter::once(*first)
                 .chain(others.choose_multiple(rng, 2).copied())
                 .collect(),
-            None => self.rounds.choose_multiple(rng, 3).collect(),
+            None => self.processes.choose_multiple(rng, 3).collect(),
         };
-        record.rounds = chosen
+        record.processes = chosen
             .into_iter()
             .enumerate()
             .map(|(i, r)| {
                 let mut r = r.clone();
-                r.round = i as u32 + 1;
+                r.process = i as u32 + 1;
                 let m = r.measurement.as_mut().expect("measured");
                 for s in &mut m.samples {
                     s.wall_ns *= level;

@@ -65,7 +65,7 @@ pub struct Spec {
     pub seed: u64,
     pub throughput: Option<Throughput>,
     pub flags: Vec<Flag>,
-    /// Processes (rounds) measured.
+    /// Processes measured.
     pub processes: usize,
     /// Relative spread of the processes' medians.
     pub process_spread: f64,
@@ -118,14 +118,14 @@ pub fn fingerprint(device_name: &str) -> Fingerprint {
     }
 }
 
-/// The record of `spec.processes` rounds, each shifted as a whole by the process
+/// The record of `spec.processes` processes, each shifted as a whole by the process
 /// spread.
 pub fn record(spec: &Spec) -> RawRecord {
     let mut rng = Rng::new(spec.seed ^ 0x5eed);
     let mut r = one_process(spec, spec.seed, 1.0);
     for k in 1..spec.processes {
         let shift = (spec.process_spread * rng.normal()).exp();
-        r.append_rounds(one_process(spec, spec.seed + 100 * k as u64, shift))
+        r.append_processes(one_process(spec, spec.seed + 100 * k as u64, shift))
             .unwrap();
     }
     r
@@ -234,11 +234,11 @@ pub fn run_and_baseline() -> (Vec<RawRecord>, Vec<BaselineEntry>) {
         let mut r = record(&spec);
         if spec.id == HOSTILE_ID {
             r.arg = Some("<b>arg</b>".into());
-            let m = r.rounds[0].measurement.as_mut().unwrap();
+            let m = r.processes[0].measurement.as_mut().unwrap();
             m.cold[1].label = HOSTILE_LABEL.into();
         }
         if spec.id == COMPARISON_ID {
-            r.rounds[0].eager_compiled = Some(eager_vs_compiled());
+            r.processes[0].eager_compiled = Some(eager_vs_compiled());
         }
         // The launch-bound benchmark measured its kernels: now one more per call and
         // its add 12% slower than in the baseline.
@@ -274,7 +274,7 @@ pub fn run_and_baseline() -> (Vec<RawRecord>, Vec<BaselineEntry>) {
     // A smoke run cannot be compared.
     let mut smoke = one_process(&Spec::new("embedding/lookup", 30_000.0, 9), 9, 1.0);
     smoke.config.mode = RunMode::Smoke;
-    let m = smoke.rounds[0].measurement.as_mut().unwrap();
+    let m = smoke.processes[0].measurement.as_mut().unwrap();
     m.samples.truncate(1);
     m.stop_reason = StopReason::Smoke;
     baseline.push(

@@ -963,13 +963,13 @@ fn cpu_record(id: &str, factor: f64, others: u32, threads: u32) -> RawRecord {
         others_runnable: others,
         load_average: Some(4.2),
     };
-    for round in &mut r.rounds {
-        let m = round.measurement.as_mut().unwrap();
+    for process in &mut r.processes {
+        let m = process.measurement.as_mut().unwrap();
         for s in &mut m.samples {
             s.device_ns = None;
             s.host_ns = s.wall_ns;
         }
-        round.host = Some(HostTelemetry {
+        process.host = Some(HostTelemetry {
             cpus: HostCpus {
                 online: 2,
                 available: 2,
@@ -980,7 +980,7 @@ fn cpu_record(id: &str, factor: f64, others: u32, threads: u32) -> RawRecord {
             start: reading,
             end: reading,
         });
-        round.flag_contended();
+        process.flag_contended();
     }
     r
 }

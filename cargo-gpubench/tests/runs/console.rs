@@ -29,7 +29,7 @@ fn regressed() -> Fake {
         .args(["--save-baseline", "main", "passes", "matmul/64"]))
     .expect_code(0);
     let mut slower = passed_record("passes");
-    for s in &mut slower.rounds[0].measurement.as_mut().unwrap().samples {
+    for s in &mut slower.processes[0].measurement.as_mut().unwrap().samples {
         s.wall_ns *= 2.0;
         s.host_ns *= 2.0;
     }
@@ -173,15 +173,15 @@ fn verbose_shows_each_process_command_and_median() {
     let fake = Fake::new();
     let ran = run(fake.command().args(["-v", "--quick", "--exact", "passes"])).expect_code(0);
     let exe = fake.exe().display().to_string();
-    for round in 1..=3 {
-        let line = format!("gpubench: round {round} of fake/passes: ");
+    for process in 1..=3 {
+        let line = format!("gpubench: process {process} of fake/passes: ");
         let at = ran
             .stderr
             .find(&line)
             .unwrap_or_else(|| panic!("no {line:?} in\n{}", ran.stderr));
         let command = ran.stderr[at + line.len()..].lines().next().unwrap();
         assert!(
-            command.contains(&format!("GPUBENCH_ROUND={round} "))
+            command.contains(&format!("GPUBENCH_ROUND={process} "))
                 && command.contains(&format!("{exe} --bench --exact passes --quick")),
             "{command}"
         );
@@ -194,7 +194,7 @@ fn verbose_shows_each_process_command_and_median() {
         ran.stdout
     );
     let ran = run(fake.command().args(["--quick", "--exact", "passes"])).expect_code(0);
-    assert!(!ran.stderr.contains("round 1 of"), "{}", ran.stderr);
+    assert!(!ran.stderr.contains("process 1 of"), "{}", ran.stderr);
     assert!(
         !ran.stdout.contains("processes (the median"),
         "{}",

@@ -148,7 +148,7 @@ fn devices_run_side_by_side_never_two_processes_on_one() {
         );
         let entry = m.benchmarks.iter().find(|b| b.id == id).unwrap();
         assert_eq!(entry.device.as_deref(), Some(devices[0]), "{id}");
-        assert_eq!(entry.rounds, 2, "{id}");
+        assert_eq!(entry.processes, 2, "{id}");
     }
     for dev in ["cuda:0", "cuda:1"] {
         assert!(spans.iter().any(|p| p.0 == dev), "{dev} ran nothing");

@@ -251,7 +251,11 @@ fn the_snapshot_at_the_peak_shows_in_the_terminal_markdown_json_and_report() {
     };
     let b = Bench::new();
     let mut r = record("mm/64", "NVIDIA H200", 1.0, 1);
-    for m in r.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+    for m in r
+        .processes
+        .iter_mut()
+        .filter_map(|x| x.measurement.as_mut())
+    {
         m.memory_peak = Some(at_peak(&trace, 1));
     }
     prepare_record(&b.dir.path().join("bin"), &r, false);

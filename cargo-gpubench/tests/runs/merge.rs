@@ -453,7 +453,7 @@ fn a_merged_run_is_judged_against_the_baseline_and_gates_like_a_run() {
     );
     // From now on matmul/64 takes twice as long.
     let mut slow = passed_record("matmul/64");
-    for s in &mut slow.rounds[0].measurement.as_mut().unwrap().samples {
+    for s in &mut slow.processes[0].measurement.as_mut().unwrap().samples {
         s.wall_ns *= 2.0;
         s.host_ns *= 2.0;
     }

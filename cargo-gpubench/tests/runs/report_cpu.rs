@@ -32,8 +32,8 @@ fn cpu_record(id: &str, per_call_ns: f64, shifts: &[f64]) -> RawRecord {
         .build();
     r.fingerprint.cuda_version = None;
     r.fingerprint.cudnn_version = None;
-    for (round, shift) in r.rounds.iter_mut().zip(shifts) {
-        let m = round.measurement.as_mut().unwrap();
+    for (process, shift) in r.processes.iter_mut().zip(shifts) {
+        let m = process.measurement.as_mut().unwrap();
         m.memory = None;
         for s in &mut m.samples {
             s.wall_ns *= shift;
@@ -145,8 +145,8 @@ fn the_options_show_the_runs_processes_rounded_bounds_and_singular_words() {
     let mut adaptive = cpu_record("mlp/step", 2e7, &[1.0, 1.01, 0.99, 1.0]);
     adaptive.config.processes = ProcessPolicy::standard();
     adaptive.config.measurement_time_s = 5.0 / 3.0;
-    for round in &mut adaptive.rounds {
-        let m = round.measurement.as_mut().unwrap();
+    for process in &mut adaptive.processes {
+        let m = process.measurement.as_mut().unwrap();
         for s in &mut m.samples {
             s.wall_ns /= s.iters as f64;
             s.host_ns /= s.iters as f64;

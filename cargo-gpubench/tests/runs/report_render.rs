@@ -567,7 +567,11 @@ fn a_cpu_run_without_device_timer_shows_wall_time_and_no_device_column() {
         .throughput(gpubench_record::measurement::Throughput::Flops(1e9))
         .kernel_unavailable("no kernel timing on cpu")
         .build();
-    for m in r.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+    for m in r
+        .processes
+        .iter_mut()
+        .filter_map(|x| x.measurement.as_mut())
+    {
         m.memory = None;
         for s in &mut m.samples {
             s.device_ns = None;

@@ -221,7 +221,7 @@ fn the_report_and_the_baseline_show_the_processes_of_the_run_not_the_harness() {
     let run_dir = latest_run(&b.work().join("target/gpubench"));
     let m = manifest(&run_dir);
     let r = crate::support::record(&run_dir, &m.benchmarks[0]);
-    assert_eq!(r.rounds.len(), 3);
+    assert_eq!(r.processes.len(), 3);
     assert_eq!(
         r.config.processes,
         gpubench_record::measurement::ProcessPolicy::fixed(3)

@@ -266,12 +266,12 @@ fn every_outcome_becomes_a_record_and_the_run_exits_1() {
     for id in ["passes", "matmul/64"] {
         let b = entry(&m, "fake", id);
         assert_eq!(b.status, BenchStatus::Passed, "{id}");
-        assert_eq!(b.rounds, 3, "{id}: --quick runs 3 processes");
-        // The three processes' records, one round after the other, with the run's
+        assert_eq!(b.processes, 3, "{id}: --quick runs 3 processes");
+        // The three processes' records, one process after the other, with the run's
         // process policy where each harness could only name its own process.
         let mut expected = passed_record(id);
-        expected.append_rounds(passed_record(id)).unwrap();
-        expected.append_rounds(passed_record(id)).unwrap();
+        expected.append_processes(passed_record(id)).unwrap();
+        expected.append_processes(passed_record(id)).unwrap();
         assert_eq!(expected.config.processes, ProcessPolicy::single());
         expected.config.processes = ProcessPolicy::fixed(3);
         assert_eq!(record(&run_dir, b), expected, "{id} is stored as written");
@@ -333,20 +333,20 @@ fn every_outcome_becomes_a_record_and_the_run_exits_1() {
 
     // Options reach the harness as arguments; the subcommand's variables do not leak.
     let calls = fake.calls();
-    // Round 1 of every benchmark runs before round 2 of any; a failed benchmark gets
-    // no further round.
-    let rounds: Vec<(&str, &str)> = calls
+    // Process 1 of every benchmark runs before process 2 of any; a failed benchmark gets
+    // no further process.
+    let processes: Vec<(&str, &str)> = calls
         .lines()
-        .filter_map(|l| Some((l.split(' ').next()?, l.rsplit_once("round=")?.1)))
+        .filter_map(|l| Some((l.split(' ').next()?, l.rsplit_once("process=")?.1)))
         .collect();
-    let first_round_2 = rounds.iter().position(|(_, r)| *r == "2").unwrap();
+    let first_process_2 = processes.iter().position(|(_, r)| *r == "2").unwrap();
     assert!(
-        rounds[..first_round_2].iter().all(|(_, r)| *r == "1"),
+        processes[..first_process_2].iter().all(|(_, r)| *r == "1"),
         "{calls}"
     );
-    assert_eq!(rounds[..first_round_2].len(), 7, "{calls}");
+    assert_eq!(processes[..first_process_2].len(), 7, "{calls}");
     for id in ["passes", "matmul/64"] {
-        let of: Vec<&str> = rounds
+        let of: Vec<&str> = processes
             .iter()
             .filter(|(i, _)| *i == id)
             .map(|(_, r)| *r)
@@ -354,7 +354,7 @@ fn every_outcome_becomes_a_record_and_the_run_exits_1() {
         assert_eq!(of, ["1", "2", "3"], "{id}: {calls}");
     }
     assert_eq!(
-        rounds.iter().filter(|(i, _)| *i == "panics").count(),
+        processes.iter().filter(|(i, _)| *i == "panics").count(),
         1,
         "{calls}"
     );
@@ -370,7 +370,7 @@ fn every_outcome_becomes_a_record_and_the_run_exits_1() {
         .lines()
         .filter_map(|l| l.split_once(" baseline_threads=")?.1.split(' ').next())
         .collect();
-    assert_eq!(threads.len(), rounds.len(), "{calls}");
+    assert_eq!(threads.len(), processes.len(), "{calls}");
     assert!(threads.iter().all(|t| *t == "unset"), "{calls}");
 
     // The summary table: one row per benchmark with its status.
@@ -401,8 +401,8 @@ fn every_outcome_becomes_a_record_and_the_run_exits_1() {
     // Progress lines on stderr (not a terminal: no bar).
     assert!(
         ran.stderr.contains("passed [6/")
-            && ran.stderr.contains("] fake/passes round 1")
-            && ran.stderr.contains("passed [11/11] fake/passes round 3"),
+            && ran.stderr.contains("] fake/passes process 1")
+            && ran.stderr.contains("passed [11/11] fake/passes process 3"),
         "{}",
         ran.stderr
     );

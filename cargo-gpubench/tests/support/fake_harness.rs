@@ -36,7 +36,7 @@ if [ "$1" = "--check-device" ]; then
 fi
 [ "$1 $2" = "--bench --exact" ] || { echo "unexpected arguments: $*" >&2; exit 64; }
 id=$3
-echo "$id args=[$*] quick_env=${GPUBENCH_QUICK-unset} ignored_env=${GPUBENCH_IGNORED-unset} baseline_threads=${GPUBENCH_BASELINE_CPU_THREADS-unset} round=${GPUBENCH_ROUND-unset}" >> "$here/calls.log"
+echo "$id args=[$*] quick_env=${GPUBENCH_QUICK-unset} ignored_env=${GPUBENCH_IGNORED-unset} baseline_threads=${GPUBENCH_BASELINE_CPU_THREADS-unset} process=${GPUBENCH_ROUND-unset}" >> "$here/calls.log"
 case ":$LD_LIBRARY_PATH:" in
 *":$FAKE_EXPECT_LIB:"*) ;;
 *) echo "libtorch is not on LD_LIBRARY_PATH: $LD_LIBRARY_PATH" >&2; exit 127 ;;
@@ -99,7 +99,7 @@ impl Fake {
     }
 }
 
-/// A passed record of `id` (one round of ten samples, on an unknown CPU).
+/// A passed record of `id` (one process of ten samples, on an unknown CPU).
 pub fn passed_record(id: &str) -> RawRecord {
     RecordBuilder::passed(id)
         .config(MeasurementConfig::quick())

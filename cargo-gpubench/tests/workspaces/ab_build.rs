@@ -398,7 +398,7 @@ fn ab_judges_the_planted_slowdown(ws: &Path, target_dir: &Path, base: &str) {
         );
         if paired {
             // The base of `poisoned` fails beside the head once the head opens first
-            // (round 2): from then on each side runs alone, and it is judged.
+            // (process 2): from then on each side runs alone, and it is judged.
             let poisoned = v["benchmarks"]
                 .as_array()
                 .unwrap()
@@ -438,12 +438,12 @@ fn ab_judges_the_planted_slowdown(ws: &Path, target_dir: &Path, base: &str) {
                 "the base passed alone: {base_record:?}"
             );
             let unpaired: Vec<_> = base_record
-                .rounds
+                .processes
                 .iter()
                 .filter_map(|r| r.unpaired.as_ref())
                 .collect();
-            assert_eq!(unpaired.len(), 4, "rounds 2 to 5 alone");
-            assert_eq!(unpaired[0].failed_round, 2);
+            assert_eq!(unpaired.len(), 4, "processes 2 to 5 alone");
+            assert_eq!(unpaired[0].failed_process, 2);
             assert_eq!(
                 unpaired[0].failed_side,
                 Some(gpubench_record::paired::Role::Base)
@@ -468,7 +468,7 @@ fn ab_judges_the_planted_slowdown(ws: &Path, target_dir: &Path, base: &str) {
             );
             let record = gpubench_record::record::RawRecord::read(&path).unwrap();
             let ratios: Vec<f64> = record
-                .rounds
+                .processes
                 .iter()
                 .filter_map(|r| r.pairing.as_ref())
                 .map(|p| p.log_ratio.exp())

@@ -289,7 +289,7 @@ fn ab_in_the_readme_layout_builds_judges_and_leaves_nothing_behind() {
     assert_eq!(said, ["base read 8", "h1 read 16"], "{stderr}");
     let run = PathBuf::from(v["run_dir"].as_str().unwrap());
     let head = record(&run, None, "planted");
-    let contended = head.rounds.iter().any(|r| {
+    let contended = head.processes.iter().any(|r| {
         r.measurement
             .as_ref()
             .is_some_and(|m| m.flags.contains(&Flag::Contended))
@@ -319,7 +319,7 @@ fn ab_in_the_readme_layout_builds_judges_and_leaves_nothing_behind() {
     assert_eq!(head.fingerprint.git_commit.as_deref(), Some(c2.as_str()));
     // The head is slower in every process.
     let ratios: Vec<f64> = head
-        .rounds
+        .processes
         .iter()
         .filter_map(|r| r.pairing.as_ref())
         .map(|p| p.log_ratio.exp())
@@ -506,7 +506,7 @@ fn two_abs_at_once_each_measure_the_code_they_built(ws: &Path, tmp: &Path) {
     assert_eq!(out.status.code(), Some(0), "{stderr1}\n{v1:#}");
 
     // `--processes 3`: three paired processes each, one call of each side in each.
-    let rounds = |v: &serde_json::Value| {
+    let processes = |v: &serde_json::Value| {
         assert_eq!(benchmark(v, "traced")["status"], "passed", "{v:#}");
         3
     };
@@ -519,10 +519,10 @@ fn two_abs_at_once_each_measure_the_code_they_built(ws: &Path, tmp: &Path) {
     };
     assert_eq!(
         traced_versions(&t1),
-        expect("h1", rounds(&v1)),
+        expect("h1", processes(&v1)),
         "every process of the first `ab` ran the code it built"
     );
-    assert_eq!(traced_versions(&t2), expect("h2", rounds(&second)));
+    assert_eq!(traced_versions(&t2), expect("h2", processes(&second)));
     let head_digest = |v: &serde_json::Value| v["ab"]["head"]["libraries"][0]["sha256"].clone();
     assert_ne!(head_digest(&v1), head_digest(&second), "each names its own");
     std::fs::write(ws.join("benches/kernels.rs"), bench_source("h1")).unwrap();

@@ -22,7 +22,7 @@ use gpubench_analysis::BaselineStore;
 
 // ---- the stand-in harness: no libtorch, no build ----------------------------------
 
-/// Lists two benchmarks; a round logs what it was given (the git commit variable,
+/// Lists two benchmarks; a process logs what it was given (the git commit variable,
 /// whether the bundled library is on the loader path) and hands back the record
 /// prepared in `$FAKE_RECORDS`.
 const STAND_IN: &str = r#"#!/bin/sh
@@ -172,7 +172,7 @@ fn a_run_from_an_archive_takes_its_executables_libraries_baselines_and_commit() 
     assert_eq!(
         calls.lines().count(),
         2,
-        "one round of each benchmark: {calls}"
+        "one process of each benchmark: {calls}"
     );
     for line in calls.lines() {
         assert!(
@@ -454,7 +454,7 @@ fn an_archive_runs_from_an_empty_directory_like_the_workspace() {
             record(&ar_run, entry(&ar, &b.target, &b.id)),
         );
         assert_eq!((&a.id, &a.name, &a.arg), (&w.id, &w.name, &w.arg));
-        assert_eq!(a.rounds.len(), 2, "{}", b.id);
+        assert_eq!(a.processes.len(), 2, "{}", b.id);
         assert_eq!(a.config, w.config, "{}", b.id);
         assert_eq!(a.config.cpu_threads, Some(1), "{}", b.id);
         assert_eq!(a.fingerprint.device.kind, "cpu");

@@ -144,8 +144,8 @@ fn a_run_records_passes_panics_crashes_and_timeouts_and_exits_1() {
         let b = entry(&m, "suite", id);
         assert_eq!(b.status, BenchStatus::Passed, "{id}");
         let r = record(&run_dir, b);
-        assert_eq!(r.rounds.len(), 2, "{id}: --processes 2");
-        assert_eq!(b.rounds, 2, "{id}");
+        assert_eq!(r.processes.len(), 2, "{id}: --processes 2");
+        assert_eq!(b.processes, 2, "{id}");
         let measurement = r
             .first_measurement()
             .expect("a passed record has a measurement");
@@ -157,9 +157,9 @@ fn a_run_records_passes_panics_crashes_and_timeouts_and_exits_1() {
         assert_eq!(b.status, BenchStatus::Failed, "{target}/{id}");
         let r = record(&run_dir, b);
         assert_eq!(
-            r.rounds.len(),
+            r.processes.len(),
             1,
-            "a failed round ends the benchmark's rounds"
+            "a failed process ends the benchmark's processes"
         );
         r.failure().cloned().expect("a failed record has a failure")
     };

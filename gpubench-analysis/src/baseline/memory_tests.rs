@@ -21,7 +21,11 @@ fn record(id: &str, peak: u64, held: Option<u64>, seed: u64) -> RawRecord {
     let mut r = GpuLikeSamples::default()
         .with_shift(ProcessShift::LogNormal { sigma: 0.005 })
         .record_processes(id, "NVIDIA H200", 3, 30, &mut rng);
-    for m in r.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+    for m in r
+        .processes
+        .iter_mut()
+        .filter_map(|x| x.measurement.as_mut())
+    {
         m.memory = Some(MemoryStats {
             peak_allocated_bytes: peak,
             peak_reserved_bytes: peak + 16 * MIB,
@@ -132,7 +136,11 @@ fn shared_reserved_bytes_of_a_paired_side_survive_a_saved_baseline() {
     let tmp = tempfile::tempdir().unwrap();
     let store = BaselineStore::for_workspace(tmp.path());
     let mut rec = record("mm", 80 * MIB, Some(0), 1);
-    for m in rec.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+    for m in rec
+        .processes
+        .iter_mut()
+        .filter_map(|x| x.measurement.as_mut())
+    {
         if let Some(s) = m.memory.as_mut() {
             s.reserved_shared = true;
         }
@@ -167,7 +175,7 @@ fn memory_one_side_lacks_is_missing_evidence() {
     // This run on a device without an allocator to read (the CPU's case).
     let mut cpu_like = record("mm", 80 * MIB, Some(0), 2);
     for m in cpu_like
-        .rounds
+        .processes
         .iter_mut()
         .filter_map(|x| x.measurement.as_mut())
     {

@@ -12,8 +12,8 @@ use gpubench_record::paired::Pairing;
 use gpubench_record::record::RawRecord;
 
 /// Judges `head` against `base`, records of the same benchmarks measured in the same
-/// paired processes; a benchmark whose head rounds all carry a pairing gets its time
-/// (and, where every round has one, kernel-time) verdict from the paired ratios.
+/// paired processes; a benchmark whose head processes all carry a pairing gets its time
+/// (and, where every process has one, kernel-time) verdict from the paired ratios.
 /// Counters and the kernel table compare as in a run. Base records that did not
 /// pass cannot serve as a baseline and are left out (the caller names them).
 pub fn compare_paired_records(
@@ -39,7 +39,7 @@ pub fn compare_paired_records(
             continue;
         };
         let pairings: Option<Vec<&Pairing>> = record
-            .rounds
+            .processes
             .iter()
             .filter(|r| r.measurement.is_some())
             .map(|r| r.pairing.as_ref())
@@ -129,9 +129,9 @@ fn paired(
     )?)
 }
 
-/// Whether every measured round of `record` was paired with the other revision.
+/// Whether every measured process of `record` was paired with the other revision.
 pub fn is_paired(record: &RawRecord) -> bool {
-    let mut measured = record.rounds.iter().filter(|r| r.measurement.is_some());
+    let mut measured = record.processes.iter().filter(|r| r.measurement.is_some());
     let mut any = false;
     let all = measured.all(|r| {
         any = true;
@@ -140,11 +140,11 @@ pub fn is_paired(record: &RawRecord) -> bool {
     any && all
 }
 
-/// The per-process change of time (`head / base − 1`) of a paired record, in round
+/// The per-process change of time (`head / base − 1`) of a paired record, in process
 /// order, for charts and tables.
 pub fn paired_changes(record: &RawRecord) -> Vec<f64> {
     record
-        .rounds
+        .processes
         .iter()
         .filter_map(|r| r.pairing.as_ref())
         .map(|p| p.log_ratio.exp_m1())
@@ -177,7 +177,7 @@ mod tests {
         });
         let mut base = model.record_processes("add", "NVIDIA H200", 5, 30, &mut rng);
         let mut head = base.clone();
-        for (b, h) in base.rounds.iter_mut().zip(head.rounds.iter_mut()) {
+        for (b, h) in base.processes.iter_mut().zip(head.processes.iter_mut()) {
             let m = h.measurement.as_mut().unwrap();
             for s in &mut m.samples {
                 s.wall_ns *= factor;
@@ -188,7 +188,7 @@ mod tests {
             b.measurement.as_mut().unwrap().flags.clear();
             let pairing = |role| Pairing {
                 role,
-                base_first: b.round % 2 == 1,
+                base_first: b.process % 2 == 1,
                 blocks: 12,
                 log_ratio: factor.ln(),
                 kernel_log_ratio: None,
@@ -238,7 +238,12 @@ mod tests {
         // -1.6%, as measured there.
         let wobble = [-0.016, -0.012, -0.021, -0.015, -0.018];
         let (mut base, mut head) = pair(1.0, 8);
-        for ((b, h), w) in base.rounds.iter_mut().zip(&mut head.rounds).zip(wobble) {
+        for ((b, h), w) in base
+            .processes
+            .iter_mut()
+            .zip(&mut head.processes)
+            .zip(wobble)
+        {
             for r in [b, h] {
                 r.pairing.as_mut().unwrap().log_ratio = f64::ln_1p(w);
             }
@@ -266,13 +271,13 @@ mod tests {
         assert!((c.noise_threshold - PAIRED_CPU_NOISE_FLOOR).abs() < 1e-12);
         // A planted 2x is still regressed.
         for r in [&mut base, &mut head] {
-            for round in &mut r.rounds {
-                round.pairing.as_mut().unwrap().log_ratio = 2f64.ln();
+            for process in &mut r.processes {
+                process.pairing.as_mut().unwrap().log_ratio = 2f64.ln();
             }
         }
         // Ratios that vary a little, so the interval has a width.
-        for (i, round) in head.rounds.iter_mut().enumerate() {
-            round.pairing.as_mut().unwrap().log_ratio += 0.01 * i as f64;
+        for (i, process) in head.processes.iter_mut().enumerate() {
+            process.pairing.as_mut().unwrap().log_ratio += 0.01 * i as f64;
         }
         assert_eq!(judged(&base, &head).verdict, Verdict::Regressed);
     }
@@ -286,7 +291,7 @@ mod tests {
         let kernels = SyntheticKernels::one("gemm", 50_000.0);
         kernels.attach(&mut base, &mut rng);
         kernels.scaled(0.95).attach(&mut head, &mut rng);
-        for (b, h) in base.rounds.iter_mut().zip(&mut head.rounds) {
+        for (b, h) in base.processes.iter_mut().zip(&mut head.processes) {
             for r in [b, h] {
                 r.pairing.as_mut().unwrap().kernel_log_ratio = Some(0.95f64.ln());
             }
@@ -314,7 +319,7 @@ mod tests {
             Some(Verdict::Improved),
             "one method"
         );
-        for r in &mut head.rounds {
+        for r in &mut head.processes {
             let k = r.measurement.as_mut().unwrap().kernel.as_mut().unwrap();
             k.method = KernelMethod::Profiler;
             k.not_capturable = Some("the routine synchronised".into());
@@ -340,7 +345,12 @@ mod tests {
         kernels.attach(&mut base, &mut rng);
         kernels.scaled(factor).attach(&mut head, &mut rng);
         let wobble = [0.0002, -0.0003, 0.0001, 0.0003, -0.0002];
-        for ((b, h), w) in base.rounds.iter_mut().zip(&mut head.rounds).zip(wobble) {
+        for ((b, h), w) in base
+            .processes
+            .iter_mut()
+            .zip(&mut head.processes)
+            .zip(wobble)
+        {
             for r in [b, h] {
                 r.pairing.as_mut().unwrap().kernel_log_ratio = Some(factor.ln() + w);
             }
@@ -385,7 +395,7 @@ mod tests {
     #[test]
     fn a_record_without_pairings_is_judged_as_two_sets_of_processes() {
         let (base, mut head) = pair(1.05, 3);
-        for r in &mut head.rounds {
+        for r in &mut head.processes {
             r.pairing = None;
         }
         assert!(!is_paired(&head));

@@ -74,7 +74,7 @@ fn saved_times_have_six_significant_digits() {
     assert_eq!(round_significant(0.000_123_456_78), 0.000_123_457);
     assert_eq!(round_significant(0.0), 0.0);
     let mut recs = records(&["a"], 1.0, 2);
-    recs[0].rounds[0].measurement.as_mut().unwrap().samples[0].wall_ns = 10.0 * 1_234_567.891;
+    recs[0].processes[0].measurement.as_mut().unwrap().samples[0].wall_ns = 10.0 * 1_234_567.891;
     let text = BaselineEntry::from_record(&recs[0])
         .unwrap()
         .to_json_pretty();
@@ -90,8 +90,8 @@ fn save_keeps_other_files_and_skips_failed_records() {
     std::fs::write(dir.join("notes.txt"), "keep me").unwrap();
 
     let mut now = records(&["a", "b"], 1.1, 4);
-    now[1].rounds[1].measurement = None;
-    now[1].rounds[1].failure = Some(Failure::new(FailureKind::Crash, "signal 11"));
+    now[1].processes[1].measurement = None;
+    now[1].processes[1].failure = Some(Failure::new(FailureKind::Crash, "signal 11"));
     let report = store.save("main", &now[..]).unwrap();
     assert_eq!(report.written, [dir.join("a.json")]);
     assert_eq!(report.skipped, [("b".to_string(), NotSaved::Failed)]);
@@ -100,8 +100,8 @@ fn save_keeps_other_files_and_skips_failed_records() {
     assert!(dir.join("notes.txt").exists());
     // A failed benchmark that was never saved has no previous file to keep.
     let mut fresh = records(&["c"], 1.0, 5);
-    fresh[0].rounds[0].measurement = None;
-    fresh[0].rounds[0].failure = Some(Failure::new(FailureKind::Crash, "signal 11"));
+    fresh[0].processes[0].measurement = None;
+    fresh[0].processes[0].failure = Some(Failure::new(FailureKind::Crash, "signal 11"));
     let report = store.save("main", &fresh).unwrap();
     assert!(report.kept.is_empty() && report.written.is_empty());
     let names: Vec<String> = std::fs::read_dir(&dir)
@@ -334,8 +334,9 @@ fn comparing_a_run_with_a_baseline() {
     now.extend(records(&["new", "broke"], 1.0, 11));
     let mut base = base;
     base.push(BaselineEntry::from_record(&now[3]).unwrap());
-    now[3].rounds[0].measurement = None;
-    now[3].rounds[0].failure = Some(Failure::new(FailureKind::OutOfMemory, "CUDA out of memory"));
+    now[3].processes[0].measurement = None;
+    now[3].processes[0].failure =
+        Some(Failure::new(FailureKind::OutOfMemory, "CUDA out of memory"));
 
     let set = compare_with_baseline(&now, &base, &BaselineCompareOptions::default()).unwrap();
     assert_eq!(set.missing_in_baseline, ["new"]);
@@ -409,7 +410,11 @@ fn launch_bound(id: &str, kernels: &SyntheticKernels, processes: usize, seed: u6
         sigma: 0.03,
     });
     let mut r = host.record_processes(id, H200, processes, 30, &mut rng);
-    for m in r.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+    for m in r
+        .processes
+        .iter_mut()
+        .filter_map(|x| x.measurement.as_mut())
+    {
         m.flags.clear();
     }
     kernels.attach(&mut r, &mut rng);
@@ -424,7 +429,7 @@ fn a_metric_measured_on_one_side_only_is_missing_evidence_naming_why() {
     // harness says so in every measurement.
     let mut without = launch_bound("add", &add, 5, 2);
     for m in without
-        .rounds
+        .processes
         .iter_mut()
         .filter_map(|r| r.measurement.as_mut())
     {
@@ -561,7 +566,7 @@ fn kernel_time_and_counters_judge_what_host_timing_cannot() {
     // and a gate on kernel time alone does not trip on it.
     let mut plain = launch_bound("add", &add, 5, 5);
     for m in plain
-        .rounds
+        .processes
         .iter_mut()
         .filter_map(|x| x.measurement.as_mut())
     {
@@ -681,7 +686,7 @@ fn a_baseline_from_another_device_is_refused_unless_allowed() {
 fn wall_time_is_compared_when_one_side_lacks_device_events() {
     let mut now = records(&["a"], 1.0, 13);
     let base = [BaselineEntry::from_record(&records(&["a"], 1.0, 14)[0]).unwrap()];
-    for s in &mut now[0].rounds[0].measurement.as_mut().unwrap().samples {
+    for s in &mut now[0].processes[0].measurement.as_mut().unwrap().samples {
         s.device_ns = None;
     }
     let set = compare_with_baseline(&now, &base, &BaselineCompareOptions::default()).unwrap();
@@ -774,7 +779,11 @@ fn a_version_1_file_reads_as_one_process_and_compares_as_ambiguous() {
 
 /// Sets the SM clock read with every sample of every process of `r`.
 fn clock_at(r: &mut RawRecord, sm_mhz: u32) {
-    for m in r.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+    for m in r
+        .processes
+        .iter_mut()
+        .filter_map(|x| x.measurement.as_mut())
+    {
         for s in &mut m.samples {
             s.clock = Some(gpubench_record::measurement::SampleClock {
                 sm_mhz,
@@ -828,8 +837,8 @@ fn cpu_records(ids: &[&str], slowdown: f64, sigma: f64, seed: u64) -> Vec<RawRec
             r.fingerprint.device.kind = "cpu".into();
             r.fingerprint.device.index = None;
             r.config.cpu_threads = Some(1);
-            for round in &mut r.rounds {
-                let m = round.measurement.as_mut().unwrap();
+            for process in &mut r.processes {
+                let m = process.measurement.as_mut().unwrap();
                 m.flags.clear();
                 m.device_timer = false;
                 for s in &mut m.samples {
@@ -906,8 +915,8 @@ fn beside(r: &mut RawRecord, others: u32) {
         others_runnable: others,
         load_average: Some(3.0),
     };
-    for round in &mut r.rounds {
-        round.host = Some(HostTelemetry {
+    for process in &mut r.processes {
+        process.host = Some(HostTelemetry {
             cpus: HostCpus {
                 online: 2,
                 available: 2,
@@ -1031,7 +1040,7 @@ fn host_time_is_judged_and_gated_only_when_a_gate_names_it() {
     };
     let mut now = [five(22)];
     for m in now[0]
-        .rounds
+        .processes
         .iter_mut()
         .filter_map(|x| x.measurement.as_mut())
     {

@@ -6,7 +6,7 @@ use super::*;
 fn the_eager_versus_compiled_result_is_in_the_summary_and_its_json() {
     let side_by_side = gpubench_record::testing::sample_comparison();
     let mut r = gpubench_record::testing::sample_record();
-    r.rounds[0].eager_compiled = Some(side_by_side.clone());
+    r.processes[0].eager_compiled = Some(side_by_side.clone());
     let s = BenchmarkSummary::from_record(&r);
     let c = s.eager_compiled.as_ref().expect("summarised");
     assert_eq!(c.compiled, side_by_side.compiled.label);
@@ -27,7 +27,7 @@ use rand_pcg::Pcg64Mcg;
 fn record() -> RawRecord {
     let mut rng = Pcg64Mcg::seed_from_u64(9);
     let mut r = GpuLikeSamples::default().record("matmul/4096", "NVIDIA H200", 50, &mut rng);
-    let m = r.rounds[0].measurement.as_mut().unwrap();
+    let m = r.processes[0].measurement.as_mut().unwrap();
     m.cold.push(ColdCall {
         label: "first call".into(),
         wall_ns: 5e8,
@@ -94,7 +94,11 @@ fn power_capped_samples_are_counted_over_processes() {
         .is_none());
     let mut r = record();
     let mut read = 0;
-    for m in r.rounds.iter_mut().filter_map(|r| r.measurement.as_mut()) {
+    for m in r
+        .processes
+        .iter_mut()
+        .filter_map(|r| r.measurement.as_mut())
+    {
         for (i, x) in m.samples.iter_mut().enumerate() {
             read += 1;
             x.clock = Some(SampleClock {
@@ -132,7 +136,7 @@ fn throttled_samples_and_other_processes_are_flagged_and_counted() {
     let quiet = BenchmarkSummary::from_record(&record());
     assert!(!quiet.flags.contains(&Flag::Throttled) && !quiet.flags.contains(&Flag::Contended));
     let mut r = record();
-    let m = r.rounds[0].measurement.as_mut().unwrap();
+    let m = r.processes[0].measurement.as_mut().unwrap();
     let n = m.samples.len();
     for (i, x) in m.samples.iter_mut().enumerate() {
         x.clock = Some(SampleClock {
@@ -164,7 +168,7 @@ fn throttled_samples_and_other_processes_are_flagged_and_counted() {
             })
             .collect(),
     };
-    r.rounds[0].telemetry = Some(ProcessTelemetry {
+    r.processes[0].telemetry = Some(ProcessTelemetry {
         start: reading(&[]),
         end: reading(&[31337]),
         max_temperature_c: Some(56),
@@ -191,8 +195,8 @@ fn throttled_samples_and_other_processes_are_flagged_and_counted() {
 #[test]
 fn summary_of_a_failed_record_keeps_the_failure() {
     let mut r = record();
-    r.rounds[0].measurement = None;
-    r.rounds[0].failure = Some(Failure::new(FailureKind::OutOfMemory, "CUDA out of memory"));
+    r.processes[0].measurement = None;
+    r.processes[0].failure = Some(Failure::new(FailureKind::OutOfMemory, "CUDA out of memory"));
     let s = BenchmarkSummary::from_record(&r);
     assert_eq!(s.outcome.status, BenchmarkStatus::Failed);
     assert_eq!(
@@ -207,7 +211,7 @@ fn summary_of_a_failed_record_keeps_the_failure() {
 #[test]
 fn wall_time_is_primary_without_device_events_and_bad_samples_do_not_panic() {
     let mut r = record();
-    let m = r.rounds[0].measurement.as_mut().unwrap();
+    let m = r.processes[0].measurement.as_mut().unwrap();
     m.samples[0].device_ns = None;
     m.samples.push(Sample {
         iters: 0,
@@ -235,8 +239,8 @@ fn processes_give_the_estimate_the_spread_and_per_process_cold_calls() {
         sigma: 0.0,
     });
     let mut r = model.record_processes("add", "NVIDIA H200", 6, 20, &mut rng);
-    for (i, round) in r.rounds.iter_mut().enumerate() {
-        let m = round.measurement.as_mut().unwrap();
+    for (i, process) in r.processes.iter_mut().enumerate() {
+        let m = process.measurement.as_mut().unwrap();
         m.cold.push(ColdCall {
             label: "first call".into(),
             wall_ns: 1e8 * (1.0 + i as f64),
@@ -250,8 +254,8 @@ fn processes_give_the_estimate_the_spread_and_per_process_cold_calls() {
         };
     }
     // Make sure both modes are there.
-    for (i, round) in r.rounds.iter_mut().enumerate() {
-        let m = round.measurement.as_mut().unwrap();
+    for (i, process) in r.processes.iter_mut().enumerate() {
+        let m = process.measurement.as_mut().unwrap();
         let scale = if i % 2 == 0 { 1.0 } else { 1.7 };
         for (j, x) in m.samples.iter_mut().enumerate() {
             let v = 1e7 * scale * (1.0 + (j % 5) as f64 * 1e-3);
@@ -260,7 +264,7 @@ fn processes_give_the_estimate_the_spread_and_per_process_cold_calls() {
         }
     }
     let s = BenchmarkSummary::from_record(&r);
-    assert_eq!((s.outcome.rounds, s.processes()), (6, 6));
+    assert_eq!((s.outcome.processes, s.processes()), (6, 6));
     let p = s.primary().unwrap();
     assert_eq!(p.basis, EstimateBasis::Processes);
     assert_eq!(p.samples, 120);
@@ -339,9 +343,9 @@ fn part<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
 /// A summary with every optional field set, each to a value of its own type.
 fn full_summary() -> BenchmarkSummary {
     let mut r = record();
-    r.rounds[0].eager_compiled = Some(gpubench_record::testing::sample_comparison());
+    r.processes[0].eager_compiled = Some(gpubench_record::testing::sample_comparison());
     let mut s = BenchmarkSummary::from_record(&r);
-    s.outcome.failed_round = Some(2);
+    s.outcome.failed_process = Some(2);
     s.timing.kernel = s.timing.device.clone();
     s.kernels.method = Some(KernelMethod::GraphReplay);
     s.kernels.not_capturable = Some("it syncs".into());

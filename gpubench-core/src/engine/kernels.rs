@@ -54,7 +54,7 @@ const MAX_CYCLE: u64 = 1000;
 impl Engine<'_> {
     /// What the GPU does per call of `workload`, whose calls take about
     /// `per_iter_ns` each. With `profile` the process also records the kernel table
-    /// and counters (the first round does; later ones only time the kernels).
+    /// and counters (the first process does; later ones only time the kernels).
     ///
     /// The graphs are replayed before anything is profiled: on an H200 the process
     /// that had run the profiler replayed slowest in four runs of five processes

@@ -93,7 +93,7 @@ pub struct EngineOptions {
     /// Work per iteration.
     pub throughput: Option<Throughput>,
     /// Whether to run the naive loops and the hidden-sync probe: a process's
-    /// diagnostics, which a later round of the same benchmark need not repeat.
+    /// diagnostics, which a later process of the same benchmark need not repeat.
     pub diagnostics: bool,
     /// Whether to trace a stretch of calls after the samples and take the
     /// allocator's state at its peak (`--memory-peak-snapshot`).

@@ -65,7 +65,7 @@ fn open(case: &Case, device: &Rc<dyn DeviceBackend>, hook: Hook) -> RawRecord {
             host: &host,
         },
         CaseRun {
-            round: 2,
+            process: 2,
             memory_peak: false,
             paired: Some(hook),
         },

@@ -12,8 +12,8 @@ fn record_round_trips_through_json() {
     let back = RawRecord::from_json(&text, "mem").unwrap();
     assert_eq!(r, back);
     let mut failed = sample_record();
-    failed.rounds[0].measurement = None;
-    failed.rounds[0].failure = Some(Failure::new(FailureKind::Panic, "boom"));
+    failed.processes[0].measurement = None;
+    failed.processes[0].failure = Some(Failure::new(FailureKind::Panic, "boom"));
     let back = RawRecord::from_json(&failed.to_json_pretty(), "mem").unwrap();
     assert_eq!(failed, back);
     assert!(!back.passed());
@@ -32,16 +32,16 @@ fn newer_format_version_is_refused_with_a_clear_error() {
 }
 
 #[test]
-fn a_version_1_record_reads_as_one_round() {
+fn a_version_1_record_reads_as_one_process() {
     let mut v1 = serde_json::to_value(sample_record()).unwrap();
     let obj = v1.as_object_mut().unwrap();
-    let round = obj.remove("rounds").unwrap()[0].clone();
+    let process = obj.remove("rounds").unwrap()[0].clone();
     obj.insert("format_version".into(), 1.into());
-    obj.insert("measurement".into(), round["measurement"].clone());
+    obj.insert("measurement".into(), process["measurement"].clone());
     obj["config"].as_object_mut().unwrap().remove("processes");
     let r = RawRecord::from_json(&v1.to_string(), "old.json").unwrap();
-    assert_eq!(r.rounds.len(), 1);
-    assert_eq!(r.rounds[0].started_at, "2026-11-29T00:00:00Z");
+    assert_eq!(r.processes.len(), 1);
+    assert_eq!(r.processes[0].started_at, "2026-11-29T00:00:00Z");
     assert_eq!(r.config.processes, ProcessPolicy::single());
     assert_eq!(r.first_measurement(), sample_record().first_measurement());
     assert_eq!(r.format_version, RECORD_FORMAT_VERSION);
@@ -63,15 +63,15 @@ fn primary_time_prefers_device_events() {
 }
 
 #[test]
-fn rounds_append_in_order_and_keep_the_first_fingerprint() {
+fn processes_append_in_order_and_keep_the_first_fingerprint() {
     let mut r = sample_record();
     let mut later = sample_record();
     later.fingerprint.timestamp = "later".into();
-    later.rounds[0].measurement = Some(measurement(4.1e6));
-    r.append_rounds(later.clone()).unwrap();
-    r.append_rounds(later).unwrap();
+    later.processes[0].measurement = Some(measurement(4.1e6));
+    r.append_processes(later.clone()).unwrap();
+    r.append_processes(later).unwrap();
     assert_eq!(
-        r.rounds.iter().map(|x| x.round).collect::<Vec<_>>(),
+        r.processes.iter().map(|x| x.process).collect::<Vec<_>>(),
         [1, 2, 3]
     );
     assert_eq!(r.fingerprint.timestamp, "2026-11-29T00:00:00Z");
@@ -82,15 +82,15 @@ fn rounds_append_in_order_and_keep_the_first_fingerprint() {
     assert!(r.passed());
     let mut other = sample_record();
     other.id = "conv".into();
-    let err = r.append_rounds(other).unwrap_err().to_string();
+    let err = r.append_processes(other).unwrap_err().to_string();
     assert!(
         err.contains("`conv`") && err.contains("`matmul/4096`"),
         "{err}"
     );
-    // One round without device times makes every round fall back to wall time.
+    // One process without device times makes every process fall back to wall time.
     let mut wall_only = sample_record();
-    wall_only.rounds[0].measurement.as_mut().unwrap().samples[0].device_ns = None;
-    r.append_rounds(wall_only).unwrap();
+    wall_only.processes[0].measurement.as_mut().unwrap().samples[0].device_ns = None;
+    r.append_processes(wall_only).unwrap();
     assert!(!r.device_timed());
     assert_eq!(r.primary_groups()[0], vec![1e6]);
 }
@@ -107,7 +107,7 @@ fn clocked(sm_mhz: u32, throttled: bool) -> Option<SampleClock> {
 #[test]
 fn throttled_samples_are_left_out_of_the_figures_and_counted() {
     let mut r = sample_record();
-    let m = r.rounds[0].measurement.as_mut().unwrap();
+    let m = r.processes[0].measurement.as_mut().unwrap();
     let fast = m.samples[0].clone();
     m.samples[0].clock = clocked(1980, false);
     m.samples.push(Sample {
@@ -132,7 +132,7 @@ fn throttled_samples_are_left_out_of_the_figures_and_counted() {
 #[test]
 fn when_every_sample_throttled_all_are_kept() {
     let mut r = sample_record();
-    let m = r.rounds[0].measurement.as_mut().unwrap();
+    let m = r.processes[0].measurement.as_mut().unwrap();
     m.samples[0].clock = clocked(900, true);
     assert_eq!(m.throttled_samples(), 0);
     assert_eq!(m.primary_per_iter().len(), 1);
@@ -154,14 +154,14 @@ fn a_record_from_before_telemetry_loads_without_it() {
 }
 
 #[test]
-fn a_failed_round_fails_the_record_and_keeps_the_others() {
+fn a_failed_process_fails_the_record_and_keeps_the_others() {
     let mut r = sample_record();
     let mut failed = sample_record();
-    failed.rounds[0].measurement = None;
-    failed.rounds[0].failure = Some(Failure::new(FailureKind::Crash, "signal 11"));
-    r.append_rounds(failed).unwrap();
+    failed.processes[0].measurement = None;
+    failed.processes[0].failure = Some(Failure::new(FailureKind::Crash, "signal 11"));
+    r.append_processes(failed).unwrap();
     assert!(!r.passed());
-    assert_eq!(r.failed_round().unwrap().round, 2);
+    assert_eq!(r.failed_process().unwrap().process, 2);
     assert_eq!(r.measurements().count(), 1);
 }
 
@@ -169,7 +169,7 @@ fn a_failed_round_fails_the_record_and_keeps_the_others() {
 fn eager_versus_compiled_is_written_as_eager_compiled_and_read_from_old_comparison_keys() {
     let side_by_side = crate::testing::sample_comparison();
     let mut r = sample_record();
-    r.rounds[0].eager_compiled = Some(side_by_side.clone());
+    r.processes[0].eager_compiled = Some(side_by_side.clone());
     let text = r.to_json_pretty();
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert!(json["rounds"][0].get("eager_compiled").is_some(), "{text}");
@@ -179,9 +179,9 @@ fn eager_versus_compiled_is_written_as_eager_compiled_and_read_from_old_comparis
     // A version 1 record kept the side-by-side result under `comparison`.
     let mut v1 = serde_json::to_value(sample_record()).unwrap();
     let obj = v1.as_object_mut().unwrap();
-    let round = obj.remove("rounds").unwrap()[0].clone();
+    let process = obj.remove("rounds").unwrap()[0].clone();
     obj.insert("format_version".into(), 1.into());
-    obj.insert("measurement".into(), round["measurement"].clone());
+    obj.insert("measurement".into(), process["measurement"].clone());
     obj.insert(
         "comparison".into(),
         serde_json::to_value(&side_by_side).unwrap(),

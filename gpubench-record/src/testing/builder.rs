@@ -10,13 +10,13 @@ use crate::measurement::{
     ColdCall, Flag, Measurement, MeasurementConfig, MemoryGrowth, MemoryStats, NaiveLoop, Sample,
     StopReason, Throughput, WarmupPoint,
 };
-use crate::record::{DeviceIdentity, Fingerprint, RawRecord, Round};
+use crate::record::{DeviceIdentity, Fingerprint, ProcessRecord, RawRecord};
 
 /// When a built record was measured, unless a test says otherwise.
 pub const MEASURED_AT: &str = "2026-01-01T00:00:00Z";
 
-/// A record under construction. [`RecordBuilder::passed`] starts one round on an
-/// unknown CPU with an empty measurement; every setter applies to each round (a
+/// A record under construction. [`RecordBuilder::passed`] starts one process on an
+/// unknown CPU with an empty measurement; every setter applies to each process (a
 /// record from [`RecordBuilder::from`] may hold several).
 #[derive(Debug, Clone)]
 #[must_use]
@@ -25,14 +25,14 @@ pub struct RecordBuilder {
 }
 
 impl RecordBuilder {
-    /// A passed record of `id` (`name/arg` split at the first `/`): one round started
+    /// A passed record of `id` (`name/arg` split at the first `/`): one process started
     /// at [`MEASURED_AT`] on an unknown `cpu` device, standard settings, no samples,
     /// no sync cost, converged, no flags, no device timer.
     pub fn passed(id: &str) -> Self {
         let (name, arg) = split_id(id);
-        let round = Round {
+        let process = ProcessRecord {
             measurement: Some(Measurement::of_samples(Vec::new())),
-            ..Round::first(MEASURED_AT.into())
+            ..ProcessRecord::first(MEASURED_AT.into())
         };
         RecordBuilder {
             record: RawRecord::new(
@@ -41,7 +41,7 @@ impl RecordBuilder {
                 arg.map(str::to_string),
                 Fingerprint::unknown("cpu", MEASURED_AT.into()),
                 MeasurementConfig::standard(),
-                round,
+                process,
             ),
         }
     }
@@ -196,31 +196,31 @@ impl RecordBuilder {
     }
 
     /// Failed in its first process with `failure` as it is (an uncapped message,
-    /// memory at the failure): the first round carries it and no measurement; later
-    /// rounds, if any, stand. Either way the record is a failed benchmark's.
+    /// memory at the failure): the first process carries it and no measurement; later
+    /// processes, if any, stand. Either way the record is a failed benchmark's.
     pub fn failure(mut self, failure: Failure) -> Self {
         let first = self
             .record
-            .rounds
+            .processes
             .first_mut()
-            .expect("a record has a round");
+            .expect("a record has a process");
         first.measurement = None;
         first.failure = Some(failure);
         self
     }
 
-    /// Adds the rounds of `later` (the same benchmark) as later processes, numbered
+    /// Adds the processes of `later` (the same benchmark) as later processes, numbered
     /// after these; this record's fingerprint and settings stand.
     pub fn then_process(mut self, later: RecordBuilder) -> Self {
         self.record
-            .append_rounds(later.record)
+            .append_processes(later.record)
             .expect("a later process of the same benchmark");
         self
     }
 
     fn measurements(mut self, mut set: impl FnMut(&mut Measurement)) -> Self {
         self.record
-            .rounds
+            .processes
             .iter_mut()
             .filter_map(|r| r.measurement.as_mut())
             .for_each(&mut set);
@@ -296,11 +296,11 @@ mod tests {
             .then_process(RecordBuilder::passed("conv").samples([sample(1, 6.0, 1.0, None)]))
             .failed(FailureKind::Panic, "boom")
             .build();
-        assert_eq!(r.rounds.len(), 2);
-        assert_eq!(r.rounds[1].round, 2);
-        assert!(r.rounds[0].measurement.is_none());
+        assert_eq!(r.processes.len(), 2);
+        assert_eq!(r.processes[1].process, 2);
+        assert!(r.processes[0].measurement.is_none());
         assert_eq!(
-            r.rounds[1].measurement.as_ref().unwrap().samples[0].wall_ns,
+            r.processes[1].measurement.as_ref().unwrap().samples[0].wall_ns,
             6.0
         );
         assert_eq!(r.failure().unwrap().kind, FailureKind::Panic);

@@ -9,7 +9,7 @@ use gpubench_analysis::BaselineEntry;
 use gpubench_record::record::RawRecord;
 
 use super::plan::Plan;
-use super::round::first_line;
+use super::process::first_line;
 use super::session::{Session, Tracked};
 use crate::compare::{Absences, RunComparison};
 use crate::store::manifest::RunManifest;

@@ -2,15 +2,15 @@
 //! two revisions measured side by side in one process. From start to end: find the
 //! two revisions, build each one's bench targets as loadable libraries (or, when
 //! pairing cannot work, as executables) ([`revisions`], [`libraries`]), list and
-//! pair their benchmarks ([`plan`]), run the processes ([`round`]) and store them as
+//! pair their benchmarks ([`plan`]), run the processes ([`process`]) and store them as
 //! a run ([`session`]), judge the head against the base from the ratios their
 //! processes shared ([`judge`]), and show it as a run is shown.
 
 mod judge;
 mod libraries;
 pub(crate) mod plan;
+mod process;
 mod revisions;
-mod round;
 mod session;
 
 use std::ffi::OsString;

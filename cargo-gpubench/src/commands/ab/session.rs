@@ -1,5 +1,5 @@
-//! An `ab` run once its benchmarks are paired: every round of every benchmark
-//! ([`super::round`]), the records stored as they come (the head's as the run's, the
+//! An `ab` run once its benchmarks are paired: every process of every benchmark
+//! ([`super::process`]), the records stored as they come (the head's as the run's, the
 //! base's under `base/`), the head judged against the base ([`super::judge`]), the
 //! report, the summary.
 
@@ -50,7 +50,7 @@ pub(super) struct Session<'a> {
     pub env: &'a ChildEnv,
     pub stop: &'a AtomicBool,
     pub mode: Mode,
-    /// The process time a benchmark may use before it gets no rounds beyond its
+    /// The process time a benchmark may use before it gets no processes beyond its
     /// floor.
     pub budget: std::time::Duration,
     pub base: &'a Revision,
@@ -70,7 +70,7 @@ pub(super) struct Session<'a> {
     pub libtorch_lib: PathBuf,
 }
 
-/// One benchmark's progress through the rounds.
+/// One benchmark's progress through the processes.
 pub(super) struct Tracked {
     pub(super) base: Option<Benchmark>,
     pub(super) head: Benchmark,
@@ -83,7 +83,7 @@ pub(super) struct Tracked {
 }
 
 impl Session<'_> {
-    /// Runs every round of `plan`, stores, judges and shows the run; its exit code.
+    /// Runs every process of `plan`, stores, judges and shows the run; its exit code.
     pub(super) fn run_all(&self, plan: &Plan, command_line: &[OsString]) -> Result<Exit> {
         let started = chrono::Utc::now();
         let clock = Instant::now();
@@ -105,7 +105,7 @@ impl Session<'_> {
         let active = self.store.begin_run(started, |run| {
             self.manifest(run, started, &tracked, plan, command_line)
         })?;
-        if let Err(e) = self.rounds(&active, &mut tracked) {
+        if let Err(e) = self.processes(&active, &mut tracked) {
             active.stopped_by(&crate::error::message(&e));
             return Err(e);
         }
@@ -222,7 +222,7 @@ mod tests {
 
     use gpubench_record::paired::Role;
 
-    use super::super::round::tests::revision;
+    use super::super::process::tests::revision;
     use super::*;
 
     /// A benchmark of both revisions whose executable is gone, so its process cannot

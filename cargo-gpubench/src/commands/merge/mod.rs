@@ -43,8 +43,8 @@ use rules::Part;
 pub(crate) fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
     let cwd = std::env::current_dir().context("failed to read the current directory")?;
     let places = places(
-        args.manifest_path.as_deref(),
-        args.out_dir.as_deref(),
+        args.store.manifest_path.as_deref(),
+        args.store.out_dir.as_deref(),
         args.baselines.baselines_dir.as_deref(),
         &cwd,
     )?;
@@ -186,7 +186,7 @@ pub(crate) fn run(args: &MergeArgs, command_line: &[OsString]) -> Result<Exit> {
             .then(|| run_report::report_dir(store.dir()))
             .as_deref(),
         save,
-        args.format,
+        args.store.format,
         summary_file.as_deref(),
     )
 }

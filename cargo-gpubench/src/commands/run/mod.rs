@@ -245,7 +245,7 @@ pub(crate) fn run(args: &RunArgs, command_line: &[OsString]) -> Result<Exit> {
     for note in store.mark_incomplete_runs()? {
         crate::console::note(format_args!("{note}"));
     }
-    // A benchmark gets rounds beyond its floor only while its processes have taken
+    // A benchmark gets processes beyond its floor only while its processes have taken
     // less than twice its warm-up and measurement time.
     let budget = 2 * opts.time_per_benchmark;
     let session = Session {

@@ -1,4 +1,4 @@
-//! A run once its benchmarks are selected: each round of each benchmark in a
+//! A run once its benchmarks are selected: each process of each benchmark in a
 //! process of its own, the records and manifest stored as they come, the run judged
 //! against its baseline, the report rendered, the baseline saved and the summary
 //! printed.
@@ -37,15 +37,15 @@ use crate::store::manifest::{
 };
 use crate::store::references::SummaryEntry;
 use crate::store::runs::{RunDir, RunStore};
-use gpubench_analysis::processes::{DecideRounds, RoundDecision};
+use gpubench_analysis::processes::{DecideProcesses, ProcessDecision};
 
-/// One benchmark's progress through the rounds of a run.
+/// One benchmark's progress through the processes of a run.
 pub(super) struct Tracked {
-    /// The rounds so far.
+    /// The processes so far.
     pub(super) record: Option<RawRecord>,
     /// Its manifest entry.
     pub(super) entry: ManifestBenchmark,
-    /// Whether it needs no more rounds.
+    /// Whether it needs no more processes.
     pub(super) done: bool,
 }
 
@@ -53,7 +53,7 @@ pub(super) struct Tracked {
 pub(super) struct Session<'a> {
     pub(super) store: &'a RunStore,
     pub(super) opts: &'a RunOptions,
-    /// The process time a benchmark may use before it gets no rounds beyond its floor.
+    /// The process time a benchmark may use before it gets no processes beyond its floor.
     pub(super) budget: std::time::Duration,
     pub(super) env: &'a ChildEnv,
     pub(super) stop: &'a AtomicBool,
@@ -100,7 +100,7 @@ impl Session<'_> {
         let active = self.store.begin_run(started, |run| {
             self.manifest(run, started, selected, executables, libtorch, command_line)
         })?;
-        let tracked = match self.rounds(&active, selected) {
+        let tracked = match self.processes(&active, selected) {
             Ok(tracked) => tracked,
             Err(e) => {
                 active.stopped_by(&crate::error::message(&e));
@@ -219,10 +219,10 @@ impl Session<'_> {
         }
     }
 
-    /// Every round of every selected benchmark, on each device at once, until each
+    /// Every process of every selected benchmark, on each device at once, until each
     /// is done, Ctrl-C stops the run or a process cannot be run; each recorded in
-    /// `active` as it ends. Each benchmark's rounds, in `selected`'s order.
-    fn rounds(&self, active: &ActiveRun, selected: &[Benchmark]) -> Result<Vec<Tracked>> {
+    /// `active` as it ends. Each benchmark's processes, in `selected`'s order.
+    fn processes(&self, active: &ActiveRun, selected: &[Benchmark]) -> Result<Vec<Tracked>> {
         let tracked: Vec<Tracked> = active
             .manifest()
             .benchmarks
@@ -343,7 +343,7 @@ impl Session<'_> {
                     return;
                 };
                 s.progress
-                    .start(&selected[job.bench].qualified(), job.round, on);
+                    .start(&selected[job.bench].qualified(), job.process, on);
                 job
             };
             let bench = &selected[job.bench];
@@ -351,7 +351,7 @@ impl Session<'_> {
                 .fresh_incoming(slot)
                 .map_err(anyhow::Error::from)
                 .and_then(|incoming| {
-                    runner::run_benchmark(bench, job.round, opts, self.env, &incoming, self.stop)
+                    runner::run_benchmark(bench, job.process, opts, self.env, &incoming, self.stop)
                         .with_context(|| {
                             format!(
                                 "failed to run benchmark {} ({})",
@@ -369,9 +369,9 @@ impl Session<'_> {
         }
     }
 
-    /// Adds what round `job.round` of `bench` (on device `on`, with `--devices`) left
+    /// Adds what process `job.process` of `bench` (on device `on`, with `--devices`) left
     /// to its record, stores that and the manifest, decides whether the benchmark
-    /// needs another round, and shows the process as finished.
+    /// needs another process, and shows the process as finished.
     fn fold(
         &self,
         active: &ActiveRun,
@@ -387,7 +387,7 @@ impl Session<'_> {
         t.entry.duration_s = Some(t.entry.duration_s.unwrap_or(0.0) + seconds);
         t.entry.device = on.map(str::to_string);
         match outcome {
-            // Stopped by Ctrl-C: the rounds that finished stand.
+            // Stopped by Ctrl-C: the processes that finished stand.
             Outcome::Interrupted => {
                 if t.record.is_none() {
                     t.entry.status = BenchStatus::Interrupted;
@@ -399,13 +399,13 @@ impl Session<'_> {
                     None => *record,
                     Some(mut so_far) => {
                         so_far
-                            .append_rounds(*record)
-                            .context("failed to add a round to the record")?;
+                            .append_processes(*record)
+                            .context("failed to add a process to the record")?;
                         so_far
                     }
                 };
                 t.entry.record = Some(active.dir().write_record(&bench.id, &record)?);
-                t.entry.rounds = record.rounds.len() as u32;
+                t.entry.processes = record.processes.len() as u32;
                 t.entry.status = if record.passed() {
                     BenchStatus::Passed
                 } else {
@@ -431,26 +431,26 @@ impl Session<'_> {
         if t.entry.status != BenchStatus::Passed {
             t.done = true;
             s.progress
-                .drop_planned(planned.saturating_sub(job.round) as usize);
+                .drop_planned(planned.saturating_sub(job.process) as usize);
         } else if let Some(record) = &t.record {
             let stats =
                 gpubench_analysis::processes::ProcessStats::from_groups(&record.primary_groups());
             let spent = std::time::Duration::from_secs_f64(t.entry.duration_s.unwrap_or(0.0));
             let host_bound = record.bound() == Bound::Host;
             t.done = t.done
-                || policy.decide(job.round, &stats, host_bound, spent >= self.budget)
-                    == RoundDecision::Done;
-            if !t.done && job.round >= *planned {
-                *planned = job.round + 1;
+                || policy.decide(job.process, &stats, host_bound, spent >= self.budget)
+                    == ProcessDecision::Done;
+            if !t.done && job.process >= *planned {
+                *planned = job.process + 1;
                 s.progress.add(1);
-            } else if t.done && job.round < *planned {
-                s.progress.drop_planned((*planned - job.round) as usize);
+            } else if t.done && job.process < *planned {
+                s.progress.drop_planned((*planned - job.process) as usize);
             }
         }
         s.schedule.finished(job, t.done);
         s.progress
-            .finish_one(&bench.qualified(), job.round, on, word, reason, seconds);
-        active.round(i, t.entry.clone())?;
+            .finish_one(&bench.qualified(), job.process, on, word, reason, seconds);
+        active.process(i, t.entry.clone())?;
         Ok(())
     }
 }
@@ -461,7 +461,7 @@ pub(super) struct Shared {
     schedule: Schedule,
     /// Per benchmark: the processes counted on so far (for progress).
     planned: Vec<u32>,
-    /// Per benchmark: its rounds so far.
+    /// Per benchmark: its processes so far.
     tracked: Vec<Tracked>,
     progress: Progress,
     /// The first error a thread met: the others start no more processes.

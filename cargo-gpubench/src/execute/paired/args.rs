@@ -31,8 +31,8 @@ pub struct PairedArgs {
     #[arg(long, value_name = "ID")]
     pub id: Option<String>,
     /// Which process of the benchmark this is (1 for the first).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub round: u32,
+    #[arg(long = "round", value_name = "N", default_value_t = 1)]
+    pub process: u32,
     /// cpu, cuda or cuda:N; the libraries pick when absent.
     #[arg(long, value_name = "DEVICE")]
     pub device: Option<String>,

@@ -5,7 +5,7 @@
 //! The order is balanced twice over: within a process every block is `x y y x`
 //! ([`gpubench_analysis::sampling`], whose docs say why an order effect cancels in
 //! a block's ratio and not in adjacent samples'), and the first side `x` (which also
-//! warms and sets up first) is the base in odd rounds and the head in even ones.
+//! warms and sets up first) is the base in odd processes and the head in even ones.
 //! Each block gives one ratio, `ln(head / base)` of the two sides' mean per-call
 //! time in it (device time when both sides have it, else synced wall time). The
 //! process's figure is the median over its blocks.
@@ -166,7 +166,7 @@ pub fn alone(side: &mut dyn PairSide, config: &MeasurementConfig) -> bool {
     }
 }
 
-/// The pairing each side's round keeps: from the alternation when there was one,
+/// The pairing each side's process keeps: from the alternation when there was one,
 /// else from the two records' own figures in this process (`blocks` 0). `None` when
 /// a side has no measurement.
 pub fn pairing(

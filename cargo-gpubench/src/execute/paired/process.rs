@@ -5,7 +5,7 @@
 //! What it writes, under `--record-dir`:
 //!
 //! ```text
-//! base/<stem>.json   the base side's record (one round, its pairing)
+//! base/<stem>.json   the base side's record (one process, its pairing)
 //! head/<stem>.json   the head side's record
 //! ```
 //!
@@ -23,7 +23,7 @@ use gpubench_record::id::{file_stem_for_id, split_id};
 use gpubench_record::measurement::MeasurementConfig;
 use gpubench_record::paired::{PairedRequest, Role};
 use gpubench_record::protocol::{EXIT_BENCHMARK_FAILED, EXIT_USAGE};
-use gpubench_record::record::{Fingerprint, RawRecord, Round};
+use gpubench_record::record::{Fingerprint, ProcessRecord, RawRecord};
 
 use super::driver::{self, Alternation, LibrarySide};
 use super::library::{Opened, PairedLibrary};
@@ -62,7 +62,7 @@ pub struct ProcessPlan {
     /// The benchmark id.
     pub id: String,
     /// Which process of the benchmark this is (1 for the first).
-    pub round: u32,
+    pub process: u32,
     /// `--device`.
     pub device: Option<String>,
     /// How to measure, for both sides alike.
@@ -127,7 +127,7 @@ impl ProcessPlan {
             head: args.head.clone(),
             alone,
             id: args.id.clone().ok_or_else(|| need("--id"))?,
-            round: args.round.max(1),
+            process: args.process.max(1),
             device: args.device.clone(),
             config: serde_json::from_str(config)
                 .map_err(|e| format!("failed to read --config: {e}"))?,
@@ -169,13 +169,13 @@ pub fn run(plan: &ProcessPlan) -> i32 {
         (Ok(b), Ok(h)) => (b, h),
         (Err(e), _) | (_, Err(e)) => return unpairable(&plan.record_dir, &e.to_string()),
     };
-    let base_first = plan.round % 2 == 1;
+    let base_first = plan.process % 2 == 1;
     let request = |role| PairedRequest {
         id: plan.id.clone(),
         role,
         device: plan.device.clone(),
         config: plan.config.clone(),
-        round: plan.round,
+        process: plan.process,
     };
     let (first_role, second_role) = if base_first {
         (Role::Base, Role::Head)
@@ -238,16 +238,16 @@ pub fn run(plan: &ProcessPlan) -> i32 {
         (second, first)
     };
     let alternation = alternation.and_then(Result::ok);
-    let mut base_record = record_of(base_opened, &plan.id, plan.round, &plan.config);
-    let mut head_record = record_of(head_opened, &plan.id, plan.round, &plan.config);
+    let mut base_record = record_of(base_opened, &plan.id, plan.process, &plan.config);
+    let mut head_record = record_of(head_opened, &plan.id, plan.process, &plan.config);
     if let Some((b, h)) =
         driver::pairing(&base_record, &head_record, base_first, alternation.as_ref())
     {
-        if let Some(round) = base_record.rounds.first_mut() {
-            round.pairing = Some(b);
+        if let Some(process) = base_record.processes.first_mut() {
+            process.pairing = Some(b);
         }
-        if let Some(round) = head_record.rounds.first_mut() {
-            round.pairing = Some(h);
+        if let Some(process) = head_record.processes.first_mut() {
+            process.pairing = Some(h);
         }
     }
     for (role, record) in [(Role::Base, &base_record), (Role::Head, &head_record)] {
@@ -292,7 +292,7 @@ fn run_alone(plan: &ProcessPlan) -> i32 {
         role,
         device: plan.device.clone(),
         config: plan.config.clone(),
-        round: plan.round,
+        process: plan.process,
     };
     driver::enter(plan.dir(role));
     let opened = library
@@ -300,7 +300,7 @@ fn run_alone(plan: &ProcessPlan) -> i32 {
             driver::alone(&mut LibrarySide(side, plan.dir(role)), &plan.config);
         })
         .map_err(|e| e.to_string());
-    let record = record_of(opened, &plan.id, plan.round, &plan.config);
+    let record = record_of(opened, &plan.id, plan.process, &plan.config);
     if let Err(e) = write(&plan.record_dir, role, &record) {
         eprintln!(
             "error: failed to write the {} record of {}: {e}",
@@ -320,7 +320,7 @@ fn run_alone(plan: &ProcessPlan) -> i32 {
 fn record_of(
     opened: Result<Opened, String>,
     id: &str,
-    round: u32,
+    process: u32,
     config: &MeasurementConfig,
 ) -> RawRecord {
     let why = match opened {
@@ -328,8 +328,8 @@ fn record_of(
         Ok(Opened::Error(e)) | Err(e) => e,
     };
     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    let mut first = Round::first(now.clone());
-    first.round = round;
+    let mut first = ProcessRecord::first(now.clone());
+    first.process = process;
     first.failure = Some(Failure::new(FailureKind::Setup, why));
     let (name, arg) = split_id(id);
     RawRecord::new(

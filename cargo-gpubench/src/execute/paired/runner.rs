@@ -106,13 +106,13 @@ pub fn list(
     }
 }
 
-/// One round of one benchmark in a process of this binary as `__paired`: where its
+/// One process of one benchmark in a process of this binary as `__paired`: where its
 /// records go and how it runs.
 pub struct Process<'a> {
     /// The benchmark id.
     pub id: &'a str,
     /// Which process of the benchmark this is (1 for the first).
-    pub round: u32,
+    pub process: u32,
     /// How to run and measure.
     pub opts: &'a RunOptions,
     /// The libtorch environment.
@@ -170,7 +170,7 @@ impl Process<'_> {
         if let Some(role) = alone {
             cmd.args(["--alone", role.as_str()]);
         }
-        cmd.args(["--id", self.id, "--round", &self.round.to_string()])
+        cmd.args(["--id", self.id, "--round", &self.process.to_string()])
             .arg("--config")
             .arg(serde_json::to_string(&self.opts.config()).expect("plain data serialises"))
             .arg("--record-dir")
@@ -184,8 +184,8 @@ impl Process<'_> {
         }
         self.env.apply(&mut cmd);
         crate::console::detail(format_args!(
-            "paired round {} of {}: {}",
-            self.round,
+            "paired process {} of {}: {}",
+            self.process,
             self.id,
             process::shell_line(&cmd)
         ));

@@ -18,7 +18,7 @@ fn entries() -> Vec<SummaryEntry> {
     SyntheticKernels::one("gemm", 250e3).attach(&mut with_kernel, &mut rng);
     let plain = GpuLikeSamples::default().record_processes("add", "H200", 3, 30, &mut rng);
     let mut failed = GpuLikeSamples::default().record("oom", "H200", 5, &mut rng);
-    for r in &mut failed.rounds {
+    for r in &mut failed.processes {
         r.measurement = None;
         r.failure = Some(Failure::new(FailureKind::OutOfMemory, "CUDA out of memory"));
     }

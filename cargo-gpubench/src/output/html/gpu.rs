@@ -6,7 +6,7 @@ use gpubench_record::record::RawRecord;
 
 use super::charts::{self, palette, Axis, AxisFormat, Plot, Rule, Series, SeriesKind};
 
-/// One reading per sample of every measured round, in time order: (SM clock MHz,
+/// One reading per sample of every measured process, in time order: (SM clock MHz,
 /// temperature °C, throttled).
 fn readings(record: &RawRecord) -> Vec<(f64, Option<f64>, bool)> {
     record
@@ -145,7 +145,7 @@ mod tests {
             max_sm_clock_mhz: Some(1980),
             ..GpuState::default()
         });
-        for (i, s) in r.rounds[0]
+        for (i, s) in r.processes[0]
             .measurement
             .as_mut()
             .unwrap()

@@ -275,12 +275,16 @@ mod tests {
     fn a_summary_without_kernel_time_says_why() {
         let mut rng = Pcg64Mcg::seed_from_u64(1);
         let mut r = GpuLikeSamples::default().record("a", "cpu", 10, &mut rng);
-        let m = r.rounds[0].measurement.as_mut().unwrap();
+        let m = r.processes[0].measurement.as_mut().unwrap();
         m.kernel_unavailable = Some("no kernel timing on cpu".into());
         let v = KernelView::new(&BenchmarkSummary::from_record(&r), None).unwrap();
         assert_eq!(v.unavailable.as_deref(), Some("no kernel timing on cpu"));
         assert!(v.rows.is_empty() && v.facts.is_empty());
-        r.rounds[0].measurement.as_mut().unwrap().kernel_unavailable = None;
+        r.processes[0]
+            .measurement
+            .as_mut()
+            .unwrap()
+            .kernel_unavailable = None;
         assert!(KernelView::new(&BenchmarkSummary::from_record(&r), None).is_none());
     }
 

@@ -18,8 +18,10 @@ use rand_pcg::Pcg64Mcg;
 /// deterministic, so the table is too.
 fn record(id: &str, base_ns: f64) -> RawRecord {
     let mut r = one_process(id, base_ns);
-    r.append_rounds(one_process(id, base_ns * 1.003)).unwrap();
-    r.append_rounds(one_process(id, base_ns * 0.997)).unwrap();
+    r.append_processes(one_process(id, base_ns * 1.003))
+        .unwrap();
+    r.append_processes(one_process(id, base_ns * 0.997))
+        .unwrap();
     r
 }
 
@@ -314,7 +316,11 @@ fn kernel_time_counters_and_kernel_changes_are_shown() {
 #[test]
 fn a_run_without_kernel_time_says_why_once() {
     let mut r = record("mm", 1e5);
-    for m in r.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+    for m in r
+        .processes
+        .iter_mut()
+        .filter_map(|x| x.measurement.as_mut())
+    {
         m.kernel_unavailable = Some("no kernel timing on cpu".into());
     }
     let entries = vec![entry(&r)];
@@ -350,8 +356,10 @@ fn names_and_messages_cannot_break_the_markdown() {
 #[test]
 fn a_figure_too_noisy_for_an_interval_shows_its_processes_range() {
     let mut r = one_process("launch", 1e5);
-    r.append_rounds(one_process("launch", 1e5 * 30.0)).unwrap();
-    r.append_rounds(one_process("launch", 1e5 * 0.02)).unwrap();
+    r.append_processes(one_process("launch", 1e5 * 30.0))
+        .unwrap();
+    r.append_processes(one_process("launch", 1e5 * 0.02))
+        .unwrap();
     let entries = vec![entry(&r)];
     let md = MarkdownSummary {
         subject: "run `r`",
@@ -490,8 +498,8 @@ fn cpu_record(id: &str, base_ns: f64) -> RawRecord {
             .build()
     };
     let mut r = process(1.0);
-    r.append_rounds(process(1.008)).unwrap();
-    r.append_rounds(process(0.994)).unwrap();
+    r.append_processes(process(1.008)).unwrap();
+    r.append_processes(process(0.994)).unwrap();
     r
 }
 
@@ -596,9 +604,13 @@ fn host_time_gets_a_column_and_a_verdict_only_under_a_gate_that_names_it() {
     let five = |id: &str, host: f64| {
         let mut r = one_process(id, 1e6);
         for f in [1.003, 0.997, 1.001, 0.999] {
-            r.append_rounds(one_process(id, 1e6 * f)).unwrap();
+            r.append_processes(one_process(id, 1e6 * f)).unwrap();
         }
-        for m in r.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+        for m in r
+            .processes
+            .iter_mut()
+            .filter_map(|x| x.measurement.as_mut())
+        {
             for s in &mut m.samples {
                 s.host_ns *= host;
             }

@@ -13,11 +13,11 @@ fn passed_record() -> RawRecord {
     let mut r = one_process_record();
     for shift in [0.1e6, -0.1e6] {
         let mut later = one_process_record();
-        for s in &mut later.rounds[0].measurement.as_mut().unwrap().samples {
+        for s in &mut later.processes[0].measurement.as_mut().unwrap().samples {
             s.device_ns = s.device_ns.map(|d| d + shift);
             s.wall_ns += shift;
         }
-        r.append_rounds(later).unwrap();
+        r.append_processes(later).unwrap();
     }
     r
 }
@@ -153,7 +153,11 @@ fn kernel_columns_verdicts_and_gpu_changes_in_the_terminal() {
 
     // A run without kernel figures has no kernel columns and says why once.
     let mut cpu = passed_record();
-    for m in cpu.rounds.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+    for m in cpu
+        .processes
+        .iter_mut()
+        .filter_map(|x| x.measurement.as_mut())
+    {
         m.kernel_unavailable = Some("no kernel timing on cpu".into());
     }
     let text = render_table(
@@ -266,7 +270,7 @@ fn intervals_share_the_points_unit() {
 fn scattered_record(factors: [f64; 3]) -> RawRecord {
     let scaled = |f: f64| {
         let mut r = one_process_record();
-        for s in &mut r.rounds[0].measurement.as_mut().unwrap().samples {
+        for s in &mut r.processes[0].measurement.as_mut().unwrap().samples {
             s.device_ns = s.device_ns.map(|d| d * f);
             s.wall_ns *= f;
             s.host_ns *= f;
@@ -275,7 +279,7 @@ fn scattered_record(factors: [f64; 3]) -> RawRecord {
     };
     let mut r = scaled(factors[0]);
     for f in &factors[1..] {
-        r.append_rounds(scaled(*f)).unwrap();
+        r.append_processes(scaled(*f)).unwrap();
     }
     r
 }

@@ -516,8 +516,8 @@ mod tests {
             others_runnable: others,
             load_average: Some(6.0),
         };
-        for (round, others) in cpu.rounds.iter_mut().zip([0, 5]) {
-            round.host = Some(HostTelemetry {
+        for (process, others) in cpu.processes.iter_mut().zip([0, 5]) {
+            process.host = Some(HostTelemetry {
                 cpus: HostCpus {
                     online: 2,
                     available: 2,

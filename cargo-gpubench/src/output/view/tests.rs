@@ -74,8 +74,8 @@ fn the_counts_name_failed_new_and_missing_benchmarks() {
     let base = entries(&records(&["mm", "gone", "broke"], "GPU", 1.0, 3));
     let mut now = records(&["mm", "new"], "GPU", 1.0, 4);
     now.push(records(&["broke"], "GPU", 1.0, 5).remove(0));
-    now[2].rounds[0].measurement = None;
-    now[2].rounds[0].failure = Some(Failure::new(FailureKind::Panic, "boom"));
+    now[2].processes[0].measurement = None;
+    now[2].processes[0].failure = Some(Failure::new(FailureKind::Panic, "boom"));
     let c =
         RunComparison::judge(&now, &base, source(), settings(FailOn::Regressed, false)).unwrap();
     assert_eq!(counts_text(&c), "1 no change, 1 failed, 1 new, 1 missing");
@@ -123,8 +123,8 @@ fn one_view_holds_the_rows_and_notes_every_output_lays_out() {
     let base = entries(&records(&["mm", "gone", "broke"], "GPU", 1.0, 3));
     let mut now = records(&["mm", "new"], "GPU", 1.0, 4);
     now.push(records(&["broke"], "GPU", 1.0, 5).remove(0));
-    now[2].rounds[0].measurement = None;
-    now[2].rounds[0].failure = Some(Failure::new(FailureKind::Panic, "boom"));
+    now[2].processes[0].measurement = None;
+    now[2].processes[0].failure = Some(Failure::new(FailureKind::Panic, "boom"));
     let c =
         RunComparison::judge(&now, &base, source(), settings(FailOn::Regressed, false)).unwrap();
     let rows: Vec<SummaryEntry> = now

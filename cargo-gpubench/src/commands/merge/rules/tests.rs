@@ -13,7 +13,7 @@ fn part(run_id: &str, partition: Option<&str>, ids: &[&str], model: Option<&str>
             failure_kind: None,
             record: Some(format!("{}.json", id.replace('/', "_"))),
             duration_s: Some(1.0),
-            rounds: 3,
+            processes: 3,
             device: None,
         })
         .collect();

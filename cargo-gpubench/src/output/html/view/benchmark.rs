@@ -65,17 +65,17 @@ pub(crate) fn benchmark_view(
     view
 }
 
-/// Why the benchmark failed, with the round that failed and what held memory.
+/// Why the benchmark failed, with the process that failed and what held memory.
 fn failure_view(r: &RawRecord) -> Option<FailureView> {
     let f = r.failure()?;
     Some(FailureView {
-        kind: match r.failed_round() {
-            Some(round) if r.rounds.len() > 1 => {
+        kind: match r.failed_process() {
+            Some(process) if r.processes.len() > 1 => {
                 format!(
-                    "{} (in round {} of {})",
+                    "{} (in process {} of {})",
                     f.kind.label(),
-                    round.round,
-                    r.rounds.len()
+                    process.process,
+                    r.processes.len()
                 )
             }
             _ => f.kind.label().to_string(),
@@ -658,7 +658,7 @@ pub(crate) fn config_rows(r: &RawRecord) -> Vec<(String, String)> {
         ),
         (
             "processes".into(),
-            processes_setting(&c.processes, r.rounds.len()),
+            processes_setting(&c.processes, r.processes.len()),
         ),
         (
             if on_cpu {
@@ -675,7 +675,7 @@ pub(crate) fn config_rows(r: &RawRecord) -> Vec<(String, String)> {
 /// Which regime a `--flush-l2` run measures, in words.
 pub(super) const FLUSH_L2_REGIME: &str = "yes: one call per sample after a flush, so the GPU idles between calls and clocks up; this is the cold-cache, rested-GPU figure, often faster than back to back (an 8192³ bf16 matmul on an H200: 1.39 ms here, 1.60–1.64 ms back to back)";
 
-/// The processes that measured the benchmark (`ran`, its record's rounds) with the
+/// The processes that measured the benchmark (`ran`, its record's processes) with the
 /// policy they ran under, in words: `3`, `2 of 3`, `4 (3 to 6: more than 3 only for
 /// device-bound ...)`.
 pub(crate) fn processes_setting(

@@ -1,5 +1,5 @@
-//! The rounds of an `ab` run: each benchmark's processes until it needs no more
-//! (one round is a paired process, or base and head in processes of their own when
+//! The processes of an `ab` run: each benchmark's processes until it needs no more
+//! (one process is a paired process, or base and head in processes of their own when
 //! pairing cannot work or failed for it), the records they add to stored as they
 //! come.
 
@@ -24,36 +24,36 @@ use crate::store::lifecycle::ActiveRun;
 use crate::store::manifest::{BenchStatus, BASE_RECORDS};
 use crate::store::runs::{write_atomic, RunDir};
 use gpubench_analysis::baseline::is_paired;
-use gpubench_analysis::processes::{Bound, DecideRounds, ProcessStats, RoundDecision};
+use gpubench_analysis::processes::{Bound, DecideProcesses, ProcessDecision, ProcessStats};
 use gpubench_analysis::RecordAnalysis;
 use std::sync::atomic::Ordering;
 
 impl Session<'_> {
-    /// Every round of every benchmark of `tracked`, until each is done or Ctrl-C
+    /// Every process of every benchmark of `tracked`, until each is done or Ctrl-C
     /// stops the run, each recorded in `active` as it ends.
-    pub(super) fn rounds(&self, active: &ActiveRun, tracked: &mut [Tracked]) -> Result<()> {
+    pub(super) fn processes(&self, active: &ActiveRun, tracked: &mut [Tracked]) -> Result<()> {
         let run = active.dir();
         let policy = self.opts.processes;
         let mut progress = Progress::new(
             tracked.len() * policy.min as usize,
             self.format == Format::Human,
         );
-        'rounds: for round in 1..=policy.max {
+        'processes: for process in 1..=policy.max {
             for (i, t) in tracked.iter_mut().enumerate() {
                 if t.done {
                     continue;
                 }
                 if self.stop.load(Ordering::SeqCst) {
-                    break 'rounds;
+                    break 'processes;
                 }
                 let name = t.head.qualified();
-                progress.start(&name, round, None);
+                progress.start(&name, process, None);
                 let incoming = run.fresh_incoming(0)?;
                 let (base, head, finished) = self
-                    .measure(t, round, &incoming)
+                    .measure(t, process, &incoming)
                     .with_context(|| format!("failed to run benchmark {name}"))?;
-                // Said once: in the round whose paired process failed.
-                if let Some(u) = t.unpaired.as_ref().filter(|u| u.failed_round == round) {
+                // Said once: in the process whose paired process failed.
+                if let Some(u) = t.unpaired.as_ref().filter(|u| u.failed_process == process) {
                     console::note(format_args!(
                         "{name}: {}; it is judged on separate processes",
                         u.reason
@@ -80,7 +80,10 @@ impl Session<'_> {
                     .as_ref()
                     .and_then(|r| r.failure())
                     .map(|f| f.kind);
-                t.entry.rounds = t.head_record.as_ref().map_or(0, |r| r.rounds.len() as u32);
+                t.entry.processes = t
+                    .head_record
+                    .as_ref()
+                    .map_or(0, |r| r.processes.len() as u32);
                 let word = match t.entry.status {
                     BenchStatus::Passed if !base_passed => "passed (base failed)",
                     BenchStatus::Passed => "passed",
@@ -92,12 +95,12 @@ impl Session<'_> {
                 let more = head_passed
                     && base_passed
                     && !interrupted
-                    && self.another_round(t, round, spent >= self.budget);
+                    && self.another_process(t, process, spent >= self.budget);
                 if !more {
                     t.done = true;
                     // Counted as done: the total shown never shrinks.
-                    progress.skip(policy.min.saturating_sub(round) as usize);
-                } else if round >= policy.min {
+                    progress.skip(policy.min.saturating_sub(process) as usize);
+                } else if process >= policy.min {
                     progress.add(1);
                 }
                 let reason = t
@@ -105,8 +108,8 @@ impl Session<'_> {
                     .as_ref()
                     .and_then(|r| r.failure())
                     .map(|f| f.kind.label());
-                progress.finish_one(&name, round, None, word, reason, seconds);
-                active.round(i, t.entry.clone())?;
+                progress.finish_one(&name, process, None, word, reason, seconds);
+                active.process(i, t.entry.clone())?;
             }
             if tracked.iter().all(|t| t.done) {
                 break;
@@ -116,11 +119,11 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// Whether `t` needs another round after `round`: never before the policy's
+    /// Whether `t` needs another process after `process`: never before the policy's
     /// floor is reached or past its ceiling or the time budget; between them,
     /// while the interval of its change is wider than the policy's target (the
     /// paired ratios' when paired, a run's rule otherwise).
-    fn another_round(&self, t: &Tracked, round: u32, over_budget: bool) -> bool {
+    fn another_process(&self, t: &Tracked, process: u32, over_budget: bool) -> bool {
         let policy = self.opts.processes;
         let Some(head) = &t.head_record else {
             return false;
@@ -128,16 +131,17 @@ impl Session<'_> {
         if !is_paired(head) {
             let stats = ProcessStats::from_groups(&head.primary_groups());
             let host_bound = head.bound() == Bound::Host;
-            return policy.decide(round, &stats, host_bound, over_budget) == RoundDecision::Another;
+            return policy.decide(process, &stats, host_bound, over_budget)
+                == ProcessDecision::Another;
         }
-        if round < policy.min {
+        if process < policy.min {
             return true;
         }
-        if round >= policy.max || over_budget {
+        if process >= policy.max || over_budget {
             return false;
         }
         let ratios: Vec<f64> = head
-            .rounds
+            .processes
             .iter()
             .filter_map(|r| r.pairing.as_ref())
             .map(|p| p.log_ratio)
@@ -167,26 +171,26 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// One round of `t`: a paired process, or base and head in processes of their
-    /// own (base first in odd rounds); `(base, head, how the last process ended)`.
+    /// One process of `t`: a paired process, or base and head in processes of their
+    /// own (base first in odd processes); `(base, head, how the last process ended)`.
     /// A paired process in which a side failed (or that ended before either side
-    /// said) is not the benchmark's result: the round is measured again with each
-    /// side alone, and so is every later round of it (`t.unpaired` says why), so one
+    /// said) is not the benchmark's result: the process is measured again with each
+    /// side alone, and so is every later process of it (`t.unpaired` says why), so one
     /// revision's failure never costs the other its figures.
     pub(super) fn measure(
         &self,
         t: &mut Tracked,
-        round: u32,
+        process: u32,
         incoming: &Path,
     ) -> Result<(Option<Outcome>, Outcome, Finished)> {
         match &self.mode {
             Mode::Paired => {
                 let base = t.base.as_ref().map(|b| b.exe.as_path());
                 if let (Some(base), Some(unpaired)) = (base, &t.unpaired) {
-                    return self.alone(base, &t.head, round, incoming, unpaired);
+                    return self.alone(base, &t.head, process, incoming, unpaired);
                 }
                 let ran = self
-                    .process(&t.head.id, round, incoming)
+                    .process(&t.head.id, process, incoming)
                     .run(base, &t.head.exe);
                 let (ran, base) = match (ran, base) {
                     (Ok(ran), None) => return Ok((ran.base, ran.head, ran.finished)),
@@ -199,12 +203,12 @@ impl Session<'_> {
                 };
                 // Why this process is no result for the benchmark, when it is none.
                 let unpaired = match ran {
-                    Ok(ran) => match unpaired_of(&ran, round, self.base, self.head) {
+                    Ok(ran) => match unpaired_of(&ran, process, self.base, self.head) {
                         None => return Ok((ran.base, ran.head, ran.finished)),
                         Some(unpaired) => unpaired,
                     },
                     Err(PairedRunError::Unpairable { why }) => Unpaired {
-                        failed_round: round,
+                        failed_process: process,
                         failed_side: None,
                         reason: format!(
                             "the two revisions could not share a process ({})",
@@ -214,7 +218,7 @@ impl Session<'_> {
                     },
                     Err(e) => return Err(e.into()),
                 };
-                let measured = self.alone(base, &t.head, round, incoming, &unpaired);
+                let measured = self.alone(base, &t.head, process, incoming, &unpaired);
                 t.unpaired = Some(unpaired);
                 measured
             }
@@ -231,10 +235,10 @@ impl Session<'_> {
                     std::fs::create_dir_all(&dir)
                         .with_context(|| format!("failed to create {}", dir.display()))?;
                     Ok(runner::run_benchmark(
-                        b, round, self.opts, &env, &dir, self.stop,
+                        b, process, self.opts, &env, &dir, self.stop,
                     )?)
                 };
-                let base_first = round % 2 == 1;
+                let base_first = process % 2 == 1;
                 let (base, head) = match &t.base {
                     None => (None, run_one(&t.head, "head")?),
                     Some(b) if base_first => {
@@ -252,17 +256,17 @@ impl Session<'_> {
         }
     }
 
-    /// Round `round` of benchmark `id` in a process of its own, its records under
+    /// Process `process` of benchmark `id` in a process of its own, its records under
     /// `record_dir`.
     fn process<'p>(
         &'p self,
         id: &'p str,
-        round: u32,
+        process: u32,
         record_dir: &'p Path,
     ) -> paired_runner::Process<'p> {
         paired_runner::Process {
             id,
-            round,
+            process,
             opts: self.opts,
             env: self.env,
             record_dir,
@@ -271,14 +275,14 @@ impl Session<'_> {
         }
     }
 
-    /// Round `round` of a benchmark whose pairing failed: each side's library alone in
-    /// a process of its own, the base first in odd rounds (so the order balances over
-    /// rounds, as in a run's `ab` without pairing), each record saying why.
+    /// Process `process` of a benchmark whose pairing failed: each side's library alone in
+    /// a process of its own, the base first in odd processes (so the order balances over
+    /// processes, as in a run's `ab` without pairing), each record saying why.
     fn alone(
         &self,
         base: &Path,
         head: &Benchmark,
-        round: u32,
+        process: u32,
         incoming: &Path,
         unpaired: &Unpaired,
     ) -> Result<(Option<Outcome>, Outcome, Finished)> {
@@ -286,23 +290,25 @@ impl Session<'_> {
             let dir = incoming.join(format!("alone-{}", role.as_str()));
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("failed to create {}", dir.display()))?;
-            let (mut outcome, finished) =
-                match self.process(&head.id, round, &dir).run_alone(role, library) {
-                    Ok(ran) => ran,
-                    // That side's library cannot be used even alone: its failure, not the
-                    // run's.
-                    Err(PairedRunError::Unpairable { why }) => unloadable(&head.id, why, self.opts),
-                    Err(e) => return Err(e.into()),
-                };
+            let (mut outcome, finished) = match self
+                .process(&head.id, process, &dir)
+                .run_alone(role, library)
+            {
+                Ok(ran) => ran,
+                // That side's library cannot be used even alone: its failure, not the
+                // run's.
+                Err(PairedRunError::Unpairable { why }) => unloadable(&head.id, why, self.opts),
+                Err(e) => return Err(e.into()),
+            };
             if let Outcome::Recorded(record) = &mut outcome {
-                for r in &mut record.rounds {
-                    r.round = round;
+                for r in &mut record.processes {
+                    r.process = process;
                     r.unpaired = Some(unpaired.clone());
                 }
             }
             Ok((outcome, finished))
         };
-        let (base, head) = if round % 2 == 1 {
+        let (base, head) = if process % 2 == 1 {
             let base = run_one(Role::Base, base)?;
             (base, run_one(Role::Head, &head.exe)?)
         } else {
@@ -313,7 +319,7 @@ impl Session<'_> {
     }
 }
 
-/// Adds a round's outcome to the record so far, naming `revision`'s commit: both
+/// Adds a process's outcome to the record so far, naming `revision`'s commit: both
 /// sides of a paired process share its environment, so neither can say its own.
 pub(super) fn fold(
     record: &mut Option<RawRecord>,
@@ -327,8 +333,8 @@ pub(super) fn fold(
     match record {
         None => *record = Some(*new),
         Some(so_far) => so_far
-            .append_rounds(*new)
-            .context("failed to add a round to the record")?,
+            .append_processes(*new)
+            .context("failed to add a process to the record")?,
     }
     Ok(())
 }
@@ -338,7 +344,7 @@ pub(super) fn fold(
 /// interrupted, which is no one's failure).
 fn unpaired_of(
     ran: &paired_runner::PairedOutcome,
-    round: u32,
+    process: u32,
     base: &Revision,
     head: &Revision,
 ) -> Option<Unpaired> {
@@ -377,7 +383,7 @@ fn unpaired_of(
         None => format!("the paired process ended before either side said ({what})"),
     };
     Some(Unpaired {
-        failed_round: round,
+        failed_process: process,
         failed_side: role,
         reason,
         error: failure.message.chars().take(4000).collect(),
