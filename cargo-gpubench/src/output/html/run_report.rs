@@ -85,11 +85,15 @@ fn input(run: StoredRun<'_>) -> Result<ReportInput> {
         bench.summary = entry.and_then(|e| e.summary.clone());
         bench.name = entry.map(|e| e.name.clone());
     }
-    // A merged run lists its parts and what it lacks of them.
-    let manifest = RunManifest::read(&run.dir.join(MANIFEST_FILE))
-        .with_context(|| format!("failed to read the manifest of run `{}`", run.id))?;
-    input.parts = manifest.merged_from.iter().map(part_line).collect();
-    input.gaps = manifest.gaps;
+    // A merged run lists its parts and what it lacks of them (a directory rendered
+    // without a manifest, as tests make, has none).
+    let manifest_file = run.dir.join(MANIFEST_FILE);
+    if manifest_file.is_file() {
+        let manifest = RunManifest::read(&manifest_file)
+            .with_context(|| format!("failed to read the manifest of run `{}`", run.id))?;
+        input.parts = manifest.merged_from.iter().map(part_line).collect();
+        input.gaps = manifest.gaps;
+    }
     input.not_run = run
         .entries
         .iter()
