@@ -26,9 +26,15 @@ pub fn split_id(id: &str) -> (&str, Option<&str>) {
     }
 }
 
+/// Stems a run directory keeps for its own files (`manifest.json`,
+/// `comparison.json`): a benchmark with such an id gets the hash too, so its record
+/// never overwrites them.
+const RESERVED_STEMS: [&str; 2] = ["manifest", "comparison"];
+
 /// A file name for a benchmark id that is safe on every file system: characters
-/// outside `[A-Za-z0-9._-]` become `_`, and when anything was replaced a short hash
-/// of the id is appended so `a/b` and `a_b` never share a file.
+/// outside `[A-Za-z0-9._-]` become `_`, and when anything was replaced, or the name
+/// is one a run keeps for its own files, a short hash of the id is appended so `a/b`
+/// and `a_b` never share a file and no record overwrites a run's manifest.
 pub fn file_stem_for_id(id: &str) -> String {
     let mut changed = false;
     let mut stem: String = id
@@ -48,6 +54,9 @@ pub fn file_stem_for_id(id: &str) -> String {
     }
     if stem.len() > 100 {
         stem.truncate(100);
+        changed = true;
+    }
+    if RESERVED_STEMS.contains(&stem.to_ascii_lowercase().as_str()) {
         changed = true;
     }
     if changed {
@@ -77,6 +86,15 @@ mod tests {
         assert!(id_part_problem("a\tb")
             .unwrap()
             .contains("control character"));
+    }
+
+    #[test]
+    fn a_benchmark_named_like_a_runs_own_file_never_takes_its_name() {
+        for id in ["manifest", "comparison", "Manifest"] {
+            let stem = file_stem_for_id(id);
+            assert!(stem.starts_with(id) && stem != id, "{id}: {stem}");
+        }
+        assert_eq!(file_stem_for_id("manifests"), "manifests");
     }
 
     #[test]
