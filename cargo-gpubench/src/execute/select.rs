@@ -4,7 +4,11 @@
 use std::cmp::Ordering;
 use std::path::PathBuf;
 
+use gpubench_analysis::BenchmarkSummary;
 use thiserror::Error;
+
+use crate::store::manifest::ManifestBenchmark;
+use crate::store::references::SummaryEntry;
 
 /// Errors selecting benchmarks.
 #[derive(Debug, Error)]
@@ -46,6 +50,24 @@ impl Benchmark {
     /// `<target>/<id>`, the name `--list` prints.
     pub fn qualified(&self) -> String {
         format!("{}/{}", self.target, self.id)
+    }
+
+    /// How a run's summary lists it: as the run's manifest left it (`entry`), with
+    /// the summary of its record when it has one.
+    pub(crate) fn summary_entry(
+        &self,
+        entry: &ManifestBenchmark,
+        summary: Option<BenchmarkSummary>,
+    ) -> SummaryEntry {
+        SummaryEntry {
+            name: self.qualified(),
+            target: self.target.clone(),
+            id: self.id.clone(),
+            status: entry.status,
+            record: entry.record.clone(),
+            summary,
+            comparison: None,
+        }
     }
 }
 

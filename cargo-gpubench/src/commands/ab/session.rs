@@ -118,14 +118,11 @@ impl Session<'_> {
 
         let entries: Vec<SummaryEntry> = tracked
             .iter()
-            .map(|t| SummaryEntry {
-                name: t.head.qualified(),
-                target: t.head.target.clone(),
-                id: t.head.id.clone(),
-                status: t.entry.status,
-                record: t.entry.record.clone(),
-                summary: t.head_record.as_ref().map(BenchmarkSummary::from_record),
-                comparison: None,
+            .map(|t| {
+                t.head.summary_entry(
+                    &t.entry,
+                    t.head_record.as_ref().map(BenchmarkSummary::from_record),
+                )
             })
             .collect();
         let mut summary = RunSummary::new(

@@ -35,7 +35,6 @@ use crate::store::manifest::{
     BenchStatus, ManifestBenchmark, ManifestExecutable, RunManifest, RunStatus,
     MANIFEST_FORMAT_VERSION,
 };
-use crate::store::references::SummaryEntry;
 use crate::store::runs::{RunDir, RunStore};
 use gpubench_analysis::processes::{DecideProcesses, ProcessDecision};
 
@@ -125,15 +124,7 @@ impl Session<'_> {
             .iter()
             .zip(selected)
             .zip(summaries)
-            .map(|((m, b), summary)| SummaryEntry {
-                name: b.qualified(),
-                target: b.target.clone(),
-                id: b.id.clone(),
-                status: m.status,
-                record: m.record.clone(),
-                summary,
-                comparison: None,
-            })
+            .map(|((m, b), summary)| b.summary_entry(m, summary))
             .collect();
         let mut summary = RunSummary::new(
             run.id.clone(),
