@@ -186,6 +186,12 @@ pub const DEFAULT_NOISE_THRESHOLD: f64 = 0.02;
 /// called none of 1,260 pairs of unchanged runs on a 2-core machine regressed or
 /// improved.
 pub const DEFAULT_CPU_NOISE_THRESHOLD: f64 = 0.10;
+/// Default noise threshold of energy per call (`baseline`'s energy metric): ±3%.
+/// Energy moves with the board's power and temperature more than time does: on the
+/// H200 an 8192² bf16 matmul's 1 s windows spread by 3% within a process (its time by
+/// 0.3%), its processes by 0.6%. Calibrated in `benches/calibration.rs` (its energy
+/// table).
+pub const DEFAULT_ENERGY_NOISE_THRESHOLD: f64 = 0.03;
 /// Default noise threshold of a paired comparison (`cargo gpubench ab`): ±1%, as
 /// criterion's. Pairing cancels the drift between processes that the ±2% is for;
 /// what is left is the per-process ratio's own noise (covered by the spread term)
@@ -260,6 +266,12 @@ pub struct CompareConfig {
     /// it).
     #[serde(default = "default_paired_noise_threshold")]
     pub paired_noise_threshold: f64,
+    /// Noise threshold of energy per call in processes of their own (device-bound
+    /// work; host-bound work's is at least `host_noise_threshold`); default
+    /// [`DEFAULT_ENERGY_NOISE_THRESHOLD`] (also for settings written before it).
+    /// Paired energy ratios are judged on `paired_noise_threshold`.
+    #[serde(default = "default_energy_noise_threshold")]
+    pub energy_noise_threshold: f64,
 }
 
 fn default_cpu_noise_threshold() -> f64 {
@@ -268,6 +280,10 @@ fn default_cpu_noise_threshold() -> f64 {
 
 fn default_paired_noise_threshold() -> f64 {
     DEFAULT_PAIRED_NOISE_THRESHOLD
+}
+
+fn default_energy_noise_threshold() -> f64 {
+    DEFAULT_ENERGY_NOISE_THRESHOLD
 }
 
 impl Default for CompareConfig {
@@ -282,6 +298,7 @@ impl Default for CompareConfig {
             host_noise_threshold: DEFAULT_HOST_NOISE_THRESHOLD,
             cpu_noise_threshold: DEFAULT_CPU_NOISE_THRESHOLD,
             paired_noise_threshold: DEFAULT_PAIRED_NOISE_THRESHOLD,
+            energy_noise_threshold: DEFAULT_ENERGY_NOISE_THRESHOLD,
         }
     }
 }
@@ -302,6 +319,8 @@ impl CompareConfig {
             "CPU noise threshold must be a finite number of at least 0"
         } else if !(self.paired_noise_threshold.is_finite() && self.paired_noise_threshold >= 0.0) {
             "paired noise threshold must be a finite number of at least 0"
+        } else if !(self.energy_noise_threshold.is_finite() && self.energy_noise_threshold >= 0.0) {
+            "energy noise threshold must be a finite number of at least 0"
         } else if self.resamples == 0 {
             "resamples must be at least 1"
         } else if !(self.spread_multiple.is_finite() && self.spread_multiple >= 0.0) {

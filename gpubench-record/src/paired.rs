@@ -176,4 +176,8 @@ pub struct Pairing {
     /// `ln(head / base)` of kernel time, when both sides measured it here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_log_ratio: Option<f64>,
+    /// `ln(head / base)` of energy per call, median over alternated window blocks,
+    /// when both sides measured energy here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_log_ratio: Option<f64>,
 }

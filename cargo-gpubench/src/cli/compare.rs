@@ -10,8 +10,8 @@ use clap::{ArgAction, Args, ValueEnum};
 use gpubench_analysis::baseline::validate_name;
 use gpubench_analysis::baseline::{AllowMissing, AllowWord, Gate, Metric};
 use gpubench_analysis::compare::{
-    DEFAULT_CPU_NOISE_THRESHOLD, DEFAULT_HOST_NOISE_THRESHOLD, DEFAULT_NOISE_THRESHOLD,
-    DEFAULT_SIGNIFICANCE,
+    DEFAULT_CPU_NOISE_THRESHOLD, DEFAULT_ENERGY_NOISE_THRESHOLD, DEFAULT_HOST_NOISE_THRESHOLD,
+    DEFAULT_NOISE_THRESHOLD, DEFAULT_SIGNIFICANCE,
 };
 use gpubench_analysis::{CompareConfig, FailOn};
 
@@ -212,6 +212,20 @@ pub struct VerdictArgs {
     )]
     pub cpu_noise_threshold: f64,
 
+    /// Noise threshold of energy per call (`--gate-on energy`, judged by default where
+    /// both sides measured it): energy moves with the board's power and temperature
+    /// more than time does (on an H200 a matmul's 1 s windows spread by 3%, its time by
+    /// 0.3%), so smaller changes of it are no change. Host-bound work's energy is
+    /// judged on --host-noise-threshold; `ab`'s paired ratios on its paired threshold.
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        env = "GPUBENCH_ENERGY_NOISE_THRESHOLD",
+        default_value_t = DEFAULT_ENERGY_NOISE_THRESHOLD,
+        value_parser = parse_noise_threshold
+    )]
+    pub energy_noise_threshold: f64,
+
     /// Compare with a baseline recorded on another device model (otherwise such
     /// benchmarks are listed as not compared, naming both devices).
     #[arg(
@@ -250,8 +264,10 @@ pub struct VerdictArgs {
     /// time, else synced wall time), `kernel` (kernel time), `counters` (kernels,
     /// copies, syncs and allocations per call), `memory` (peak allocated and reserved
     /// bytes, and bytes held per call), `host` (host-dispatch time per call, judged
-    /// on --host-noise-threshold; judged only when named here) [default:
-    /// time,kernel,counters,memory, each where either side measured it].
+    /// on --host-noise-threshold; judged only when named here), `energy` (joules per
+    /// call from the GPU's energy counter, judged on --energy-noise-threshold)
+    /// [default: time,kernel,counters,memory,energy, each where either side measured
+    /// it].
     /// Launch-bound work is best gated on `kernel,counters`: its time rests on the
     /// host. A metric named here that a side did not measure is missing evidence.
     #[arg(
@@ -326,6 +342,7 @@ impl VerdictArgs {
             noise_threshold: self.noise_threshold,
             host_noise_threshold: self.host_noise_threshold,
             cpu_noise_threshold: self.cpu_noise_threshold,
+            energy_noise_threshold: self.energy_noise_threshold,
             ..CompareConfig::default()
         }
     }

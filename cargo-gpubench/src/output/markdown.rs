@@ -171,10 +171,24 @@ impl MarkdownSummary<'_> {
                 } else {
                     String::new()
                 };
+                // Energy's threshold where a benchmark was judged on it.
+                let energy = if c
+                    .set
+                    .comparisons
+                    .iter()
+                    .any(|b| b.verdict_of(Metric::Energy).is_some())
+                {
+                    format!(
+                        ", energy ±{}",
+                        plain_percent(s.config.energy_noise_threshold)
+                    )
+                } else {
+                    String::new()
+                };
                 // Paired verdicts (`ab`) have a threshold of their own.
                 let noise = words::paired_threshold_text(c).unwrap_or_else(|| {
                     format!(
-                        "noise threshold ±{} (host-bound ±{}{cpu})",
+                        "noise threshold ±{} (host-bound ±{}{cpu}{energy})",
                         plain_percent(s.config.noise_threshold),
                         plain_percent(s.config.host_noise_threshold)
                     )

@@ -13,7 +13,7 @@ use crate::record_analysis::RecordAnalysis;
 use crate::stats::BootstrapConfig;
 use gpubench_record::estimate::Estimate;
 use gpubench_record::kernels::{Counters, KernelStat};
-use gpubench_record::measurement::TimeKind;
+use gpubench_record::measurement::{Measurement, TimeKind};
 use gpubench_record::measurement::{MeasurementConfig, RunMode};
 use gpubench_record::record::{Fingerprint, RawRecord};
 
@@ -185,6 +185,16 @@ pub struct ProcessSamples {
     /// says when the two sides ran at clearly different clocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sm_clock_mhz: Option<Vec<u32>>,
+    /// How many of those samples read the board's power limit holding the clock down
+    /// (absent: none, or the GPU was not read): a comparison says when one side ran
+    /// power-capped and the other did not.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub power_capped_samples: usize,
+    /// Energy per call of each of the process's energy windows, J, when it measured
+    /// energy (absent on the CPU, without the GPU's energy counter, and in files from
+    /// before energy verdicts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_j: Option<Vec<f64>>,
     /// Peak memory and growth per call, where the device has an allocator (absent on
     /// the CPU and in files from before memory verdicts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -202,9 +212,9 @@ impl ProcessSamples {
         }
     }
 
-    /// Whether every time is finite and non-negative.
+    /// Whether every time (and energy) is finite and non-negative.
     fn all_valid(&self) -> bool {
-        let optional_valid = [&self.device_ns, &self.kernel_ns]
+        let optional_valid = [&self.device_ns, &self.kernel_ns, &self.energy_j]
             .into_iter()
             .all(|x| x.as_deref().is_none_or(valid_times));
         optional_valid && valid_times(&self.wall_ns) && valid_times(&self.host_ns)
@@ -297,6 +307,48 @@ fn valid_times(xs: &[f64]) -> bool {
     xs.iter().all(|x| x.is_finite() && *x >= 0.0)
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The energy per call of each window of each of `record`'s measured processes, J,
+/// one group per process; `None` unless every one measured energy.
+pub fn energy_groups(record: &RawRecord) -> Option<Vec<Vec<f64>>> {
+    let groups: Option<Vec<Vec<f64>>> = record
+        .measurements()
+        .filter(|m| !m.samples.is_empty())
+        .map(process_energy)
+        .collect();
+    groups.filter(|g| !g.is_empty())
+}
+
+/// A process's energy per call of each window, J, when it has windows.
+fn process_energy(m: &Measurement) -> Option<Vec<f64>> {
+    m.energy
+        .as_ref()
+        .map(|e| e.joules_per_call())
+        .filter(|j| !j.is_empty())
+}
+
+/// The kept samples of `m` read while the power limit held the clock down.
+fn power_capped_samples(m: &Measurement) -> usize {
+    m.kept_samples()
+        .filter(|s| s.clock.is_some_and(|c| c.power_capped))
+        .count()
+}
+
+/// The share of `record`'s kept samples that ran power-capped, over every measured
+/// process, when the GPU was read after each of them.
+pub fn power_capped_share(record: &RawRecord) -> Option<f64> {
+    let measured: Vec<&Measurement> = record.measurements().collect();
+    let read: usize = measured
+        .iter()
+        .map(|m| m.sm_clocks_mhz().map_or(0, |c| c.len()))
+        .sum();
+    let capped: usize = measured.iter().map(|m| power_capped_samples(m)).sum();
+    (read > 0).then(|| capped as f64 / read as f64)
+}
+
 impl BaselineEntry {
     /// The entry for a measured record, samples rounded as the module docs say.
     pub fn from_record(record: &RawRecord) -> Result<Self, NotSaved> {
@@ -321,6 +373,8 @@ impl BaselineEntry {
                 device_ns: device.then(|| round(m.device_per_iter().unwrap_or_default())),
                 kernel_ns: kernel_timed.then(|| round(m.per_iter(TimeKind::Kernel))),
                 sm_clock_mhz: m.sm_clocks_mhz(),
+                power_capped_samples: power_capped_samples(m),
+                energy_j: process_energy(m).map(round),
                 memory: ProcessMemory::of(m),
             })
             .collect();
@@ -390,6 +444,26 @@ impl BaselineEntry {
             .map(|p| p.sm_clock_mhz.clone())
             .collect();
         gpubench_record::telemetry::mean_clock_mhz(&groups?)
+    }
+
+    /// The share of its samples that ran power-capped, when every process read the
+    /// GPU's clock: as [`power_capped_share`].
+    pub fn power_capped_share(&self) -> Option<f64> {
+        let read: Option<usize> = self
+            .processes
+            .iter()
+            .map(|p| p.sm_clock_mhz.as_ref().map(Vec::len))
+            .sum();
+        let capped: usize = self.processes.iter().map(|p| p.power_capped_samples).sum();
+        read.filter(|&n| n > 0).map(|n| capped as f64 / n as f64)
+    }
+
+    /// The energy per call of each window, J, one group per process, when every
+    /// process measured energy: as [`energy_groups`].
+    pub fn energy_groups(&self) -> Option<Vec<Vec<f64>>> {
+        let groups: Option<Vec<Vec<f64>>> =
+            self.processes.iter().map(|p| p.energy_j.clone()).collect();
+        groups.filter(|g| !g.is_empty() && g.iter().all(|p| !p.is_empty()))
     }
 
     /// The times of timer `kind`, one group per process (empty where absent).

@@ -53,9 +53,14 @@ pub struct OtherSettings {
     pub differences: Vec<String>,
 }
 
+/// A side ran power-capped when at least this share of its samples read the board's
+/// power limit holding the clock down: its time (and energy) was set by power.
+pub const POWER_CAPPED_SHARE: f64 = 0.5;
+
 /// A benchmark whose two sides ran at clearly different SM clocks (mean over their
-/// samples; see [`gpubench_record::telemetry::CLOCK_DIFFERENCE_FRACTION`]): a change may be the
-/// clock's, not the code's.
+/// samples; see [`gpubench_record::telemetry::CLOCK_DIFFERENCE_FRACTION`]), or of which
+/// one side ran power-capped and the other did not ([`POWER_CAPPED_SHARE`]): a change
+/// of its time or energy may be the clock's or the power limit's, not the code's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OtherClocks {
     /// The benchmark id.
@@ -64,15 +69,38 @@ pub struct OtherClocks {
     pub baseline_mhz: f64,
     /// This run's mean SM clock, MHz.
     pub current_mhz: f64,
+    /// The share of each side's samples that ran power-capped, when one side ran
+    /// power-capped and the other did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_capped: Option<PowerCappedSides>,
+}
+
+/// The share of each side's samples that ran power-capped (0.97: 97%).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PowerCappedSides {
+    /// The baseline's share.
+    pub baseline_share: f64,
+    /// This run's share.
+    pub current_share: f64,
 }
 
 impl OtherClocks {
-    /// In words: `1410 MHz here, 1980 MHz in the baseline`.
+    /// In words: `the GPU ran at 1410 MHz here, 1980 MHz in the baseline (mean SM
+    /// clock)`, then, when one side ran power-capped, `; power-capped in 97% of
+    /// samples here, 0% in the baseline`.
     pub fn describe(&self) -> String {
-        format!(
+        let mut text = format!(
             "the GPU ran at {:.0} MHz here, {:.0} MHz in the baseline (mean SM clock)",
             self.current_mhz, self.baseline_mhz
-        )
+        );
+        if let Some(p) = self.power_capped {
+            text.push_str(&format!(
+                "; power-capped in {:.0}% of samples here, {:.0}% in the baseline",
+                p.current_share * 100.0,
+                p.baseline_share * 100.0
+            ));
+        }
+        text
     }
 }
 
@@ -534,11 +562,22 @@ fn comparability<'a>(
         });
     }
     if let (Some(was), Some(now)) = (entry.mean_sm_clock_mhz(), record.mean_sm_clock_mhz()) {
-        if gpubench_record::telemetry::clearly_different_clocks(was, now) {
+        let power_capped = match (entry.power_capped_share(), power_capped_share(record)) {
+            (Some(b), Some(c)) if (b >= POWER_CAPPED_SHARE) != (c >= POWER_CAPPED_SHARE) => {
+                Some(PowerCappedSides {
+                    baseline_share: b,
+                    current_share: c,
+                })
+            }
+            _ => None,
+        };
+        if gpubench_record::telemetry::clearly_different_clocks(was, now) || power_capped.is_some()
+        {
             set.other_clocks.push(OtherClocks {
                 id: record.id.clone(),
                 baseline_mhz: was,
                 current_mhz: now,
+                power_capped,
             });
         }
     }
@@ -608,6 +647,63 @@ fn judge_metric(metric: Metric, sides: &Sides, config: &CompareConfig) -> Option
         Metric::Counters => Some(judge_counters(sides)),
         Metric::Memory => Some(judge_memory(sides)),
         Metric::Host => Some(judge_host(sides, config)),
+        Metric::Energy => Some(judge_energy(sides, config)),
+    }
+}
+
+/// Why the run has no energy per call, as its harness said.
+fn energy_unavailable(record: &RawRecord) -> String {
+    record
+        .measurements()
+        .find_map(|m| m.energy_unavailable.clone())
+        .unwrap_or_else(|| "a process measured no energy window".to_string())
+}
+
+/// Energy per call: each process's windows' joules per call, judged process by
+/// process like time on [`CompareConfig::energy_noise_threshold`]. Host-bound work's
+/// energy holds the GPU's power while it waits for the host, which moves with the
+/// host's dispatch speed, so it is judged on the host rule.
+fn judge_energy(sides: &Sides, config: &CompareConfig) -> MetricVerdict {
+    let record = sides.record;
+    let gap = |missing_on, reason: String| {
+        MetricVerdict::missing(Metric::Energy, MetricGap::new(missing_on, reason))
+    };
+    match (sides.entry.energy_groups(), energy_groups(record)) {
+        (Some(was), Some(now)) => {
+            let bound = match sides.bound {
+                Bound::Device => Bound::Device,
+                Bound::Host | Bound::Cpu => Bound::Host,
+            };
+            let config = CompareConfig {
+                noise_threshold: config.noise_threshold.max(config.energy_noise_threshold),
+                ..*config
+            };
+            match compare_processes(&was, &now, bound, &config) {
+                Ok(c) => MetricVerdict::judged(Metric::Energy, Judged::Timed(Box::new(c))),
+                Err(e) => gap(
+                    MissingOn::Current,
+                    format!("its energy per call could not be compared: {e}"),
+                ),
+            }
+        }
+        (Some(_), None) => gap(
+            MissingOn::Current,
+            format!("this run has no energy: {}", energy_unavailable(record)),
+        ),
+        (None, Some(_)) => gap(
+            MissingOn::Baseline,
+            "the baseline has no energy: saved where it was not measured (a CPU, a GPU \
+             without an energy counter, or a gpubench from before energy verdicts): save \
+             the baseline again where it is measured"
+                .to_string(),
+        ),
+        (None, None) => gap(
+            MissingOn::Both,
+            format!(
+                "neither side measured energy: {}",
+                energy_unavailable(record)
+            ),
+        ),
     }
 }
 

@@ -1,6 +1,6 @@
 //! A head judged against its base measured in the same processes (`cargo gpubench
-//! ab`): what [`compare_with_baseline`] makes of the two sides, with the time and
-//! kernel-time verdicts resting on the per-process ratios of their pairings
+//! ab`): what [`compare_with_baseline`] makes of the two sides, with the time,
+//! kernel-time and energy verdicts resting on the per-process ratios of their pairings
 //! ([`crate::compare::compare_paired`]) instead of on two sets of processes.
 
 use super::*;
@@ -84,6 +84,19 @@ pub fn compare_paired_records(
             });
         if let (Some(ratios), Some(k)) = (kernel_ratios, kernel) {
             **k = paired(&ratios, k, &options.config)?;
+        }
+        // Energy from the ratios of the sides' alternated windows when every process
+        // has one; else the two sets of windows stand, judged unpaired.
+        let energy_ratios: Option<Vec<f64>> = pairings.iter().map(|p| p.energy_log_ratio).collect();
+        let energy = metrics
+            .iter_mut()
+            .filter(|v| v.metric == Metric::Energy)
+            .find_map(|v| match &mut v.judged {
+                Some(Judged::Timed(e)) => Some(e),
+                _ => None,
+            });
+        if let (Some(ratios), Some(e)) = (energy_ratios, energy) {
+            **e = paired(&ratios, e, &options.config)?;
         }
     }
     Ok(set)
@@ -192,6 +205,7 @@ mod tests {
                 blocks: 12,
                 log_ratio: factor.ln(),
                 kernel_log_ratio: None,
+                energy_log_ratio: None,
             };
             b.pairing = Some(pairing(Role::Base));
             h.pairing = Some(pairing(Role::Head));

@@ -206,6 +206,7 @@ pub fn pairing(
         blocks,
         log_ratio,
         kernel_log_ratio,
+        energy_log_ratio: None,
     };
     Some((of(Role::Base), of(Role::Head)))
 }

@@ -1,8 +1,8 @@
 //! Each metric's verdict on one benchmark, in words every output shows: the one
 //! place that reads a comparison's per-metric fields (time, kernel time, counters,
-//! memory), so a metric added to the judge is shown by adding it here.
+//! memory, host time, energy), so a metric added to the judge is shown by adding it here.
 
-use gpubench_analysis::baseline::{ComparisonOutcome, Judged, Judgement, Metric};
+use gpubench_analysis::baseline::{ComparisonOutcome, Judged, Judgement, Metric, Unit};
 use gpubench_analysis::kernels::{CounterChange, KernelChange};
 use gpubench_analysis::memory::MemoryComparison;
 use gpubench_analysis::{Comparison, Verdict};
@@ -107,7 +107,15 @@ pub(crate) fn verdict(outcome: &ComparisonOutcome, metric: Metric) -> Option<Met
     let statistical = |c: &Comparison| MetricView {
         metric,
         verdict: c.verdict,
-        change: Some(change_text(&c.change)),
+        change: Some(match metric.spec().unit {
+            // Energy has no figure of its own elsewhere in a table: its value leads.
+            Unit::Joules => format!(
+                "{}, {}",
+                super::notes::joules_text(c.current_estimate),
+                change_text(&c.change)
+            ),
+            _ => change_text(&c.change),
+        }),
         words: verdict_text(c),
         detail: None,
         changes: Vec::new(),

@@ -346,7 +346,7 @@ fn peak_text(p: &PeakShare) -> String {
 }
 
 /// `1.16 J`, `1.5 mJ`, `12.0 µJ`.
-fn joules_text(j: f64) -> String {
+pub(crate) fn joules_text(j: f64) -> String {
     if j >= 1.0 {
         format!("{j:.2} J")
     } else if j >= 1e-3 {

@@ -11,7 +11,7 @@ use crate::output::html::view::common::{
     time_label, BenchmarkView, ColdRow, FailureView, Figures, MeasuredFacts, NaiveRow, PageCharts,
 };
 use crate::output::html::view::plots::{comparison_chart, fill_charts};
-use gpubench_analysis::baseline::Metric;
+use gpubench_analysis::baseline::{Metric, Unit};
 use gpubench_analysis::compare::SPREAD_MULTIPLE;
 use gpubench_analysis::processes::{Bound, EstimateBasis};
 use gpubench_analysis::BenchmarkSummary;
@@ -296,15 +296,26 @@ fn timed_metric_facts(b: &ReportBenchmark) -> Vec<Fact> {
         .filter(|&m| m != Metric::Kernel)
         .filter_map(|m| {
             let c = outcome.judged(m)?.timed()?;
+            let change = format::percent_change(c.change.point);
             Some(fact(
                 &format!("{} vs baseline", m.label()),
-                format::percent_change(c.change.point),
+                match m.spec().unit {
+                    Unit::Joules => format!(
+                        "{change} ({} per call)",
+                        crate::output::view::notes::joules_text(c.current_estimate)
+                    ),
+                    _ => change,
+                },
                 format!(
                     "{:.0}% interval {}; {} against {} in the baseline",
                     c.change.confidence * 100.0,
                     format::percent_interval(c.change.lower, c.change.upper),
                     c.verdict.label(),
-                    format::duration(c.baseline_estimate)
+                    match m.spec().unit {
+                        Unit::Joules =>
+                            crate::output::view::notes::joules_text(c.baseline_estimate),
+                        _ => format::duration(c.baseline_estimate),
+                    }
                 ),
             ))
         })
