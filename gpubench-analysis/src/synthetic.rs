@@ -11,6 +11,7 @@
 
 use rand::Rng;
 
+use gpubench_record::energy::{EnergyMeasurement, EnergyWindow};
 use gpubench_record::id::split_id;
 use gpubench_record::kernels::{table, ActivityKind, Counters, KernelMeasurement, KernelMethod};
 use gpubench_record::measurement::ProcessPolicy;
@@ -296,6 +297,78 @@ impl SyntheticKernels {
 }
 
 /// A standard normal draw (Box–Muller).
+/// Energy per call as the harness records it: each process's windows around a
+/// process level drawn log-normally about `joules`, each window log-normally about
+/// its process's level. The H200's 8192² bf16 matmul ([`SyntheticEnergy::h200_matmul`]):
+/// 1.17 J, processes 0.6% apart, windows 3%.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SyntheticEnergy {
+    /// The centre of energy per call, J.
+    pub joules: f64,
+    /// Standard deviation of the log of a process's level.
+    pub process_sigma: f64,
+    /// Standard deviation of the log of a window around its process's level.
+    pub window_sigma: f64,
+    /// Windows per process.
+    pub windows: usize,
+}
+
+impl SyntheticEnergy {
+    /// The H200's 8192² bf16 matmul, three 1 s windows a process (the harness's).
+    pub fn h200_matmul() -> Self {
+        SyntheticEnergy {
+            joules: 1.17,
+            process_sigma: 0.006,
+            window_sigma: 0.03,
+            windows: 3,
+        }
+    }
+
+    /// The same with `factor` times the energy per call.
+    pub fn scaled(&self, factor: f64) -> Self {
+        SyntheticEnergy {
+            joules: self.joules * factor,
+            ..*self
+        }
+    }
+
+    /// One process's energy per call of each window, J.
+    pub fn process<R: Rng>(&self, rng: &mut R) -> Vec<f64> {
+        let level = self.joules * (self.process_sigma * standard_normal(rng)).exp();
+        (0..self.windows)
+            .map(|_| level * (self.window_sigma * standard_normal(rng)).exp())
+            .collect()
+    }
+
+    /// Gives every measured process of `record` its energy windows, as a 1 s window
+    /// of back-to-back calls counted over 0.9 s of counter steps would read.
+    pub fn plant<R: Rng>(&self, record: &mut RawRecord, rng: &mut R) {
+        for m in record
+            .processes
+            .iter_mut()
+            .filter_map(|p| p.measurement.as_mut())
+        {
+            let (calls, synced_s, counted_s) = (860, 1.0, 0.9);
+            m.energy_unavailable = None;
+            m.energy = Some(EnergyMeasurement {
+                windows: self
+                    .process(rng)
+                    .into_iter()
+                    .map(|j| EnergyWindow {
+                        calls,
+                        synced_s,
+                        counted_s,
+                        steps: 9,
+                        energy_j: j * calls as f64 * counted_s / synced_s,
+                    })
+                    .collect(),
+                idle_w: Some(83.0),
+                idle_unavailable: None,
+            });
+        }
+    }
+}
+
 fn standard_normal<R: Rng>(rng: &mut R) -> f64 {
     // 1 - u lies in (0, 1], so the logarithm is finite.
     let u1 = 1.0 - rng.gen::<f64>();

@@ -18,6 +18,8 @@
 //! before processes were kept apart) is read as one process; a comparison with it is
 //! ambiguous until it is saved again.
 
+#[cfg(test)]
+mod energy_tests;
 mod file;
 mod gate;
 mod judge;

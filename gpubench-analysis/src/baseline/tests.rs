@@ -1017,7 +1017,7 @@ fn a_stored_comparison_keeps_one_field_per_metric_and_reads_back_as_it_was() {
     // A gate's flags, one per metric judged by default, as settings have stored them.
     assert_eq!(
         serde_json::to_string(&Gate::default()).unwrap(),
-        r#"{"time":true,"kernel":true,"counters":true,"memory":true,"explicit":false}"#
+        r#"{"time":true,"kernel":true,"counters":true,"memory":true,"energy":true,"explicit":false}"#
     );
     let old: Gate =
         serde_json::from_str(r#"{"time":true,"kernel":false,"counters":true}"#).unwrap();
@@ -1091,7 +1091,7 @@ fn host_time_is_judged_and_gated_only_when_a_gate_names_it() {
     let stored = serde_json::to_string(&gate).unwrap();
     assert_eq!(
         stored,
-        r#"{"time":true,"kernel":false,"counters":false,"memory":false,"host":true,"explicit":true}"#
+        r#"{"time":true,"kernel":false,"counters":false,"memory":false,"host":true,"energy":false,"explicit":true}"#
     );
     assert_eq!(serde_json::from_str::<Gate>(&stored).unwrap(), gate);
 }
