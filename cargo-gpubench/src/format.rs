@@ -63,6 +63,17 @@ pub(crate) fn duration(ns: f64) -> String {
     format_ns(ns)
 }
 
+/// Energy, e.g. `1.16 J`, `1.5 mJ`, `12.0 µJ`.
+pub(crate) fn joules(j: f64) -> String {
+    if j >= 1.0 {
+        format!("{j:.2} J")
+    } else if j >= 1e-3 {
+        format!("{:.1} mJ", j * 1e3)
+    } else {
+        format!("{:.1} µJ", j * 1e6)
+    }
+}
+
 /// An interval without its point, e.g. `16.05 – 16.20 ms`: one unit when both bounds
 /// print in the point's, else each bound with its own (`999.0 µs – 1.010 ms`), so a
 /// bound is never read in a unit it is not in.

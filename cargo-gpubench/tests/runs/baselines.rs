@@ -133,8 +133,9 @@ fn a_saved_main_baseline_is_compared_by_default_and_a_regression_exits_4() {
         ran.stdout
     );
     assert!(
-        ran.stdout
-            .contains("no regression (--fail-on regressed --gate-on time,kernel,counters,memory)"),
+        ran.stdout.contains(
+            "no regression (--fail-on regressed --gate-on time,kernel,counters,memory,energy)"
+        ),
         "{}",
         ran.stdout
     );
@@ -146,7 +147,7 @@ fn a_saved_main_baseline_is_compared_by_default_and_a_regression_exits_4() {
     assert!(mm.contains("regressed") && mm.contains("+29.8%"), "{mm}");
     assert!(
         ran.stdout
-            .contains("regression found (--fail-on regressed --gate-on time,kernel,counters,memory): fake/mm/64 (time regressed) (exit code 4)"),
+            .contains("regression found (--fail-on regressed --gate-on time,kernel,counters,memory,energy): fake/mm/64 (time regressed) (exit code 4)"),
         "{}",
         ran.stdout
     );
@@ -209,7 +210,7 @@ fn a_failed_benchmark_wins_over_a_regression_and_both_are_reported() {
         "{md}"
     );
     assert!(
-        md.contains("**Result: 1 benchmark failed** (exit code 1); a regression was also found: `fake/mm/64` (time regressed) (`--fail-on regressed --gate-on time,kernel,counters,memory`)."),
+        md.contains("**Result: 1 benchmark failed** (exit code 1); a regression was also found: `fake/mm/64` (time regressed) (`--fail-on regressed --gate-on time,kernel,counters,memory,energy`)."),
         "{md}"
     );
 }
@@ -548,7 +549,7 @@ fn compare_judges_stored_baselines_and_runs_by_name() {
     insta::assert_snapshot!(ran.stdout, @"
     ### cargo gpubench: baseline `pr-7` against baseline `main`
 
-    **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters,memory`, significance 0.05, noise threshold ±2% (host-bound ±50%)
+    **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters,memory,energy`, significance 0.05, noise threshold ±2% (host-bound ±50%)
 
     | Benchmark | Baseline | Current | Change [90% CI] | Processes (pooled spread) | Verdict |
     | :-- | --: | --: | --: | --: | :-- |
@@ -557,7 +558,7 @@ fn compare_judges_stored_baselines_and_runs_by_name() {
 
     **Verdicts:** 1 regressed, 1 no change.
 
-    **Result: regression found** (exit code 4): `mm/64` (time regressed) (`--fail-on regressed --gate-on time,kernel,counters,memory`).
+    **Result: regression found** (exit code 4): `mm/64` (time regressed) (`--fail-on regressed --gate-on time,kernel,counters,memory,energy`).
     ");
 
     // A run against a baseline, by `latest`, by id and by path.

@@ -5,7 +5,7 @@ use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
 use super::*;
-use crate::compare::Verdict;
+use crate::compare::{Comparison, Verdict};
 use crate::synthetic::{GpuLikeSamples, ProcessShift, SyntheticEnergy};
 use gpubench_record::measurement::{Flag, SampleClock};
 use gpubench_record::paired::Pairing;
@@ -257,19 +257,18 @@ fn ab_judges_energy_on_the_paired_ratios_when_every_process_has_one() {
     let mut head = record(Some(1.025), 14);
     let spread = [0.012, -0.015, 0.004, -0.008, 0.011];
     let ratios: Vec<Option<f64>> = spread.iter().map(|w| Some(1.1f64.ln() + w)).collect();
-    pair(&mut base, &mut head, &ratios);
-    let options = BaselineCompareOptions::default();
-    let set = compare_paired_records(
-        std::slice::from_ref(&base),
-        std::slice::from_ref(&head),
-        &options,
-    )
-    .unwrap();
-    let e = set.comparisons[0]
-        .outcome
-        .judged(Metric::Energy)
-        .and_then(Judged::timed)
+    let energy = |base: &RawRecord, head: &RawRecord| -> Comparison {
+        let set = compare_paired_records(
+            std::slice::from_ref(base),
+            std::slice::from_ref(head),
+            &BaselineCompareOptions::default(),
+        )
         .unwrap();
+        let judged = set.comparisons[0].outcome.judged(Metric::Energy);
+        judged.and_then(Judged::timed).unwrap().clone()
+    };
+    pair(&mut base, &mut head, &ratios);
+    let e = energy(&base, &head);
     assert!(e.paired, "{e:?}");
     assert_eq!(e.verdict, Verdict::Regressed, "{e:?}");
     assert!((e.change.point - 0.1).abs() < 0.01, "{e:?}");
@@ -278,17 +277,7 @@ fn ab_judges_energy_on_the_paired_ratios_when_every_process_has_one() {
     let mut ratios = ratios;
     ratios[2] = None;
     pair(&mut base, &mut head, &ratios);
-    let set = compare_paired_records(
-        std::slice::from_ref(&base),
-        std::slice::from_ref(&head),
-        &options,
-    )
-    .unwrap();
-    let e = set.comparisons[0]
-        .outcome
-        .judged(Metric::Energy)
-        .and_then(Judged::timed)
-        .unwrap();
+    let e = energy(&base, &head);
     assert!(!e.paired, "{e:?}");
     assert_ne!(e.verdict, Verdict::Regressed, "{e:?}");
 }

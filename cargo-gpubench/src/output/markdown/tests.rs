@@ -133,7 +133,7 @@ fn a_regression_with_a_failure_new_and_missing_benchmarks() {
 
     Charts and every figure: [the HTML report](https://ci.example.com/runs/7/artifacts/report%20%28html%29/index.html).
 
-    **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters,memory`, significance 0.05, noise threshold ±2% (host-bound ±50%)
+    **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters,memory,energy`, significance 0.05, noise threshold ±2% (host-bound ±50%)
 
     | Benchmark | Baseline | Current | Change [90% CI] | Processes (pooled spread) | Verdict |
     | :-- | --: | --: | --: | --: | :-- |
@@ -155,7 +155,7 @@ fn a_regression_with_a_failure_new_and_missing_benchmarks() {
 
     - `gone`: gone: the judged side has no \`gone\` and does not say why (not selected, or gone?); if on purpose, delete /ws/gpubench/baselines/main/gone.json from the baseline
 
-    **Result: 1 benchmark failed** (exit code 1); a regression was also found: `matmul/mm_f32/4096` (time regressed), `gone` (gone) (`--fail-on regressed --gate-on time,kernel,counters,memory`).
+    **Result: 1 benchmark failed** (exit code 1); a regression was also found: `matmul/mm_f32/4096` (time regressed), `gone` (gone) (`--fail-on regressed --gate-on time,kernel,counters,memory,energy`).
     ");
 }
 
@@ -188,7 +188,7 @@ fn a_clean_run_and_a_run_without_a_baseline() {
     insta::assert_snapshot!(md, @"
     ### cargo gpubench: run `r`
 
-    **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200; the default) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters,memory`, significance 0.05, noise threshold ±2% (host-bound ±50%)
+    **Device:** NVIDIA H200 (`cuda:0`) · **Baseline:** `main` (NVIDIA H200; the default) · **Gate:** `--fail-on regressed --gate-on time,kernel,counters,memory,energy`, significance 0.05, noise threshold ±2% (host-bound ±50%)
 
     | Benchmark | Baseline | Current | Change [90% CI] | Processes (pooled spread) | Verdict |
     | :-- | --: | --: | --: | --: | :-- |
@@ -196,7 +196,7 @@ fn a_clean_run_and_a_run_without_a_baseline() {
 
     **Verdicts:** 1 no change.
 
-    **Result: no regression** (exit code 0, `--fail-on regressed --gate-on time,kernel,counters,memory`).
+    **Result: no regression** (exit code 0, `--fail-on regressed --gate-on time,kernel,counters,memory,energy`).
     ");
     let md = MarkdownSummary {
         subject: "run `r`",

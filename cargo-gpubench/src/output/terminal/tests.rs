@@ -147,7 +147,7 @@ fn kernel_columns_verdicts_and_gpu_changes_in_the_terminal() {
         "{closing}"
     );
     assert!(
-        closing.contains("regression found (--fail-on regressed --gate-on time,kernel,counters,memory): suite/matmul/4096 (counters: +1 kernel per call) (exit code 4)"),
+        closing.contains("regression found (--fail-on regressed --gate-on time,kernel,counters,memory,energy): suite/matmul/4096 (counters: +1 kernel per call) (exit code 4)"),
         "{closing}"
     );
 
@@ -506,7 +506,7 @@ suite/fast: time improved -20.0% [-20.4%, -19.6%]
 suite/boom: failed (crash: killed by signal 6 (SIGABRT))
 5 benchmarks: 4 passed, 1 failed in 2.500 s; records in /t/runs/r1
 compared with baseline `main`: 1 regressed, 1 improved, 1 no change, 2 new
-regression found (--fail-on regressed --gate-on time,kernel,counters,memory): suite/slow (time regressed) (exit code 1: a failed benchmark wins over a regression)
+regression found (--fail-on regressed --gate-on time,kernel,counters,memory,energy): suite/slow (time regressed) (exit code 1: a failed benchmark wins over a regression)
 "
     );
 }

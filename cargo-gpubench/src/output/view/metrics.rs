@@ -111,7 +111,7 @@ pub(crate) fn verdict(outcome: &ComparisonOutcome, metric: Metric) -> Option<Met
             // Energy has no figure of its own elsewhere in a table: its value leads.
             Unit::Joules => format!(
                 "{}, {}",
-                super::notes::joules_text(c.current_estimate),
+                crate::format::joules(c.current_estimate),
                 change_text(&c.change)
             ),
             _ => change_text(&c.change),

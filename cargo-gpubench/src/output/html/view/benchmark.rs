@@ -302,7 +302,7 @@ fn timed_metric_facts(b: &ReportBenchmark) -> Vec<Fact> {
                 match m.spec().unit {
                     Unit::Joules => format!(
                         "{change} ({} per call)",
-                        crate::output::view::notes::joules_text(c.current_estimate)
+                        crate::format::joules(c.current_estimate)
                     ),
                     _ => change,
                 },
@@ -312,8 +312,7 @@ fn timed_metric_facts(b: &ReportBenchmark) -> Vec<Fact> {
                     format::percent_interval(c.change.lower, c.change.upper),
                     c.verdict.label(),
                     match m.spec().unit {
-                        Unit::Joules =>
-                            crate::output::view::notes::joules_text(c.baseline_estimate),
+                        Unit::Joules => crate::format::joules(c.baseline_estimate),
                         _ => format::duration(c.baseline_estimate),
                     }
                 ),
