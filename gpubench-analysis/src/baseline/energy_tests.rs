@@ -305,3 +305,68 @@ fn host_bound_energy_is_judged_on_the_host_rule() {
     assert!((e.noise_threshold - 0.5).abs() < 1e-9, "{e:?}");
     assert_eq!(e.verdict, Verdict::NoChange, "{e:?}");
 }
+
+/// One side of an energy comparison as the H200 matmul's noise draws it: a run-level
+/// shift (`run_sigma`) every process shares, each process's level 0.6% apart, each
+/// of its 3 windows 3% about it.
+fn draw_energy(factor: f64, run_sigma: f64, rng: &mut Pcg64Mcg) -> Vec<Vec<f64>> {
+    let run = SyntheticEnergy {
+        process_sigma: 0.0,
+        window_sigma: run_sigma,
+        windows: 1,
+        ..SyntheticEnergy::h200_matmul()
+    }
+    .process(rng)[0];
+    let model = SyntheticEnergy::h200_matmul().scaled(factor * run / 1.17);
+    (0..5).map(|_| model.process(rng)).collect()
+}
+
+/// The verdicts of `trials` comparisons of 5 processes a side, the current side
+/// `factor` times the energy: the shares regressed, improved, no change, ambiguous.
+fn energy_rates(factor: f64, run_sigma: f64, trials: usize, seed: u64) -> [f64; 4] {
+    let mut rng = Pcg64Mcg::seed_from_u64(seed);
+    let mut counts = [0usize; 4];
+    for _ in 0..trials {
+        let was = draw_energy(1.0, run_sigma, &mut rng);
+        let now = draw_energy(factor, run_sigma, &mut rng);
+        let c = compare_energy(
+            &was,
+            &now,
+            crate::processes::Bound::Device,
+            &Default::default(),
+        )
+        .unwrap();
+        counts[match c.verdict {
+            Verdict::Regressed => 0,
+            Verdict::Improved => 1,
+            Verdict::NoChange => 2,
+            Verdict::Ambiguous => 3,
+        }] += 1;
+    }
+    counts.map(|n| n as f64 / trials as f64)
+}
+
+/// The A/A calibration of the energy threshold at the H200's measured noise
+/// (processes 0.6% apart, windows 3%): identical energy gets a verdict in at most
+/// 5% of comparisons, 10% more energy is regressed in at least 95%, with 5
+/// processes a side; and so with a 1% drift between runs (the device-bound time
+/// model's), which no run's processes show.
+#[test]
+fn the_energy_threshold_keeps_false_verdicts_under_5_percent_and_catches_a_10_percent_rise() {
+    for (run_sigma, seed) in [(0.0, 100), (0.01, 200)] {
+        let same = energy_rates(1.0, run_sigma, 4000, seed);
+        let rise = energy_rates(1.1, run_sigma, 4000, seed + 1);
+        eprintln!(
+            "energy A/A, run drift {:.0}%: regressed {:.2}%, improved {:.2}%, no change \
+             {:.1}%, ambiguous {:.1}%; +10%: regressed {:.2}%",
+            run_sigma * 100.0,
+            same[0] * 100.0,
+            same[1] * 100.0,
+            same[2] * 100.0,
+            same[3] * 100.0,
+            rise[0] * 100.0
+        );
+        assert!(same[0] + same[1] <= 0.05, "{same:?}");
+        assert!(rise[0] >= 0.95, "{rise:?}");
+    }
+}

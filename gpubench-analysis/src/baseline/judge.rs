@@ -659,6 +659,27 @@ fn energy_unavailable(record: &RawRecord) -> String {
         .unwrap_or_else(|| "a process measured no energy window".to_string())
 }
 
+/// Compares energy per call, each side a list of processes holding their windows'
+/// joules per call, of a benchmark bound as `bound`: device-bound work on
+/// [`CompareConfig::energy_noise_threshold`] (or the noise threshold, when larger),
+/// other work on the host rule ([`compare_processes`]).
+pub fn compare_energy(
+    baseline: &[Vec<f64>],
+    current: &[Vec<f64>],
+    bound: Bound,
+    config: &CompareConfig,
+) -> Result<Comparison, crate::compare::CompareError> {
+    let bound = match bound {
+        Bound::Device => Bound::Device,
+        Bound::Host | Bound::Cpu => Bound::Host,
+    };
+    let config = CompareConfig {
+        noise_threshold: config.noise_threshold.max(config.energy_noise_threshold),
+        ..*config
+    };
+    compare_processes(baseline, current, bound, &config)
+}
+
 /// Energy per call: each process's windows' joules per call, judged process by
 /// process like time on [`CompareConfig::energy_noise_threshold`]. Host-bound work's
 /// energy holds the GPU's power while it waits for the host, which moves with the
@@ -669,23 +690,13 @@ fn judge_energy(sides: &Sides, config: &CompareConfig) -> MetricVerdict {
         MetricVerdict::missing(Metric::Energy, MetricGap::new(missing_on, reason))
     };
     match (sides.entry.energy_groups(), energy_groups(record)) {
-        (Some(was), Some(now)) => {
-            let bound = match sides.bound {
-                Bound::Device => Bound::Device,
-                Bound::Host | Bound::Cpu => Bound::Host,
-            };
-            let config = CompareConfig {
-                noise_threshold: config.noise_threshold.max(config.energy_noise_threshold),
-                ..*config
-            };
-            match compare_processes(&was, &now, bound, &config) {
-                Ok(c) => MetricVerdict::judged(Metric::Energy, Judged::Timed(Box::new(c))),
-                Err(e) => gap(
-                    MissingOn::Current,
-                    format!("its energy per call could not be compared: {e}"),
-                ),
-            }
-        }
+        (Some(was), Some(now)) => match compare_energy(&was, &now, sides.bound, config) {
+            Ok(c) => MetricVerdict::judged(Metric::Energy, Judged::Timed(Box::new(c))),
+            Err(e) => gap(
+                MissingOn::Current,
+                format!("its energy per call could not be compared: {e}"),
+            ),
+        },
         (Some(_), None) => gap(
             MissingOn::Current,
             format!("this run has no energy: {}", energy_unavailable(record)),

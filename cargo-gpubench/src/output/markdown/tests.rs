@@ -667,3 +667,98 @@ fn host_time_gets_a_column_and_a_verdict_only_under_a_gate_that_names_it() {
     );
     assert!(table.contains("regressed"), "{table}");
 }
+
+#[test]
+fn energy_gets_a_column_in_joules_a_verdict_and_the_power_cap_between_sides() {
+    use gpubench_analysis::synthetic::{GpuLikeSamples, ProcessShift, SyntheticEnergy};
+    use gpubench_record::measurement::SampleClock;
+    // The H200 matmul's energy (processes 0.6% apart, windows 3%), five processes a
+    // side at one clock; the baseline ran power-capped, this run did not and spent
+    // 10% more energy per call, its time unchanged.
+    let five = |energy: f64, power_capped: bool, seed: u64| {
+        let mut rng = Pcg64Mcg::seed_from_u64(seed);
+        let mut r = GpuLikeSamples::default()
+            .with_shift(ProcessShift::LogNormal { sigma: 0.005 })
+            .record_processes("mm", "NVIDIA H200", 5, 30, &mut rng);
+        SyntheticEnergy::h200_matmul()
+            .scaled(energy)
+            .plant(&mut r, &mut rng);
+        for m in r
+            .processes
+            .iter_mut()
+            .filter_map(|p| p.measurement.as_mut())
+        {
+            for s in &mut m.samples {
+                s.clock = Some(SampleClock {
+                    sm_mhz: 1707,
+                    temperature_c: None,
+                    throttled: false,
+                    power_capped,
+                });
+            }
+        }
+        r
+    };
+    let base = [BaselineEntry::from_record(&five(1.0, true, 1)).unwrap()];
+    let now = [five(1.1, false, 2)];
+    let entries: Vec<SummaryEntry> = now.iter().map(entry).collect();
+    let settings = verdict_settings(CompareConfig::default(), FailOn::Regressed);
+    let c = RunComparison::judge(&now, &base, main_baseline(false), settings).unwrap();
+    assert!(c.gate_tripped);
+    assert_eq!(
+        crate::output::view::words::tripping_reasons(&c),
+        [("mm", "energy regressed".to_string())]
+    );
+    let md = MarkdownSummary {
+        subject: "run `r`",
+        report: None,
+        entries: &entries,
+        comparison: Some(&c),
+        exit: Exit::of_verdicts(false, false, c.gate_tripped),
+    }
+    .render();
+    assert!(md.contains("| Energy [90% CI] |"), "{md}");
+    assert!(md.contains(" J, +"), "{md}");
+    assert!(md.contains("energy ±3%"), "{md}");
+    assert!(
+        md.contains("power-capped in 0% of samples here, 100% in the baseline: a change may be the power limit's or the clock's"),
+        "{md}"
+    );
+    let table = crate::output::terminal::render_table(
+        &crate::output::view::SummaryView::build(&entries, Some(&c)),
+        crate::console::Console::default(),
+    );
+    assert!(
+        table.lines().next().unwrap().contains("energy change"),
+        "{table}"
+    );
+    assert!(table.contains(" J, +"), "{table}");
+
+    // The JSON summary carries the verdict and the power cap, as docs/schema says.
+    let summary = crate::compare::summary::RunSummary::new(
+        "r".into(),
+        "/t/runs/r".into(),
+        crate::store::manifest::RunStatus::Completed,
+        1.0,
+        entries.clone(),
+    )
+    .with_comparison(c);
+    let v: serde_json::Value = serde_json::from_str(&summary.to_json_pretty()).unwrap();
+    let outcome = &v["benchmarks"][0]["comparison"];
+    assert_eq!(outcome["energy"]["verdict"], "regressed", "{outcome}");
+    let other = &v["comparison"]["set"]["other_clocks"][0];
+    assert_eq!(other["power_capped"]["baseline_share"], 1.0, "{v}");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs/schema/run-summary.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = schema.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut wrong = v.clone();
+    wrong["benchmarks"][0]["comparison"]["energy"]["verdict"] = "hotter".into();
+    assert!(!schema.is_valid(&wrong));
+    let mut wrong = v;
+    wrong["comparison"]["set"]["other_clocks"][0]["power_capped"]["current_share"] = 2.into();
+    assert!(!schema.is_valid(&wrong));
+}

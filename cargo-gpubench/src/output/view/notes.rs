@@ -385,7 +385,8 @@ pub(crate) fn cpu_threads_line<'a>(
 }
 
 /// `compared at other clocks: mm: the GPU ran at 1410 MHz here, 1980 MHz in the
-/// baseline (mean SM clock)`, one line per benchmark.
+/// baseline (mean SM clock)`, with the power cap when one side ran power-capped and
+/// the other did not, one line per benchmark.
 pub(crate) fn clock_lines(other: &[OtherClocks]) -> Vec<(String, String)> {
     other
         .iter()
@@ -393,8 +394,13 @@ pub(crate) fn clock_lines(other: &[OtherClocks]) -> Vec<(String, String)> {
             (
                 x.id.clone(),
                 format!(
-                    "{}: a change may be the clock's, not the code's",
-                    x.describe()
+                    "{}: a change may be the {}, not the code's",
+                    x.describe(),
+                    if x.power_capped.is_some() {
+                        "power limit's or the clock's"
+                    } else {
+                        "clock's"
+                    }
                 ),
             )
         })
