@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use gpubench_analysis::baseline::Metric;
+use gpubench_analysis::baseline::{Metric, Unit};
 use gpubench_analysis::summary::BenchmarkSummary;
 use gpubench_record::units::format_ns;
 
@@ -705,7 +705,15 @@ pub(crate) fn render_sides(
         old.describe(),
         old.path
     );
-    let header = vec![
+    // Energy has no figure elsewhere in this table, so its column shows the
+    // baseline's and the change to this side's, with its verdict.
+    let energy: Vec<Metric> = view
+        .metric_columns
+        .iter()
+        .copied()
+        .filter(|m| m.spec().unit == Unit::Joules)
+        .collect();
+    let mut header = vec![
         "benchmark".to_string(),
         "baseline median".to_string(),
         "current median".to_string(),
@@ -715,6 +723,7 @@ pub(crate) fn render_sides(
         ),
         "verdict".to_string(),
     ];
+    header.extend(energy.iter().map(|m| m.spec().column.to_string()));
     let table: Vec<Vec<Cell>> = view
         .compared_rows()
         .map(|(e, row)| {
@@ -733,7 +742,7 @@ pub(crate) fn render_sides(
                 Some(m) => Cell::toned(m.verdict.label().to_string(), m.tone()),
                 None => row.word.clone(),
             };
-            vec![
+            let mut cells = vec![
                 e.name.clone().into(),
                 time.map_or_else(dash, |c| fmt(c.baseline_estimate)).into(),
                 current.map_or_else(dash, fmt).into(),
@@ -742,7 +751,12 @@ pub(crate) fn render_sides(
                     .unwrap_or_else(dash)
                     .into(),
                 word,
-            ]
+            ];
+            cells.extend(energy.iter().map(|&m| match row.verdict(m) {
+                Some(v) => Cell::toned(v.cell(), v.tone()),
+                None => dash().into(),
+            }));
+            cells
         })
         .collect();
     out.push_str(&align_cells(&header, &table, console));

@@ -24,9 +24,10 @@
 use std::path::{Path, PathBuf};
 
 use gpubench_analysis::atomic_dir::readable;
-use gpubench_analysis::baseline::{validate_name, ComparisonOutcome, NotSaved};
+use gpubench_analysis::baseline::{validate_name, ComparisonOutcome, NotSaved, ProcessSamples};
 use gpubench_analysis::processes::Bound;
 use gpubench_analysis::{BaselineEntry, BaselineError, BaselineStore, BenchmarkSummary};
+use gpubench_record::energy::{EnergyMeasurement, EnergyWindow};
 use gpubench_record::id::split_id;
 use gpubench_record::kernels::{KernelMeasurement, KernelMethod};
 use gpubench_record::measurement::{Flag, Measurement, Sample};
@@ -491,8 +492,8 @@ fn device_of(records: &[RawRecord]) -> Option<String> {
 }
 
 /// A passed record holding a baseline file's samples (one iteration each, one process
-/// per process, flagged device-bound when the baseline was), so a baseline can be the
-/// judged side of a comparison.
+/// per process, flagged device-bound when the baseline was) and energy per call, so a
+/// baseline can be the judged side of a comparison.
 pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
     let flags = match entry.bound {
         Some(Bound::Device) => vec![Flag::DeviceBound],
@@ -533,7 +534,8 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                             sm_mhz,
                             temperature_c: None,
                             throttled: false,
-                            power_capped: false,
+                            // The count is kept, not which samples: the first ones.
+                            power_capped: i < s.power_capped_samples,
                         }),
                 })
                 .collect();
@@ -545,6 +547,7 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                     device_timer: s.device_ns.is_some(),
                     kernel,
                     memory_growth: s.memory.and_then(|m| m.growth),
+                    energy: s.energy_j.as_ref().map(|j| energy_of(j, s)),
                     ..Measurement::of_samples(samples)
                 }),
                 ..ProcessRecord::first(entry.fingerprint.timestamp.clone())
@@ -559,6 +562,29 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
         fingerprint: entry.fingerprint.clone(),
         config: entry.config.clone().unwrap_or_default(),
         processes,
+    }
+}
+
+/// Energy windows that read a baseline process's joules per call back, each over
+/// one call of the process's median time (device time where kept), so their power
+/// is the average power of that call: the file keeps each window's energy per call,
+/// not its calls, times or counter steps.
+fn energy_of(joules_per_call: &[f64], s: &ProcessSamples) -> EnergyMeasurement {
+    let times = s.device_ns.as_deref().unwrap_or(&s.wall_ns);
+    let call_s = gpubench_analysis::stats::median(times) * 1e-9;
+    EnergyMeasurement {
+        windows: joules_per_call
+            .iter()
+            .map(|&j| EnergyWindow {
+                calls: 1,
+                synced_s: call_s,
+                counted_s: call_s,
+                steps: 0,
+                energy_j: j,
+            })
+            .collect(),
+        idle_w: None,
+        idle_unavailable: None,
     }
 }
 

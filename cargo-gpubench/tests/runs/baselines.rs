@@ -143,7 +143,7 @@ fn a_saved_main_baseline_is_compared_by_default_and_a_regression_exits_4() {
     // 30% slower: regressed, exit 4, and the stored comparison says so.
     b.measure("mm/64", GPU, 1.3, 4);
     let ran = b.run(&["mm", "conv"]).expect_code(4);
-    let mm = line(&ran.stdout, "fake/mm/64 ");
+    let mm = line(&ran.stdout, "mm/64 ");
     assert!(mm.contains("regressed") && mm.contains("+29.8%"), "{mm}");
     assert!(
         ran.stdout
@@ -1184,4 +1184,78 @@ fn cpu_work_measures_on_its_baselines_threads_and_a_count_that_must_differ_is_sa
         ran.stderr
     );
     assert!(threads_given(&b).is_empty());
+}
+
+/// `mm/64` as the stand-in hands it back, with the H200 matmul's energy `factor`
+/// times over planted in it.
+fn with_energy(factor: f64, seed: u64) -> RawRecord {
+    use rand::SeedableRng;
+    let mut r = record("mm/64", GPU, 1.0, seed);
+    gpubench_analysis::synthetic::SyntheticEnergy::h200_matmul()
+        .scaled(factor)
+        .plant(&mut r, &mut rand_pcg::Pcg64Mcg::seed_from_u64(seed));
+    r
+}
+
+#[test]
+fn energy_is_judged_and_gated_by_default_and_gate_on_energy_names_it() {
+    let b = Bench::new();
+    b.prepare(&with_energy(1.0, 31), false);
+    b.run(&["--save-baseline", "main", "mm", "conv"])
+        .expect_code(0);
+    // 10% more energy per call, the time as it was.
+    b.prepare(&with_energy(1.1, 32), false);
+    b.run(&["--no-baseline", "--save-baseline", "pr", "mm", "conv"])
+        .expect_code(0);
+
+    let ran = b.compare(&["main", "pr"]).expect_code(4);
+    assert!(ran.stdout.contains("energy change"), "{}", ran.stdout);
+    let mm = line(&ran.stdout, "mm/64 ");
+    assert!(
+        mm.contains(" J, +") && mm.contains("regressed"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("mm/64 (energy regressed)"),
+        "{}",
+        ran.stdout
+    );
+    // A gate without energy passes; one on energy alone trips.
+    b.compare(&["main", "pr", "--gate-on", "time"])
+        .expect_code(0);
+    let ran = b
+        .compare(&[
+            "main",
+            "pr",
+            "--gate-on",
+            "energy",
+            "--allow-missing",
+            "metric",
+        ])
+        .expect_code(4);
+    assert!(
+        ran.stdout.contains("mm/64 (energy regressed)"),
+        "{}",
+        ran.stdout
+    );
+    // A threshold past the change makes it no change.
+    b.compare(&["main", "pr", "--energy-noise-threshold", "0.2"])
+        .expect_code(0);
+
+    // `conv` has no energy on either side (as on the CPU): the default gate passes
+    // on it, a gate that names energy lacks the evidence.
+    b.run(&["--no-baseline", "--save-baseline", "c1", "conv"])
+        .expect_code(0);
+    b.run(&["--no-baseline", "--save-baseline", "c2", "conv"])
+        .expect_code(0);
+    b.compare(&["c1", "c2"]).expect_code(0);
+    let ran = b
+        .compare(&["c1", "c2", "--gate-on", "time,energy"])
+        .expect_code(4);
+    assert!(
+        ran.stdout.contains("neither side measured energy"),
+        "{}",
+        ran.stdout
+    );
 }
