@@ -10,7 +10,8 @@
 //! `gpubench/baselines/<name>/<file_stem_for_id(id)>.json`, holding
 //! `format_version`, `id`, the `fingerprint`, the measurement `config`, the
 //! per-iteration times of each process (`processes`: wall, host and, when measured,
-//! device; ns) and the primary timer's `estimates`. Files are made for clean git diffs:
+//! device; ns; with each energy window's joules per call, `energy_j`, where the GPU
+//! has the counter) and the primary timer's `estimates`. Files are made for clean git diffs:
 //! keys come from structs, so their order is fixed; every time is rounded to
 //! [`SIGNIFICANT_DIGITS`] significant digits (far below the ~1% noise of a GPU timing,
 //! and short enough to read), and estimates are computed from the rounded samples, so
