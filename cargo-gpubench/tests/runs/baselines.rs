@@ -143,7 +143,7 @@ fn a_saved_main_baseline_is_compared_by_default_and_a_regression_exits_4() {
     // 30% slower: regressed, exit 4, and the stored comparison says so.
     b.measure("mm/64", GPU, 1.3, 4);
     let ran = b.run(&["mm", "conv"]).expect_code(4);
-    let mm = line(&ran.stdout, "mm/64 ");
+    let mm = line(&ran.stdout, "fake/mm/64 ");
     assert!(mm.contains("regressed") && mm.contains("+29.8%"), "{mm}");
     assert!(
         ran.stdout
