@@ -1,4 +1,5 @@
-//! Tests of [`super`]: what the report says of an `ab` comparison.
+//! Tests of [`super`]: what the report says of an `ab` comparison, and of energy
+//! against a baseline.
 
 use super::build_all;
 use crate::compare::paired_fixture::{ab_comparison, ab_records, ADD, MATMUL, MLP};
@@ -134,4 +135,41 @@ fn a_cpu_page_names_the_cpu_noise_threshold_that_judged_it() {
         "{spread}"
     );
     assert!(!spread.contains("±2.0%"), "{spread}");
+}
+
+#[test]
+fn a_benchmark_page_shows_energy_against_the_baseline_in_joules() {
+    use gpubench_analysis::baseline::{compare_with_baseline, BaselineCompareOptions};
+    use gpubench_analysis::synthetic::{GpuLikeSamples, ProcessShift, SyntheticEnergy};
+    use rand::SeedableRng;
+    let five = |energy: f64, seed: u64| {
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+        let mut r = GpuLikeSamples::default()
+            .with_shift(ProcessShift::LogNormal { sigma: 0.005 })
+            .record_processes("mm", "NVIDIA H200", 5, 30, &mut rng);
+        SyntheticEnergy::h200_matmul()
+            .scaled(energy)
+            .plant(&mut r, &mut rng);
+        r
+    };
+    let entries = vec![BaselineEntry::from_record(&five(1.0, 1)).unwrap()];
+    let now = vec![five(1.1, 2)];
+    let set = compare_with_baseline(&now, &entries, &BaselineCompareOptions::default()).unwrap();
+    let input = ReportInput::new("gpubench run", now).with_baseline("main", &entries, &set);
+    let views = build_all(&input);
+    let facts = &views.benchmarks[0].facts.key_facts;
+    let energy = facts
+        .iter()
+        .find(|f| f.label == "energy vs baseline")
+        .unwrap_or_else(|| panic!("{facts:?}"));
+    assert!(
+        energy.value.starts_with('+') && energy.value.ends_with(" J per call)"),
+        "{energy:?}"
+    );
+    assert!(
+        energy
+            .detail
+            .ends_with("; regressed against 1.17 J in the baseline"),
+        "{energy:?}"
+    );
 }
