@@ -8,10 +8,15 @@ use std::any::Any;
 use std::ffi::c_void;
 use std::panic::{self, AssertUnwindSafe};
 
+use gpubench_analysis::telemetry::EnergyCounter;
+use gpubench_record::energy::EnergyWindow;
 use gpubench_record::measurement::{Measurement, Sample, StopReason, WarmupPoint};
-use gpubench_record::paired::{AbiSample, AbiSide, ReadyFn};
+use gpubench_record::paired::{
+    AbiEnergyWindow, AbiSample, AbiSide, ReadyFn, ENERGY_WINDOW_FAILED, ENERGY_WINDOW_NONE,
+    ENERGY_WINDOW_TAKEN,
+};
 
-use crate::engine::{Begun, Engine, EngineOptions, OwnMemory, Workload};
+use crate::engine::{Begun, EnergyPace, Engine, EngineOptions, OwnMemory, Taken, Workload};
 
 /// Where a paired process's driver waits for a side.
 #[derive(Clone, Copy)]
@@ -27,9 +32,24 @@ struct Side<'e, 'd, 'w> {
     begun: Option<Begun>,
     warmup: Vec<WarmupPoint>,
     samples: Vec<Sample>,
+    /// The energy windows the driver asked for, when it asked for any: those taken,
+    /// and why the last one asked for was not.
+    energy: Option<EnergyWindows>,
     /// A panic of the benchmark's code inside a call from the driver, resumed in the
     /// benchmark's own frame once the driver is done (it must not cross the C ABI).
     panic: Option<Box<dyn Any + Send>>,
+}
+
+/// The energy windows a side took for the driver, alternated with the other side's.
+struct EnergyWindows {
+    /// The energy counter, opened at the first window; `Err` says why there is none.
+    counter: Result<Box<dyn EnergyCounter>, String>,
+    /// The pace of the calls, from the samples taken before the first window.
+    pace: EnergyPace,
+    /// The windows taken, in time order.
+    taken: Vec<EnergyWindow>,
+    /// Why a window asked for was not taken.
+    refused: Option<String>,
 }
 
 impl Side<'_, '_, '_> {
@@ -94,6 +114,50 @@ unsafe extern "C" fn sample(ctx: *mut c_void, iters: u64, out: *mut AbiSample) -
     }
 }
 
+/// [`AbiSide::energy_window`].
+unsafe extern "C" fn energy_window(ctx: *mut c_void, steps: u32, out: *mut AbiEnergyWindow) -> i32 {
+    // SAFETY: as in `warm_up`; `out` points at the driver's window.
+    let side = unsafe { &mut *ctx.cast::<Side<'_, '_, '_>>() };
+    if side.begun.is_none() || side.samples.is_empty() {
+        return ENERGY_WINDOW_FAILED;
+    }
+    let engine = side.engine;
+    let _own = engine.own_memory().map(OwnMemory::active);
+    let answer = side.guarded(|s| {
+        let energy = s.energy.get_or_insert_with(|| EnergyWindows {
+            counter: s.engine.energy_counter(),
+            pace: EnergyPace::of(&s.samples),
+            taken: Vec::new(),
+            refused: None,
+        });
+        let window = match &mut energy.counter {
+            Ok(counter) => s
+                .engine
+                .energy_window(counter.as_mut(), s.workload, &energy.pace, steps)
+                .and_then(|w| w),
+            Err(why) => Err(why.clone()),
+        };
+        match window {
+            Ok(w) => {
+                energy.taken.push(w);
+                Ok(w)
+            }
+            Err(why) => {
+                energy.refused = Some(why.clone());
+                Err(why)
+            }
+        }
+    });
+    let (code, abi) = match answer {
+        Some(Ok(w)) => (ENERGY_WINDOW_TAKEN, AbiEnergyWindow::of(&w)),
+        Some(Err(why)) => (ENERGY_WINDOW_NONE, AbiEnergyWindow::none(&why)),
+        None => return ENERGY_WINDOW_FAILED,
+    };
+    // SAFETY: the driver passes a valid, writable window.
+    unsafe { *out = abi };
+    code
+}
+
 /// Hands `workload` to the driver through `hook` and, once it is done, finishes the
 /// measurement around the samples it took; a panic of the benchmark's code during
 /// the driver's calls is resumed here. `Err` says why nothing was measured (the
@@ -110,12 +174,14 @@ pub(crate) fn measure(
         begun: None,
         warmup: Vec::new(),
         samples: Vec::new(),
+        energy: None,
         panic: None,
     };
     let abi = AbiSide {
         ctx: (&mut side as *mut Side<'_, '_, '_>).cast(),
         warm_up,
         sample,
+        energy_window,
     };
     // While the driver holds this side, the other side runs: what is allocated then
     // is not this side's, save in the calls the driver makes of it.
@@ -145,18 +211,22 @@ pub(crate) fn measure(
                 .to_string(),
         );
     }
-    let (warmup, samples) = (
-        std::mem::take(&mut side.warmup),
-        std::mem::take(&mut side.samples),
-    );
-    Ok(engine.finish(
-        side.workload,
-        options,
-        begun,
-        warmup,
-        samples,
-        StopReason::Paired,
-    ))
+    // Windows the driver took stand for the side's energy; without any, the reason
+    // the last one gave (none, when it asked for none: then measured alone here).
+    let energy = side.energy.take().map(|e| {
+        if e.taken.is_empty() {
+            Err(e.refused.unwrap_or_else(|| "no energy window".into()))
+        } else {
+            Ok(engine.energy_of(e.taken))
+        }
+    });
+    let taken = Taken {
+        warmup: std::mem::take(&mut side.warmup),
+        samples: std::mem::take(&mut side.samples),
+        stop_reason: StopReason::Paired,
+        energy,
+    };
+    Ok(engine.finish(side.workload, options, begun, taken))
 }
 
 #[cfg(test)]

@@ -129,6 +129,23 @@ fn paired(
     )?)
 }
 
+/// The paired verdict on energy per call: from the per-process ratios of the sides'
+/// alternated energy windows ([`Pairing::energy_log_ratio`]) of `pairings` (every
+/// measured head process's), with the sides' typical energy per call of `unpaired`
+/// (the verdict on the two sets of processes). `None` when a process has no energy
+/// ratio ([`Pairing::energy_unpaired`] says why): the unpaired verdict then stands.
+pub fn paired_energy(
+    pairings: &[&Pairing],
+    unpaired: &Comparison,
+    config: &CompareConfig,
+) -> Option<Result<Comparison, BaselineError>> {
+    let ratios: Vec<f64> = pairings
+        .iter()
+        .map(|p| p.energy_log_ratio)
+        .collect::<Option<_>>()?;
+    (!ratios.is_empty()).then(|| paired(&ratios, unpaired, config))
+}
+
 /// Whether every measured process of `record` was paired with the other revision.
 pub fn is_paired(record: &RawRecord) -> bool {
     let mut measured = record.processes.iter().filter(|r| r.measurement.is_some());
@@ -192,6 +209,9 @@ mod tests {
                 blocks: 12,
                 log_ratio: factor.ln(),
                 kernel_log_ratio: None,
+                energy_log_ratio: None,
+                energy_blocks: 0,
+                energy_unpaired: None,
             };
             b.pairing = Some(pairing(Role::Base));
             h.pairing = Some(pairing(Role::Head));
@@ -409,5 +429,40 @@ mod tests {
         let unpaired =
             compare_with_baseline(&[head], &entries, &BaselineCompareOptions::default()).unwrap();
         assert_eq!(set, unpaired);
+    }
+
+    #[test]
+    fn energy_ratios_of_every_process_give_a_paired_energy_verdict() {
+        let (_, mut head) = pair(1.0, 9);
+        // The two matmuls alternated in one process: paired ratios with a
+        // 1.5% spread; here 10% more work per call in every process.
+        let spread = [0.012, -0.015, 0.004, -0.008, 0.011];
+        for (r, w) in head.processes.iter_mut().zip(spread) {
+            let p = r.pairing.as_mut().unwrap();
+            p.energy_log_ratio = Some(1.1f64.ln() + w);
+            p.energy_blocks = 2;
+        }
+        let unpaired = compare_paired(&[0.0, 0.3, -0.3], 1.0, 1.0, &CompareConfig::default())
+            .expect("a comparison to take the typical figures from");
+        let pairings: Vec<&Pairing> = head.processes.iter().flat_map(|r| &r.pairing).collect();
+        let c = paired_energy(&pairings, &unpaired, &CompareConfig::default())
+            .expect("every process has a ratio")
+            .unwrap();
+        assert!(c.paired);
+        assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+        assert!((c.change.point - 0.1).abs() < 0.01, "{c:?}");
+        // The same energy with no change: no change.
+        for (r, w) in head.processes.iter_mut().zip(spread) {
+            r.pairing.as_mut().unwrap().energy_log_ratio = Some(w * 0.1);
+        }
+        let pairings: Vec<&Pairing> = head.processes.iter().flat_map(|r| &r.pairing).collect();
+        let c = paired_energy(&pairings, &unpaired, &CompareConfig::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
+        // One process without a ratio (its library too old): no paired verdict.
+        head.processes[2].pairing.as_mut().unwrap().energy_log_ratio = None;
+        let pairings: Vec<&Pairing> = head.processes.iter().flat_map(|r| &r.pairing).collect();
+        assert!(paired_energy(&pairings, &unpaired, &CompareConfig::default()).is_none());
     }
 }
