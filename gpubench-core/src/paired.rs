@@ -235,6 +235,8 @@ mod tests {
 
     use gpubench_record::measurement::{MeasurementConfig, ProcessPolicy, RunMode};
 
+    use gpubench_analysis::sampling::{Side, BLOCK};
+
     use super::*;
     use crate::device::{DeviceBackend, TorchDevice};
     use crate::Bencher;
@@ -330,6 +332,12 @@ mod tests {
         inner_routine: Option<Box<dyn FnMut()>>,
         outer_side: *const AbiSide,
         pairs: usize,
+        /// Blocks of energy windows after the samples (outer, inner, inner, outer):
+        /// each block's joules per call, the outer side's first.
+        energy_blocks: usize,
+        energy: Vec<[(Side, f64); 4]>,
+        /// Why an energy window was not taken.
+        no_energy: Option<String>,
     }
 
     unsafe extern "C" fn outer_ready(user: *mut c_void, side: *const AbiSide) {
@@ -368,6 +376,25 @@ mod tests {
                 );
             }
         }
+        let blocks = unsafe { (*nest).energy_blocks };
+        for _ in 0..blocks {
+            let mut block = [(Side::First, 0.0); 4];
+            for (slot, side) in block.iter_mut().zip(BLOCK) {
+                let s = if side == Side::First { outer } else { inner };
+                let mut out = AbiEnergyWindow::default();
+                match unsafe { (s.energy_window)(s.ctx, 3, &mut out) } {
+                    ENERGY_WINDOW_TAKEN => *slot = (side, out.window().joules_per_call()),
+                    code => {
+                        assert_eq!(code, ENERGY_WINDOW_NONE, "an energy window failed");
+                        // SAFETY: as above.
+                        unsafe { (*nest).no_energy = Some(out.reason()) };
+                        return;
+                    }
+                }
+            }
+            // SAFETY: as above.
+            unsafe { (*nest).energy.push(block) };
+        }
     }
 
     fn sim_config() -> MeasurementConfig {
@@ -395,6 +422,9 @@ mod tests {
             inner_routine: None,
             outer_side: std::ptr::null(),
             pairs: 4,
+            energy_blocks: 0,
+            energy: Vec::new(),
+            no_energy: None,
         };
         let user: *mut c_void = (&mut nest as *mut Nest).cast();
         // The inner side, finished first, reads a value back in every call (as a
@@ -482,5 +512,132 @@ mod tests {
         }));
         assert!(caught.is_err(), "the benchmark's own frame sees the panic");
         assert!(driver.taken.len() < 50, "the driver stopped at the failure");
+    }
+
+    /// The simulated device's energy counter as a GPU's telemetry.
+    struct SimulatedBoard(Rc<crate::device::SimulatedDevice>);
+
+    impl crate::telemetry::TelemetrySource for SimulatedBoard {
+        fn state(&self) -> gpubench_record::telemetry::GpuState {
+            gpubench_record::telemetry::GpuState::default()
+        }
+        fn read(&self) -> Result<gpubench_record::telemetry::TelemetryReading, String> {
+            Err("no full readings on the simulated board".into())
+        }
+        fn read_clock(&self) -> Result<gpubench_record::telemetry::ClockReading, String> {
+            Err("no clock on the simulated board".into())
+        }
+        fn energy_counter(
+            &self,
+        ) -> Result<Box<dyn gpubench_analysis::telemetry::EnergyCounter>, String> {
+            Ok(Box::new(self.0.energy_counter()))
+        }
+    }
+
+    /// Base (outer, 200 µs a call) and head (inner, 220 µs: a tenth more work) on one
+    /// simulated device, their energy windows alternated as the driver does: the
+    /// ratio of joules per call reads ln 1.1, and each record keeps its own windows.
+    #[test]
+    fn alternated_energy_windows_read_a_tenth_more_work_as_ln_1_1() {
+        crate::engine_tests::in_one_of_three(energy_of_a_tenth_more_work);
+    }
+
+    fn energy_of_a_tenth_more_work() -> Result<(), String> {
+        let _serial = crate::engine_tests::SERIAL
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let device = Rc::new(crate::device::SimulatedDevice::new());
+        let shared: Rc<dyn DeviceBackend> = device.clone();
+        let telemetry = crate::telemetry::Telemetry::new(Rc::new(SimulatedBoard(Rc::clone(
+            &device,
+        ))));
+        let mut nest = Nest {
+            inner: None,
+            inner_routine: None,
+            outer_side: std::ptr::null(),
+            pairs: 4,
+            energy_blocks: 2,
+            energy: Vec::new(),
+            no_energy: None,
+        };
+        let user: *mut c_void = (&mut nest as *mut Nest).cast();
+        let mut inner = Bencher::new("head", Rc::clone(&shared), sim_config());
+        inner.telemetry(Some(telemetry.clone()));
+        inner.paired = Some(Hook {
+            ready: inner_ready,
+            user,
+        });
+        let d = Rc::clone(&device);
+        nest.inner = Some(inner);
+        nest.inner_routine = Some(Box::new(move || {
+            d.launch(std::time::Duration::from_micros(220))
+        }));
+        let mut outer = Bencher::new("base", Rc::clone(&shared), sim_config());
+        outer.telemetry(Some(telemetry));
+        outer.paired = Some(Hook {
+            ready: outer_ready,
+            user,
+        });
+        let d = Rc::clone(&device);
+        outer.iter(|| d.launch(std::time::Duration::from_micros(200)));
+
+        assert_eq!(nest.no_energy, None);
+        assert_eq!(nest.energy.len(), 2);
+        let ratios: Vec<f64> = nest
+            .energy
+            .iter()
+            .map(|b| gpubench_analysis::sampling::mean_ratio(b, Side::Second).ln())
+            .collect();
+        let ratio = gpubench_analysis::stats::median(&ratios);
+        let base_m = outer.measurement.take().expect("the base was measured");
+        let head_m = nest
+            .inner
+            .as_mut()
+            .and_then(|b| b.measurement.take())
+            .expect("the head was measured");
+        for m in [&base_m, &head_m] {
+            let e = m.energy.as_ref().expect("the side kept its windows");
+            assert_eq!(e.windows.len(), 4, "the driver's windows, none of its own");
+            assert!(e.idle_w.is_some());
+        }
+        if (ratio - 1.1f64.ln()).abs() > 0.02 {
+            return Err(format!("energy ratio {ratio:.4} (block ratios {ratios:?})"));
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn on_the_cpu_an_energy_window_answers_none_with_the_reason() {
+        let mut driver = Driver {
+            samples: 3,
+            taken: Vec::new(),
+            estimate: 0.0,
+        };
+        let mut b = bencher(&mut driver);
+        b.paired = Some(Hook {
+            ready: drive_with_energy,
+            user: (&mut driver as *mut Driver).cast(),
+        });
+        b.iter(|| 1 + 1);
+        let m = b.measurement.take().expect("measured");
+        assert_eq!(driver.taken.len(), 3);
+        assert!(m.energy.is_none());
+        assert!(
+            m.energy_unavailable
+                .as_deref()
+                .is_some_and(|w| w.contains("no GPU telemetry")),
+            "{:?}",
+            m.energy_unavailable
+        );
+    }
+
+    unsafe extern "C" fn drive_with_energy(user: *mut c_void, side: *const AbiSide) {
+        unsafe { drive(user, side) };
+        // SAFETY: the side, valid for the call.
+        let side = unsafe { &*side };
+        let mut out = AbiEnergyWindow::default();
+        let code = unsafe { (side.energy_window)(side.ctx, 3, &mut out) };
+        assert_eq!(code, ENERGY_WINDOW_NONE);
+        assert!(out.reason().contains("no GPU telemetry"), "{}", out.reason());
     }
 }

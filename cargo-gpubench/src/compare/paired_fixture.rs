@@ -74,6 +74,9 @@ fn side(id: &str, ns: f64, role: Role, ratios: &[f64]) -> RawRecord {
             blocks: 12,
             log_ratio: ratios[k],
             kernel_log_ratio: None,
+            energy_log_ratio: None,
+            energy_blocks: 0,
+            energy_unpaired: None,
         });
     }
     r
