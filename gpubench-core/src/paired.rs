@@ -548,9 +548,8 @@ mod tests {
             .unwrap_or_else(|e| e.into_inner());
         let device = Rc::new(crate::device::SimulatedDevice::new());
         let shared: Rc<dyn DeviceBackend> = device.clone();
-        let telemetry = crate::telemetry::Telemetry::new(Rc::new(SimulatedBoard(Rc::clone(
-            &device,
-        ))));
+        let telemetry =
+            crate::telemetry::Telemetry::new(Rc::new(SimulatedBoard(Rc::clone(&device))));
         let mut nest = Nest {
             inner: None,
             inner_routine: None,
@@ -638,6 +637,10 @@ mod tests {
         let mut out = AbiEnergyWindow::default();
         let code = unsafe { (side.energy_window)(side.ctx, 3, &mut out) };
         assert_eq!(code, ENERGY_WINDOW_NONE);
-        assert!(out.reason().contains("no GPU telemetry"), "{}", out.reason());
+        assert!(
+            out.reason().contains("no GPU telemetry"),
+            "{}",
+            out.reason()
+        );
     }
 }

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use gpubench_record::paired::{
     AbiEnergyWindow, AbiSide, AbiSideV1, FreeFn, ListFn, OpenFn, PairedBenchmark, PairedError,
-    PairedRequest, VersionFn, ABI_VERSION, ENERGY_ABI_VERSION, ENERGY_WINDOW_NONE,
-    MIN_ABI_VERSION, SYMBOL_FREE, SYMBOL_LIST, SYMBOL_OPEN, SYMBOL_VERSION,
+    PairedRequest, VersionFn, ABI_VERSION, ENERGY_ABI_VERSION, ENERGY_WINDOW_NONE, MIN_ABI_VERSION,
+    SYMBOL_FREE, SYMBOL_LIST, SYMBOL_OPEN, SYMBOL_VERSION,
 };
 use gpubench_record::record::RawRecord;
 use thiserror::Error;

@@ -216,10 +216,10 @@ fn a_side_doing_a_tenth_more_work_per_call_reads_ln_1_1_in_energy() {
         let ratio = e.log_ratio().expect("a paired energy ratio");
         assert!((ratio - 1.1f64.ln()).abs() < 1e-3, "mode {mode}: {ratio}");
         let (base_records, head_records) = crate::compare::paired_fixture::ab_records();
-    let record = |role| match role {
-        Role::Base => &base_records[0],
-        Role::Head => &head_records[0],
-    };
+        let record = |role| match role {
+            Role::Base => &base_records[0],
+            Role::Head => &head_records[0],
+        };
         let (p, _) = pairing(
             record(Role::Base),
             record(Role::Head),
@@ -250,9 +250,18 @@ fn a_version_1_library_pairs_its_samples_without_energy_windows() {
         Role::Base => &base_records[0],
         Role::Head => &head_records[0],
     };
-    let (_, h) = pairing(record(Role::Base), record(Role::Head), true, Some(&a), Some(&e))
-        .expect("both sides passed");
-    assert!((h.log_ratio - 1.05f64.ln()).abs() < 1e-9, "the samples are paired");
+    let (_, h) = pairing(
+        record(Role::Base),
+        record(Role::Head),
+        true,
+        Some(&a),
+        Some(&e),
+    )
+    .expect("both sides passed");
+    assert!(
+        (h.log_ratio - 1.05f64.ln()).abs() < 1e-9,
+        "the samples are paired"
+    );
     assert_eq!(h.energy_log_ratio, None);
     assert_eq!(h.energy_unpaired.as_deref(), Some(why.as_str()));
 }
@@ -277,8 +286,14 @@ fn a_side_without_an_energy_counter_gives_no_ratio_and_no_failure() {
         Role::Base => &base_records[0],
         Role::Head => &head_records[0],
     };
-    let (b, _) = pairing(record(Role::Base), record(Role::Head), false, Some(&a), Some(&e))
-        .expect("a side without energy still pairs");
+    let (b, _) = pairing(
+        record(Role::Base),
+        record(Role::Head),
+        false,
+        Some(&a),
+        Some(&e),
+    )
+    .expect("a side without energy still pairs");
     assert_eq!(b.energy_log_ratio, None);
     assert!(b.energy_unpaired.is_some());
 
