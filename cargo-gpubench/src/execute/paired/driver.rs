@@ -176,8 +176,9 @@ pub fn alternate(
 }
 
 /// Blocks of four alternated energy windows a paired process takes: 8 windows of
-/// [`ENERGY_WINDOW_STEPS`] steps, about 2.5 s on an H200 (whose counter steps every
-/// 100 ms), where each side measured 3 windows alone before (about 2 s).
+/// [`ENERGY_WINDOW_STEPS`] steps, about 2.8 s on an H200 (whose counter steps every
+/// 100 ms; a window waits for a first step, then counts 3), where each side measured
+/// 3 windows alone before (about 2.1 s).
 pub const ENERGY_BLOCKS: usize = 2;
 
 /// Counter steps each energy window counts, as a run's windows do: each step's time

@@ -259,3 +259,22 @@ unsafe fn symbol<T: Copy>(
             symbol: name,
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_1_sides_energy_window_answers_none_saying_why() {
+        let mut out = AbiEnergyWindow::default();
+        // SAFETY: the stand-in reads no context and writes `out`, ours.
+        let code = unsafe { no_energy_window(std::ptr::null_mut(), 3, &mut out) };
+        assert_eq!(code, ENERGY_WINDOW_NONE);
+        assert!(
+            out.reason()
+                .contains("pairing ABI 1, which has no energy windows"),
+            "{}",
+            out.reason()
+        );
+    }
+}
