@@ -205,16 +205,29 @@ pub fn alternate<E>(
 /// time when all four samples have it, else synced wall time.
 fn block_ratio(block: &[(Side, PerCall); 4], numerator: Side) -> f64 {
     let device = block.iter().all(|(_, s)| s.device_ns.is_some());
+    let figures = block.map(|(side, s)| {
+        (
+            side,
+            match s.device_ns {
+                Some(d) if device => d,
+                _ => s.wall_ns,
+            }
+            .max(1e-3),
+        )
+    });
+    mean_ratio(&figures, numerator)
+}
+
+/// A block's ratio of `numerator`'s mean figure over the other side's (per-call
+/// time, or energy per call of `ab`'s alternated energy windows).
+pub fn mean_ratio(block: &[(Side, f64); 4], numerator: Side) -> f64 {
     let mean = |side: Side| -> f64 {
         let of_side: Vec<f64> = block
             .iter()
             .filter(|(s, _)| *s == side)
-            .map(|(_, s)| match s.device_ns {
-                Some(d) if device => d,
-                _ => s.wall_ns,
-            })
+            .map(|(_, x)| *x)
             .collect();
-        (of_side.iter().sum::<f64>() / of_side.len() as f64).max(1e-3)
+        of_side.iter().sum::<f64>() / of_side.len() as f64
     };
     mean(numerator) / mean(numerator.other())
 }

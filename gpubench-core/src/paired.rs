@@ -8,10 +8,15 @@ use std::any::Any;
 use std::ffi::c_void;
 use std::panic::{self, AssertUnwindSafe};
 
+use gpubench_analysis::telemetry::EnergyCounter;
+use gpubench_record::energy::EnergyWindow;
 use gpubench_record::measurement::{Measurement, Sample, StopReason, WarmupPoint};
-use gpubench_record::paired::{AbiSample, AbiSide, ReadyFn};
+use gpubench_record::paired::{
+    AbiEnergyWindow, AbiSample, AbiSide, ReadyFn, ENERGY_WINDOW_FAILED, ENERGY_WINDOW_NONE,
+    ENERGY_WINDOW_TAKEN,
+};
 
-use crate::engine::{Begun, Engine, EngineOptions, OwnMemory, Workload};
+use crate::engine::{Begun, EnergyPace, Engine, EngineOptions, OwnMemory, Taken, Workload};
 
 /// Where a paired process's driver waits for a side.
 #[derive(Clone, Copy)]
@@ -27,9 +32,24 @@ struct Side<'e, 'd, 'w> {
     begun: Option<Begun>,
     warmup: Vec<WarmupPoint>,
     samples: Vec<Sample>,
+    /// The energy windows the driver asked for, when it asked for any: those taken,
+    /// and why the last one asked for was not.
+    energy: Option<EnergyWindows>,
     /// A panic of the benchmark's code inside a call from the driver, resumed in the
     /// benchmark's own frame once the driver is done (it must not cross the C ABI).
     panic: Option<Box<dyn Any + Send>>,
+}
+
+/// The energy windows a side took for the driver, alternated with the other side's.
+struct EnergyWindows {
+    /// The energy counter, opened at the first window; `Err` says why there is none.
+    counter: Result<Box<dyn EnergyCounter>, String>,
+    /// The pace of the calls, from the samples taken before the first window.
+    pace: EnergyPace,
+    /// The windows taken, in time order.
+    taken: Vec<EnergyWindow>,
+    /// Why a window asked for was not taken.
+    refused: Option<String>,
 }
 
 impl Side<'_, '_, '_> {
@@ -94,6 +114,50 @@ unsafe extern "C" fn sample(ctx: *mut c_void, iters: u64, out: *mut AbiSample) -
     }
 }
 
+/// [`AbiSide::energy_window`].
+unsafe extern "C" fn energy_window(ctx: *mut c_void, steps: u32, out: *mut AbiEnergyWindow) -> i32 {
+    // SAFETY: as in `warm_up`; `out` points at the driver's window.
+    let side = unsafe { &mut *ctx.cast::<Side<'_, '_, '_>>() };
+    if side.begun.is_none() || side.samples.is_empty() {
+        return ENERGY_WINDOW_FAILED;
+    }
+    let engine = side.engine;
+    let _own = engine.own_memory().map(OwnMemory::active);
+    let answer = side.guarded(|s| {
+        let energy = s.energy.get_or_insert_with(|| EnergyWindows {
+            counter: s.engine.energy_counter(),
+            pace: EnergyPace::of(&s.samples),
+            taken: Vec::new(),
+            refused: None,
+        });
+        let window = match &mut energy.counter {
+            Ok(counter) => s
+                .engine
+                .energy_window(counter.as_mut(), s.workload, &energy.pace, steps)
+                .and_then(|w| w),
+            Err(why) => Err(why.clone()),
+        };
+        match window {
+            Ok(w) => {
+                energy.taken.push(w);
+                Ok(w)
+            }
+            Err(why) => {
+                energy.refused = Some(why.clone());
+                Err(why)
+            }
+        }
+    });
+    let (code, abi) = match answer {
+        Some(Ok(w)) => (ENERGY_WINDOW_TAKEN, AbiEnergyWindow::of(&w)),
+        Some(Err(why)) => (ENERGY_WINDOW_NONE, AbiEnergyWindow::none(&why)),
+        None => return ENERGY_WINDOW_FAILED,
+    };
+    // SAFETY: the driver passes a valid, writable window.
+    unsafe { *out = abi };
+    code
+}
+
 /// Hands `workload` to the driver through `hook` and, once it is done, finishes the
 /// measurement around the samples it took; a panic of the benchmark's code during
 /// the driver's calls is resumed here. `Err` says why nothing was measured (the
@@ -110,12 +174,14 @@ pub(crate) fn measure(
         begun: None,
         warmup: Vec::new(),
         samples: Vec::new(),
+        energy: None,
         panic: None,
     };
     let abi = AbiSide {
         ctx: (&mut side as *mut Side<'_, '_, '_>).cast(),
         warm_up,
         sample,
+        energy_window,
     };
     // While the driver holds this side, the other side runs: what is allocated then
     // is not this side's, save in the calls the driver makes of it.
@@ -145,18 +211,22 @@ pub(crate) fn measure(
                 .to_string(),
         );
     }
-    let (warmup, samples) = (
-        std::mem::take(&mut side.warmup),
-        std::mem::take(&mut side.samples),
-    );
-    Ok(engine.finish(
-        side.workload,
-        options,
-        begun,
-        warmup,
-        samples,
-        StopReason::Paired,
-    ))
+    // Windows the driver took stand for the side's energy; without any, the reason
+    // the last one gave (none, when it asked for none: then measured alone here).
+    let energy = side.energy.take().map(|e| {
+        if e.taken.is_empty() {
+            Err(e.refused.unwrap_or_else(|| "no energy window".into()))
+        } else {
+            Ok(engine.energy_of(e.taken))
+        }
+    });
+    let taken = Taken {
+        warmup: std::mem::take(&mut side.warmup),
+        samples: std::mem::take(&mut side.samples),
+        stop_reason: StopReason::Paired,
+        energy,
+    };
+    Ok(engine.finish(side.workload, options, begun, taken))
 }
 
 #[cfg(test)]
@@ -164,6 +234,8 @@ mod tests {
     use std::rc::Rc;
 
     use gpubench_record::measurement::{MeasurementConfig, ProcessPolicy, RunMode};
+
+    use gpubench_analysis::sampling::{Side, BLOCK};
 
     use super::*;
     use crate::device::{DeviceBackend, TorchDevice};
@@ -260,6 +332,12 @@ mod tests {
         inner_routine: Option<Box<dyn FnMut()>>,
         outer_side: *const AbiSide,
         pairs: usize,
+        /// Blocks of energy windows after the samples (outer, inner, inner, outer):
+        /// each block's joules per call, the outer side's first.
+        energy_blocks: usize,
+        energy: Vec<[(Side, f64); 4]>,
+        /// Why an energy window was not taken.
+        no_energy: Option<String>,
     }
 
     unsafe extern "C" fn outer_ready(user: *mut c_void, side: *const AbiSide) {
@@ -298,6 +376,25 @@ mod tests {
                 );
             }
         }
+        let blocks = unsafe { (*nest).energy_blocks };
+        for _ in 0..blocks {
+            let mut block = [(Side::First, 0.0); 4];
+            for (slot, side) in block.iter_mut().zip(BLOCK) {
+                let s = if side == Side::First { outer } else { inner };
+                let mut out = AbiEnergyWindow::default();
+                match unsafe { (s.energy_window)(s.ctx, 3, &mut out) } {
+                    ENERGY_WINDOW_TAKEN => *slot = (side, out.window().joules_per_call()),
+                    code => {
+                        assert_eq!(code, ENERGY_WINDOW_NONE, "an energy window failed");
+                        // SAFETY: as above.
+                        unsafe { (*nest).no_energy = Some(out.reason()) };
+                        return;
+                    }
+                }
+            }
+            // SAFETY: as above.
+            unsafe { (*nest).energy.push(block) };
+        }
     }
 
     fn sim_config() -> MeasurementConfig {
@@ -325,6 +422,9 @@ mod tests {
             inner_routine: None,
             outer_side: std::ptr::null(),
             pairs: 4,
+            energy_blocks: 0,
+            energy: Vec::new(),
+            no_energy: None,
         };
         let user: *mut c_void = (&mut nest as *mut Nest).cast();
         // The inner side, finished first, reads a value back in every call (as a
@@ -412,5 +512,135 @@ mod tests {
         }));
         assert!(caught.is_err(), "the benchmark's own frame sees the panic");
         assert!(driver.taken.len() < 50, "the driver stopped at the failure");
+    }
+
+    /// The simulated device's energy counter as a GPU's telemetry.
+    struct SimulatedBoard(Rc<crate::device::SimulatedDevice>);
+
+    impl crate::telemetry::TelemetrySource for SimulatedBoard {
+        fn state(&self) -> gpubench_record::telemetry::GpuState {
+            gpubench_record::telemetry::GpuState::default()
+        }
+        fn read(&self) -> Result<gpubench_record::telemetry::TelemetryReading, String> {
+            Err("no full readings on the simulated board".into())
+        }
+        fn read_clock(&self) -> Result<gpubench_record::telemetry::ClockReading, String> {
+            Err("no clock on the simulated board".into())
+        }
+        fn energy_counter(
+            &self,
+        ) -> Result<Box<dyn gpubench_analysis::telemetry::EnergyCounter>, String> {
+            Ok(Box::new(self.0.energy_counter()))
+        }
+    }
+
+    /// Base (outer, 200 µs a call) and head (inner, 220 µs: a tenth more work) on one
+    /// simulated device, their energy windows alternated as the driver does: the
+    /// ratio of joules per call reads ln 1.1, and each record keeps its own windows.
+    #[test]
+    fn alternated_energy_windows_read_a_tenth_more_work_as_ln_1_1() {
+        crate::engine_tests::in_one_of_three(energy_of_a_tenth_more_work);
+    }
+
+    fn energy_of_a_tenth_more_work() -> Result<(), String> {
+        let _serial = crate::engine_tests::SERIAL
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let device = Rc::new(crate::device::SimulatedDevice::new());
+        let shared: Rc<dyn DeviceBackend> = device.clone();
+        let telemetry =
+            crate::telemetry::Telemetry::new(Rc::new(SimulatedBoard(Rc::clone(&device))));
+        let mut nest = Nest {
+            inner: None,
+            inner_routine: None,
+            outer_side: std::ptr::null(),
+            pairs: 4,
+            energy_blocks: 2,
+            energy: Vec::new(),
+            no_energy: None,
+        };
+        let user: *mut c_void = (&mut nest as *mut Nest).cast();
+        let mut inner = Bencher::new("head", Rc::clone(&shared), sim_config());
+        inner.telemetry(Some(telemetry.clone()));
+        inner.paired = Some(Hook {
+            ready: inner_ready,
+            user,
+        });
+        let d = Rc::clone(&device);
+        nest.inner = Some(inner);
+        nest.inner_routine = Some(Box::new(move || {
+            d.launch(std::time::Duration::from_micros(220))
+        }));
+        let mut outer = Bencher::new("base", Rc::clone(&shared), sim_config());
+        outer.telemetry(Some(telemetry));
+        outer.paired = Some(Hook {
+            ready: outer_ready,
+            user,
+        });
+        let d = Rc::clone(&device);
+        outer.iter(|| d.launch(std::time::Duration::from_micros(200)));
+
+        assert_eq!(nest.no_energy, None);
+        assert_eq!(nest.energy.len(), 2);
+        let ratios: Vec<f64> = nest
+            .energy
+            .iter()
+            .map(|b| gpubench_analysis::sampling::mean_ratio(b, Side::Second).ln())
+            .collect();
+        let ratio = gpubench_analysis::stats::median(&ratios);
+        let base_m = outer.measurement.take().expect("the base was measured");
+        let head_m = nest
+            .inner
+            .as_mut()
+            .and_then(|b| b.measurement.take())
+            .expect("the head was measured");
+        for m in [&base_m, &head_m] {
+            let e = m.energy.as_ref().expect("the side kept its windows");
+            assert_eq!(e.windows.len(), 4, "the driver's windows, none of its own");
+            assert!(e.idle_w.is_some());
+        }
+        if (ratio - 1.1f64.ln()).abs() > 0.02 {
+            return Err(format!("energy ratio {ratio:.4} (block ratios {ratios:?})"));
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn on_the_cpu_an_energy_window_answers_none_with_the_reason() {
+        let mut driver = Driver {
+            samples: 3,
+            taken: Vec::new(),
+            estimate: 0.0,
+        };
+        let mut b = bencher(&mut driver);
+        b.paired = Some(Hook {
+            ready: drive_with_energy,
+            user: (&mut driver as *mut Driver).cast(),
+        });
+        b.iter(|| 1 + 1);
+        let m = b.measurement.take().expect("measured");
+        assert_eq!(driver.taken.len(), 3);
+        assert!(m.energy.is_none());
+        assert!(
+            m.energy_unavailable
+                .as_deref()
+                .is_some_and(|w| w.contains("no GPU telemetry")),
+            "{:?}",
+            m.energy_unavailable
+        );
+    }
+
+    unsafe extern "C" fn drive_with_energy(user: *mut c_void, side: *const AbiSide) {
+        unsafe { drive(user, side) };
+        // SAFETY: the side, valid for the call.
+        let side = unsafe { &*side };
+        let mut out = AbiEnergyWindow::default();
+        let code = unsafe { (side.energy_window)(side.ctx, 3, &mut out) };
+        assert_eq!(code, ENERGY_WINDOW_NONE);
+        assert!(
+            out.reason().contains("no GPU telemetry"),
+            "{}",
+            out.reason()
+        );
     }
 }

@@ -75,6 +75,8 @@ fn side(id: &str, ns: f64, role: Role, ratios: &[f64]) -> RawRecord {
             log_ratio: ratios[k],
             kernel_log_ratio: None,
             energy_log_ratio: None,
+            energy_blocks: 0,
+            energy_unpaired: None,
         });
     }
     r

@@ -60,6 +60,28 @@ pub fn compare_paired_records(
             _ => options.config,
         };
         *comparison = paired(&ratios, comparison, &config)?;
+        // Energy from the ratios of the sides' alternated windows when every process
+        // has one (else the two sets of windows stand, judged unpaired), on the
+        // larger of the paired and the energy noise thresholds: a window's energy
+        // moves with power and temperature more than a paired time does.
+        let energy_config = CompareConfig {
+            paired_noise_threshold: config
+                .paired_noise_threshold
+                .max(options.config.energy_noise_threshold),
+            ..config
+        };
+        let energy = metrics
+            .iter_mut()
+            .filter(|v| v.metric == Metric::Energy)
+            .find_map(|v| match &mut v.judged {
+                Some(Judged::Timed(e)) => Some(e),
+                _ => None,
+            });
+        if let Some(e) = energy {
+            if let Some(c) = paired_energy(&pairings, e, &energy_config) {
+                **e = c?;
+            }
+        }
         // Kernel time by graph replay on one side and by the profiler on the other
         // (a routine that syncs on one side only cannot be captured there) are two
         // measures, not one measure twice: no ratio of them is a change.
@@ -84,19 +106,6 @@ pub fn compare_paired_records(
             });
         if let (Some(ratios), Some(k)) = (kernel_ratios, kernel) {
             **k = paired(&ratios, k, &options.config)?;
-        }
-        // Energy from the ratios of the sides' alternated windows when every process
-        // has one; else the two sets of windows stand, judged unpaired.
-        let energy_ratios: Option<Vec<f64>> = pairings.iter().map(|p| p.energy_log_ratio).collect();
-        let energy = metrics
-            .iter_mut()
-            .filter(|v| v.metric == Metric::Energy)
-            .find_map(|v| match &mut v.judged {
-                Some(Judged::Timed(e)) => Some(e),
-                _ => None,
-            });
-        if let (Some(ratios), Some(e)) = (energy_ratios, energy) {
-            **e = paired(&ratios, e, &options.config)?;
         }
     }
     Ok(set)
@@ -140,6 +149,23 @@ fn paired(
         unpaired.current_estimate,
         config,
     )?)
+}
+
+/// The paired verdict on energy per call: from the per-process ratios of the sides'
+/// alternated energy windows ([`Pairing::energy_log_ratio`]) of `pairings` (every
+/// measured head process's), with the sides' typical energy per call of `unpaired`
+/// (the verdict on the two sets of processes). `None` when a process has no energy
+/// ratio ([`Pairing::energy_unpaired`] says why): the unpaired verdict then stands.
+pub fn paired_energy(
+    pairings: &[&Pairing],
+    unpaired: &Comparison,
+    config: &CompareConfig,
+) -> Option<Result<Comparison, BaselineError>> {
+    let ratios: Vec<f64> = pairings
+        .iter()
+        .map(|p| p.energy_log_ratio)
+        .collect::<Option<_>>()?;
+    (!ratios.is_empty()).then(|| paired(&ratios, unpaired, config))
 }
 
 /// Whether every measured process of `record` was paired with the other revision.
@@ -206,6 +232,8 @@ mod tests {
                 log_ratio: factor.ln(),
                 kernel_log_ratio: None,
                 energy_log_ratio: None,
+                energy_blocks: 0,
+                energy_unpaired: None,
             };
             b.pairing = Some(pairing(Role::Base));
             h.pairing = Some(pairing(Role::Head));
@@ -423,5 +451,40 @@ mod tests {
         let unpaired =
             compare_with_baseline(&[head], &entries, &BaselineCompareOptions::default()).unwrap();
         assert_eq!(set, unpaired);
+    }
+
+    #[test]
+    fn energy_ratios_of_every_process_give_a_paired_energy_verdict() {
+        let (_, mut head) = pair(1.0, 9);
+        // The two matmuls alternated in one process: paired ratios with a
+        // 1.5% spread; here 10% more work per call in every process.
+        let spread = [0.012, -0.015, 0.004, -0.008, 0.011];
+        for (r, w) in head.processes.iter_mut().zip(spread) {
+            let p = r.pairing.as_mut().unwrap();
+            p.energy_log_ratio = Some(1.1f64.ln() + w);
+            p.energy_blocks = 2;
+        }
+        let unpaired = compare_paired(&[0.0, 0.3, -0.3], 1.0, 1.0, &CompareConfig::default())
+            .expect("a comparison to take the typical figures from");
+        let pairings: Vec<&Pairing> = head.processes.iter().flat_map(|r| &r.pairing).collect();
+        let c = paired_energy(&pairings, &unpaired, &CompareConfig::default())
+            .expect("every process has a ratio")
+            .unwrap();
+        assert!(c.paired);
+        assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+        assert!((c.change.point - 0.1).abs() < 0.01, "{c:?}");
+        // The same energy with no change: no change.
+        for (r, w) in head.processes.iter_mut().zip(spread) {
+            r.pairing.as_mut().unwrap().energy_log_ratio = Some(w * 0.1);
+        }
+        let pairings: Vec<&Pairing> = head.processes.iter().flat_map(|r| &r.pairing).collect();
+        let c = paired_energy(&pairings, &unpaired, &CompareConfig::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
+        // One process without a ratio (its library too old): no paired verdict.
+        head.processes[2].pairing.as_mut().unwrap().energy_log_ratio = None;
+        let pairings: Vec<&Pairing> = head.processes.iter().flat_map(|r| &r.pairing).collect();
+        assert!(paired_energy(&pairings, &unpaired, &CompareConfig::default()).is_none());
     }
 }

@@ -39,18 +39,17 @@ const LEAD: Duration = Duration::from_millis(10);
 /// The share of the samples' time per call the launches are paced at.
 const PACE: f64 = 0.8;
 
-impl Engine<'_> {
-    /// The energy of `workload`'s calls, whose samples were `samples`; `Err` says why
-    /// there is none (no telemetry, no energy counter, a counter that never stepped).
-    pub(super) fn energy(
-        &self,
-        workload: &mut dyn Workload,
-        samples: &[Sample],
-    ) -> Result<EnergyMeasurement, String> {
-        let telemetry = self
-            .telemetry
-            .ok_or_else(|| "no GPU telemetry, so no energy counter".to_string())?;
-        let mut counter = telemetry.energy_counter()?;
+/// How a window's calls are launched: batches of about [`BATCH_NS`] of device work,
+/// paced at [`PACE`] of the samples' time per call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EnergyPace {
+    per_call_ns: f64,
+    batch: u64,
+}
+
+impl EnergyPace {
+    /// The pace of calls whose samples were `samples`.
+    pub(crate) fn of(samples: &[Sample]) -> Self {
         // Device time per call when measured: the device's own pace, which a
         // flushed sample's wall time (a flush and a sync per call) overstates.
         let per_call_ns = median(
@@ -61,11 +60,27 @@ impl Engine<'_> {
                 .collect::<Vec<_>>(),
         )
         .max(1.0);
-        let batch = ((BATCH_NS / per_call_ns).round() as u64).max(1);
+        EnergyPace {
+            per_call_ns,
+            batch: ((BATCH_NS / per_call_ns).round() as u64).max(1),
+        }
+    }
+}
+
+impl Engine<'_> {
+    /// The energy of `workload`'s calls, whose samples were `samples`; `Err` says why
+    /// there is none (no telemetry, no energy counter, a counter that never stepped).
+    pub(super) fn energy(
+        &self,
+        workload: &mut dyn Workload,
+        samples: &[Sample],
+    ) -> Result<EnergyMeasurement, String> {
+        let mut counter = self.energy_counter()?;
+        let pace = EnergyPace::of(samples);
         let mut windows = Vec::with_capacity(WINDOWS);
         let mut refused = None;
         for _ in 0..WINDOWS {
-            match self.energy_window(counter.as_mut(), workload, per_call_ns, batch)? {
+            match self.energy_window(counter.as_mut(), workload, &pace, STEPS_PER_WINDOW)? {
                 Ok(w) => windows.push(w),
                 Err(why) => refused = Some(why),
             }
@@ -73,35 +88,50 @@ impl Engine<'_> {
         if windows.is_empty() {
             return Err(refused.unwrap_or_else(|| "no energy window".into()));
         }
-        let (idle_w, idle_unavailable) = match &telemetry.idle_power_w {
-            Ok(w) => (Some(*w), None),
-            Err(why) => (None, Some(why.clone())),
+        Ok(self.energy_of(windows))
+    }
+
+    /// A reader of the GPU's energy counter; `Err` says why there is none.
+    pub(crate) fn energy_counter(&self) -> Result<Box<dyn EnergyCounter>, String> {
+        self.telemetry
+            .ok_or_else(|| "no GPU telemetry, so no energy counter".to_string())?
+            .energy_counter()
+    }
+
+    /// The energy measurement of `windows`, with the idle power the process read.
+    pub(crate) fn energy_of(&self, windows: Vec<EnergyWindow>) -> EnergyMeasurement {
+        let (idle_w, idle_unavailable) = match self.telemetry.map(|t| &t.idle_power_w) {
+            Some(Ok(w)) => (Some(*w), None),
+            Some(Err(why)) => (None, Some(why.clone())),
+            None => (None, Some("no GPU telemetry".into())),
         };
-        Ok(EnergyMeasurement {
+        EnergyMeasurement {
             windows,
             idle_w,
             idle_unavailable,
-        })
+        }
     }
 
-    /// One synced window of calls in batches of `batch`, while another thread reads
-    /// `counter` until it stepped [`STEPS_PER_WINDOW`] times past the first step. The
-    /// outer `Err` is a failed read, the inner one a window that cannot be counted.
-    fn energy_window(
+    /// One synced window of calls at `pace`, while another thread reads `counter`
+    /// until it stepped `steps` times (at least [`STEPS_PER_WINDOW`]) past the first
+    /// step. The outer `Err` is a failed read, the inner one a window that cannot be
+    /// counted.
+    pub(crate) fn energy_window(
         &self,
         counter: &mut dyn EnergyCounter,
         workload: &mut dyn Workload,
-        per_call_ns: f64,
-        batch: u64,
+        pace: &EnergyPace,
+        steps: u32,
     ) -> Result<Result<EnergyWindow, String>, String> {
+        let steps = steps.max(STEPS_PER_WINDOW);
+        let EnergyPace { per_call_ns, batch } = *pace;
         workload.release();
         self.device.synchronize();
         let done = AtomicBool::new(false);
         let t0 = Instant::now();
         let mut calls = 0u64;
         let readings = std::thread::scope(|scope| {
-            let reader =
-                scope.spawn(|| poll_energy(counter, t0, STEPS_PER_WINDOW, WINDOW_BOUND, &done));
+            let reader = scope.spawn(|| poll_energy(counter, t0, steps, WINDOW_BOUND, &done));
             while !done.load(Ordering::Acquire) && t0.elapsed() < WINDOW_BOUND {
                 // Paced a little faster than the samples' time per call: a device
                 // that ran slower would wait for calls and draw idle power.

@@ -12,6 +12,7 @@ use gpubench_analysis::memory_trace;
 use gpubench_analysis::sampling::StoppingRule;
 use gpubench_analysis::stats::median;
 use gpubench_record::cache::L2State;
+use gpubench_record::energy::EnergyMeasurement;
 use gpubench_record::measurement::{
     ColdCall, Flag, Measurement, MeasurementConfig, MemoryGrowth, MemoryStats, NaiveLoop, RunMode,
     Sample, StopReason, Throughput, WarmupPoint,
@@ -27,6 +28,7 @@ mod growth_tests;
 pub(crate) mod kernels;
 mod own_memory;
 
+pub(crate) use energy::EnergyPace;
 pub(crate) use own_memory::OwnMemory;
 
 /// What the engine times. Implemented by the [`crate::Bencher`] adapters.
@@ -132,6 +134,19 @@ pub(crate) struct Begun {
     device_timer: bool,
 }
 
+/// What a measurement took before its last step ([`Engine::finish`]).
+pub(crate) struct Taken {
+    /// The warm-up trace.
+    pub(crate) warmup: Vec<WarmupPoint>,
+    /// The steady-state samples, in the order taken.
+    pub(crate) samples: Vec<Sample>,
+    /// Why sampling stopped.
+    pub(crate) stop_reason: StopReason,
+    /// The energy already measured (a paired process's alternated windows), or why
+    /// there is none; `None`: measure it after the samples.
+    pub(crate) energy: Option<Result<EnergyMeasurement, String>>,
+}
+
 /// What one synced, timed region measured, ns.
 #[derive(Default)]
 struct Bracketed {
@@ -208,7 +223,13 @@ impl<'a> Engine<'a> {
         let (warmup, estimate_ns) = self.warm_up(workload);
         let iters = self.iters_per_sample(estimate_ns);
         let (samples, stop_reason) = self.sample(workload, iters);
-        self.finish(workload, options, begun, warmup, samples, stop_reason)
+        let taken = Taken {
+            warmup,
+            samples,
+            stop_reason,
+            energy: None,
+        };
+        self.finish(workload, options, begun, taken)
     }
 
     /// The first step of a measurement: the cost of an empty sync and the cold calls
@@ -249,16 +270,21 @@ impl<'a> Engine<'a> {
     }
 
     /// The last step: the diagnostics (naive loops, the hidden-sync probe), the flags,
-    /// memory and kernel time, around `samples` taken however they were.
+    /// memory, energy (unless `taken` has it) and kernel time, around the samples
+    /// taken however they were.
     pub(crate) fn finish(
         &self,
         workload: &mut dyn Workload,
         options: &EngineOptions,
         begun: Begun,
-        warmup: Vec<WarmupPoint>,
-        samples: Vec<Sample>,
-        stop_reason: StopReason,
+        taken: Taken,
     ) -> Measurement {
+        let Taken {
+            warmup,
+            samples,
+            stop_reason,
+            energy,
+        } = taken;
         // The routine's own peak, before the diagnostics: the hidden-sync probe's
         // device work and the naive loops are the engine's, and only the first
         // process runs them (on an H200 they lifted its peak by up to 80 MiB over the
@@ -302,7 +328,8 @@ impl<'a> Engine<'a> {
         } else {
             (None, None)
         };
-        let (energy, energy_unavailable) = match self.energy(workload, &samples) {
+        let energy = energy.unwrap_or_else(|| self.energy(workload, &samples));
+        let (energy, energy_unavailable) = match energy {
             Ok(e) => (Some(e), None),
             Err(why) => (None, Some(why)),
         };

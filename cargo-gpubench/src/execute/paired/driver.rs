@@ -12,11 +12,21 @@
 //!
 //! Stopping follows a run's rule ([`gpubench_analysis::sampling::StoppingRule`]) on
 //! the blocks' ratios instead of one side's samples.
+//!
+//! Energy is paired the same way after the samples ([`pair_energy`]): the sides'
+//! energy windows (calls back to back over [`ENERGY_WINDOW_STEPS`] steps of the GPU's
+//! energy counter) alternate in [`ENERGY_BLOCKS`] blocks `x y y x`, each block gives
+//! `ln(head / base)` of the sides' mean joules per call, and each side keeps its
+//! windows as its record's energy (instead of windows of its own taken alone).
 
-use gpubench_analysis::sampling::{self, PerCall, Side, StoppingRule};
+use gpubench_analysis::sampling::{self, PerCall, Side, StoppingRule, BLOCK};
 use gpubench_analysis::stats::median;
+use gpubench_record::energy::EnergyWindow;
 use gpubench_record::measurement::{MeasurementConfig, StopReason, TimeKind};
-use gpubench_record::paired::{AbiSample, AbiSide, Pairing, Role};
+use gpubench_record::paired::{
+    AbiEnergyWindow, AbiSample, AbiSide, Pairing, Role, ENERGY_ABI_VERSION, ENERGY_WINDOW_NONE,
+    ENERGY_WINDOW_TAKEN,
+};
 use gpubench_record::record::RawRecord;
 use std::path::Path;
 
@@ -26,11 +36,17 @@ pub trait PairSide {
     fn warm_up(&mut self) -> Option<f64>;
     /// One synced sample of `iters` calls, or `None` when it failed.
     fn sample(&mut self, iters: u64) -> Option<AbiSample>;
+    /// The pairing ABI version its library speaks.
+    fn abi_version(&self) -> u32;
+    /// One energy window counting `steps` steps of the energy counter: `Err` says
+    /// why it has none (no counter); `None` when the side failed.
+    fn energy_window(&mut self, steps: u32) -> Option<Result<EnergyWindow, String>>;
 }
 
-/// A library's side, valid while its `ready` call lasts, and the directory its
-/// code runs in (its revision's checkout), entered before each of its calls.
-pub struct LibrarySide<'a>(pub &'a AbiSide, pub Option<&'a Path>);
+/// A library's side, valid while its `ready` call lasts, the directory its code
+/// runs in (its revision's checkout), entered before each of its calls, and the
+/// pairing ABI version its library speaks.
+pub struct LibrarySide<'a>(pub &'a AbiSide, pub Option<&'a Path>, pub u32);
 
 /// Makes `dir` the process's working directory, so a side reads files by relative
 /// path from its own checkout; outside any timed region.
@@ -56,6 +72,23 @@ impl PairSide for LibrarySide<'_> {
         // SAFETY: as above; `out` is ours and writable.
         let rc = unsafe { (self.0.sample)(self.0.ctx, iters, &mut out) };
         (rc == 0).then_some(out)
+    }
+
+    fn abi_version(&self) -> u32 {
+        self.2
+    }
+
+    fn energy_window(&mut self, steps: u32) -> Option<Result<EnergyWindow, String>> {
+        enter(self.1);
+        let mut out = AbiEnergyWindow::default();
+        // SAFETY: as above; the side's `energy_window` is its own where its library
+        // speaks energy windows, else the library loader's stand-in that has none.
+        let rc = unsafe { (self.0.energy_window)(self.0.ctx, steps, &mut out) };
+        match rc {
+            ENERGY_WINDOW_TAKEN => Some(Ok(out.window())),
+            ENERGY_WINDOW_NONE => Some(Err(out.reason())),
+            _ => None,
+        }
     }
 }
 
@@ -142,6 +175,108 @@ pub fn alternate(
     })
 }
 
+/// Blocks of four alternated energy windows a paired process takes: 8 windows of
+/// [`ENERGY_WINDOW_STEPS`] steps, about 2.8 s on an H200 (whose counter steps every
+/// 100 ms; a window waits for a first step, then counts 3), where each side measured
+/// 3 windows alone before (about 2.1 s).
+pub const ENERGY_BLOCKS: usize = 2;
+
+/// Counter steps each energy window counts, as a run's windows do: each step's time
+/// is known to half the time between two reads of the counter.
+pub const ENERGY_WINDOW_STEPS: u32 = 3;
+
+/// What alternating the sides' energy windows gave.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnergyPairing {
+    /// `ln(head / base)` of the mean joules per call of each block, in the order taken.
+    pub log_ratios: Vec<f64>,
+    /// Why there is no ratio (a side without energy windows or an energy counter).
+    pub unpaired: Option<String>,
+}
+
+impl EnergyPairing {
+    /// No paired energy, because of `why`.
+    pub fn unpaired(why: impl Into<String>) -> Self {
+        EnergyPairing {
+            log_ratios: Vec::new(),
+            unpaired: Some(why.into()),
+        }
+    }
+
+    /// The process's figure: the median of its blocks' log ratios, when every block
+    /// it began was whole.
+    pub fn log_ratio(&self) -> Option<f64> {
+        (self.unpaired.is_none() && !self.log_ratios.is_empty()).then(|| median(&self.log_ratios))
+    }
+}
+
+/// Alternates the energy windows of `base` and `head`, after their samples, in
+/// [`ENERGY_BLOCKS`] blocks of `first, second, second, first` (the first side as
+/// in [`alternate`]). Only when both libraries speak energy windows; the first side
+/// that has none (no energy counter, as on the CPU) or fails ends it, saying why.
+pub fn pair_energy(
+    base: &mut dyn PairSide,
+    head: &mut dyn PairSide,
+    base_first: bool,
+) -> EnergyPairing {
+    for (role, side) in [(Role::Base, &*base), (Role::Head, &*head)] {
+        if side.abi_version() < ENERGY_ABI_VERSION {
+            return EnergyPairing::unpaired(format!(
+                "the {}'s library speaks pairing ABI {}, which has no energy windows: \
+                 each side measured its energy alone",
+                role.as_str(),
+                side.abi_version()
+            ));
+        }
+    }
+    let (first_role, head_side) = if base_first {
+        (Role::Base, Side::Second)
+    } else {
+        (Role::Head, Side::First)
+    };
+    let mut log_ratios = Vec::with_capacity(ENERGY_BLOCKS);
+    for _ in 0..ENERGY_BLOCKS {
+        let mut block = [(Side::First, 0.0); 4];
+        for (slot, side) in block.iter_mut().zip(BLOCK) {
+            let role = if (side == Side::First) == (first_role == Role::Base) {
+                Role::Base
+            } else {
+                Role::Head
+            };
+            let s: &mut dyn PairSide = match role {
+                Role::Base => &mut *base,
+                Role::Head => &mut *head,
+            };
+            match s.energy_window(ENERGY_WINDOW_STEPS) {
+                Some(Ok(w)) => *slot = (side, w.joules_per_call()),
+                Some(Err(why)) => {
+                    return EnergyPairing::unpaired(format!(
+                        "the {} has no energy window: {why}",
+                        role.as_str()
+                    ))
+                }
+                None => {
+                    return EnergyPairing::unpaired(format!(
+                        "the {} failed in its energy windows",
+                        role.as_str()
+                    ))
+                }
+            }
+        }
+        let ratio = sampling::mean_ratio(&block, head_side);
+        if !(ratio.is_finite() && ratio > 0.0) {
+            return EnergyPairing::unpaired(format!(
+                "an energy block's ratio of head to base was {ratio}"
+            ));
+        }
+        log_ratios.push(ratio.ln());
+    }
+    EnergyPairing {
+        log_ratios,
+        unpaired: None,
+    }
+}
+
 /// Measures one side alone, when the other never handed over its routine (it
 /// measured itself, as an eager-versus-compiled benchmark does, or failed first): a
 /// run's loop, on its own samples. `false` when it failed.
@@ -167,13 +302,15 @@ pub fn alone(side: &mut dyn PairSide, config: &MeasurementConfig) -> bool {
 }
 
 /// The pairing each side's process keeps: from the alternation when there was one,
-/// else from the two records' own figures in this process (`blocks` 0). `None` when
-/// a side has no measurement.
+/// else from the two records' own figures in this process (`blocks` 0), with the
+/// energy ratio of the alternated energy windows, `energy`. `None` when a side has
+/// no measurement.
 pub fn pairing(
     base: &RawRecord,
     head: &RawRecord,
     base_first: bool,
     alternation: Option<&Alternation>,
+    energy: Option<&EnergyPairing>,
 ) -> Option<(Pairing, Pairing)> {
     if !(base.passed() && head.passed()) {
         return None;
@@ -200,13 +337,25 @@ pub fn pairing(
         (Some(b), Some(h)) => Some((h / b).ln()),
         _ => None,
     };
+    let energy_log_ratio = energy.and_then(EnergyPairing::log_ratio);
+    let energy_unpaired = match energy {
+        _ if energy_log_ratio.is_some() => None,
+        Some(e) => e.unpaired.clone(),
+        None => Some("the sides' samples were not alternated, nor their energy windows".into()),
+    };
     let of = |role| Pairing {
         role,
         base_first,
         blocks,
         log_ratio,
         kernel_log_ratio,
-        energy_log_ratio: None,
+        energy_log_ratio,
+        energy_blocks: if energy_log_ratio.is_some() {
+            energy.map_or(0, |e| e.log_ratios.len() as u32)
+        } else {
+            0
+        },
+        energy_unpaired: energy_unpaired.clone(),
     };
     Some((of(Role::Base), of(Role::Head)))
 }

@@ -7,8 +7,9 @@ use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use gpubench_record::paired::{
-    AbiSide, FreeFn, ListFn, OpenFn, PairedBenchmark, PairedError, PairedRequest, VersionFn,
-    ABI_VERSION, SYMBOL_FREE, SYMBOL_LIST, SYMBOL_OPEN, SYMBOL_VERSION,
+    AbiEnergyWindow, AbiSide, AbiSideV1, FreeFn, ListFn, OpenFn, PairedBenchmark, PairedError,
+    PairedRequest, VersionFn, ABI_VERSION, ENERGY_ABI_VERSION, ENERGY_WINDOW_NONE, MIN_ABI_VERSION,
+    SYMBOL_FREE, SYMBOL_LIST, SYMBOL_OPEN, SYMBOL_VERSION,
 };
 use gpubench_record::record::RawRecord;
 use thiserror::Error;
@@ -32,13 +33,15 @@ pub enum LibraryError {
         /// The missing symbol.
         symbol: &'static str,
     },
-    /// It speaks another version of the ABI.
-    #[error("{path} speaks pairing ABI {found}, this cargo-gpubench {supported}: build both revisions with one gpubench-core version")]
+    /// It speaks a version of the ABI this build does not.
+    #[error("{path} speaks pairing ABI {found}, this cargo-gpubench {oldest} to {supported}: build both revisions with one gpubench-core version")]
     Version {
         /// The library.
         path: String,
         /// Its version.
         found: u32,
+        /// The oldest version this build pairs.
+        oldest: u32,
         /// This build's.
         supported: u32,
     },
@@ -57,6 +60,7 @@ pub enum LibraryError {
 /// A loaded library with its entry points.
 pub struct PairedLibrary {
     path: PathBuf,
+    version: u32,
     list: ListFn,
     open: OpenFn,
     free: FreeFn,
@@ -88,15 +92,17 @@ impl PairedLibrary {
         unsafe {
             let version: VersionFn = symbol(&library, SYMBOL_VERSION, path)?;
             let found = version();
-            if found != ABI_VERSION {
+            if !(MIN_ABI_VERSION..=ABI_VERSION).contains(&found) {
                 return Err(LibraryError::Version {
                     path: shown(),
                     found,
+                    oldest: MIN_ABI_VERSION,
                     supported: ABI_VERSION,
                 });
             }
             Ok(PairedLibrary {
                 path: path.to_path_buf(),
+                version: found,
                 list: symbol(&library, SYMBOL_LIST, path)?,
                 open: symbol(&library, SYMBOL_OPEN, path)?,
                 free: symbol(&library, SYMBOL_FREE, path)?,
@@ -108,6 +114,11 @@ impl PairedLibrary {
     /// The library's file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The pairing ABI version it speaks.
+    pub fn version(&self) -> u32 {
+        self.version
     }
 
     /// Its benchmarks.
@@ -130,16 +141,32 @@ impl PairedLibrary {
     ) -> Result<Opened, LibraryError> {
         struct User<'a> {
             ready: &'a mut dyn FnMut(&AbiSide),
+            version: u32,
             panic: Option<Box<dyn std::any::Any + Send>>,
         }
         unsafe extern "C" fn trampoline(user: *mut c_void, side: *const AbiSide) {
-            // SAFETY: `user` is the `User` below, alive for the call; `side` is the
-            // library's, valid for the call.
+            // SAFETY: `user` is the `User` below, alive for the call.
             let user = unsafe { &mut *user.cast::<User<'_>>() };
-            let side = unsafe { &*side };
             if user.panic.is_some() {
                 return;
             }
+            // A version-1 side ends before `energy_window`: only its first fields are
+            // read, and its energy windows answer that it has none.
+            let v1;
+            let side = if user.version >= ENERGY_ABI_VERSION {
+                // SAFETY: the library's side, whole in its version, valid for the call.
+                unsafe { &*side }
+            } else {
+                // SAFETY: as above, of the fields a version-1 side has.
+                let old = unsafe { *side.cast::<AbiSideV1>() };
+                v1 = AbiSide {
+                    ctx: old.ctx,
+                    warm_up: old.warm_up,
+                    sample: old.sample,
+                    energy_window: no_energy_window,
+                };
+                &v1
+            };
             // Unwinding into the library's frames would abort the process.
             if let Err(p) = panic::catch_unwind(AssertUnwindSafe(|| (user.ready)(side))) {
                 user.panic = Some(p);
@@ -147,7 +174,11 @@ impl PairedLibrary {
         }
         let json = CString::new(serde_json::to_string(request).expect("plain data serialises"))
             .expect("JSON holds no NUL");
-        let mut user = User { ready, panic: None };
+        let mut user = User {
+            ready,
+            version: self.version,
+            panic: None,
+        };
         // SAFETY: the ABI's open function with a NUL-terminated request, a callback
         // of the ABI's type and its user pointer, alive for the call.
         let text = unsafe {
@@ -196,6 +227,21 @@ impl PairedLibrary {
     }
 }
 
+/// The energy window of a version-1 side, which has none.
+unsafe extern "C" fn no_energy_window(
+    _ctx: *mut c_void,
+    _steps: u32,
+    out: *mut AbiEnergyWindow,
+) -> i32 {
+    let why = format!(
+        "its library speaks pairing ABI {MIN_ABI_VERSION}, which has no energy windows \
+         (built by a gpubench-core from before ABI {ENERGY_ABI_VERSION})"
+    );
+    // SAFETY: the driver passes a valid, writable window.
+    unsafe { *out = AbiEnergyWindow::none(&why) };
+    ENERGY_WINDOW_NONE
+}
+
 /// Looks up `name` as a `T`.
 ///
 /// # Safety
@@ -212,4 +258,23 @@ unsafe fn symbol<T: Copy>(
             path: path.display().to_string(),
             symbol: name,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_1_sides_energy_window_answers_none_saying_why() {
+        let mut out = AbiEnergyWindow::default();
+        // SAFETY: the stand-in reads no context and writes `out`, ours.
+        let code = unsafe { no_energy_window(std::ptr::null_mut(), 3, &mut out) };
+        assert_eq!(code, ENERGY_WINDOW_NONE);
+        assert!(
+            out.reason()
+                .contains("pairing ABI 1, which has no energy windows"),
+            "{}",
+            out.reason()
+        );
+    }
 }

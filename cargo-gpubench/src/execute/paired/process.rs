@@ -25,7 +25,7 @@ use gpubench_record::paired::{PairedRequest, Role};
 use gpubench_record::protocol::{EXIT_BENCHMARK_FAILED, EXIT_USAGE};
 use gpubench_record::record::{Fingerprint, ProcessRecord, RawRecord};
 
-use super::driver::{self, Alternation, LibrarySide};
+use super::driver::{self, Alternation, EnergyPairing, LibrarySide};
 use super::library::{Opened, PairedLibrary};
 
 /// The exit code of a paired process whose libraries cannot be paired.
@@ -189,24 +189,25 @@ pub fn run(plan: &ProcessPlan) -> i32 {
     let dir = |role| plan.dir(role);
 
     let mut alternation: Option<Result<Alternation, Role>> = None;
+    let mut energy: Option<EnergyPairing> = None;
     let mut second: Option<Result<Opened, String>> = None;
     driver::enter(dir(first_role));
     let first = library(first_role).open(&request(first_role), &mut |first_side| {
         driver::enter(dir(second_role));
         let opened = library(second_role).open(&request(second_role), &mut |second_side| {
-            let mut a = LibrarySide(first_side, dir(first_role));
-            let mut b = LibrarySide(second_side, dir(second_role));
+            let version = |role| library(role).version();
+            let mut a = LibrarySide(first_side, dir(first_role), version(first_role));
+            let mut b = LibrarySide(second_side, dir(second_role), version(second_role));
             let (base_side, head_side) = if base_first {
                 (&mut a, &mut b)
             } else {
                 (&mut b, &mut a)
             };
-            alternation = Some(driver::alternate(
-                base_side,
-                head_side,
-                base_first,
-                &plan.config,
-            ));
+            let alternated = driver::alternate(base_side, head_side, base_first, &plan.config);
+            if alternated.is_ok() {
+                energy = Some(driver::pair_energy(base_side, head_side, base_first));
+            }
+            alternation = Some(alternated);
         });
         // The first side's code goes on (its teardown, or measuring alone) in its
         // own directory.
@@ -214,7 +215,10 @@ pub fn run(plan: &ProcessPlan) -> i32 {
         if alternation.is_none() {
             // The second side never handed over its routine: the first is measured
             // alone, in this same process.
-            driver::alone(&mut LibrarySide(first_side, dir(first_role)), &plan.config);
+            driver::alone(
+                &mut LibrarySide(first_side, dir(first_role), library(first_role).version()),
+                &plan.config,
+            );
         }
         second = Some(opened.map_err(|e| e.to_string()));
     });
@@ -226,7 +230,11 @@ pub fn run(plan: &ProcessPlan) -> i32 {
         second = Some(
             library(second_role)
                 .open(&request(second_role), &mut |side| {
-                    driver::alone(&mut LibrarySide(side, dir(second_role)), &plan.config);
+                    let version = library(second_role).version();
+                    driver::alone(
+                        &mut LibrarySide(side, dir(second_role), version),
+                        &plan.config,
+                    );
                 })
                 .map_err(|e| e.to_string()),
         );
@@ -240,9 +248,13 @@ pub fn run(plan: &ProcessPlan) -> i32 {
     let alternation = alternation.and_then(Result::ok);
     let mut base_record = record_of(base_opened, &plan.id, plan.process, &plan.config);
     let mut head_record = record_of(head_opened, &plan.id, plan.process, &plan.config);
-    if let Some((b, h)) =
-        driver::pairing(&base_record, &head_record, base_first, alternation.as_ref())
-    {
+    if let Some((b, h)) = driver::pairing(
+        &base_record,
+        &head_record,
+        base_first,
+        alternation.as_ref(),
+        energy.as_ref(),
+    ) {
         if let Some(process) = base_record.processes.first_mut() {
             process.pairing = Some(b);
         }
@@ -297,7 +309,10 @@ fn run_alone(plan: &ProcessPlan) -> i32 {
     driver::enter(plan.dir(role));
     let opened = library
         .open(&request, &mut |side| {
-            driver::alone(&mut LibrarySide(side, plan.dir(role)), &plan.config);
+            driver::alone(
+                &mut LibrarySide(side, plan.dir(role), library.version()),
+                &plan.config,
+            );
         })
         .map_err(|e| e.to_string());
     let record = record_of(opened, &plan.id, plan.process, &plan.config);
