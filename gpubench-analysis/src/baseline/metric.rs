@@ -34,6 +34,10 @@ pub enum Metric {
     Memory,
     /// Host-dispatch time per call: until the call returned to the host.
     Host,
+    /// The share of the device's peak at the clock it ran ([`crate::peaks`]):
+    /// FLOP/s or bytes/s over the peak scaled to the measured clock. Higher is
+    /// better: a drop is regressed.
+    Peak,
 }
 
 /// How a metric's two sides are judged, which is also the shape of its result
@@ -41,7 +45,9 @@ pub enum Metric {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Judgement {
     /// A time per call, process by process ([`crate::compare`]): a change with its
-    /// interval.
+    /// interval. The share of peak is judged so too, on its shares per sample, with
+    /// the verdict turned round (a drop is regressed) and its typical values shares,
+    /// not times.
     Timed,
     /// Exact counts per call: any change is a verdict.
     Counted,
@@ -58,6 +64,8 @@ pub enum Unit {
     PerCall,
     /// Bytes.
     Bytes,
+    /// A share of the device's peak at the clock it ran (0.62: 62%).
+    ShareOfPeak,
 }
 
 /// What one metric needs, in one place.
@@ -84,12 +92,13 @@ pub struct MetricSpec {
 
 impl Metric {
     /// Every metric, in the order tables show them.
-    pub const ALL: [Metric; 5] = [
+    pub const ALL: [Metric; 6] = [
         Metric::Time,
         Metric::Kernel,
         Metric::Counters,
         Metric::Memory,
         Metric::Host,
+        Metric::Peak,
     ];
 
     /// What this metric needs.
@@ -141,6 +150,23 @@ impl Metric {
                 unit: Unit::Nanoseconds,
                 judgement: Judgement::Timed,
                 on_gpu: false,
+                by_default: false,
+            },
+            // Each process's FLOP/s or bytes/s over the peak at the clock it ran, so a
+            // change hidden in time by a clock that rose (a power-capped GPU given
+            // headroom) shows as a drop. Not judged by default: at equal clocks it is
+            // time's evidence again (share ∝ 1 / (time × clock)), and the clock it
+            // divides by is an instantaneous reading after each sample, which adds
+            // its own noise to time's; no A/A calibration on a GPU stands behind it
+            // yet. A gate that names it has it judged, and `other_clocks` already
+            // names a comparison whose sides ran at clearly different clocks.
+            Metric::Peak => &MetricSpec {
+                name: "peak",
+                label: "share of peak",
+                column: "peak share",
+                unit: Unit::ShareOfPeak,
+                judgement: Judgement::Timed,
+                on_gpu: true,
                 by_default: false,
             },
         }
