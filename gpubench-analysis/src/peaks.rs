@@ -402,7 +402,9 @@ pub fn sample_shares(
         return Err("it declares no FLOPs or bytes per call (`Bencher::throughput`)".into());
     };
     let Some(peaks) = device_peaks(device_name) else {
-        return Err(format!("its device ({device_name}) is not in the peak table"));
+        return Err(format!(
+            "its device ({device_name}) is not in the peak table"
+        ));
     };
     let (work, datasheet, assumed) = match throughput {
         Throughput::Flops(flops) => {

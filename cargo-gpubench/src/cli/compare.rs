@@ -250,7 +250,9 @@ pub struct VerdictArgs {
     /// time, else synced wall time), `kernel` (kernel time), `counters` (kernels,
     /// copies, syncs and allocations per call), `memory` (peak allocated and reserved
     /// bytes, and bytes held per call), `host` (host-dispatch time per call, judged
-    /// on --host-noise-threshold; judged only when named here) [default:
+    /// on --host-noise-threshold; judged only when named here), `peak` (the share of
+    /// the device's peak at the clock it ran, from the FLOPs or bytes a benchmark
+    /// declares: a drop is regressed; judged only when named here) [default:
     /// time,kernel,counters,memory, each where either side measured it].
     /// Launch-bound work is best gated on `kernel,counters`: its time rests on the
     /// host. A metric named here that a side did not measure is missing evidence.

@@ -185,10 +185,10 @@ pub struct ProcessSamples {
     /// says when the two sides ran at clearly different clocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sm_clock_mhz: Option<Vec<u32>>,
-    /// The process's memory clock, MHz (the mean of its readings at start and end),
-    /// when the GPU was read: a bytes share of peak is put at it.
+    /// The process's memory clock, MHz (the mean of its readings at start and end,
+    /// rounded), when the GPU was read: a bytes share of peak is put at it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_clock_mhz: Option<f64>,
+    pub memory_clock_mhz: Option<u32>,
     /// Peak memory and growth per call, where the device has an allocator (absent on
     /// the CPU and in files from before memory verdicts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -332,7 +332,8 @@ impl BaselineEntry {
                 device_ns: device.then(|| round(m.device_per_iter().unwrap_or_default())),
                 kernel_ns: kernel_timed.then(|| round(m.per_iter(TimeKind::Kernel))),
                 sm_clock_mhz: m.sm_clocks_mhz(),
-                memory_clock_mhz: crate::peaks::process_memory_clock_mhz(p).map(round_significant),
+                memory_clock_mhz: crate::peaks::process_memory_clock_mhz(p)
+                    .map(|mhz| mhz.round() as u32),
                 memory: ProcessMemory::of(m),
             })
             .collect();

@@ -628,7 +628,7 @@ fn judge_peak(sides: &Sides, config: &CompareConfig) -> MetricVerdict {
         .map(|(p, times)| ProcessClocks {
             ns_per_iter: times,
             sm_clock_mhz: p.sm_clock_mhz.as_deref(),
-            memory_clock_mhz: p.memory_clock_mhz,
+            memory_clock_mhz: p.memory_clock_mhz.map(f64::from),
         })
         .collect();
     let now_processes: Vec<_> = record
@@ -671,7 +671,9 @@ fn judge_peak(sides: &Sides, config: &CompareConfig) -> MetricVerdict {
     };
     match (was, now) {
         (Ok(was), Ok(now)) => match compare_processes(&was, &now, sides.bound, config) {
-            Ok(c) => MetricVerdict::judged(Metric::Peak, Judged::Timed(Box::new(drop_regresses(c)))),
+            Ok(c) => {
+                MetricVerdict::judged(Metric::Peak, Judged::Timed(Box::new(drop_regresses(c))))
+            }
             Err(e) => gap(
                 MissingOn::Current,
                 format!("its shares of peak could not be compared: {e}"),

@@ -12,8 +12,8 @@ use gpubench_record::failure::FailureKind;
 use gpubench_record::id::file_stem_for_id;
 use gpubench_record::kernels::Counter;
 use gpubench_record::measurement::MeasurementConfig;
-use gpubench_record::measurement::{SampleClock, Throughput};
 use gpubench_record::measurement::TimeKind;
+use gpubench_record::measurement::{SampleClock, Throughput};
 use gpubench_record::record::RawRecord;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
@@ -1109,7 +1109,11 @@ fn at_clock(seed: u64, sm_mhz: u32, throughput: Option<Throughput>) -> RawRecord
             30,
             &mut Pcg64Mcg::seed_from_u64(seed),
         );
-    for m in r.processes.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+    for m in r
+        .processes
+        .iter_mut()
+        .filter_map(|x| x.measurement.as_mut())
+    {
         m.throughput = throughput;
         for s in &mut m.samples {
             s.clock = Some(SampleClock {
@@ -1145,12 +1149,26 @@ fn the_same_time_at_a_higher_clock_is_a_drop_in_share_of_peak_and_regressed() {
     let set = peak_judged(&was, now.clone(), gate);
     let b = &set.comparisons[0];
     assert_eq!(b.verdict(), Some(Verdict::NoChange), "{b:?}");
-    assert_eq!(b.verdict_of(Metric::Peak), Some(Verdict::Regressed), "{b:?}");
-    let share = b.outcome.judged(Metric::Peak).and_then(Judged::timed).unwrap();
+    assert_eq!(
+        b.verdict_of(Metric::Peak),
+        Some(Verdict::Regressed),
+        "{b:?}"
+    );
+    let share = b
+        .outcome
+        .judged(Metric::Peak)
+        .and_then(Judged::timed)
+        .unwrap();
     // The change is the share's: 1500 / 1800 − 1 = −16.7%, less the time's own drift.
-    assert!((share.change.point - (1500.0 / 1800.0 - 1.0)).abs() < 0.01, "{share:?}");
+    assert!(
+        (share.change.point - (1500.0 / 1800.0 - 1.0)).abs() < 0.01,
+        "{share:?}"
+    );
     assert!(share.change.upper < 0.0, "{share:?}");
-    assert!(share.baseline_estimate > share.current_estimate, "{share:?}");
+    assert!(
+        share.baseline_estimate > share.current_estimate,
+        "{share:?}"
+    );
     // A typical value is a share at the clock, by hand from the sample model's time.
     let by_hand = MATMUL.unwrap().rate(share_time(&was)) / (989.4e12 * 1500.0 / 1830.0);
     assert!(
@@ -1167,7 +1185,11 @@ fn the_same_time_at_a_higher_clock_is_a_drop_in_share_of_peak_and_regressed() {
     assert!(!serde_json::to_string(&plain).unwrap().contains("\"peak\""));
 
     // The reverse, the same time at a lower clock, is a rise: improved.
-    let set = peak_judged(&at_clock(33, 1800, MATMUL), at_clock(34, 1500, MATMUL), gate);
+    let set = peak_judged(
+        &at_clock(33, 1800, MATMUL),
+        at_clock(34, 1500, MATMUL),
+        gate,
+    );
     assert_eq!(
         set.comparisons[0].verdict_of(Metric::Peak),
         Some(Verdict::Improved)
@@ -1187,7 +1209,11 @@ fn share_time(r: &RawRecord) -> f64 {
 #[test]
 fn an_equal_share_of_peak_is_no_change() {
     let gate = Gate::of(&[Metric::Peak]);
-    let set = peak_judged(&at_clock(41, 1707, MATMUL), at_clock(42, 1707, MATMUL), gate);
+    let set = peak_judged(
+        &at_clock(41, 1707, MATMUL),
+        at_clock(42, 1707, MATMUL),
+        gate,
+    );
     let b = &set.comparisons[0];
     assert_eq!(b.verdict_of(Metric::Peak), Some(Verdict::NoChange), "{b:?}");
     assert!(!FailOn::Regressed.trips(b, &gate));
@@ -1210,7 +1236,11 @@ fn without_flops_bytes_a_known_device_or_a_clock_the_share_of_peak_is_a_gap() {
     // No FLOPs declared on either side: a gap only a gate naming it counts.
     let g = gap(at_clock(51, 1700, None), at_clock(52, 1700, None));
     assert_eq!(g.missing_on, MissingOn::Both);
-    assert!(g.reason.contains("declares no FLOPs or bytes"), "{}", g.reason);
+    assert!(
+        g.reason.contains("declares no FLOPs or bytes"),
+        "{}",
+        g.reason
+    );
     assert!(!g.gated(false) && g.gated(true));
     // Elements have no peak.
     let elements = Some(Throughput::Elements(1e6));
@@ -1231,7 +1261,11 @@ fn without_flops_bytes_a_known_device_or_a_clock_the_share_of_peak_is_a_gap() {
     assert!(g.reason.contains("not in the peak table"), "{}", g.reason);
     // No clock read on this run's side.
     let mut now = at_clock(59, 1700, MATMUL);
-    for m in now.processes.iter_mut().filter_map(|x| x.measurement.as_mut()) {
+    for m in now
+        .processes
+        .iter_mut()
+        .filter_map(|x| x.measurement.as_mut())
+    {
         for s in &mut m.samples {
             s.clock = None;
         }
@@ -1274,7 +1308,7 @@ fn a_bytes_share_of_peak_is_put_at_each_process_memory_clock() {
     // is twice the share of the bandwidth at that clock.
     let was = with_memory_clock(61, Some(3201));
     let entry = BaselineEntry::from_record(&was).unwrap();
-    assert_eq!(entry.processes[0].memory_clock_mhz, Some(3201.0));
+    assert_eq!(entry.processes[0].memory_clock_mhz, Some(3201));
     assert_eq!(entry.throughput, copy);
     let set = peak_judged(&was, with_memory_clock(62, Some(1600)), gate);
     let share = set.comparisons[0]
@@ -1283,11 +1317,23 @@ fn a_bytes_share_of_peak_is_put_at_each_process_memory_clock() {
         .and_then(Judged::timed)
         .unwrap();
     assert_eq!(share.verdict, Verdict::Improved);
-    assert!((share.change.point - (3201.0 / 1600.0 - 1.0)).abs() < 0.03, "{share:?}");
+    assert!(
+        (share.change.point - (3201.0 / 1600.0 - 1.0)).abs() < 0.03,
+        "{share:?}"
+    );
     // No memory clock read: a gap that says so.
     let set = peak_judged(&was, with_memory_clock(63, None), gate);
-    let gap = set.comparisons[0].metric(Metric::Peak).unwrap().gap.clone().unwrap();
-    assert!(gap.reason.contains("memory clock was not read"), "{}", gap.reason);
+    let gap = set.comparisons[0]
+        .metric(Metric::Peak)
+        .unwrap()
+        .gap
+        .clone()
+        .unwrap();
+    assert!(
+        gap.reason.contains("memory clock was not read"),
+        "{}",
+        gap.reason
+    );
 }
 
 #[test]
