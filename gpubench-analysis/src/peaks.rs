@@ -243,6 +243,13 @@ pub fn dtype_from_id(id: &str) -> Option<&'static str> {
         .next_back()
 }
 
+/// Whether a benchmark id names 2:4 structured sparsity (`2:4`, as in
+/// `matmul_bf16_2:4/8192`): its FLOPs are then measured against the sparse peak,
+/// which is twice the dense one, and a dense benchmark never is.
+pub fn sparse_from_id(id: &str) -> bool {
+    id.contains("2:4")
+}
+
 /// A benchmark's rate as a share of its device's peak, the peak scaled to the
 /// clock it ran at (the run summary's `peak`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -258,7 +265,8 @@ pub struct PeakShare {
     pub dtype: Option<String>,
     /// The rate at the primary estimate, per second (FLOP/s or B/s).
     pub rate_per_s: f64,
-    /// The data sheet's peak, per second: dense for FLOP/s.
+    /// The data sheet's peak, per second: dense for FLOP/s, unless the id names
+    /// 2:4 sparsity ([`PeakKind::SparseFlops`]).
     pub datasheet_peak_per_s: f64,
     /// The clock the data sheet's peak assumes, MHz (SM clock for FLOP/s, memory
     /// clock for bytes).
@@ -287,6 +295,8 @@ pub struct PeakShare {
 pub enum PeakKind {
     /// Dense tensor-core FLOP/s.
     DenseFlops,
+    /// Tensor-core FLOP/s with 2:4 structured sparsity ([`sparse_from_id`]).
+    SparseFlops,
     /// Memory bandwidth.
     Bytes,
 }
@@ -304,6 +314,41 @@ impl PeakShare {
         sm_clock_mhz: Option<f64>,
         memory_clock_mhz: Option<f64>,
     ) -> Option<Self> {
+        let clocks = (sm_clock_mhz, memory_clock_mhz);
+        Self::at(device_name, throughput, ns_per_iter, dtype, false, clocks)
+    }
+
+    /// [`PeakShare::of`] of the benchmark `id`: FLOP/s against the peak of the
+    /// element type it names ([`dtype_from_id`]), the sparse one where it names 2:4
+    /// sparsity ([`sparse_from_id`]).
+    pub fn of_id(
+        device_name: &str,
+        throughput: Throughput,
+        ns_per_iter: f64,
+        id: &str,
+        sm_clock_mhz: Option<f64>,
+        memory_clock_mhz: Option<f64>,
+    ) -> Option<Self> {
+        Self::at(
+            device_name,
+            throughput,
+            ns_per_iter,
+            dtype_from_id(id),
+            sparse_from_id(id),
+            (sm_clock_mhz, memory_clock_mhz),
+        )
+    }
+
+    /// The share against the dense or `sparse` peak of `dtype`, at the SM and
+    /// memory `clocks`.
+    fn at(
+        device_name: &str,
+        throughput: Throughput,
+        ns_per_iter: f64,
+        dtype: Option<&str>,
+        sparse: bool,
+        (sm_clock_mhz, memory_clock_mhz): (Option<f64>, Option<f64>),
+    ) -> Option<Self> {
         let peaks = device_peaks(device_name)?;
         let rate = throughput.rate(ns_per_iter);
         if !(rate.is_finite() && rate > 0.0) {
@@ -312,10 +357,11 @@ impl PeakShare {
         let (kind, dtype, datasheet, assumed, measured, what) = match throughput {
             Throughput::Flops(_) => {
                 let dtype = dtype?;
+                let (kind, tflops) = flops_peak(peaks, dtype, sparse)?;
                 (
-                    PeakKind::DenseFlops,
+                    kind,
                     Some(dtype.to_string()),
-                    peaks.tflops_for(dtype)? * 1e12,
+                    tflops * 1e12,
                     Some(f64::from(peaks.boost_sm_mhz)),
                     sm_clock_mhz,
                     "SM",
@@ -361,6 +407,15 @@ impl PeakShare {
     }
 }
 
+/// The FLOP/s peak of `dtype`, dense or `sparse`, TFLOP/s, where the table has it.
+fn flops_peak(peaks: &DevicePeaks, dtype: &str, sparse: bool) -> Option<(PeakKind, f64)> {
+    if sparse {
+        Some((PeakKind::SparseFlops, peaks.sparse_tflops_for(dtype)?))
+    } else {
+        Some((PeakKind::DenseFlops, peaks.tflops_for(dtype)?))
+    }
+}
+
 /// One process of a side, as its shares of the peak need it: the time per call of
 /// each sample, and the clocks it ran at.
 #[derive(Debug, Clone, Copy)]
@@ -386,8 +441,9 @@ pub fn process_memory_clock_mhz(process: &ProcessRecord) -> Option<f64> {
 }
 
 /// Each sample's share of its device's peak at the clock it ran (FLOP/s over the
-/// dense peak scaled to the SM clock read after the sample; bytes/s over the
-/// bandwidth scaled to the process's memory clock), one group per process: what a
+/// peak of the element type benchmark `id` names, dense or 2:4 sparse, scaled to
+/// the SM clock read after the sample; bytes/s over the bandwidth scaled to the
+/// process's memory clock), one group per process: what a
 /// comparison judges the share of peak on (`baseline::Metric::Peak`). Empty
 /// processes stay empty groups. The reason, as a lower-case fragment, when there is
 /// no share at a measured clock: no FLOPs or bytes declared, a device or element type
@@ -395,7 +451,7 @@ pub fn process_memory_clock_mhz(process: &ProcessRecord) -> Option<f64> {
 pub fn sample_shares(
     device_name: &str,
     throughput: Option<Throughput>,
-    dtype: Option<&str>,
+    id: &str,
     processes: &[ProcessClocks],
 ) -> Result<Vec<Vec<f64>>, String> {
     let Some(throughput) = throughput else {
@@ -408,10 +464,13 @@ pub fn sample_shares(
     };
     let (work, datasheet, assumed) = match throughput {
         Throughput::Flops(flops) => {
-            let Some(tflops) = dtype.and_then(|d| peaks.tflops_for(d)) else {
+            let sparse = sparse_from_id(id);
+            let peak = dtype_from_id(id).and_then(|d| flops_peak(peaks, d, sparse));
+            let Some((_, tflops)) = peak else {
                 return Err(format!(
-                    "its id names no element type (e.g. `bf16`) whose peak the table has \
-                     for the {}",
+                    "its id names no element type (e.g. `bf16`) whose {} peak the table \
+                     has for the {}",
+                    if sparse { "2:4 sparse" } else { "dense" },
                     peaks.model
                 ));
             };
@@ -526,6 +585,37 @@ mod tests {
             checked += 1;
         }
         assert_eq!(checked, 5);
+    }
+
+    /// A 2:4 sparse matmul is measured against the sparse peak, twice the dense
+    /// one, and only an id that names `2:4` is.
+    #[test]
+    fn an_id_that_names_2_4_sparsity_is_measured_against_the_sparse_peak() {
+        let flops = Throughput::Flops(2.0 * 8192f64.powi(3));
+        let share =
+            |id| PeakShare::of_id("NVIDIA H200", flops, 1.395e6, id, Some(1707.0), None).unwrap();
+        let dense = share("matmul_bf16/8192");
+        let sparse = share("matmul_bf16_2:4/8192");
+        assert_eq!(dense.kind, PeakKind::DenseFlops);
+        assert_eq!(sparse.kind, PeakKind::SparseFlops);
+        assert!((sparse.datasheet_peak_per_s - 1978.9e12).abs() < 1e6);
+        assert!((dense.share / sparse.share - 2.0).abs() < 0.001);
+        assert!(!sparse_from_id("sparse_attention/4096"));
+        // fp64 has no sparse peak: no share rather than the dense one.
+        let fp64 = PeakShare::of_id("NVIDIA H200", flops, 1e6, "gemm_fp64_2:4", None, None);
+        assert!(fp64.is_none());
+        // The shares a comparison judges follow the same rule.
+        let times = [1.395e6];
+        let process = [ProcessClocks {
+            ns_per_iter: &times,
+            sm_clock_mhz: Some(&[1707]),
+            memory_clock_mhz: None,
+        }];
+        let of = |id| sample_shares("NVIDIA H200", Some(flops), id, &process).unwrap()[0][0];
+        assert!((of("matmul_bf16/8192") - dense.share).abs() < 1e-9);
+        assert!((of("matmul_bf16_2:4/8192") - sparse.share).abs() < 1e-9);
+        let e = sample_shares("NVIDIA H200", Some(flops), "gemm_fp64_2:4", &process);
+        assert!(e.unwrap_err().contains("2:4 sparse peak"));
     }
 
     #[test]

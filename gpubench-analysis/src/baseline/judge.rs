@@ -619,7 +619,6 @@ fn judge_metric(metric: Metric, sides: &Sides, config: &CompareConfig) -> Option
 /// [`compare_processes`] (made for times) is turned round: a drop is regressed.
 fn judge_peak(sides: &Sides, config: &CompareConfig) -> MetricVerdict {
     let (record, entry) = (sides.record, sides.entry);
-    let dtype = crate::peaks::dtype_from_id(&record.id);
     let was_times = entry.groups(sides.kind);
     let was_clocks: Vec<ProcessClocks> = entry
         .processes
@@ -657,13 +656,13 @@ fn judge_peak(sides: &Sides, config: &CompareConfig) -> MetricVerdict {
     let was = sample_shares(
         &entry.fingerprint.device.name,
         entry.throughput,
-        dtype,
+        &record.id,
         &was_clocks,
     );
     let now = sample_shares(
         &record.fingerprint.device.name,
         record.first_measurement().and_then(|m| m.throughput),
-        dtype,
+        &record.id,
         &now_clocks,
     );
     let gap = |missing_on, reason: String| {

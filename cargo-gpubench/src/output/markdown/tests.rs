@@ -597,6 +597,33 @@ fn ab_shows_the_paired_threshold_certain_changes_and_what_it_could_detect() {
     insta::assert_snapshot!(md);
 }
 
+/// `now` judged against `base` as the main baseline, failing on regressions of
+/// the metrics of `gate`.
+fn judged_under(now: &[RawRecord], base: &[BaselineEntry], gate: Gate) -> RunComparison {
+    let settings = VerdictSettings {
+        gate,
+        ..verdict_settings(CompareConfig::default(), FailOn::Regressed)
+    };
+    RunComparison::judge(now, base, main_baseline(false), settings).unwrap()
+}
+
+/// The Markdown summary of `entries` judged as `c`, and its terminal table.
+fn rendered(entries: &[SummaryEntry], c: &RunComparison) -> (String, String) {
+    let md = MarkdownSummary {
+        subject: "run `r`",
+        report: None,
+        entries,
+        comparison: Some(c),
+        exit: Exit::of_verdicts(false, false, c.gate_tripped),
+    }
+    .render();
+    let table = crate::output::terminal::render_table(
+        &crate::output::view::SummaryView::build(entries, Some(c)),
+        crate::console::Console::default(),
+    );
+    (md, table)
+}
+
 #[test]
 fn host_time_gets_a_column_and_a_verdict_only_under_a_gate_that_names_it() {
     // Five processes a side (host-bound time needs them); the head's calls return
@@ -620,28 +647,8 @@ fn host_time_gets_a_column_and_a_verdict_only_under_a_gate_that_names_it() {
     let base = [BaselineEntry::from_record(&five("mm", 1.0)).unwrap()];
     let now = [five("mm", 3.0)];
     let entries: Vec<SummaryEntry> = now.iter().map(entry).collect();
-    let judged = |gate: Gate| {
-        let settings = VerdictSettings {
-            gate,
-            ..verdict_settings(CompareConfig::default(), FailOn::Regressed)
-        };
-        RunComparison::judge(&now, &base, main_baseline(false), settings).unwrap()
-    };
-    let render = |c: &RunComparison| {
-        let md = MarkdownSummary {
-            subject: "run `r`",
-            report: None,
-            entries: &entries,
-            comparison: Some(c),
-            exit: Exit::of_verdicts(false, false, c.gate_tripped),
-        }
-        .render();
-        let table = crate::output::terminal::render_table(
-            &crate::output::view::SummaryView::build(&entries, Some(c)),
-            crate::console::Console::default(),
-        );
-        (md, table)
-    };
+    let judged = |gate: Gate| judged_under(&now, &base, gate);
+    let render = |c: &RunComparison| rendered(&entries, c);
 
     // The default gate neither judges nor shows it: the outputs are as before.
     let c = judged(Gate::default());
@@ -700,28 +707,8 @@ fn share_of_peak_gets_a_column_and_a_verdict_only_under_a_gate_that_names_it() {
     let base = [BaselineEntry::from_record(&three(1500)).unwrap()];
     let now = [three(1800)];
     let entries: Vec<SummaryEntry> = now.iter().map(entry).collect();
-    let judged = |gate: Gate| {
-        let settings = VerdictSettings {
-            gate,
-            ..verdict_settings(CompareConfig::default(), FailOn::Regressed)
-        };
-        RunComparison::judge(&now, &base, main_baseline(false), settings).unwrap()
-    };
-    let render = |c: &RunComparison| {
-        let md = MarkdownSummary {
-            subject: "run `r`",
-            report: None,
-            entries: &entries,
-            comparison: Some(c),
-            exit: Exit::of_verdicts(false, false, c.gate_tripped),
-        }
-        .render();
-        let table = crate::output::terminal::render_table(
-            &crate::output::view::SummaryView::build(&entries, Some(c)),
-            crate::console::Console::default(),
-        );
-        (md, table)
-    };
+    let judged = |gate: Gate| judged_under(&now, &base, gate);
+    let render = |c: &RunComparison| rendered(&entries, c);
 
     // The default gate neither judges nor shows it; time sees no change.
     let c = judged(Gate::default());
