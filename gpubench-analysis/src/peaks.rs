@@ -440,12 +440,14 @@ pub fn process_memory_clock_mhz(process: &ProcessRecord) -> Option<f64> {
     (!clocks.is_empty()).then(|| clocks.iter().sum::<f64>() / clocks.len() as f64)
 }
 
-/// Each sample's share of its device's peak at the clock it ran (FLOP/s over the
-/// peak of the element type benchmark `id` names, dense or 2:4 sparse, scaled to
-/// the SM clock read after the sample; bytes/s over the bandwidth scaled to the
-/// process's memory clock), one group per process: what a
-/// comparison judges the share of peak on (`baseline::Metric::Peak`). Empty
-/// processes stay empty groups. The reason, as a lower-case fragment, when there is
+/// Each sample's share of its device's peak at the clock its process ran (FLOP/s
+/// over the peak of the element type benchmark `id` names, dense or 2:4 sparse,
+/// scaled to the process's mean SM clock, as the summary's share is; bytes/s over
+/// the bandwidth scaled to the process's memory clock), one group per process: what
+/// a comparison judges the share of peak on (`baseline::Metric::Peak`), each
+/// process by the median of its group. The mean over a process's readings, not each
+/// sample's own: one reading after a sample is an instant, which would add its
+/// noise to the sample's. Empty processes stay empty groups. The reason, as a lower-case fragment, when there is
 /// no share at a measured clock: no FLOPs or bytes declared, a device or element type
 /// not in the table, a clock not read or not in the table.
 pub fn sample_shares(
@@ -490,26 +492,27 @@ pub fn sample_shares(
             return Err("it declares elements per call, which have no peak".into());
         }
     };
-    let share = |ns: f64, clock_mhz: f64| work / (ns * 1e-9) / (datasheet * clock_mhz / assumed);
     processes
         .iter()
-        .map(|p| match throughput {
-            Throughput::Bytes(_) => match p.memory_clock_mhz.filter(|&c| c > 0.0) {
-                Some(clock) => Ok(p.ns_per_iter.iter().map(|&ns| share(ns, clock)).collect()),
-                None => Err("the memory clock was not read while it ran".to_string()),
-            },
-            _ => match p.sm_clock_mhz {
-                Some(clocks)
-                    if clocks.len() == p.ns_per_iter.len() && clocks.iter().all(|&c| c > 0) =>
-                {
-                    Ok(p.ns_per_iter
-                        .iter()
-                        .zip(clocks)
-                        .map(|(&ns, &c)| share(ns, f64::from(c)))
-                        .collect())
-                }
-                _ => Err("the SM clock was not read after each sample".to_string()),
-            },
+        .map(|p| {
+            let clock = match throughput {
+                Throughput::Bytes(_) => p
+                    .memory_clock_mhz
+                    .ok_or("the memory clock was not read while it ran")?,
+                _ => p
+                    .sm_clock_mhz
+                    .filter(|c| c.len() == p.ns_per_iter.len())
+                    .and_then(|c| gpubench_record::telemetry::mean_clock_mhz(&[c.to_vec()]))
+                    .ok_or("the SM clock was not read after each sample")?,
+            };
+            if clock.is_nan() || clock <= 0.0 {
+                return Err("a clock read as 0 MHz".to_string());
+            }
+            let peak = datasheet * clock / assumed;
+            Ok(p.ns_per_iter
+                .iter()
+                .map(|&ns| work / (ns * 1e-9) / peak)
+                .collect())
         })
         .collect()
 }
@@ -616,6 +619,27 @@ mod tests {
         assert!((of("matmul_bf16_2:4/8192") - sparse.share).abs() < 1e-9);
         let e = sample_shares("NVIDIA H200", Some(flops), "gemm_fp64_2:4", &process);
         assert!(e.unwrap_err().contains("2:4 sparse peak"));
+    }
+
+    /// A process's shares are at its mean SM clock, as the summary's share is, not
+    /// at each sample's own reading; a process without readings has none.
+    #[test]
+    fn a_process_shares_are_at_its_mean_sm_clock() {
+        let flops = Some(Throughput::Flops(1e12));
+        let times = [1e6, 1e6];
+        let clocks = [1500, 1900];
+        let process = |sm_clock_mhz| ProcessClocks {
+            ns_per_iter: &times,
+            sm_clock_mhz,
+            memory_clock_mhz: None,
+        };
+        let shares = sample_shares("NVIDIA H200", flops, "mm_bf16", &[process(Some(&clocks))]);
+        let at_1700 = 1e15 / (989.4e12 * 1700.0 / 1830.0);
+        assert!(shares.unwrap()[0]
+            .iter()
+            .all(|s| (s - at_1700).abs() < 1e-9));
+        let none = sample_shares("NVIDIA H200", flops, "mm_bf16", &[process(None)]);
+        assert!(none.unwrap_err().contains("SM clock was not read"));
     }
 
     #[test]

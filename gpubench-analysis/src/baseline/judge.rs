@@ -613,7 +613,7 @@ fn judge_metric(metric: Metric, sides: &Sides, config: &CompareConfig) -> Option
     }
 }
 
-/// The share of the peak at the clock each sample ran, process by process, on the
+/// The share of the peak at the clock each process ran, process by process, on the
 /// rule of the benchmark's time (its timer and bound): a change in share that time
 /// alone hides when the clock moved. A higher share is better, so the verdict of
 /// [`compare_processes`] (made for times) is turned round: a drop is regressed.

@@ -152,14 +152,16 @@ impl Metric {
                 on_gpu: false,
                 by_default: false,
             },
-            // Each process's FLOP/s or bytes/s over the peak at the clock it ran, so a
-            // change hidden in time by a clock that rose (a power-capped GPU given
-            // headroom) shows as a drop. Not judged by default: at equal clocks it is
-            // time's evidence again (share ∝ 1 / (time × clock)), and the clock it
-            // divides by is an instantaneous reading after each sample, which adds
-            // its own noise to time's; no A/A calibration on a GPU stands behind it
-            // yet. A gate that names it has it judged, and `other_clocks` already
-            // names a comparison whose sides ran at clearly different clocks.
+            // Each process's FLOP/s or bytes/s over the peak at the clock it ran (its
+            // mean SM clock, or its memory clock), so a change hidden in time by a
+            // clock that rose (a power-capped GPU given headroom) shows as a drop.
+            // Not judged by default: at equal clocks it is time's evidence again
+            // (share ∝ 1 / (time × clock)), a second verdict on one measurement that
+            // would double what a gate trips on; where the clocks differ, its
+            // verdict rests on clock readings taken between samples, which add their
+            // own noise, and no A/A calibration on a GPU stands behind it yet. A
+            // gate that names it has it judged, and `other_clocks` already names a
+            // comparison whose sides ran at clearly different clocks.
             Metric::Peak => &MetricSpec {
                 name: "peak",
                 label: "share of peak",
