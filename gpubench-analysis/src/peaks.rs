@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use gpubench_record::measurement::Throughput;
+use gpubench_record::record::ProcessRecord;
 
 /// Peak rates of one device model.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -29,7 +30,9 @@ pub struct DevicePeaks {
     pub boost_sm_mhz: u32,
     /// Peak memory bandwidth, GB/s (10^9 bytes per second).
     pub memory_gb_s: f64,
-    /// The memory clock the bandwidth assumes, MHz, as NVML reports it, when known.
+    /// The memory clock the bandwidth assumes, MHz, as NVML reports it, when known:
+    /// the clock the board's memory runs at full speed, at which its data-sheet
+    /// bandwidth holds. A bytes share is scaled by the measured memory clock over it.
     pub memory_mhz: Option<u32>,
 }
 
@@ -108,6 +111,18 @@ const H100_SOURCE: &str =
 const A100_SOURCE: &str =
     "NVIDIA A100 Tensor Core GPU data sheet, https://www.nvidia.com/en-us/data-center/a100/";
 
+/// The H200 SXM's memory clock, MHz: what NVML reports of its HBM3e at full speed
+/// (read on an H200, driver 580.159.04; `docs/gpu-validation.md`). Its six 1024-bit
+/// stacks at twice that clock move 4.92 TB/s, which the data sheet states as 4.8 TB/s
+/// (6.25 Gb/s per pin): the scale is the clock's ratio to this one, so a board at
+/// full speed is measured against the data sheet's figure itself.
+const H200_MEMORY_MHZ: u32 = 3201;
+/// The H100 PCIe's memory clock, MHz: its HBM2e at the A100 80GB's clock, as spec
+/// listings give it (e.g. https://cputronic.com/de/gpu/nvidia-h100-pcie; not yet read
+/// on such a board here). Five 1024-bit stacks at twice it move 2.04 TB/s, the
+/// "greater than 2,000 GB/s" of NVIDIA's H100 PCIe product brief (PB-11133-001).
+const H100_PCIE_MEMORY_MHZ: u32 = 1593;
+
 /// Known devices, most specific name first: the first entry whose every pattern
 /// occurs in the device name wins. The NVL and PCIe boards' clocks are the ones
 /// their data-sheet figures imply (132 or 114 SMs × 4096 bf16 FLOP per clock).
@@ -133,7 +148,7 @@ const KNOWN: &[(&[&str], DevicePeaks)] = &[
             sparse_tflops: HOPPER_SXM_SPARSE,
             boost_sm_mhz: 1830,
             memory_gb_s: 4800.0,
-            memory_mhz: None,
+            memory_mhz: Some(H200_MEMORY_MHZ),
         },
     ),
     (
@@ -157,7 +172,7 @@ const KNOWN: &[(&[&str], DevicePeaks)] = &[
             sparse_tflops: H100_PCIE_SPARSE,
             boost_sm_mhz: 1620,
             memory_gb_s: 2000.0,
-            memory_mhz: None,
+            memory_mhz: Some(H100_PCIE_MEMORY_MHZ),
         },
     ),
     (
@@ -228,6 +243,13 @@ pub fn dtype_from_id(id: &str) -> Option<&'static str> {
         .next_back()
 }
 
+/// Whether a benchmark id names 2:4 structured sparsity (`2:4`, as in
+/// `matmul_bf16_2:4/8192`): its FLOPs are then measured against the sparse peak,
+/// which is twice the dense one, and a dense benchmark never is.
+pub fn sparse_from_id(id: &str) -> bool {
+    id.contains("2:4")
+}
+
 /// A benchmark's rate as a share of its device's peak, the peak scaled to the
 /// clock it ran at (the run summary's `peak`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -243,7 +265,8 @@ pub struct PeakShare {
     pub dtype: Option<String>,
     /// The rate at the primary estimate, per second (FLOP/s or B/s).
     pub rate_per_s: f64,
-    /// The data sheet's peak, per second: dense for FLOP/s.
+    /// The data sheet's peak, per second: dense for FLOP/s, unless the id names
+    /// 2:4 sparsity ([`PeakKind::SparseFlops`]).
     pub datasheet_peak_per_s: f64,
     /// The clock the data sheet's peak assumes, MHz (SM clock for FLOP/s, memory
     /// clock for bytes).
@@ -272,6 +295,8 @@ pub struct PeakShare {
 pub enum PeakKind {
     /// Dense tensor-core FLOP/s.
     DenseFlops,
+    /// Tensor-core FLOP/s with 2:4 structured sparsity ([`sparse_from_id`]).
+    SparseFlops,
     /// Memory bandwidth.
     Bytes,
 }
@@ -289,6 +314,41 @@ impl PeakShare {
         sm_clock_mhz: Option<f64>,
         memory_clock_mhz: Option<f64>,
     ) -> Option<Self> {
+        let clocks = (sm_clock_mhz, memory_clock_mhz);
+        Self::at(device_name, throughput, ns_per_iter, dtype, false, clocks)
+    }
+
+    /// [`PeakShare::of`] of the benchmark `id`: FLOP/s against the peak of the
+    /// element type it names ([`dtype_from_id`]), the sparse one where it names 2:4
+    /// sparsity ([`sparse_from_id`]).
+    pub fn of_id(
+        device_name: &str,
+        throughput: Throughput,
+        ns_per_iter: f64,
+        id: &str,
+        sm_clock_mhz: Option<f64>,
+        memory_clock_mhz: Option<f64>,
+    ) -> Option<Self> {
+        Self::at(
+            device_name,
+            throughput,
+            ns_per_iter,
+            dtype_from_id(id),
+            sparse_from_id(id),
+            (sm_clock_mhz, memory_clock_mhz),
+        )
+    }
+
+    /// The share against the dense or `sparse` peak of `dtype`, at the SM and
+    /// memory `clocks`.
+    fn at(
+        device_name: &str,
+        throughput: Throughput,
+        ns_per_iter: f64,
+        dtype: Option<&str>,
+        sparse: bool,
+        (sm_clock_mhz, memory_clock_mhz): (Option<f64>, Option<f64>),
+    ) -> Option<Self> {
         let peaks = device_peaks(device_name)?;
         let rate = throughput.rate(ns_per_iter);
         if !(rate.is_finite() && rate > 0.0) {
@@ -297,10 +357,11 @@ impl PeakShare {
         let (kind, dtype, datasheet, assumed, measured, what) = match throughput {
             Throughput::Flops(_) => {
                 let dtype = dtype?;
+                let (kind, tflops) = flops_peak(peaks, dtype, sparse)?;
                 (
-                    PeakKind::DenseFlops,
+                    kind,
                     Some(dtype.to_string()),
-                    peaks.tflops_for(dtype)? * 1e12,
+                    tflops * 1e12,
                     Some(f64::from(peaks.boost_sm_mhz)),
                     sm_clock_mhz,
                     "SM",
@@ -344,6 +405,116 @@ impl PeakShare {
             unscaled,
         })
     }
+}
+
+/// The FLOP/s peak of `dtype`, dense or `sparse`, TFLOP/s, where the table has it.
+fn flops_peak(peaks: &DevicePeaks, dtype: &str, sparse: bool) -> Option<(PeakKind, f64)> {
+    if sparse {
+        Some((PeakKind::SparseFlops, peaks.sparse_tflops_for(dtype)?))
+    } else {
+        Some((PeakKind::DenseFlops, peaks.tflops_for(dtype)?))
+    }
+}
+
+/// One process of a side, as its shares of the peak need it: the time per call of
+/// each sample, and the clocks it ran at.
+#[derive(Debug, Clone, Copy)]
+pub struct ProcessClocks<'a> {
+    /// Time per call of each sample, ns.
+    pub ns_per_iter: &'a [f64],
+    /// The SM clock read after each sample, MHz, when the GPU was read.
+    pub sm_clock_mhz: Option<&'a [u32]>,
+    /// The process's memory clock, MHz (the mean of its readings), when read.
+    pub memory_clock_mhz: Option<f64>,
+}
+
+/// The memory clock of one process, MHz: the mean of its readings at start and end,
+/// when read.
+pub fn process_memory_clock_mhz(process: &ProcessRecord) -> Option<f64> {
+    let t = process.telemetry.as_ref()?;
+    let clocks: Vec<f64> = [&t.start, &t.end]
+        .into_iter()
+        .filter_map(|r| r.memory_clock_mhz)
+        .map(f64::from)
+        .collect();
+    (!clocks.is_empty()).then(|| clocks.iter().sum::<f64>() / clocks.len() as f64)
+}
+
+/// Each sample's share of its device's peak at the clock its process ran (FLOP/s
+/// over the peak of the element type benchmark `id` names, dense or 2:4 sparse,
+/// scaled to the process's mean SM clock, as the summary's share is; bytes/s over
+/// the bandwidth scaled to the process's memory clock), one group per process: what
+/// a comparison judges the share of peak on (`baseline::Metric::Peak`), each
+/// process by the median of its group. The mean over a process's readings, not each
+/// sample's own: one reading after a sample is an instant, which would add its
+/// noise to the sample's. Empty processes stay empty groups. The reason, as a lower-case fragment, when there is
+/// no share at a measured clock: no FLOPs or bytes declared, a device or element type
+/// not in the table, a clock not read or not in the table.
+pub fn sample_shares(
+    device_name: &str,
+    throughput: Option<Throughput>,
+    id: &str,
+    processes: &[ProcessClocks],
+) -> Result<Vec<Vec<f64>>, String> {
+    let Some(throughput) = throughput else {
+        return Err("it declares no FLOPs or bytes per call (`Bencher::throughput`)".into());
+    };
+    let Some(peaks) = device_peaks(device_name) else {
+        return Err(format!(
+            "its device ({device_name}) is not in the peak table"
+        ));
+    };
+    let (work, datasheet, assumed) = match throughput {
+        Throughput::Flops(flops) => {
+            let sparse = sparse_from_id(id);
+            let peak = dtype_from_id(id).and_then(|d| flops_peak(peaks, d, sparse));
+            let Some((_, tflops)) = peak else {
+                return Err(format!(
+                    "its id names no element type (e.g. `bf16`) whose {} peak the table \
+                     has for the {}",
+                    if sparse { "2:4 sparse" } else { "dense" },
+                    peaks.model
+                ));
+            };
+            (flops, tflops * 1e12, f64::from(peaks.boost_sm_mhz))
+        }
+        Throughput::Bytes(bytes) => {
+            let Some(mhz) = peaks.memory_mhz else {
+                return Err(format!(
+                    "the memory clock the {}'s data-sheet bandwidth assumes is not in the \
+                     peak table, so its share cannot be put at the clock it ran",
+                    peaks.model
+                ));
+            };
+            (bytes, peaks.memory_gb_s * 1e9, f64::from(mhz))
+        }
+        Throughput::Elements(_) => {
+            return Err("it declares elements per call, which have no peak".into());
+        }
+    };
+    processes
+        .iter()
+        .map(|p| {
+            let clock = match throughput {
+                Throughput::Bytes(_) => p
+                    .memory_clock_mhz
+                    .ok_or("the memory clock was not read while it ran")?,
+                _ => p
+                    .sm_clock_mhz
+                    .filter(|c| c.len() == p.ns_per_iter.len())
+                    .and_then(|c| gpubench_record::telemetry::mean_clock_mhz(&[c.to_vec()]))
+                    .ok_or("the SM clock was not read after each sample")?,
+            };
+            if clock.is_nan() || clock <= 0.0 {
+                return Err("a clock read as 0 MHz".to_string());
+            }
+            let peak = datasheet * clock / assumed;
+            Ok(p.ns_per_iter
+                .iter()
+                .map(|&ns| work / (ns * 1e-9) / peak)
+                .collect())
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -394,22 +565,81 @@ mod tests {
         }
     }
 
-    /// Where the table has the memory clock, the bandwidth is a 5120-bit HBM bus at
-    /// twice that clock (double data rate).
+    /// Where the table has the memory clock, the bandwidth is the board's HBM bus
+    /// (1024 bits a stack: six on an H200, five on the others) at twice that clock
+    /// (double data rate), within the rounding of the data sheets' figures: the
+    /// H200's 4.8 TB/s and the H100 PCIe's 2,000 GB/s lie 2.4% and 2.0% under it.
     #[test]
     fn the_memory_clock_matches_the_bandwidth() {
         let mut checked = 0;
         for (_, p) in KNOWN {
             let Some(mhz) = p.memory_mhz else { continue };
-            let gb_s = 5120.0 / 8.0 * 2.0 * f64::from(mhz) * 1e6 / 1e9;
+            let (bus_bits, within) = match p.model {
+                m if m.contains("H200") => (6144.0, 0.025),
+                m if m.contains("PCIe") => (5120.0, 0.021),
+                _ => (5120.0, 0.005),
+            };
+            let gb_s = bus_bits / 8.0 * 2.0 * f64::from(mhz) * 1e6 / 1e9;
             assert!(
-                (gb_s / p.memory_gb_s - 1.0).abs() < 0.005,
+                gb_s >= p.memory_gb_s && (gb_s / p.memory_gb_s - 1.0).abs() < within,
                 "{}: {gb_s}",
                 p.model
             );
             checked += 1;
         }
-        assert_eq!(checked, 3);
+        assert_eq!(checked, 5);
+    }
+
+    /// A 2:4 sparse matmul is measured against the sparse peak, twice the dense
+    /// one, and only an id that names `2:4` is.
+    #[test]
+    fn an_id_that_names_2_4_sparsity_is_measured_against_the_sparse_peak() {
+        let flops = Throughput::Flops(2.0 * 8192f64.powi(3));
+        let share =
+            |id| PeakShare::of_id("NVIDIA H200", flops, 1.395e6, id, Some(1707.0), None).unwrap();
+        let dense = share("matmul_bf16/8192");
+        let sparse = share("matmul_bf16_2:4/8192");
+        assert_eq!(dense.kind, PeakKind::DenseFlops);
+        assert_eq!(sparse.kind, PeakKind::SparseFlops);
+        assert!((sparse.datasheet_peak_per_s - 1978.9e12).abs() < 1e6);
+        assert!((dense.share / sparse.share - 2.0).abs() < 0.001);
+        assert!(!sparse_from_id("sparse_attention/4096"));
+        // fp64 has no sparse peak: no share rather than the dense one.
+        let fp64 = PeakShare::of_id("NVIDIA H200", flops, 1e6, "gemm_fp64_2:4", None, None);
+        assert!(fp64.is_none());
+        // The shares a comparison judges follow the same rule.
+        let times = [1.395e6];
+        let process = [ProcessClocks {
+            ns_per_iter: &times,
+            sm_clock_mhz: Some(&[1707]),
+            memory_clock_mhz: None,
+        }];
+        let of = |id| sample_shares("NVIDIA H200", Some(flops), id, &process).unwrap()[0][0];
+        assert!((of("matmul_bf16/8192") - dense.share).abs() < 1e-9);
+        assert!((of("matmul_bf16_2:4/8192") - sparse.share).abs() < 1e-9);
+        let e = sample_shares("NVIDIA H200", Some(flops), "gemm_fp64_2:4", &process);
+        assert!(e.unwrap_err().contains("2:4 sparse peak"));
+    }
+
+    /// A process's shares are at its mean SM clock, as the summary's share is, not
+    /// at each sample's own reading; a process without readings has none.
+    #[test]
+    fn a_process_shares_are_at_its_mean_sm_clock() {
+        let flops = Some(Throughput::Flops(1e12));
+        let times = [1e6, 1e6];
+        let clocks = [1500, 1900];
+        let process = |sm_clock_mhz| ProcessClocks {
+            ns_per_iter: &times,
+            sm_clock_mhz,
+            memory_clock_mhz: None,
+        };
+        let shares = sample_shares("NVIDIA H200", flops, "mm_bf16", &[process(Some(&clocks))]);
+        let at_1700 = 1e15 / (989.4e12 * 1700.0 / 1830.0);
+        assert!(shares.unwrap()[0]
+            .iter()
+            .all(|s| (s - at_1700).abs() < 1e-9));
+        let none = sample_shares("NVIDIA H200", flops, "mm_bf16", &[process(None)]);
+        assert!(none.unwrap_err().contains("SM clock was not read"));
     }
 
     #[test]
@@ -456,9 +686,29 @@ mod tests {
         .unwrap();
         assert_eq!(plain.share, plain.share_of_datasheet);
         assert!(plain.unscaled.unwrap().contains("not read"));
-        // Bytes on an H200: its memory clock is not in the table.
-        let copy = PeakShare::of(
-            "NVIDIA H200",
+        // Bytes on an H200: scaled to its memory clock, the data sheet's bandwidth
+        // at full speed (3201 MHz), less at a lower clock.
+        let copy = |memory_mhz| {
+            PeakShare::of(
+                "NVIDIA H200",
+                Throughput::Bytes(2e9),
+                1e6,
+                None,
+                None,
+                Some(memory_mhz),
+            )
+            .unwrap()
+        };
+        let full = copy(3201.0);
+        assert!((full.share - 2e12 / 4.8e12).abs() < 1e-9);
+        assert!(full.unscaled.is_none());
+        assert_eq!(full.datasheet_clock_mhz, Some(3201.0));
+        let slow = copy(1600.5);
+        assert!((slow.share - 2e12 / 2.4e12).abs() < 1e-9);
+        assert!((slow.share_of_datasheet - 2e12 / 4.8e12).abs() < 1e-9);
+        // A board whose memory clock the table lacks: the data sheet's peak, and why.
+        let nvl = PeakShare::of(
+            "NVIDIA H200 NVL",
             Throughput::Bytes(2e9),
             1e6,
             None,
@@ -466,8 +716,8 @@ mod tests {
             Some(3201.0),
         )
         .unwrap();
-        assert!((copy.share - 2e12 / 4.8e12).abs() < 1e-9);
-        assert!(copy.unscaled.unwrap().contains("not in the table"));
+        assert!((nvl.share - 2e12 / 4.8e12).abs() < 1e-9);
+        assert!(nvl.unscaled.unwrap().contains("not in the table"));
         let a100 = PeakShare::of(
             "NVIDIA A100-SXM4-80GB",
             Throughput::Bytes(1e9),

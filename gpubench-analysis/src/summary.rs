@@ -457,11 +457,11 @@ impl BenchmarkSummary {
         let conditions = Conditions::of(record);
         let flags = summary_flags(record, &measurements, &timing, &conditions);
         let peak = first.and_then(|f| {
-            crate::peaks::PeakShare::of(
+            crate::peaks::PeakShare::of_id(
                 &record.fingerprint.device.name,
                 f.throughput?,
                 primary?,
-                crate::peaks::dtype_from_id(&record.id),
+                &record.id,
                 conditions.sm_clock_mhz,
                 mean_memory_clock_mhz(record),
             )

@@ -265,7 +265,9 @@ pub struct VerdictArgs {
     /// copies, syncs and allocations per call), `memory` (peak allocated and reserved
     /// bytes, and bytes held per call), `host` (host-dispatch time per call, judged
     /// on --host-noise-threshold; judged only when named here), `energy` (joules per
-    /// call from the GPU's energy counter, judged on --energy-noise-threshold)
+    /// call from the GPU's energy counter, judged on --energy-noise-threshold), `peak`
+    /// (the share of the device's peak at the clock it ran, from the FLOPs or bytes a
+    /// benchmark declares: a drop is regressed; judged only when named here)
     /// [default: time,kernel,counters,memory,energy, each where either side measured
     /// it].
     /// Launch-bound work is best gated on `kernel,counters`: its time rests on the

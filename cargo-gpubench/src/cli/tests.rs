@@ -307,7 +307,7 @@ fn bad_baseline_options_are_usage_errors_with_the_reason() {
         ),
         (
             &["--gate-on", "time,speed"],
-            "[possible values: time, kernel, counters, memory, host, energy]",
+            "[possible values: time, kernel, counters, memory, host, energy, peak]",
         ),
     ] {
         let args = std::iter::once("cargo-gpubench").chain(bad.iter().copied());

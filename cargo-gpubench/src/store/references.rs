@@ -32,6 +32,7 @@ use gpubench_record::id::split_id;
 use gpubench_record::kernels::{KernelMeasurement, KernelMethod};
 use gpubench_record::measurement::{Flag, Measurement, Sample};
 use gpubench_record::record::{ProcessRecord, RawRecord, RECORD_FORMAT_VERSION};
+use gpubench_record::telemetry::{ClockReading, ProcessTelemetry, TelemetryReading};
 use serde::Serialize;
 use thiserror::Error;
 
@@ -548,8 +549,10 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                     kernel,
                     memory_growth: s.memory.and_then(|m| m.growth),
                     energy: s.energy_j.as_ref().map(|j| energy_of(j, s)),
+                    throughput: entry.throughput,
                     ..Measurement::of_samples(samples)
                 }),
+                telemetry: s.memory_clock_mhz.map(|mhz| memory_clock_telemetry(s, mhz)),
                 ..ProcessRecord::first(entry.fingerprint.timestamp.clone())
             }
         })
@@ -585,6 +588,31 @@ fn energy_of(joules_per_call: &[f64], s: &ProcessSamples) -> EnergyMeasurement {
             .collect(),
         idle_w: None,
         idle_unavailable: None,
+    }
+}
+
+/// The telemetry of a process rebuilt from a baseline, which keeps only its memory
+/// clock (what a bytes share of peak is put at): the readings at start and end carry
+/// it, with the SM clock of the first and last samples (0 where not read) and
+/// nothing else.
+fn memory_clock_telemetry(s: &ProcessSamples, memory_mhz: u32) -> ProcessTelemetry {
+    let clocks = s.sm_clock_mhz.as_deref().unwrap_or_default();
+    let reading = |sm: Option<&u32>| TelemetryReading {
+        clock: ClockReading {
+            sm_clock_mhz: sm.copied().unwrap_or(0),
+            temperature_c: None,
+            slowdown: Vec::new(),
+        },
+        memory_clock_mhz: Some(memory_mhz),
+        power_w: None,
+        power_limit_w: None,
+        processes: Vec::new(),
+    };
+    ProcessTelemetry {
+        start: reading(clocks.first()),
+        end: reading(clocks.last()),
+        max_temperature_c: None,
+        other_processes: Vec::new(),
     }
 }
 

@@ -14,7 +14,7 @@ use crate::stats::BootstrapConfig;
 use gpubench_record::estimate::Estimate;
 use gpubench_record::kernels::{Counters, KernelStat};
 use gpubench_record::measurement::{Measurement, TimeKind};
-use gpubench_record::measurement::{MeasurementConfig, RunMode};
+use gpubench_record::measurement::{MeasurementConfig, RunMode, Throughput};
 use gpubench_record::record::{Fingerprint, RawRecord};
 
 /// The baseline format this build writes and the newest it reads.
@@ -195,6 +195,10 @@ pub struct ProcessSamples {
     /// before energy verdicts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy_j: Option<Vec<f64>>,
+    /// The process's memory clock, MHz (the mean of its readings at start and end,
+    /// rounded), when the GPU was read: a bytes share of peak is put at it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_clock_mhz: Option<u32>,
     /// Peak memory and growth per call, where the device has an allocator (absent on
     /// the CPU and in files from before memory verdicts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -274,6 +278,11 @@ pub struct BaselineEntry {
     /// Exact counts per call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters: Option<Counters>,
+    /// The work per call the benchmark declared (FLOPs, bytes or elements), which
+    /// its share of the device's peak rests on; absent where it declared none and
+    /// in files from before shares of peak were judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput: Option<Throughput>,
     /// The primary timer's estimates.
     pub estimates: BaselineEstimates,
 }
@@ -361,13 +370,15 @@ impl BaselineEntry {
         let round = |xs: Vec<f64>| -> Vec<f64> { xs.into_iter().map(round_significant).collect() };
         let device = record.device_timed();
         let measured: Vec<_> = record
-            .measurements()
-            .filter(|m| !m.samples.is_empty())
+            .processes
+            .iter()
+            .filter_map(|p| Some((p, p.measurement.as_ref()?)))
+            .filter(|(_, m)| !m.samples.is_empty())
             .collect();
-        let kernel_timed = measured.iter().all(|m| m.kernel.is_some());
+        let kernel_timed = measured.iter().all(|(_, m)| m.kernel.is_some());
         let processes: Vec<ProcessSamples> = measured
             .iter()
-            .map(|m| ProcessSamples {
+            .map(|&(p, m)| ProcessSamples {
                 wall_ns: round(m.wall_per_iter()),
                 host_ns: round(m.host_per_iter()),
                 device_ns: device.then(|| round(m.device_per_iter().unwrap_or_default())),
@@ -375,6 +386,8 @@ impl BaselineEntry {
                 sm_clock_mhz: m.sm_clocks_mhz(),
                 power_capped_samples: power_capped_samples(m),
                 energy_j: process_energy(m).map(round),
+                memory_clock_mhz: crate::peaks::process_memory_clock_mhz(p)
+                    .map(|mhz| mhz.round() as u32),
                 memory: ProcessMemory::of(m),
             })
             .collect();
@@ -407,6 +420,7 @@ impl BaselineEntry {
             processes,
             kernels,
             counters,
+            throughput: record.first_measurement().and_then(|m| m.throughput),
             estimates,
         })
     }
@@ -588,6 +602,7 @@ impl From<BaselineEntryV1> for BaselineEntry {
             processes,
             kernels: Vec::new(),
             counters: None,
+            throughput: None,
         }
     }
 }

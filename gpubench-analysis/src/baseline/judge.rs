@@ -14,6 +14,7 @@ use crate::compare::{
 };
 use crate::kernels::{counter_changes, kernel_changes, CounterChange, KernelChange};
 use crate::memory::{compare_memory, ProcessMemory};
+use crate::peaks::{sample_shares, ProcessClocks};
 use crate::processes::Bound;
 use crate::record_analysis::RecordAnalysis;
 use gpubench_record::failure::Failure;
@@ -648,6 +649,7 @@ fn judge_metric(metric: Metric, sides: &Sides, config: &CompareConfig) -> Option
         Metric::Memory => Some(judge_memory(sides)),
         Metric::Host => Some(judge_host(sides, config)),
         Metric::Energy => Some(judge_energy(sides, config)),
+        Metric::Peak => Some(judge_peak(sides, config)),
     }
 }
 
@@ -716,6 +718,105 @@ fn judge_energy(sides: &Sides, config: &CompareConfig) -> MetricVerdict {
             ),
         ),
     }
+}
+
+/// The share of the peak at the clock each process ran, process by process, on the
+/// rule of the benchmark's time (its timer and bound): a change in share that time
+/// alone hides when the clock moved. A higher share is better, so the verdict of
+/// [`compare_processes`] (made for times) is turned round: a drop is regressed.
+fn judge_peak(sides: &Sides, config: &CompareConfig) -> MetricVerdict {
+    let (record, entry) = (sides.record, sides.entry);
+    let was_times = entry.groups(sides.kind);
+    let was_clocks: Vec<ProcessClocks> = entry
+        .processes
+        .iter()
+        .zip(&was_times)
+        .map(|(p, times)| ProcessClocks {
+            ns_per_iter: times,
+            sm_clock_mhz: p.sm_clock_mhz.as_deref(),
+            memory_clock_mhz: p.memory_clock_mhz.map(f64::from),
+        })
+        .collect();
+    let now_processes: Vec<_> = record
+        .processes
+        .iter()
+        .filter_map(|p| Some((p, p.measurement.as_ref()?)))
+        .collect();
+    let now_times: Vec<Vec<f64>> = now_processes
+        .iter()
+        .map(|(_, m)| m.per_iter(sides.kind))
+        .collect();
+    let now_sm: Vec<Option<Vec<u32>>> = now_processes
+        .iter()
+        .map(|(_, m)| m.sm_clocks_mhz())
+        .collect();
+    let now_clocks: Vec<ProcessClocks> = now_processes
+        .iter()
+        .zip(&now_times)
+        .zip(&now_sm)
+        .map(|(((p, _), times), sm)| ProcessClocks {
+            ns_per_iter: times,
+            sm_clock_mhz: sm.as_deref(),
+            memory_clock_mhz: crate::peaks::process_memory_clock_mhz(p),
+        })
+        .collect();
+    let was = sample_shares(
+        &entry.fingerprint.device.name,
+        entry.throughput,
+        &record.id,
+        &was_clocks,
+    );
+    let now = sample_shares(
+        &record.fingerprint.device.name,
+        record.first_measurement().and_then(|m| m.throughput),
+        &record.id,
+        &now_clocks,
+    );
+    let gap = |missing_on, reason: String| {
+        MetricVerdict::missing(Metric::Peak, MetricGap::new(missing_on, reason))
+    };
+    match (was, now) {
+        (Ok(was), Ok(now)) => match compare_processes(&was, &now, sides.bound, config) {
+            Ok(c) => {
+                MetricVerdict::judged(Metric::Peak, Judged::Timed(Box::new(drop_regresses(c))))
+            }
+            Err(e) => gap(
+                MissingOn::Current,
+                format!("its shares of peak could not be compared: {e}"),
+            ),
+        },
+        (Err(_), Ok(_)) if entry.throughput.is_none() => gap(
+            MissingOn::Baseline,
+            "the baseline has no FLOPs or bytes per call: the benchmark declared none \
+             then, or a gpubench from before shares of peak were judged saved it (save \
+             the baseline again)"
+                .into(),
+        ),
+        (Err(why), Ok(_)) => gap(
+            MissingOn::Baseline,
+            format!("the baseline has no share of peak at its clock: {why}"),
+        ),
+        (Ok(_), Err(why)) => gap(
+            MissingOn::Current,
+            format!("this run has no share of peak at its clock: {why}"),
+        ),
+        (Err(_), Err(why)) => gap(
+            MissingOn::Both,
+            format!("neither side has a share of peak at its clock: {why}"),
+        ),
+    }
+}
+
+/// A comparison of values where higher is better, told as verdicts are: a rise
+/// improved, a drop regressed. The change and its interval stay as measured
+/// (negative: it dropped).
+fn drop_regresses(mut c: Comparison) -> Comparison {
+    c.verdict = match c.verdict {
+        Verdict::Improved => Verdict::Regressed,
+        Verdict::Regressed => Verdict::Improved,
+        v => v,
+    };
+    c
 }
 
 /// Host-dispatch time, which every process records, judged like host-bound time:

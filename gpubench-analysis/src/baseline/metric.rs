@@ -36,6 +36,10 @@ pub enum Metric {
     Host,
     /// Energy per call from the GPU's energy counter ([`crate::energy`]).
     Energy,
+    /// The share of the device's peak at the clock it ran ([`crate::peaks`]):
+    /// FLOP/s or bytes/s over the peak scaled to the measured clock. Higher is
+    /// better: a drop is regressed.
+    Peak,
 }
 
 /// How a metric's two sides are judged, which is also the shape of its result
@@ -43,7 +47,9 @@ pub enum Metric {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Judgement {
     /// A time per call, process by process ([`crate::compare`]): a change with its
-    /// interval.
+    /// interval. The share of peak is judged so too, on its shares per sample, with
+    /// the verdict turned round (a drop is regressed) and its typical values shares,
+    /// not times.
     Timed,
     /// Exact counts per call: any change is a verdict.
     Counted,
@@ -62,6 +68,8 @@ pub enum Unit {
     Bytes,
     /// Joules per call.
     Joules,
+    /// A share of the device's peak at the clock it ran (0.62: 62%).
+    ShareOfPeak,
 }
 
 /// What one metric needs, in one place.
@@ -95,6 +103,7 @@ impl Metric {
         Metric::Memory,
         Metric::Host,
         Metric::Energy,
+        Metric::Peak,
     ];
 
     /// What this metric needs.
@@ -166,6 +175,25 @@ impl Metric {
                 judgement: Judgement::Timed,
                 on_gpu: true,
                 by_default: true,
+            },
+            // Each process's FLOP/s or bytes/s over the peak at the clock it ran (its
+            // mean SM clock, or its memory clock), so a change hidden in time by a
+            // clock that rose (a power-capped GPU given headroom) shows as a drop.
+            // Not judged by default: at equal clocks it is time's evidence again
+            // (share ∝ 1 / (time × clock)), a second verdict on one measurement that
+            // would double what a gate trips on; where the clocks differ, its
+            // verdict rests on clock readings taken between samples, which add their
+            // own noise, and no A/A calibration on a GPU stands behind it yet. A
+            // gate that names it has it judged, and `other_clocks` already names a
+            // comparison whose sides ran at clearly different clocks.
+            Metric::Peak => &MetricSpec {
+                name: "peak",
+                label: "share of peak",
+                column: "peak share",
+                unit: Unit::ShareOfPeak,
+                judgement: Judgement::Timed,
+                on_gpu: true,
+                by_default: false,
             },
         }
     }

@@ -13,6 +13,7 @@ use gpubench_record::id::file_stem_for_id;
 use gpubench_record::kernels::Counter;
 use gpubench_record::measurement::MeasurementConfig;
 use gpubench_record::measurement::TimeKind;
+use gpubench_record::measurement::{SampleClock, Throughput};
 use gpubench_record::record::RawRecord;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
@@ -1094,4 +1095,272 @@ fn host_time_is_judged_and_gated_only_when_a_gate_names_it() {
         r#"{"time":true,"kernel":false,"counters":false,"memory":false,"host":true,"energy":false,"explicit":true}"#
     );
     assert_eq!(serde_json::from_str::<Gate>(&stored).unwrap(), gate);
+}
+
+/// Three processes of a bf16 matmul on an H200 whose every sample read `sm_mhz`
+/// after it ran, with the work per call `throughput`.
+fn at_clock(seed: u64, sm_mhz: u32, throughput: Option<Throughput>) -> RawRecord {
+    let mut r = GpuLikeSamples::default()
+        .with_shift(ProcessShift::LogNormal { sigma: 0.005 })
+        .record_processes(
+            "matmul_bf16/8192",
+            H200,
+            3,
+            30,
+            &mut Pcg64Mcg::seed_from_u64(seed),
+        );
+    for m in r
+        .processes
+        .iter_mut()
+        .filter_map(|x| x.measurement.as_mut())
+    {
+        m.throughput = throughput;
+        for s in &mut m.samples {
+            s.clock = Some(SampleClock {
+                sm_mhz,
+                temperature_c: None,
+                throttled: false,
+                power_capped: false,
+            });
+        }
+    }
+    r
+}
+
+/// The comparison of `now` with a baseline saved from `was`, judged under `gate`.
+fn peak_judged(was: &RawRecord, now: RawRecord, gate: Gate) -> ComparisonSet {
+    let options = BaselineCompareOptions {
+        gated: gate.metrics,
+        ..BaselineCompareOptions::default()
+    };
+    let base = [BaselineEntry::from_record(was).unwrap()];
+    compare_with_baseline(&[now], &base, &options).unwrap()
+}
+
+const MATMUL: Option<Throughput> = Some(Throughput::Flops(2.0 * 8192.0 * 8192.0 * 8192.0));
+
+#[test]
+fn the_same_time_at_a_higher_clock_is_a_drop_in_share_of_peak_and_regressed() {
+    // The head's calls take as long as the base's, but its GPU ran at 1800 MHz where
+    // the base's ran at 1500: it did less per clock, which time alone cannot see.
+    let was = at_clock(31, 1500, MATMUL);
+    let now = at_clock(32, 1800, MATMUL);
+    let gate = Gate::of(&[Metric::Time, Metric::Peak]);
+    let set = peak_judged(&was, now.clone(), gate);
+    let b = &set.comparisons[0];
+    assert_eq!(b.verdict(), Some(Verdict::NoChange), "{b:?}");
+    assert_eq!(
+        b.verdict_of(Metric::Peak),
+        Some(Verdict::Regressed),
+        "{b:?}"
+    );
+    let share = b
+        .outcome
+        .judged(Metric::Peak)
+        .and_then(Judged::timed)
+        .unwrap();
+    // The change is the share's: 1500 / 1800 − 1 = −16.7%, less the time's own drift.
+    assert!(
+        (share.change.point - (1500.0 / 1800.0 - 1.0)).abs() < 0.01,
+        "{share:?}"
+    );
+    assert!(share.change.upper < 0.0, "{share:?}");
+    assert!(
+        share.baseline_estimate > share.current_estimate,
+        "{share:?}"
+    );
+    // A typical value is a share at the clock, by hand from the sample model's time.
+    let by_hand = MATMUL.unwrap().rate(share_time(&was)) / (989.4e12 * 1500.0 / 1830.0);
+    assert!(
+        (share.baseline_estimate / by_hand - 1.0).abs() < 0.01,
+        "{} vs {by_hand}",
+        share.baseline_estimate
+    );
+    // The gate that names it trips on it; the default one never judges it.
+    assert!(FailOn::Regressed.trips(b, &gate));
+    assert!(!FailOn::Regressed.trips(b, &Gate::default()));
+    assert!(!FailOn::Regressed.trips(b, &Gate::of(&[Metric::Time])));
+    let plain = peak_judged(&was, now, Gate::default());
+    assert!(plain.comparisons[0].metric(Metric::Peak).is_none());
+    assert!(!serde_json::to_string(&plain).unwrap().contains("\"peak\""));
+
+    // The reverse, the same time at a lower clock, is a rise: improved.
+    let set = peak_judged(
+        &at_clock(33, 1800, MATMUL),
+        at_clock(34, 1500, MATMUL),
+        gate,
+    );
+    assert_eq!(
+        set.comparisons[0].verdict_of(Metric::Peak),
+        Some(Verdict::Improved)
+    );
+}
+
+/// The geometric mean of a record's process medians of device time, ns.
+fn share_time(r: &RawRecord) -> f64 {
+    let medians: Vec<f64> = r
+        .groups(TimeKind::Device)
+        .iter()
+        .map(|g| crate::stats::median(g).ln())
+        .collect();
+    (medians.iter().sum::<f64>() / medians.len() as f64).exp()
+}
+
+#[test]
+fn an_equal_share_of_peak_is_no_change() {
+    let gate = Gate::of(&[Metric::Peak]);
+    let set = peak_judged(
+        &at_clock(41, 1707, MATMUL),
+        at_clock(42, 1707, MATMUL),
+        gate,
+    );
+    let b = &set.comparisons[0];
+    assert_eq!(b.verdict_of(Metric::Peak), Some(Verdict::NoChange), "{b:?}");
+    assert!(!FailOn::Regressed.trips(b, &gate));
+    assert!(set.missing(&gate).is_empty());
+}
+
+#[test]
+fn without_flops_bytes_a_known_device_or_a_clock_the_share_of_peak_is_a_gap() {
+    let gate = Gate::of(&[Metric::Time, Metric::Peak]);
+    let gap = |was: RawRecord, now: RawRecord| {
+        let set = peak_judged(&was, now, gate);
+        let v = set.comparisons[0].metric(Metric::Peak).cloned().unwrap();
+        assert!(v.judged.is_none(), "{v:?}");
+        let missing = set.missing(&gate);
+        assert_eq!(missing.len(), 1, "{missing:?}");
+        assert_eq!(missing[0].metric, Some(Metric::Peak));
+        assert!(FailOn::Regressed.trips_on_missing(&missing[0], &AllowMissing::default()));
+        v.gap.unwrap()
+    };
+    // No FLOPs declared on either side: a gap only a gate naming it counts.
+    let g = gap(at_clock(51, 1700, None), at_clock(52, 1700, None));
+    assert_eq!(g.missing_on, MissingOn::Both);
+    assert!(
+        g.reason.contains("declares no FLOPs or bytes"),
+        "{}",
+        g.reason
+    );
+    assert!(!g.gated(false) && g.gated(true));
+    // Elements have no peak.
+    let elements = Some(Throughput::Elements(1e6));
+    let g = gap(at_clock(53, 1700, elements), at_clock(54, 1700, elements));
+    assert!(g.reason.contains("elements"), "{}", g.reason);
+    // A baseline saved without the work per call (an older gpubench).
+    let g = gap(at_clock(55, 1700, None), at_clock(56, 1700, MATMUL));
+    assert_eq!(g.missing_on, MissingOn::Baseline);
+    assert!(g.reason.contains("save the baseline again"), "{}", g.reason);
+    // A device the table lacks.
+    let mut was = at_clock(57, 1700, MATMUL);
+    let mut now = at_clock(58, 1700, MATMUL);
+    for r in [&mut was, &mut now] {
+        r.fingerprint.device.name = "NVIDIA GeForce RTX 4090".into();
+    }
+    let g = gap(was, now);
+    assert_eq!(g.missing_on, MissingOn::Both);
+    assert!(g.reason.contains("not in the peak table"), "{}", g.reason);
+    // No clock read on this run's side.
+    let mut now = at_clock(59, 1700, MATMUL);
+    for m in now
+        .processes
+        .iter_mut()
+        .filter_map(|x| x.measurement.as_mut())
+    {
+        for s in &mut m.samples {
+            s.clock = None;
+        }
+    }
+    let g = gap(at_clock(60, 1700, MATMUL), now);
+    assert_eq!(g.missing_on, MissingOn::Current);
+    assert!(g.reason.contains("SM clock was not read"), "{}", g.reason);
+}
+
+#[test]
+fn a_bytes_share_of_peak_is_put_at_each_process_memory_clock() {
+    use gpubench_record::telemetry::{ClockReading, ProcessTelemetry, TelemetryReading};
+    let copy = Some(Throughput::Bytes(4e9));
+    let with_memory_clock = |seed, mhz: Option<u32>| {
+        let mut r = at_clock(seed, 1980, copy);
+        r.id = "copy/4GB".into();
+        for p in &mut r.processes {
+            let reading = TelemetryReading {
+                clock: ClockReading {
+                    sm_clock_mhz: 1980,
+                    temperature_c: None,
+                    slowdown: vec![],
+                },
+                memory_clock_mhz: mhz,
+                power_w: None,
+                power_limit_w: None,
+                processes: vec![],
+            };
+            p.telemetry = Some(ProcessTelemetry {
+                start: reading.clone(),
+                end: reading,
+                max_temperature_c: None,
+                other_processes: vec![],
+            });
+        }
+        r
+    };
+    let gate = Gate::of(&[Metric::Peak]);
+    // The baseline's memory ran at full speed, this run's at half: the same time
+    // is twice the share of the bandwidth at that clock.
+    let was = with_memory_clock(61, Some(3201));
+    let entry = BaselineEntry::from_record(&was).unwrap();
+    assert_eq!(entry.processes[0].memory_clock_mhz, Some(3201));
+    assert_eq!(entry.throughput, copy);
+    let set = peak_judged(&was, with_memory_clock(62, Some(1600)), gate);
+    let share = set.comparisons[0]
+        .outcome
+        .judged(Metric::Peak)
+        .and_then(Judged::timed)
+        .unwrap();
+    assert_eq!(share.verdict, Verdict::Improved);
+    assert!(
+        (share.change.point - (3201.0 / 1600.0 - 1.0)).abs() < 0.03,
+        "{share:?}"
+    );
+    // No memory clock read: a gap that says so.
+    let set = peak_judged(&was, with_memory_clock(63, None), gate);
+    let gap = set.comparisons[0]
+        .metric(Metric::Peak)
+        .unwrap()
+        .gap
+        .clone()
+        .unwrap();
+    assert!(
+        gap.reason.contains("memory clock was not read"),
+        "{}",
+        gap.reason
+    );
+}
+
+#[test]
+fn a_share_of_peak_verdict_and_the_baseline_it_rests_on_read_back_as_they_were() {
+    let gate = Gate::of(&[Metric::Time, Metric::Peak]);
+    let was = at_clock(71, 1500, MATMUL);
+    let set = peak_judged(&was, at_clock(72, 1800, MATMUL), gate);
+    let json = serde_json::to_string_pretty(&set).unwrap();
+    assert!(json.contains("\"peak\": {"), "{json}");
+    assert_eq!(serde_json::from_str::<ComparisonSet>(&json).unwrap(), set);
+    // A gap reads back too.
+    let set = peak_judged(&at_clock(73, 1500, None), at_clock(74, 1500, None), gate);
+    let json = serde_json::to_string_pretty(&set).unwrap();
+    assert!(json.contains("\"metric\": \"peak\""), "{json}");
+    assert_eq!(serde_json::from_str::<ComparisonSet>(&json).unwrap(), set);
+    // The stored gate keeps its flag.
+    let stored = serde_json::to_string(&gate).unwrap();
+    assert_eq!(
+        stored,
+        r#"{"time":true,"kernel":false,"counters":false,"memory":false,"peak":true,"explicit":true}"#
+    );
+    assert_eq!(serde_json::from_str::<Gate>(&stored).unwrap(), gate);
+    // The baseline file keeps the work per call, and saves again byte for byte.
+    let entry = BaselineEntry::from_record(&was).unwrap();
+    let text = entry.to_json_pretty();
+    assert!(text.contains("\"throughput\""), "{text}");
+    let read = BaselineEntry::from_json(&text, "mm.json").unwrap();
+    assert_eq!(read, entry);
+    assert_eq!(read.to_json_pretty(), text);
 }

@@ -597,6 +597,33 @@ fn ab_shows_the_paired_threshold_certain_changes_and_what_it_could_detect() {
     insta::assert_snapshot!(md);
 }
 
+/// `now` judged against `base` as the main baseline, failing on regressions of
+/// the metrics of `gate`.
+fn judged_under(now: &[RawRecord], base: &[BaselineEntry], gate: Gate) -> RunComparison {
+    let settings = VerdictSettings {
+        gate,
+        ..verdict_settings(CompareConfig::default(), FailOn::Regressed)
+    };
+    RunComparison::judge(now, base, main_baseline(false), settings).unwrap()
+}
+
+/// The Markdown summary of `entries` judged as `c`, and its terminal table.
+fn rendered(entries: &[SummaryEntry], c: &RunComparison) -> (String, String) {
+    let md = MarkdownSummary {
+        subject: "run `r`",
+        report: None,
+        entries,
+        comparison: Some(c),
+        exit: Exit::of_verdicts(false, false, c.gate_tripped),
+    }
+    .render();
+    let table = crate::output::terminal::render_table(
+        &crate::output::view::SummaryView::build(entries, Some(c)),
+        crate::console::Console::default(),
+    );
+    (md, table)
+}
+
 #[test]
 fn host_time_gets_a_column_and_a_verdict_only_under_a_gate_that_names_it() {
     // Five processes a side (host-bound time needs them); the head's calls return
@@ -620,28 +647,8 @@ fn host_time_gets_a_column_and_a_verdict_only_under_a_gate_that_names_it() {
     let base = [BaselineEntry::from_record(&five("mm", 1.0)).unwrap()];
     let now = [five("mm", 3.0)];
     let entries: Vec<SummaryEntry> = now.iter().map(entry).collect();
-    let judged = |gate: Gate| {
-        let settings = VerdictSettings {
-            gate,
-            ..verdict_settings(CompareConfig::default(), FailOn::Regressed)
-        };
-        RunComparison::judge(&now, &base, main_baseline(false), settings).unwrap()
-    };
-    let render = |c: &RunComparison| {
-        let md = MarkdownSummary {
-            subject: "run `r`",
-            report: None,
-            entries: &entries,
-            comparison: Some(c),
-            exit: Exit::of_verdicts(false, false, c.gate_tripped),
-        }
-        .render();
-        let table = crate::output::terminal::render_table(
-            &crate::output::view::SummaryView::build(&entries, Some(c)),
-            crate::console::Console::default(),
-        );
-        (md, table)
-    };
+    let judged = |gate: Gate| judged_under(&now, &base, gate);
+    let render = |c: &RunComparison| rendered(&entries, c);
 
     // The default gate neither judges nor shows it: the outputs are as before.
     let c = judged(Gate::default());
@@ -760,5 +767,94 @@ fn energy_gets_a_column_in_joules_a_verdict_and_the_power_cap_between_sides() {
     assert!(!schema.is_valid(&wrong));
     let mut wrong = v;
     wrong["comparison"]["set"]["other_clocks"][0]["power_capped"]["current_share"] = 2.into();
+    assert!(!schema.is_valid(&wrong));
+}
+
+#[test]
+fn share_of_peak_gets_a_column_and_a_verdict_only_under_a_gate_that_names_it() {
+    // Three processes a side of a bf16 matmul, as fast on both sides, but the head's
+    // GPU ran at 1800 MHz where the base's ran at 1500: a drop in share at its clock.
+    let three = |sm_mhz: u32| {
+        let id = "matmul_bf16/8192";
+        let mut r = one_process(id, 1.4e6);
+        for f in [1.003, 0.997] {
+            r.append_processes(one_process(id, 1.4e6 * f)).unwrap();
+        }
+        for m in r
+            .processes
+            .iter_mut()
+            .filter_map(|x| x.measurement.as_mut())
+        {
+            m.throughput = Some(gpubench_record::measurement::Throughput::Flops(
+                2.0 * 8192f64.powi(3),
+            ));
+            for s in &mut m.samples {
+                s.clock = Some(gpubench_record::measurement::SampleClock {
+                    sm_mhz,
+                    temperature_c: None,
+                    throttled: false,
+                    power_capped: false,
+                });
+            }
+        }
+        r
+    };
+    let base = [BaselineEntry::from_record(&three(1500)).unwrap()];
+    let now = [three(1800)];
+    let entries: Vec<SummaryEntry> = now.iter().map(entry).collect();
+    let judged = |gate: Gate| judged_under(&now, &base, gate);
+    let render = |c: &RunComparison| rendered(&entries, c);
+
+    // The default gate neither judges nor shows it; time sees no change.
+    let c = judged(Gate::default());
+    assert!(!c.gate_tripped);
+    let (md, table) = render(&c);
+    assert!(
+        !md.contains("Share of peak") && !table.contains("peak share"),
+        "{md}\n{table}"
+    );
+
+    let c = judged(Gate::of(&[Metric::Time, Metric::Peak]));
+    assert!(c.gate_tripped);
+    assert_eq!(
+        crate::output::view::words::tripping_reasons(&c),
+        [("matmul_bf16/8192", "share of peak regressed".to_string())]
+    );
+    let (md, table) = render(&c);
+    assert!(md.contains("| Share of peak [90% CI] |"), "{md}");
+    assert!(md.contains("16.7%"), "{md}");
+    assert!(
+        table.lines().next().unwrap().contains("peak share"),
+        "{table}"
+    );
+    assert!(table.contains("regressed"), "{table}");
+
+    // In JSON, a `peak` field beside time's, in shares, as docs/schema says.
+    let summary = crate::compare::summary::RunSummary::new(
+        "r1".into(),
+        "/t/runs/r1".into(),
+        crate::store::manifest::RunStatus::Completed,
+        2.5,
+        entries.clone(),
+    )
+    .with_comparison(c);
+    let v: serde_json::Value = serde_json::from_str(&summary.to_json_pretty()).unwrap();
+    let peak = &v["benchmarks"][0]["comparison"]["peak"];
+    assert_eq!(peak["verdict"], "regressed", "{v}");
+    let (was, now) = (
+        peak["baseline_estimate"].as_f64().unwrap(),
+        peak["current_estimate"].as_f64().unwrap(),
+    );
+    // 2·8192³ FLOP in 1.4 ms against 989.4 TFLOP/s × 1500 / 1830, by hand: 96.84%.
+    assert!((was - 0.9684).abs() < 0.001, "{peak}");
+    assert!((now / was - 1500.0 / 1800.0).abs() < 0.001, "{peak}");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs/schema/run-summary.schema.json");
+    let schema = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = schema.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut wrong = v.clone();
+    wrong["benchmarks"][0]["comparison"]["peak"]["verdict"] = "dropped".into();
     assert!(!schema.is_valid(&wrong));
 }

@@ -326,12 +326,14 @@ pub(crate) fn power_note(s: &BenchmarkSummary) -> Option<String> {
 /// with the data sheet's peak and why it is not scaled when the clock is unknown.
 fn peak_text(p: &PeakShare) -> String {
     let per_s = |x: f64| match p.kind {
-        PeakKind::DenseFlops => Throughput::Flops(x).format_rate(1e9),
+        PeakKind::DenseFlops | PeakKind::SparseFlops => Throughput::Flops(x).format_rate(1e9),
         PeakKind::Bytes => Throughput::Bytes(x).format_rate(1e9),
     };
     let of = match (p.kind, &p.dtype) {
         (PeakKind::DenseFlops, Some(d)) => format!("the dense {d} peak"),
         (PeakKind::DenseFlops, None) => "the dense peak".to_string(),
+        (PeakKind::SparseFlops, Some(d)) => format!("the 2:4 sparse {d} peak"),
+        (PeakKind::SparseFlops, None) => "the 2:4 sparse peak".to_string(),
         (PeakKind::Bytes, _) => "the memory bandwidth".to_string(),
     };
     let rates = format!("{} of {}", per_s(p.rate_per_s), per_s(p.peak_per_s));
@@ -490,6 +492,25 @@ mod tests {
     use gpubench_record::host::{HostCpus, HostReading, HostTelemetry, ThreadSource};
     use rand::SeedableRng;
     use rand_pcg::Pcg64Mcg;
+
+    #[test]
+    fn a_2_4_sparse_share_names_the_sparse_peak() {
+        let mut rng = Pcg64Mcg::seed_from_u64(5);
+        let r = GpuLikeSamples::default().record("mm", "NVIDIA H200", 20, &mut rng);
+        let mut s = BenchmarkSummary::from_record(&r);
+        s.peak = gpubench_analysis::peaks::PeakShare::of_id(
+            "NVIDIA H200",
+            Throughput::Flops(2.0 * 8192f64.powi(3)),
+            1e6,
+            "matmul_bf16_2:4/8192",
+            Some(1830.0),
+            None,
+        );
+        assert_eq!(
+            power_note(&s).unwrap(),
+            "55.6% of the 2:4 sparse bf16 peak at 1830 MHz (1099.5 TFLOP/s of 1978.9 TFLOP/s)"
+        );
+    }
 
     #[test]
     fn throttled_and_contended_benchmarks_are_named_and_others_are_not() {

@@ -187,6 +187,24 @@ fn a_baseline_round_trips_through_its_rebuilt_records() {
 }
 
 #[test]
+fn a_baseline_keeps_its_work_per_call_and_memory_clock_through_its_rebuilt_records() {
+    use gpubench_record::measurement::Throughput;
+    let mut rng = Pcg64Mcg::seed_from_u64(4);
+    let rec = GpuLikeSamples::default().record("copy/4GB", "NVIDIA H200", 12, &mut rng);
+    let mut entry = BaselineEntry::from_record(&rec).unwrap();
+    assert_eq!(entry.throughput, Some(Throughput::Flops(1e9)));
+    entry.throughput = Some(Throughput::Bytes(4e9));
+    entry.processes[0].memory_clock_mhz = Some(3201);
+    let back = record_of_entry(&entry);
+    // Comparing two stored sides judges their shares of peak at the memory clock.
+    assert_eq!(BaselineEntry::from_record(&back).unwrap(), entry);
+    let summary = gpubench_analysis::BenchmarkSummary::from_record(&back);
+    let peak = summary.peak.unwrap();
+    assert_eq!(peak.measured_clock_mhz, Some(3201.0));
+    assert!(peak.unscaled.is_none(), "{peak:?}");
+}
+
+#[test]
 fn a_baseline_keeps_its_memory_through_its_rebuilt_records() {
     use gpubench_record::testing::{memory, RecordBuilder};
     let mut rng = Pcg64Mcg::seed_from_u64(3);

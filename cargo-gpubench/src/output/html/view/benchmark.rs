@@ -286,8 +286,9 @@ fn comparison_facts(
     facts
 }
 
-/// Each other time per call judged against the baseline, but kernel time, which
-/// the kernels part shows: its change, interval and verdict.
+/// Each other metric judged process by process against the baseline (host time,
+/// share of peak), but kernel time, which the kernels part shows: its change,
+/// interval and verdict.
 fn timed_metric_facts(b: &ReportBenchmark) -> Vec<Fact> {
     let Some(outcome) = b.baseline.as_ref().map(|c| &c.outcome) else {
         return Vec::new();
@@ -311,14 +312,23 @@ fn timed_metric_facts(b: &ReportBenchmark) -> Vec<Fact> {
                     c.change.confidence * 100.0,
                     format::percent_interval(c.change.lower, c.change.upper),
                     c.verdict.label(),
-                    match m.spec().unit {
-                        Unit::Joules => crate::format::joules(c.baseline_estimate),
-                        _ => format::duration(c.baseline_estimate),
-                    }
+                    typical(m, c.baseline_estimate)
                 ),
             ))
         })
         .collect()
+}
+
+/// A side's typical value of a metric judged process by process, in its unit:
+/// `1.40 ms`, `85.4% of peak at its clock`.
+fn typical(metric: Metric, x: f64) -> String {
+    match metric.spec().unit {
+        Unit::ShareOfPeak => format!("{:.1}% of peak at its clock", x * 100.0),
+        Unit::Nanoseconds => format::duration(x),
+        Unit::PerCall => format!("{x:.1} per call"),
+        Unit::Bytes => format::bytes(x as u64),
+        Unit::Joules => crate::format::joules(x),
+    }
 }
 
 /// The mean, the outliers, the samples and why the first process stopped.

@@ -439,6 +439,8 @@ pub(crate) fn percent_of_peak(
         let of = match (p.kind, &p.dtype) {
             (PeakKind::DenseFlops, Some(d)) => format!("{d} peak"),
             (PeakKind::DenseFlops, None) => "peak".to_string(),
+            (PeakKind::SparseFlops, Some(d)) => format!("2:4 sparse {d} peak"),
+            (PeakKind::SparseFlops, None) => "2:4 sparse peak".to_string(),
             (PeakKind::Bytes, _) => "memory bandwidth".to_string(),
         };
         let at = match (&p.unscaled, p.measured_clock_mhz) {

@@ -173,3 +173,65 @@ fn a_benchmark_page_shows_energy_against_the_baseline_in_joules() {
         "{energy:?}"
     );
 }
+
+#[test]
+fn a_page_gives_the_share_of_peak_verdict_in_shares_under_a_gate_that_names_it() {
+    use gpubench_analysis::baseline::{
+        compare_with_baseline, BaselineCompareOptions, Metric, MetricSet,
+    };
+    use gpubench_analysis::synthetic::GpuLikeSamples;
+    use gpubench_record::measurement::{SampleClock, Throughput};
+    use rand::SeedableRng;
+    let id = "matmul_bf16/8192";
+    // As fast on both sides, the head's GPU at 1800 MHz where the base's ran at 1500.
+    let at = |sm_mhz, seed| {
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+        let mut r = GpuLikeSamples::default().scaled(1.5).record_processes(
+            id,
+            "NVIDIA H200",
+            3,
+            20,
+            &mut rng,
+        );
+        for m in r
+            .processes
+            .iter_mut()
+            .filter_map(|p| p.measurement.as_mut())
+        {
+            m.throughput = Some(Throughput::Flops(2.0 * 8192f64.powi(3)));
+            for s in &mut m.samples {
+                s.clock = Some(SampleClock {
+                    sm_mhz,
+                    temperature_c: None,
+                    throttled: false,
+                    power_capped: false,
+                });
+            }
+        }
+        r
+    };
+    let entries = [BaselineEntry::from_record(&at(1500, 1)).unwrap()];
+    let head = vec![at(1800, 2)];
+    let options = BaselineCompareOptions {
+        gated: MetricSet::of(&[Metric::Time, Metric::Peak]),
+        ..BaselineCompareOptions::default()
+    };
+    let set = compare_with_baseline(&head, &entries, &options).unwrap();
+    let input = ReportInput::new("gpubench", head).with_baseline("main", &entries, &set);
+    let views = build_all(&input);
+    let page = views.benchmarks.iter().find(|b| b.id == id).unwrap();
+    let fact = page
+        .facts
+        .key_facts
+        .iter()
+        .find(|f| f.label == "share of peak vs baseline")
+        .unwrap_or_else(|| panic!("{:?}", page.facts.key_facts));
+    // The share dropped by 1 − 1500/1800, give or take the samples' own noise.
+    assert!(fact.value.starts_with("−16."), "{fact:?}");
+    assert!(fact.detail.contains("regressed against "), "{fact:?}");
+    assert!(
+        fact.detail
+            .ends_with("% of peak at its clock in the baseline"),
+        "{fact:?}"
+    );
+}
