@@ -96,7 +96,7 @@ pub struct MetricSpec {
 
 impl Metric {
     /// Every metric, in the order tables show them.
-    pub const ALL: [Metric; 6] = [
+    pub const ALL: [Metric; 7] = [
         Metric::Time,
         Metric::Kernel,
         Metric::Counters,
