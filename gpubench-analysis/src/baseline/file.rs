@@ -8,13 +8,15 @@ use thiserror::Error;
 
 use crate::compare::CompareError;
 use crate::memory::ProcessMemory;
+use crate::peaks::PeakShare;
 use crate::processes::{Bound, EstimateBasis, ProcessStats};
 use crate::record_analysis::RecordAnalysis;
 use crate::stats::BootstrapConfig;
+use gpubench_record::energy::{EnergyMeasurement, EnergyWindow};
 use gpubench_record::estimate::Estimate;
 use gpubench_record::kernels::{Counters, KernelStat};
 use gpubench_record::measurement::TimeKind;
-use gpubench_record::measurement::{MeasurementConfig, RunMode};
+use gpubench_record::measurement::{MeasurementConfig, RunMode, Throughput};
 use gpubench_record::record::{Fingerprint, RawRecord};
 
 /// The baseline format this build writes and the newest it reads.
@@ -189,6 +191,10 @@ pub struct ProcessSamples {
     /// the CPU and in files from before memory verdicts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<ProcessMemory>,
+    /// Its energy windows and idle power, when the GPU's energy counter was read
+    /// (absent on the CPU and in files from before energy was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<EnergyMeasurement>,
 }
 
 impl ProcessSamples {
@@ -208,6 +214,25 @@ impl ProcessSamples {
             .into_iter()
             .all(|x| x.as_deref().is_none_or(valid_times));
         optional_valid && valid_times(&self.wall_ns) && valid_times(&self.host_ns)
+    }
+}
+
+/// `energy` with its figures rounded as a baseline keeps times, so files stay
+/// byte-stable.
+fn rounded_energy(energy: &EnergyMeasurement) -> EnergyMeasurement {
+    EnergyMeasurement {
+        windows: energy
+            .windows
+            .iter()
+            .map(|w| EnergyWindow {
+                synced_s: round_significant(w.synced_s),
+                counted_s: round_significant(w.counted_s),
+                energy_j: round_significant(w.energy_j),
+                ..*w
+            })
+            .collect(),
+        idle_w: energy.idle_w.map(round_significant),
+        idle_unavailable: energy.idle_unavailable.clone(),
     }
 }
 
@@ -266,6 +291,15 @@ pub struct BaselineEntry {
     pub counters: Option<Counters>,
     /// The primary timer's estimates.
     pub estimates: BaselineEstimates,
+    /// The work of one call the benchmark declares (FLOPs, bytes or elements), so
+    /// its share of the device's peak can be read again ([`BaselineEntry::peak_share`]);
+    /// absent when it declares none and in files from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput: Option<Throughput>,
+    /// The mean memory clock read at the start and end of its processes, MHz: what a
+    /// share of the memory bandwidth is scaled to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_clock_mhz: Option<f64>,
 }
 
 /// Why a record was not saved into a baseline.
@@ -322,6 +356,7 @@ impl BaselineEntry {
                 kernel_ns: kernel_timed.then(|| round(m.per_iter(TimeKind::Kernel))),
                 sm_clock_mhz: m.sm_clocks_mhz(),
                 memory: ProcessMemory::of(m),
+                energy: m.energy.as_ref().map(rounded_energy),
             })
             .collect();
         let kernels: Vec<KernelStat> = record
@@ -354,6 +389,8 @@ impl BaselineEntry {
             kernels,
             counters,
             estimates,
+            throughput: measured.first().and_then(|m| m.throughput),
+            memory_clock_mhz: crate::summary::mean_memory_clock_mhz(record).map(round_significant),
         })
     }
 
@@ -390,6 +427,21 @@ impl BaselineEntry {
             .map(|p| p.sm_clock_mhz.clone())
             .collect();
         gpubench_record::telemetry::mean_clock_mhz(&groups?)
+    }
+
+    /// Its rate as a share of the device's peak at the clock it ran (as the run
+    /// summary's `peak`): the declared work at the primary estimate, against the peak
+    /// scaled to the mean SM clock (memory clock for bytes); `None` without declared
+    /// FLOPs or bytes, or on a device or element type the peak table lacks.
+    pub fn peak_share(&self) -> Option<PeakShare> {
+        PeakShare::of(
+            &self.fingerprint.device.name,
+            self.throughput?,
+            self.estimates.estimate_ns.point,
+            crate::peaks::dtype_from_id(&self.id),
+            self.mean_sm_clock_mhz(),
+            self.memory_clock_mhz,
+        )
     }
 
     /// The times of timer `kind`, one group per process (empty where absent).
@@ -514,6 +566,8 @@ impl From<BaselineEntryV1> for BaselineEntry {
             processes,
             kernels: Vec::new(),
             counters: None,
+            throughput: None,
+            memory_clock_mhz: None,
         }
     }
 }
