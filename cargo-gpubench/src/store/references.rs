@@ -534,6 +534,7 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                             temperature_c: None,
                             throttled: false,
                             power_capped: false,
+                            power_w: None,
                         }),
                 })
                 .collect();

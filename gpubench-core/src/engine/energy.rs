@@ -174,6 +174,7 @@ mod tests {
                 sm_clock_mhz: 1700,
                 temperature_c: None,
                 slowdown: vec![SlowdownReason::SwPowerCap],
+                power_w: Some(SIMULATED_BUSY_W),
             })
         }
         fn energy_counter(&self) -> Result<Box<dyn EnergyCounter>, String> {

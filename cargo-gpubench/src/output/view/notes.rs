@@ -315,7 +315,7 @@ pub(crate) fn power_note(s: &BenchmarkSummary) -> Option<String> {
             .unwrap_or_default();
         parts.push(format!(
             "{} per call at {:.0} W{idle}",
-            joules_text(e.joules_per_call),
+            crate::format::joules(e.joules_per_call),
             e.power_w
         ));
     }
@@ -342,17 +342,6 @@ fn peak_text(p: &PeakShare) -> String {
             p.share * 100.0
         ),
         (None, None) => format!("{:.1}% of {of} ({rates})", p.share * 100.0),
-    }
-}
-
-/// `1.16 J`, `1.5 mJ`, `12.0 µJ`.
-fn joules_text(j: f64) -> String {
-    if j >= 1.0 {
-        format!("{j:.2} J")
-    } else if j >= 1e-3 {
-        format!("{:.1} mJ", j * 1e3)
-    } else {
-        format!("{:.1} µJ", j * 1e6)
     }
 }
 
