@@ -421,7 +421,7 @@ impl PowerCapped {
 }
 
 /// The mean memory clock read at the start and end of `record`'s processes, MHz.
-pub(crate) fn mean_memory_clock_mhz(record: &RawRecord) -> Option<f64> {
+fn mean_memory_clock_mhz(record: &RawRecord) -> Option<f64> {
     let clocks: Vec<f64> = record
         .processes
         .iter()

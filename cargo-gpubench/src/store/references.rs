@@ -546,6 +546,8 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                     device_timer: s.device_ns.is_some(),
                     kernel,
                     memory_growth: s.memory.and_then(|m| m.growth),
+                    throughput: entry.throughput,
+                    energy: s.energy.clone(),
                     ..Measurement::of_samples(samples)
                 }),
                 ..ProcessRecord::first(entry.fingerprint.timestamp.clone())

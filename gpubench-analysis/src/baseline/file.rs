@@ -296,10 +296,6 @@ pub struct BaselineEntry {
     /// absent when it declares none and in files from before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput: Option<Throughput>,
-    /// The mean memory clock read at the start and end of its processes, MHz: what a
-    /// share of the memory bandwidth is scaled to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_clock_mhz: Option<f64>,
 }
 
 /// Why a record was not saved into a baseline.
@@ -390,7 +386,6 @@ impl BaselineEntry {
             counters,
             estimates,
             throughput: measured.first().and_then(|m| m.throughput),
-            memory_clock_mhz: crate::summary::mean_memory_clock_mhz(record).map(round_significant),
         })
     }
 
@@ -431,8 +426,10 @@ impl BaselineEntry {
 
     /// Its rate as a share of the device's peak at the clock it ran (as the run
     /// summary's `peak`): the declared work at the primary estimate, against the peak
-    /// scaled to the mean SM clock (memory clock for bytes); `None` without declared
-    /// FLOPs or bytes, or on a device or element type the peak table lacks.
+    /// scaled to the mean SM clock; `None` without declared FLOPs or bytes, or on a
+    /// device or element type the peak table lacks. A file keeps no memory clock
+    /// (HBM's does not move), so a share of the memory bandwidth is of the data
+    /// sheet's figure and says so.
     pub fn peak_share(&self) -> Option<PeakShare> {
         PeakShare::of(
             &self.fingerprint.device.name,
@@ -440,7 +437,7 @@ impl BaselineEntry {
             self.estimates.estimate_ns.point,
             crate::peaks::dtype_from_id(&self.id),
             self.mean_sm_clock_mhz(),
-            self.memory_clock_mhz,
+            None,
         )
     }
 
@@ -567,7 +564,6 @@ impl From<BaselineEntryV1> for BaselineEntry {
             kernels: Vec::new(),
             counters: None,
             throughput: None,
-            memory_clock_mhz: None,
         }
     }
 }

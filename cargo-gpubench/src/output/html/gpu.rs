@@ -248,6 +248,14 @@ mod tests {
     use rand::SeedableRng;
     use rand_pcg::Pcg64Mcg;
 
+    /// Gives the first process's sample `i` the reading `clock(i)`.
+    fn set_clocks(r: &mut RawRecord, clock: impl Fn(usize) -> SampleClock) {
+        let m = r.processes[0].measurement.as_mut().unwrap();
+        for (i, s) in m.samples.iter_mut().enumerate() {
+            s.clock = Some(clock(i));
+        }
+    }
+
     #[test]
     fn clocks_and_temperatures_are_drawn_with_throttled_samples_marked() {
         let mut rng = Pcg64Mcg::seed_from_u64(5);
@@ -257,22 +265,13 @@ mod tests {
             max_sm_clock_mhz: Some(1980),
             ..GpuState::default()
         });
-        for (i, s) in r.processes[0]
-            .measurement
-            .as_mut()
-            .unwrap()
-            .samples
-            .iter_mut()
-            .enumerate()
-        {
-            s.clock = Some(SampleClock {
-                sm_mhz: if i == 7 { 900 } else { 1980 },
-                temperature_c: Some(40 + i as u32),
-                throttled: i == 7,
-                power_capped: false,
-                power_w: None,
-            });
-        }
+        set_clocks(&mut r, |i| SampleClock {
+            sm_mhz: if i == 7 { 900 } else { 1980 },
+            temperature_c: Some(40 + i as u32),
+            throttled: i == 7,
+            power_capped: false,
+            power_w: None,
+        });
         let (clock, temperature, caption) = clock_plots(&r).unwrap();
         assert_eq!(clock.series.len(), 2);
         assert_eq!(clock.series[1].points, vec![(8.0, 900.0)]);
@@ -297,22 +296,13 @@ mod tests {
             power_limit_w: Some(700.0),
             ..GpuState::default()
         });
-        for (i, s) in r.processes[0]
-            .measurement
-            .as_mut()
-            .unwrap()
-            .samples
-            .iter_mut()
-            .enumerate()
-        {
-            s.clock = Some(SampleClock {
-                sm_mhz: 1707,
-                temperature_c: None,
-                throttled: false,
-                power_capped: i >= 15,
-                power_w: Some(if i >= 15 { 700.0 } else { 640.0 + i as f64 }),
-            });
-        }
+        set_clocks(&mut r, |i| SampleClock {
+            sm_mhz: 1707,
+            temperature_c: None,
+            throttled: false,
+            power_capped: i >= 15,
+            power_w: Some(if i >= 15 { 700.0 } else { 640.0 + i as f64 }),
+        });
         let (plot, caption) = power_plot(&r).unwrap();
         assert_eq!(plot.series[0].points.len(), 15);
         assert_eq!(plot.series[1].points[0], (16.0, 700.0));
