@@ -79,7 +79,12 @@ fn latest_figure(b: &BenchmarkHistory, series: &SeriesHistory) -> String {
 pub(crate) fn figure_text(metric: SeriesMetric, v: f64) -> String {
     match metric {
         SeriesMetric::Energy => crate::format::joules(v),
-        SeriesMetric::PeakShare => format!("{:.1}%", v * 100.0),
+        // Three significant digits: a launch-bound call's share is a fraction of 1%.
+        SeriesMetric::PeakShare => match v * 100.0 {
+            p if p >= 10.0 => format!("{p:.1}%"),
+            p if p >= 1.0 => format!("{p:.2}%"),
+            p => format!("{p:.3}%"),
+        },
         _ => crate::format::duration(v),
     }
 }

@@ -134,10 +134,7 @@ pub(super) fn clock_plots(record: &RawRecord) -> Option<(Plot, Option<Plot>, Str
 /// line why there is no chart: the CPU, or no sample with a power reading.
 pub(super) fn power_plot(record: &RawRecord) -> Result<(Plot, String), String> {
     if record.fingerprint.device.on_cpu() {
-        return Err(
-            "No power chart: the CPU device has no power reading (power and energy are read from NVIDIA GPUs)."
-                .into(),
-        );
+        return Err("No power chart: the CPU device has no power reading.".into());
     }
     let r: Vec<(f64, bool)> = record
         .measurements()
