@@ -994,8 +994,7 @@ fn history_follows_energy_and_the_share_of_peak_and_keeps_gaps() {
     );
     let row = |text: &str, id: &str| -> String {
         text.lines()
-            .filter(|l| l.contains(id))
-            .last()
+            .rfind(|l| l.contains(id))
             .unwrap_or_else(|| panic!("no {id} row: {text}"))
             .to_string()
     };

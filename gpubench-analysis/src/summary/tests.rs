@@ -145,6 +145,7 @@ fn throttled_samples_and_other_processes_are_flagged_and_counted() {
             temperature_c: Some(50 + i as u32 % 7),
             throttled: i < 3,
             power_capped: false,
+            power_w: None,
         });
         if i < 3 {
             // Throttled samples are slow: left in, they would move the figure.
