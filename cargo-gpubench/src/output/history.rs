@@ -1,9 +1,10 @@
 //! What `cargo gpubench history` prints: the terminal table and the Markdown table
 //! (per benchmark its latest figure, or that it is gone, its latest change point with
 //! the commits that hold it, and drift), energy per call and the share of peak in a
-//! table of their own where some version measured them, the exact counts that changed, the series
-//! kept apart for other settings, and the files that could not be read. The HTML page is
-//! [`crate::output::html::history`], the JSON the [`HistoryReport`] itself.
+//! table of their own where some version measured them, the exact counts that
+//! changed, the series kept apart for other settings, and the files that could not be
+//! read. The HTML page is [`crate::output::html::history`], the JSON the
+//! [`HistoryReport`] itself.
 
 use crate::console::{Console, Tone};
 use crate::format::{interval, percent_change, percent_interval, plural, shorten};
@@ -185,8 +186,8 @@ fn rows(report: &HistoryReport) -> Vec<Row> {
         .collect()
 }
 
-/// `+5.0%`-style direction of a step or drift of `series` as the tables colour it:
-/// positive is worse (a share of peak that rose is better).
+/// The direction of a step or drift of `series` as the tables colour it: positive
+/// is worse (a share of peak that rose is better).
 fn worse_direction(series: &SeriesHistory, change: f64) -> f64 {
     if series.metric.higher_is_better() {
         -change
