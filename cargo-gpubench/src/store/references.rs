@@ -547,7 +547,6 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                     kernel,
                     memory_growth: s.memory.and_then(|m| m.growth),
                     throughput: entry.throughput,
-                    energy: s.energy.clone(),
                     ..Measurement::of_samples(samples)
                 }),
                 ..ProcessRecord::first(entry.fingerprint.timestamp.clone())

@@ -12,10 +12,9 @@ use crate::peaks::PeakShare;
 use crate::processes::{Bound, EstimateBasis, ProcessStats};
 use crate::record_analysis::RecordAnalysis;
 use crate::stats::BootstrapConfig;
-use gpubench_record::energy::{EnergyMeasurement, EnergyWindow};
 use gpubench_record::estimate::Estimate;
 use gpubench_record::kernels::{Counters, KernelStat};
-use gpubench_record::measurement::TimeKind;
+use gpubench_record::measurement::{Measurement, TimeKind};
 use gpubench_record::measurement::{MeasurementConfig, RunMode, Throughput};
 use gpubench_record::record::{Fingerprint, RawRecord};
 
@@ -187,14 +186,15 @@ pub struct ProcessSamples {
     /// says when the two sides ran at clearly different clocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sm_clock_mhz: Option<Vec<u32>>,
+    /// Energy per call of each of the process's energy windows, J, when it measured
+    /// energy (absent on the CPU, without the GPU's energy counter, and in files from
+    /// before energy verdicts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_j: Option<Vec<f64>>,
     /// Peak memory and growth per call, where the device has an allocator (absent on
     /// the CPU and in files from before memory verdicts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<ProcessMemory>,
-    /// Its energy windows and idle power, when the GPU's energy counter was read
-    /// (absent on the CPU and in files from before energy was kept).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub energy: Option<EnergyMeasurement>,
 }
 
 impl ProcessSamples {
@@ -208,31 +208,12 @@ impl ProcessSamples {
         }
     }
 
-    /// Whether every time is finite and non-negative.
+    /// Whether every time (and energy) is finite and non-negative.
     fn all_valid(&self) -> bool {
-        let optional_valid = [&self.device_ns, &self.kernel_ns]
+        let optional_valid = [&self.device_ns, &self.kernel_ns, &self.energy_j]
             .into_iter()
             .all(|x| x.as_deref().is_none_or(valid_times));
         optional_valid && valid_times(&self.wall_ns) && valid_times(&self.host_ns)
-    }
-}
-
-/// `energy` with its figures rounded as a baseline keeps times, so files stay
-/// byte-stable.
-fn rounded_energy(energy: &EnergyMeasurement) -> EnergyMeasurement {
-    EnergyMeasurement {
-        windows: energy
-            .windows
-            .iter()
-            .map(|w| EnergyWindow {
-                synced_s: round_significant(w.synced_s),
-                counted_s: round_significant(w.counted_s),
-                energy_j: round_significant(w.energy_j),
-                ..*w
-            })
-            .collect(),
-        idle_w: energy.idle_w.map(round_significant),
-        idle_unavailable: energy.idle_unavailable.clone(),
     }
 }
 
@@ -289,13 +270,13 @@ pub struct BaselineEntry {
     /// Exact counts per call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters: Option<Counters>,
-    /// The primary timer's estimates.
-    pub estimates: BaselineEstimates,
-    /// The work of one call the benchmark declares (FLOPs, bytes or elements), so
-    /// its share of the device's peak can be read again ([`BaselineEntry::peak_share`]);
-    /// absent when it declares none and in files from before it was kept.
+    /// The work per call the benchmark declared (FLOPs, bytes or elements), which
+    /// its share of the device's peak rests on; absent where it declared none and
+    /// in files from before shares of peak were judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput: Option<Throughput>,
+    /// The primary timer's estimates.
+    pub estimates: BaselineEstimates,
 }
 
 /// Why a record was not saved into a baseline.
@@ -327,6 +308,14 @@ fn valid_times(xs: &[f64]) -> bool {
     xs.iter().all(|x| x.is_finite() && *x >= 0.0)
 }
 
+/// A process's energy per call of each window, J, when it has windows.
+fn process_energy(m: &Measurement) -> Option<Vec<f64>> {
+    m.energy
+        .as_ref()
+        .map(|e| e.joules_per_call())
+        .filter(|j| !j.is_empty())
+}
+
 impl BaselineEntry {
     /// The entry for a measured record, samples rounded as the module docs say.
     pub fn from_record(record: &RawRecord) -> Result<Self, NotSaved> {
@@ -351,8 +340,8 @@ impl BaselineEntry {
                 device_ns: device.then(|| round(m.device_per_iter().unwrap_or_default())),
                 kernel_ns: kernel_timed.then(|| round(m.per_iter(TimeKind::Kernel))),
                 sm_clock_mhz: m.sm_clocks_mhz(),
+                energy_j: process_energy(m).map(round),
                 memory: ProcessMemory::of(m),
-                energy: m.energy.as_ref().map(rounded_energy),
             })
             .collect();
         let kernels: Vec<KernelStat> = record
@@ -384,8 +373,8 @@ impl BaselineEntry {
             processes,
             kernels,
             counters,
+            throughput: record.first_measurement().and_then(|m| m.throughput),
             estimates,
-            throughput: measured.first().and_then(|m| m.throughput),
         })
     }
 
@@ -424,12 +413,19 @@ impl BaselineEntry {
         gpubench_record::telemetry::mean_clock_mhz(&groups?)
     }
 
+    /// The energy per call of each window, J, one group per process, when every
+    /// process measured energy.
+    pub fn energy_groups(&self) -> Option<Vec<Vec<f64>>> {
+        let groups: Option<Vec<Vec<f64>>> =
+            self.processes.iter().map(|p| p.energy_j.clone()).collect();
+        groups.filter(|g| !g.is_empty() && g.iter().all(|p| !p.is_empty()))
+    }
+
     /// Its rate as a share of the device's peak at the clock it ran (as the run
     /// summary's `peak`): the declared work at the primary estimate, against the peak
     /// scaled to the mean SM clock; `None` without declared FLOPs or bytes, or on a
-    /// device or element type the peak table lacks. A file keeps no memory clock
-    /// (HBM's does not move), so a share of the memory bandwidth is of the data
-    /// sheet's figure and says so.
+    /// device or element type the peak table lacks. The memory clock is not passed,
+    /// so a share of the memory bandwidth is of the data sheet's figure and says so.
     pub fn peak_share(&self) -> Option<PeakShare> {
         PeakShare::of(
             &self.fingerprint.device.name,

@@ -445,16 +445,9 @@ fn fastest_point(entry: &BaselineEntry) -> Option<SeriesPoint> {
 /// [`super::ENERGY_MIN_CHANGE`] either side. `None` unless every process has energy:
 /// a mean over some of them would move with which ones ran.
 fn energy_point(entry: &BaselineEntry) -> Option<SeriesPoint> {
-    let per_process: Vec<Vec<f64>> = entry
-        .processes
-        .iter()
-        .map(|p| {
-            p.energy
-                .as_ref()
-                .map(|e| e.joules_per_call())
-                .filter(|j| !j.is_empty() && j.iter().all(|v| v.is_finite() && *v > 0.0))
-        })
-        .collect::<Option<_>>()?;
+    let per_process = entry
+        .energy_groups()
+        .filter(|g| g.iter().flatten().all(|v| v.is_finite() && *v > 0.0))?;
     let medians: Vec<f64> = per_process.iter().map(|j| median(j)).collect();
     let spread_of = if medians.len() > 1 {
         &medians
@@ -738,7 +731,7 @@ mod tests {
         assert_eq!(BaselineEntry::from_json(&text, "v5").unwrap(), entries[5]);
         let saved = BaselineEntry::from_json(&entries[0].to_json_pretty(), "v0").unwrap();
         assert_eq!(saved, entries[0]);
-        assert!(saved.processes.iter().all(|p| p.energy.is_some()));
+        assert!(saved.processes.iter().all(|p| p.energy_j.is_some()));
     }
 
     /// The share of peak follows one over the time: 10% more time from version 6 on
