@@ -104,6 +104,11 @@ pub const DEFAULT_MIN_CHANGE: f64 = crate::compare::DEFAULT_NOISE_THRESHOLD;
 /// work on the CPU device on, for the same reason (its figures move from run to run
 /// by more than a run's processes show; `compare`, "The CPU device").
 pub const DEFAULT_CPU_MIN_CHANGE: f64 = crate::compare::DEFAULT_CPU_NOISE_THRESHOLD;
+/// The smallest step or drift of energy per call reported: energy moves with power
+/// and temperature more than time does (windows of one process spread by up to 3%
+/// on an H200, where the matmul's time spread 0.3%), so a step under it is noise
+/// even where `--min-change` is lower.
+pub const ENERGY_MIN_CHANGE: f64 = 0.03;
 /// A point whose interval is wider than this many times the series' median width (and
 /// wider than its threshold) takes no part in finding steps and drifts.
 pub const NOISY_POINT_WIDTH: f64 = 4.0;

@@ -153,6 +153,7 @@ fn clock_reading(device: &Device<'_>) -> Result<ClockReading, String> {
             .current_throttle_reasons()
             .map(slowdown_reasons)
             .unwrap_or_default(),
+        power_w: device.power_usage().ok().map(watts),
     })
 }
 
@@ -203,7 +204,6 @@ impl TelemetrySource for NvmlSource {
         Ok(TelemetryReading {
             clock: clock_reading(&device)?,
             memory_clock_mhz: device.clock_info(Clock::Memory).ok(),
-            power_w: device.power_usage().ok().map(watts),
             power_limit_w: device.enforced_power_limit().ok().map(watts),
             processes,
         })

@@ -121,9 +121,9 @@ mod tests {
                 sm_clock_mhz: sm,
                 temperature_c: Some(40),
                 slowdown: vec![],
+                power_w: Some(120.0),
             },
             memory_clock_mhz: Some(2619),
-            power_w: Some(120.0),
             power_limit_w: Some(700.0),
             processes: pids
                 .iter()
@@ -141,6 +141,7 @@ mod tests {
             sm_clock_mhz: sm,
             temperature_c: None,
             slowdown,
+            power_w: None,
         };
         let t = THROTTLE_CLOCK_FRACTION;
         assert!(!is_throttled(&clock(1980, vec![]), Some(1980), t));

@@ -75,6 +75,7 @@ impl Telemetry {
             temperature_c: c.temperature_c,
             throttled: is_throttled(&c, self.state.reference_sm_clock_mhz(), threshold),
             power_capped: c.slowdown.contains(&SlowdownReason::SwPowerCap),
+            power_w: c.power_w,
         })
     }
 

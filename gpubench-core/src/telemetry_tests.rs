@@ -49,6 +49,7 @@ impl FakeGpu {
             } else {
                 vec![]
             },
+            power_w: Some(if throttled { 700.0 } else { 350.0 }),
         }
     }
 }
@@ -73,7 +74,6 @@ impl TelemetrySource for FakeGpu {
         Ok(TelemetryReading {
             clock: self.clock(),
             memory_clock_mhz: Some(2619),
-            power_w: Some(350.0),
             power_limit_w: Some(700.0),
             processes: pids
                 .into_iter()

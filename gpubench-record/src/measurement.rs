@@ -275,9 +275,9 @@ pub struct Sample {
     pub clock: Option<SampleClock>,
 }
 
-/// The SM clock and temperature read right after a sample, and whether the sample
-/// was throttled by [`crate::telemetry::is_throttled`]'s rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// The SM clock, temperature and power draw read right after a sample, and whether
+/// the sample was throttled by [`crate::telemetry::is_throttled`]'s rule.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SampleClock {
     /// SM clock, MHz.
     pub sm_mhz: u32,
@@ -291,6 +291,9 @@ pub struct SampleClock {
     /// among the slowdown reasons): the sample ran power-capped.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub power_capped: bool,
+    /// The board's power draw, W, when it was read (absent on older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w: Option<f64>,
 }
 
 impl Sample {

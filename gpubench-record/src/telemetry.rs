@@ -100,20 +100,21 @@ pub struct ClockReading {
     /// Slowdown reasons active.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slowdown: Vec<SlowdownReason>,
+    /// Power draw, W (NVML's power usage, which averages over up to a second on
+    /// recent boards).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w: Option<f64>,
 }
 
 /// A full reading, taken at the start and the end of a benchmark process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TelemetryReading {
-    /// SM clock, temperature and slowdown reasons.
+    /// SM clock, temperature, slowdown reasons and power draw.
     #[serde(flatten)]
     pub clock: ClockReading,
     /// Memory clock, MHz.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_clock_mhz: Option<u32>,
-    /// Power draw, W.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub power_w: Option<f64>,
     /// The power limit the driver enforces, W.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_limit_w: Option<f64>,

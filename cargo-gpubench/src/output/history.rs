@@ -1,14 +1,17 @@
 //! What `cargo gpubench history` prints: the terminal table and the Markdown table
 //! (per benchmark its latest figure, or that it is gone, its latest change point with
-//! the commits that hold it, and drift), the exact counts that changed, the series
-//! kept apart for other settings, and the files that could not be read. The HTML page is
-//! [`crate::output::html::history`], the JSON the [`HistoryReport`] itself.
+//! the commits that hold it, and drift), energy per call and the share of peak in a
+//! table of their own where some version measured them, the exact counts that
+//! changed, the series kept apart for other settings, and the files that could not be
+//! read. The HTML page is [`crate::output::html::history`], the JSON the
+//! [`HistoryReport`] itself.
 
 use crate::console::{Console, Tone};
 use crate::format::{interval, percent_change, percent_interval, plural, shorten};
 use crate::output::terminal::align_cells;
 use crate::output::view::table::Cell;
 use crate::store::history::{BenchmarkHistory, ChangePointAt, HistoryReport, SeriesHistory};
+use gpubench_analysis::history::{SeriesMetric, SeriesPoint};
 
 /// Longest commit subject shown in tables.
 const SUBJECT_CHARS: usize = 48;
@@ -70,6 +73,50 @@ fn latest_figure(b: &BenchmarkHistory, series: &SeriesHistory) -> String {
         Some(p) if series.exact => crate::format::number(p.point.value),
         Some(p) => interval(p.point.value, p.point.lower, p.point.upper),
         None => "—".into(),
+    }
+}
+
+/// A figure of `metric` in its unit: `1.16 J`, `62.0%`, `16.12 ms`.
+pub(crate) fn figure_text(metric: SeriesMetric, v: f64) -> String {
+    match metric {
+        SeriesMetric::Energy => crate::format::joules(v),
+        // Three significant digits: a launch-bound call's share is a fraction of 1%.
+        SeriesMetric::PeakShare => match v * 100.0 {
+            p if p >= 10.0 => format!("{p:.1}%"),
+            p if p >= 1.0 => format!("{p:.2}%"),
+            p => format!("{p:.3}%"),
+        },
+        _ => crate::format::duration(v),
+    }
+}
+
+/// A point of a measured series with its interval: `1.16 J [1.15 J, 1.17 J]`.
+fn point_text(metric: SeriesMetric, p: &SeriesPoint) -> String {
+    match metric {
+        SeriesMetric::Energy | SeriesMetric::PeakShare => format!(
+            "{} [{}, {}]",
+            figure_text(metric, p.value),
+            figure_text(metric, p.lower),
+            figure_text(metric, p.upper)
+        ),
+        _ => interval(p.value, p.lower, p.upper),
+    }
+}
+
+/// The latest version's figure of `series` with its interval, or `—` when the
+/// latest version has none (saved without it, or the benchmark is gone): a gap is
+/// never shown as an older figure or a zero.
+fn latest_measured(
+    report: &HistoryReport,
+    b: &BenchmarkHistory,
+    series: Option<&SeriesHistory>,
+) -> String {
+    let latest = report.commits.len().checked_sub(1);
+    match series.and_then(|s| Some((s, s.points.last()?))) {
+        Some((s, p)) if b.gone_at.is_none() && Some(p.version) == latest => {
+            point_text(s.metric, &p.point)
+        }
+        _ => "—".into(),
     }
 }
 
@@ -138,6 +185,74 @@ fn rows(report: &HistoryReport) -> Vec<Row> {
         })
         .collect()
 }
+
+/// The direction of a step or drift of `series` as the tables colour it: positive
+/// is worse (a share of peak that rose is better).
+fn worse_direction(series: &SeriesHistory, change: f64) -> f64 {
+    if series.metric.higher_is_better() {
+        -change
+    } else {
+        change
+    }
+}
+
+/// Whether any benchmark of `report` has energy or a share of peak in some version.
+fn has_power_figures(report: &HistoryReport) -> bool {
+    report
+        .benchmarks
+        .iter()
+        .any(|b| b.energy().is_some() || b.peak_share().is_some())
+}
+
+/// One row per benchmark of the table of energy and share of peak: the latest
+/// version's figures (`—` where it has none), and the latest step or flagged drift of
+/// energy, else of the share.
+fn power_rows(report: &HistoryReport) -> Vec<Row> {
+    report
+        .benchmarks
+        .iter()
+        .map(|b| {
+            let (energy, share) = (b.energy(), b.peak_share());
+            let step = [energy, share].into_iter().flatten().find_map(|s| {
+                let c = s.latest_change()?;
+                Some((
+                    format!("{}: {}", s.label, change_words(c, false)),
+                    worse_direction(s, c.change.change),
+                ))
+            });
+            let drift = [energy, share].into_iter().flatten().find_map(|s| {
+                let d = s.flagged_drift()?.drift.per_commit;
+                Some((
+                    format!("{}: {}", s.label, drift_words(s)?),
+                    worse_direction(s, d),
+                ))
+            });
+            Row {
+                cells: [
+                    b.id.clone(),
+                    latest_measured(report, b, energy),
+                    latest_measured(report, b, share),
+                    step.as_ref().map_or_else(|| "—".into(), |s| s.0.clone()),
+                    drift.as_ref().map_or_else(|| "—".into(), |d| d.0.clone()),
+                ],
+                step: step.map(|s| s.1),
+                drift: drift.map(|d| d.1),
+            }
+        })
+        .collect()
+}
+
+const POWER_HEADER: [&str; 5] = [
+    "benchmark",
+    "energy per call",
+    "share of peak",
+    "latest change point [95% CI]",
+    "drift",
+];
+
+/// What the table of energy and share of peak holds, above it.
+const POWER_TITLE: &str = "energy per call and share of peak at the measured clock \
+                           (— where the latest version has none)";
 
 fn tone(direction: Option<f64>) -> Option<Tone> {
     direction.map(|d| {
@@ -250,6 +365,24 @@ pub(crate) fn render_human(report: &HistoryReport, console: Console) -> String {
         })
         .collect();
     out.push_str(&align_cells(&header, &table, console));
+    if has_power_figures(report) {
+        out.push_str(&format!("\n{POWER_TITLE}:\n"));
+        let header: Vec<String> = POWER_HEADER.iter().map(|h| h.to_string()).collect();
+        let table: Vec<Vec<Cell>> = power_rows(report)
+            .into_iter()
+            .map(|r| {
+                let [id, energy, share, step, drift] = r.cells;
+                vec![
+                    id.into(),
+                    energy.into(),
+                    share.into(),
+                    Cell::toned(step, tone(r.step)),
+                    Cell::toned(drift, tone(r.drift)),
+                ]
+            })
+            .collect();
+        out.push_str(&align_cells(&header, &table, console));
+    }
     let apart: Vec<String> = report.benchmarks.iter().flat_map(apart_lines).collect();
     if !apart.is_empty() {
         out.push_str(&format!("\n{APART}:\n"));
@@ -290,6 +423,17 @@ pub(crate) fn render_markdown(report: &HistoryReport) -> String {
     for r in rows(report) {
         let cells: Vec<String> = r.cells.iter().map(|c| cell(c)).collect();
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    if has_power_figures(report) {
+        let mut title = POWER_TITLE.to_string();
+        title[..1].make_ascii_uppercase();
+        out.push_str(&format!("\n{}:\n\n", cell(&title)));
+        out.push_str(&format!("| {} |\n", POWER_HEADER.join(" | ")));
+        out.push_str("|---|---:|---:|---|---|\n");
+        for r in power_rows(report) {
+            let cells: Vec<String> = r.cells.iter().map(|c| cell(c)).collect();
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
     }
     let apart: Vec<String> = report.benchmarks.iter().flat_map(apart_lines).collect();
     if !apart.is_empty() {

@@ -558,7 +558,8 @@ pub struct BenchmarkHistory {
     /// What its time rested on in the latest version that says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bound: Option<Bound>,
-    /// Its figures: time, kernel time, then exact counts per call.
+    /// Its figures: time, kernel time, energy per call, share of peak, then exact
+    /// counts per call.
     pub series: Vec<SeriesHistory>,
 }
 
@@ -666,6 +667,25 @@ impl BenchmarkHistory {
         self.series
             .iter()
             .filter(|s| s.metric == SeriesMetric::Fastest)
+            .max_by_key(|s| s.points.last().map(|p| p.version))
+    }
+
+    /// Its energy-per-call series measured with the latest settings, when some
+    /// version has energy.
+    pub fn energy(&self) -> Option<&SeriesHistory> {
+        self.latest_of(SeriesMetric::Energy)
+    }
+
+    /// Its share-of-peak series measured with the latest settings, when some version
+    /// has one.
+    pub fn peak_share(&self) -> Option<&SeriesHistory> {
+        self.latest_of(SeriesMetric::PeakShare)
+    }
+
+    fn latest_of(&self, metric: SeriesMetric) -> Option<&SeriesHistory> {
+        self.series
+            .iter()
+            .filter(|s| s.metric == metric)
             .max_by_key(|s| s.points.last().map(|p| p.version))
     }
 

@@ -537,6 +537,7 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                             throttled: false,
                             // The count is kept, not which samples: the first ones.
                             power_capped: i < s.power_capped_samples,
+                            power_w: None,
                         }),
                 })
                 .collect();

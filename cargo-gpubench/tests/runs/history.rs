@@ -863,3 +863,160 @@ fn history_page_in_a_browser_names_each_commit_and_is_linked_from_the_report() {
     }
     screenshot(&work.path, &file_url(&page), &work.path.join("history.png"));
 }
+
+/// A bf16 matmul's baseline entry on an H200 (three processes of synthetic samples,
+/// 1 GFLOP per call declared), with `joules` per call measured in every process
+/// (three windows each, 1% apart), or saved without energy when `None`.
+fn energy_entry(
+    joules: Option<f64>,
+    rng: &mut rand_pcg::Pcg64,
+) -> gpubench_analysis::BaselineEntry {
+    use gpubench_record::energy::{EnergyMeasurement, EnergyWindow};
+    let mut r = gpubench_analysis::synthetic::GpuLikeSamples::default().record_processes(
+        "mm_bf16",
+        "NVIDIA H200",
+        3,
+        20,
+        rng,
+    );
+    for (p, process) in r.processes.iter_mut().enumerate() {
+        process.measurement.as_mut().unwrap().energy = joules.map(|j| EnergyMeasurement {
+            windows: (0..3)
+                .map(|w| EnergyWindow {
+                    calls: 800,
+                    synced_s: 1.0,
+                    counted_s: 0.9,
+                    steps: 9,
+                    energy_j: j
+                        * (1.0 + 0.004 * (p as f64 - 1.0) + 0.01 * (w as f64 - 1.0))
+                        * 800.0
+                        * 0.9,
+                })
+                .collect(),
+            idle_w: Some(83.0),
+            idle_unavailable: None,
+        });
+    }
+    gpubench_analysis::BaselineEntry::from_record(&r).unwrap()
+}
+
+/// Twelve versions of a matmul's baseline: 1.16 J per call, 10% more from version 8
+/// on, versions 3 and 4 saved without energy; the JSON keeps the gap as missing
+/// points (never a zero) and the step at its commit, the tables show the latest
+/// energy and share of peak (and `—` for the benchmark that never measured energy),
+/// the page draws energy with its line broken over the gap.
+#[test]
+fn history_follows_energy_and_the_share_of_peak_and_keeps_gaps() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut rng = rng(7);
+    let commits: Vec<FixtureCommit> = (1..=12)
+        .map(|k| {
+            let joules = match k {
+                3 | 4 => None,
+                k if k >= 8 => Some(1.276),
+                _ => Some(1.16),
+            };
+            let mut files = vec![file_of(&energy_entry(joules, &mut rng))];
+            let mut cpu_like = energy_entry(None, &mut rng);
+            cpu_like.id = "no_energy".into();
+            files.push(file_of(&cpu_like));
+            FixtureCommit {
+                subject: format!("baseline {k}"),
+                files: Some(files),
+            }
+        })
+        .collect();
+    write_repo(tmp.path(), BASELINE_DIR, &commits);
+    let run = |args: &[&str]| {
+        let out = cargo_gpubench()
+            .current_dir(tmp.path())
+            .args([
+                "gpubench",
+                "history",
+                "--baselines-dir",
+                "gpubench/baselines",
+                "--out-dir",
+                "out",
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let doc: serde_json::Value = serde_json::from_str(&run(&["--format", "json"])).unwrap();
+    let errors: Vec<String> = schema("history.schema.json")
+        .iter_errors(&doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    let series = |id: &str, metric: &str| -> Option<serde_json::Value> {
+        doc["benchmarks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["id"] == id)?["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["metric"] == metric)
+            .cloned()
+    };
+    let energy = series("mm_bf16", "energy").expect("an energy series");
+    let versions: Vec<u64> = energy["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["version"].as_u64().unwrap())
+        .collect();
+    assert_eq!(versions, vec![0, 1, 4, 5, 6, 7, 8, 9, 10, 11]);
+    assert!(energy["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["value"].as_f64().unwrap() > 1.0));
+    let steps = energy["change_points"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert_eq!(steps[0]["version"], 7);
+    assert_eq!(steps[0]["commit"]["subject"], "baseline 8");
+    assert!(series("mm_bf16", "peak_share").is_some());
+    assert!(series("no_energy", "energy").is_none());
+
+    let human = run(&[]);
+    assert!(
+        human.contains("energy per call and share of peak"),
+        "{human}"
+    );
+    let row = |text: &str, id: &str| -> String {
+        text.lines()
+            .rfind(|l| l.contains(id))
+            .unwrap_or_else(|| panic!("no {id} row: {text}"))
+            .to_string()
+    };
+    let mm = row(&human, "mm_bf16");
+    assert!(mm.contains("1.28 J ["), "{mm}");
+    assert!(mm.contains("energy per call: +10."), "{mm}");
+    assert!(row(&human, "no_energy").contains('—'), "{human}");
+    let markdown = run(&["--format", "markdown"]);
+    assert!(
+        markdown.contains("| benchmark | energy per call | share of peak |"),
+        "{markdown}"
+    );
+    // Markdown escapes the id's underscore.
+    assert!(
+        row(&markdown, "| mm\\_bf16 |").contains("1.28 J"),
+        "{markdown}"
+    );
+
+    let page = std::fs::read_to_string(tmp.path().join("out/history/index.html")).unwrap();
+    let chart = format!("{}-energy-per-call.svg", file_stem_for_id("mm_bf16"));
+    assert!(page.contains(&chart), "{page}");
+    assert!(page.contains("the line breaks where versions were saved without the figure"));
+    let svg = std::fs::read_to_string(tmp.path().join("out/history").join(&chart)).unwrap();
+    assert!(svg.contains("energy per call (J)"), "{svg:.300}");
+}

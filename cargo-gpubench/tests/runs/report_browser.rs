@@ -145,10 +145,49 @@ fn summary_page_loads_from_file_sorts_and_is_not_blank() {
     );
 }
 
+/// The demo run with the matmul's samples read with the board's power, the last
+/// quarter of them power-capped at the 700 W limit.
+fn demo_report_with_power(work: &Path) -> ReportIndex {
+    let mut input = demo_input();
+    let b = input
+        .benchmarks
+        .iter_mut()
+        .find(|b| b.record.id == "matmul_bf16/4096")
+        .expect("the demo has the matmul");
+    b.record.fingerprint.gpu = Some(gpubench_record::telemetry::GpuState {
+        power_limit_w: Some(700.0),
+        ..Default::default()
+    });
+    for m in b
+        .record
+        .processes
+        .iter_mut()
+        .filter_map(|p| p.measurement.as_mut())
+    {
+        let n = m.samples.len();
+        for (i, s) in m.samples.iter_mut().enumerate() {
+            let capped = 4 * i >= 3 * n;
+            s.clock = Some(gpubench_record::measurement::SampleClock {
+                sm_mhz: if capped { 1707 } else { 1980 },
+                temperature_c: Some(60),
+                throttled: false,
+                power_capped: capped,
+                power_w: Some(if capped {
+                    702.0
+                } else {
+                    610.0 + (i % 7) as f64
+                }),
+            });
+        }
+    }
+    b.summary = None;
+    render(&input, &work.join("report")).unwrap()
+}
+
 #[test]
 fn benchmark_pages_load_from_file_with_their_charts() {
     let work = workdir("benchmark");
-    let index = demo_report(&work.path);
+    let index = demo_report_with_power(&work.path);
     for id in ["matmul_bf16/4096", COMPARISON_ID, FAILED_ID] {
         let page = &index.pages[id];
         let dom = dump_dom(&work.path, &file_url(page));
@@ -163,7 +202,51 @@ fn benchmark_pages_load_from_file_with_their_charts() {
         let shot = work.path.join(format!("{stem}.png"));
         screenshot(&work.path, &file_url(page), &shot);
     }
+    // The power chart beside the clock chart: Chromium loads its SVG and finds a
+    // point for every sample with a power reading.
+    let matmul = &index.pages["matmul_bf16/4096"];
+    let dom = dump_dom(&work.path, &file_url(matmul));
+    let srcs: Vec<&str> = dom
+        .select(&sel("img"))
+        .filter_map(|i| i.value().attr("src"))
+        .collect();
+    let at = |name: &str| srcs.iter().position(|s| s.ends_with(name));
+    let (clock, power) = (at("/gpu-clock.svg"), at("/gpu-power.svg"));
+    assert!(
+        clock.is_some() && power == clock.map(|c| c + 1),
+        "the power chart follows the clock chart: {srcs:?}"
+    );
+    let svg_path = matmul.parent().unwrap().join(srcs[power.unwrap()]);
+    let svg = run_chromium(
+        &work.path,
+        &file_url(&svg_path),
+        &["--dump-dom".to_string()],
+    );
+    let drawn = scraper::Html::parse_document(&svg);
+    let circles = drawn.select(&sel("circle")).count();
+    let samples: usize = index_samples(&demo_input(), "matmul_bf16/4096");
+    assert!(
+        circles >= samples,
+        "{circles} points drawn for {samples} samples: {svg:.400}"
+    );
+    assert!(svg.contains("power limit (700 W)"), "{svg:.400}");
+    let text: String = dom.select(&sel("main")).next().unwrap().text().collect();
+    assert!(text.contains("samples ran power-capped"), "{text}");
+    // A page without power says why in one line.
+    let other = dump_dom(&work.path, &file_url(&index.pages[COMPARISON_ID]));
+    let text: String = other.select(&sel("main")).next().unwrap().text().collect();
+    assert!(text.contains("No power chart"), "{text}");
     let failed = dump_dom(&work.path, &file_url(&index.pages[FAILED_ID]));
     let text: String = failed.select(&sel("main")).next().unwrap().text().collect();
     assert!(text.contains("Failed: out of memory"));
+}
+
+/// The samples of benchmark `id` in `input`, over its processes.
+fn index_samples(input: &cargo_gpubench::testing::output::html::ReportInput, id: &str) -> usize {
+    input
+        .benchmarks
+        .iter()
+        .find(|b| b.record.id == id)
+        .map(|b| b.record.measurements().map(|m| m.samples.len()).sum())
+        .unwrap_or(0)
 }

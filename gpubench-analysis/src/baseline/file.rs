@@ -8,6 +8,7 @@ use thiserror::Error;
 
 use crate::compare::CompareError;
 use crate::memory::ProcessMemory;
+use crate::peaks::PeakShare;
 use crate::processes::{Bound, EstimateBasis, ProcessStats};
 use crate::record_analysis::RecordAnalysis;
 use crate::stats::BootstrapConfig;

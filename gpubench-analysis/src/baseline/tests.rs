@@ -791,6 +791,7 @@ fn clock_at(r: &mut RawRecord, sm_mhz: u32) {
                 temperature_c: Some(60),
                 throttled: false,
                 power_capped: false,
+                power_w: None,
             });
         }
     }

@@ -1,6 +1,7 @@
 //! The series of each benchmark over the versions of a baseline: its time (the
-//! primary timer's estimate and interval, as saved), kernel time, exact counts per
-//! call, and memory (peak allocated bytes and bytes held per call), each with the
+//! primary timer's estimate and interval, as saved), kernel time, energy per call,
+//! share of the device's peak at the clock it ran, exact counts per call, and memory
+//! (peak allocated bytes and bytes held per call), each with the
 //! change points and drift [`super`] finds in it. A benchmark's figure measured on
 //! another device, or with settings that move figures (the intra-op threads on the
 //! CPU, the sample time, the warm-up, `--flush-l2`: what `compare` refuses to compare),
@@ -38,6 +39,15 @@ pub enum SeriesMetric {
     Fastest,
     /// Kernel time per call.
     Kernel,
+    /// Energy per call from the GPU's energy counter, J: the median over the
+    /// processes of each one's median window (the run summary's `energy`). A
+    /// version saved without energy (the CPU, older files) has no point: a gap,
+    /// never a zero.
+    Energy,
+    /// The rate as a share of the device's peak scaled to the clock it ran at (the
+    /// run summary's `peak.share`; 0.62: 62%). Higher is better: a drop is the
+    /// regression.
+    PeakShare,
     /// An exact count per call.
     Counter(Counter),
     /// Peak bytes allocated by tensors, the median over the processes: it repeats up
@@ -66,10 +76,18 @@ impl SeriesMetric {
             SeriesMetric::Time(TimeKindKey::Wall) => "wall time".into(),
             SeriesMetric::Fastest => "fastest samples".into(),
             SeriesMetric::Kernel => "kernel time".into(),
+            SeriesMetric::Energy => "energy per call".into(),
+            SeriesMetric::PeakShare => "share of peak".into(),
             SeriesMetric::Counter(c) => format!("{} per call", c.nouns()),
             SeriesMetric::PeakAllocated => "peak allocated bytes".into(),
             SeriesMetric::GrowthPerCall => "bytes held per call".into(),
         }
+    }
+
+    /// Whether a rise of the figure is the better direction (the share of peak), so
+    /// a step up is an improvement; for every other figure a rise is a regression.
+    pub fn higher_is_better(self) -> bool {
+        self == SeriesMetric::PeakShare
     }
 
     /// Whether the figure repeats exactly (its change points are exact commits).
@@ -292,6 +310,7 @@ pub fn benchmark_series(
 /// figure to follow there).
 fn floor(b: &Building, options: &HistoryOptions) -> f64 {
     match (b.settings.cpu, b.metric) {
+        (_, SeriesMetric::Energy) => options.min_change.max(super::ENERGY_MIN_CHANGE),
         (true, SeriesMetric::Time(_)) if b.contended => options
             .cpu_min_change
             .max(crate::compare::DEFAULT_HOST_NOISE_THRESHOLD),
@@ -358,6 +377,12 @@ fn figures(entry: &BaselineEntry) -> Vec<(SeriesMetric, SeriesPoint)> {
     if let Some(point) = kernel_point(entry) {
         out.push((SeriesMetric::Kernel, point));
     }
+    if let Some(point) = energy_point(entry) {
+        out.push((SeriesMetric::Energy, point));
+    }
+    if let Some(point) = peak_share_point(entry) {
+        out.push((SeriesMetric::PeakShare, point));
+    }
     if let Some(counters) = &entry.counters {
         for counter in Counter::ALL {
             if let Some(v) = counters.per_call(counter) {
@@ -411,6 +436,61 @@ fn fastest_point(entry: &BaselineEntry) -> Option<SeriesPoint> {
         value: m.exp(),
         lower: (m - half).exp(),
         upper: (m + half).exp(),
+    })
+}
+
+/// Energy per call, J: the median of the processes' median windows, with the 95%
+/// interval of the processes' log medians (Student's t over the processes); one
+/// process's from its windows the same way, and a single window's with
+/// [`super::ENERGY_MIN_CHANGE`] either side. `None` unless every process has energy:
+/// a mean over some of them would move with which ones ran.
+fn energy_point(entry: &BaselineEntry) -> Option<SeriesPoint> {
+    let per_process = entry
+        .energy_groups()
+        .filter(|g| g.iter().flatten().all(|v| v.is_finite() && *v > 0.0))?;
+    let medians: Vec<f64> = per_process.iter().map(|j| median(j)).collect();
+    let spread_of = if medians.len() > 1 {
+        &medians
+    } else {
+        &per_process[0]
+    };
+    let value = median(&medians);
+    let n = spread_of.len();
+    let half = if n == 1 {
+        super::ENERGY_MIN_CHANGE.ln_1p()
+    } else {
+        let logs: Vec<f64> = spread_of.iter().map(|v| v.ln()).collect();
+        let m = crate::stats::mean(&logs);
+        let var = logs.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1) as f64;
+        crate::processes::t_quantile(0.975, (n - 1) as f64) * (var / n as f64).sqrt()
+    };
+    (value.is_finite() && value > 0.0).then(|| SeriesPoint {
+        value,
+        lower: value * (-half).exp(),
+        upper: value * half.exp(),
+    })
+}
+
+/// The share of the device's peak at the clock it ran ([`BaselineEntry::peak_share`]),
+/// with the interval of the time it rests on turned over (the share goes as one
+/// over the time).
+fn peak_share_point(entry: &BaselineEntry) -> Option<SeriesPoint> {
+    let share = entry.peak_share()?.share;
+    let e = &entry.estimates.estimate_ns;
+    if !(share.is_finite() && share > 0.0 && e.point > 0.0) {
+        return None;
+    }
+    let scaled = |t: f64| {
+        if t > 0.0 {
+            share * e.point / t
+        } else {
+            share
+        }
+    };
+    Some(SeriesPoint {
+        value: share,
+        lower: scaled(e.upper).min(share),
+        upper: scaled(e.lower).max(share),
     })
 }
 
@@ -533,6 +613,151 @@ mod tests {
             ]
         );
         assert!(times.iter().all(|s| s.analysis.change_points.is_empty()));
+    }
+
+    /// One GPU entry per version of a bf16 matmul on an H200, 3 processes; version
+    /// `v` measured `joules[v]` per call (with 2% scatter between its windows and
+    /// 0.5% between its processes), or no energy at all when `None`; its time a
+    /// `time[v]` multiple of the model's.
+    fn energy_entries(joules: &[Option<f64>], time: impl Fn(usize) -> f64) -> Vec<BaselineEntry> {
+        use crate::synthetic::GpuLikeSamples;
+        use gpubench_record::energy::{EnergyMeasurement, EnergyWindow};
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(11);
+        joules
+            .iter()
+            .enumerate()
+            .map(|(v, j)| {
+                let mut r = GpuLikeSamples::default().scaled(time(v)).record_processes(
+                    "mm_bf16",
+                    "NVIDIA H200",
+                    3,
+                    20,
+                    &mut rng,
+                );
+                for p in &mut r.processes {
+                    let m = p.measurement.as_mut().unwrap();
+                    m.energy = j.map(|j| {
+                        let process = 1.0 + rng.gen_range(-0.005..0.005);
+                        EnergyMeasurement {
+                            windows: (0..3)
+                                .map(|_| {
+                                    let jitter = 1.0 + rng.gen_range(-0.02..0.02);
+                                    let (calls, synced_s, counted_s) = (800, 1.0, 0.9);
+                                    EnergyWindow {
+                                        calls,
+                                        synced_s,
+                                        counted_s,
+                                        steps: 9,
+                                        energy_j: j * process * jitter * calls as f64 * counted_s
+                                            / synced_s,
+                                    }
+                                })
+                                .collect(),
+                            idle_w: Some(83.0),
+                            idle_unavailable: None,
+                        }
+                    });
+                }
+                BaselineEntry::from_record(&r).unwrap()
+            })
+            .collect()
+    }
+
+    fn series_of(b: &BenchmarkSeries, metric: SeriesMetric) -> &Series {
+        b.series
+            .iter()
+            .find(|s| s.metric == metric)
+            .unwrap_or_else(|| panic!("no {metric:?} series in {:?}", b.series))
+    }
+
+    /// 1.16 J per call for seven versions, 10% more from the eighth on, at the same
+    /// time: the energy series steps there, the time series does not.
+    #[test]
+    fn a_step_in_energy_is_found_at_its_commit() {
+        let joules: Vec<Option<f64>> = (0..14)
+            .map(|v| Some(if v >= 7 { 1.276 } else { 1.16 }))
+            .collect();
+        let entries = energy_entries(&joules, |_| 1.0);
+        let versions: Vec<Vec<&BaselineEntry>> = entries.iter().map(|e| vec![e]).collect();
+        let b = &benchmark_series(&versions, &HistoryOptions::default())[0];
+        let energy = series_of(b, SeriesMetric::Energy);
+        assert_eq!(energy.points.len(), 14);
+        assert!((energy.points[0].point.value / 1.16 - 1.0).abs() < 0.02);
+        let steps = &energy.analysis.change_points;
+        assert_eq!(steps.len(), 1, "{steps:?}");
+        assert_eq!(energy.points[steps[0].index].version, 7);
+        assert!((steps[0].change - 0.10).abs() < 0.02, "{:?}", steps[0]);
+        assert!(steps[0].change_lower > super::super::ENERGY_MIN_CHANGE);
+        assert!(energy.analysis.threshold >= super::super::ENERGY_MIN_CHANGE);
+        let time = series_of(b, SeriesMetric::Time(TimeKindKey::Device));
+        assert!(time.analysis.change_points.is_empty(), "{time:?}");
+    }
+
+    /// Versions 4 to 6 were saved without energy (an older gpubench, or the counter
+    /// unread): the energy series has no point there, not a zero, finds no step
+    /// across the gap, and stays one series.
+    #[test]
+    fn a_gap_in_energy_stays_a_gap() {
+        let joules: Vec<Option<f64>> = (0..12)
+            .map(|v| (!(4..7).contains(&v)).then_some(1.16))
+            .collect();
+        let entries = energy_entries(&joules, |_| 1.0);
+        let versions: Vec<Vec<&BaselineEntry>> = entries.iter().map(|e| vec![e]).collect();
+        let b = &benchmark_series(&versions, &HistoryOptions::default())[0];
+        let energies: Vec<&Series> = b
+            .series
+            .iter()
+            .filter(|s| s.metric == SeriesMetric::Energy)
+            .collect();
+        assert_eq!(energies.len(), 1);
+        let at: Vec<usize> = energies[0].points.iter().map(|p| p.version).collect();
+        assert_eq!(at, vec![0, 1, 2, 3, 7, 8, 9, 10, 11]);
+        assert!(energies[0]
+            .points
+            .iter()
+            .all(|p| (p.point.value / 1.16 - 1.0).abs() < 0.02 && p.point.lower > 0.0));
+        assert!(energies[0].analysis.change_points.is_empty());
+        // Time has every version.
+        assert_eq!(
+            series_of(b, SeriesMetric::Time(TimeKindKey::Device))
+                .points
+                .len(),
+            12
+        );
+        // A file without energy reads back without it.
+        let text = entries[5].to_json_pretty();
+        assert!(!text.contains("energy"), "{text}");
+        assert_eq!(BaselineEntry::from_json(&text, "v5").unwrap(), entries[5]);
+        let saved = BaselineEntry::from_json(&entries[0].to_json_pretty(), "v0").unwrap();
+        assert_eq!(saved, entries[0]);
+        assert!(saved.processes.iter().all(|p| p.energy_j.is_some()));
+    }
+
+    /// The share of peak follows one over the time: 10% more time from version 6 on
+    /// is a drop of about 9% in share, a step down, which is the worse direction.
+    #[test]
+    fn the_share_of_peak_steps_down_when_time_steps_up() {
+        let entries = energy_entries(&[None; 12], |v| if v >= 6 { 1.1 } else { 1.0 });
+        let versions: Vec<Vec<&BaselineEntry>> = entries.iter().map(|e| vec![e]).collect();
+        let b = &benchmark_series(&versions, &HistoryOptions::default())[0];
+        assert!(b.series.iter().all(|s| s.metric != SeriesMetric::Energy));
+        let share = series_of(b, SeriesMetric::PeakShare);
+        let first = &entries[0];
+        let expected = 1e9 / (first.estimates.estimate_ns.point * 1e-9) / 989.4e12;
+        assert!((share.points[0].point.value / expected - 1.0).abs() < 1e-9);
+        let p = share.points[0].point;
+        assert!(p.lower < p.value && p.value < p.upper, "{p:?}");
+        let steps = &share.analysis.change_points;
+        assert_eq!(steps.len(), 1, "{steps:?}");
+        assert_eq!(steps[0].index, 6);
+        assert!(
+            (steps[0].change - (1.0 / 1.1 - 1.0)).abs() < 0.02,
+            "{:?}",
+            steps[0]
+        );
+        assert!(SeriesMetric::PeakShare.higher_is_better());
+        assert!(!SeriesMetric::Energy.higher_is_better());
     }
 
     #[test]

@@ -106,6 +106,7 @@ fn power_capped_samples_are_counted_over_processes() {
                 temperature_c: None,
                 throttled: false,
                 power_capped: i % 4 != 0,
+                power_w: None,
             });
         }
     }
@@ -144,6 +145,7 @@ fn throttled_samples_and_other_processes_are_flagged_and_counted() {
             temperature_c: Some(50 + i as u32 % 7),
             throttled: i < 3,
             power_capped: false,
+            power_w: None,
         });
         if i < 3 {
             // Throttled samples are slow: left in, they would move the figure.
@@ -156,9 +158,9 @@ fn throttled_samples_and_other_processes_are_flagged_and_counted() {
             sm_clock_mhz: 1980,
             temperature_c: Some(55),
             slowdown: vec![],
+            power_w: None,
         },
         memory_clock_mhz: None,
-        power_w: None,
         power_limit_w: None,
         processes: pids
             .iter()

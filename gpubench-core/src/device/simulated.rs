@@ -78,6 +78,8 @@ struct SimEnergy {
     /// Steps taken, and the counter at the last one, mJ.
     steps: u32,
     counter_mj: u64,
+    /// The energy of the last whole step, J: the power reading averages over it.
+    last_step_j: f64,
     /// The queue's work runs without a gap from `until` to here.
     busy_until: Instant,
 }
@@ -90,6 +92,7 @@ impl SimEnergy {
             joules: 0.0,
             steps: 0,
             counter_mj: 0,
+            last_step_j: 0.0,
             busy_until: now,
         }
     }
@@ -111,7 +114,9 @@ impl SimEnergy {
                 return;
             }
             self.steps += 1;
-            self.counter_mj = (self.joules * 1e3) as u64;
+            let counter_mj = (self.joules * 1e3) as u64;
+            self.last_step_j = (counter_mj - self.counter_mj) as f64 / 1e3;
+            self.counter_mj = counter_mj;
         }
     }
 }
@@ -331,6 +336,18 @@ impl SimulatedDevice {
     /// total-energy counter does.
     pub fn energy_counter(&self) -> SimulatedEnergyCounter {
         SimulatedEnergyCounter(Arc::clone(&self.energy))
+    }
+
+    /// The board's power, W, averaged over the counter's last whole step as NVML's
+    /// power usage averages over its own window; idle before the first step.
+    pub fn power_w(&self) -> f64 {
+        let mut e = self.energy.lock().unwrap_or_else(|e| e.into_inner());
+        e.advance(Instant::now());
+        if e.steps == 0 {
+            SIMULATED_IDLE_W
+        } else {
+            e.last_step_j / SIMULATED_ENERGY_STEP.as_secs_f64()
+        }
     }
 
     /// How many times the cache was flushed (`--flush-l2`).

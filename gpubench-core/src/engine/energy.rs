@@ -204,6 +204,7 @@ mod tests {
                 sm_clock_mhz: 1700,
                 temperature_c: None,
                 slowdown: vec![SlowdownReason::SwPowerCap],
+                power_w: Some(self.device.power_w()),
             })
         }
         fn energy_counter(&self) -> Result<Box<dyn EnergyCounter>, String> {
@@ -265,11 +266,28 @@ mod tests {
         assert_eq!(e.windows.len(), super::WINDOWS);
         assert!(e.idle_w.is_some() && e.idle_unavailable.is_none());
         assert!(m.energy_unavailable.is_none());
-        // Every sample was read with the power cap among the slowdown reasons.
+        // Every sample was read with the power cap among the slowdown reasons, and
+        // with the board's power: an average over the counter's last whole step, so
+        // it lags (the first samples follow the idle reading), between idle and busy.
         assert!(m
             .samples
             .iter()
             .all(|s| s.clock.is_some_and(|c| c.power_capped)));
+        let power: Vec<f64> = m.samples.iter().filter_map(|s| s.clock?.power_w).collect();
+        assert_eq!(power.len(), m.samples.len());
+        assert!(
+            power
+                .iter()
+                .all(|&w| (SIMULATED_IDLE_W * 0.99..=SIMULATED_BUSY_W * 1.01).contains(&w)),
+            "{power:?}"
+        );
+        // After the energy windows' second of back-to-back calls it reads busy.
+        let after = device.power_w();
+        if !near(after, SIMULATED_BUSY_W, 0.05) {
+            return Err(format!(
+                "{after} W after the windows with reads of {read_cost:?}"
+            ));
+        }
         for w in &e.windows {
             assert_eq!(w.steps, super::STEPS_PER_WINDOW, "{w:?}");
             assert!(w.synced_s >= w.counted_s, "{w:?}");

@@ -101,6 +101,7 @@ fn clocked(sm_mhz: u32, throttled: bool) -> Option<SampleClock> {
         temperature_c: Some(60),
         throttled,
         power_capped: false,
+        power_w: None,
     })
 }
 

@@ -55,6 +55,9 @@ pub(super) enum AxisFormat {
     Index,
     /// Fractions, labelled as signed percentages (`+2%`).
     Percent,
+    /// Values labelled divided by this scale (the description names the unit:
+    /// `energy per call (mJ)` with a scale of 1e-3, `share of peak (%)` with 0.01).
+    Scaled(f64),
     /// No labels (e.g. a density axis, whose scale means nothing to a reader).
     Hidden,
 }
@@ -146,6 +149,15 @@ impl Axis {
                 } else {
                     format!("{x:+.digits$}%")
                 }
+            }
+            AxisFormat::Scaled(scale) => {
+                let x = v / scale;
+                if x == 0.0 {
+                    return "0".into();
+                }
+                let step = ((self.range.end - self.range.start).abs() / scale / 7.0).max(1e-12);
+                let digits = (-step.log10().floor()).clamp(0.0, 6.0) as usize;
+                trim_zeros(format!("{x:.digits$}"))
             }
             AxisFormat::Hidden => String::new(),
         }

@@ -1,6 +1,7 @@
-//! The GPU beside the samples on a benchmark page: SM clock and temperature read
-//! after every sample, in time order, throttled samples marked; absent when the GPU
-//! was not read (the CPU, no NVML, older records).
+//! The GPU beside the samples on a benchmark page: SM clock, power draw and
+//! temperature read after every sample, in time order, throttled and power-capped
+//! samples marked; absent when the GPU was not read (the CPU, no NVML, older
+//! records), where the page says why there is no power chart.
 
 use gpubench_record::record::RawRecord;
 
@@ -127,6 +128,114 @@ pub(super) fn clock_plots(record: &RawRecord) -> Option<(Plot, Option<Plot>, Str
     Some((clock, temperature, caption))
 }
 
+/// The board's power draw after every sample in time order, the power limit as a
+/// dashed line, and the average power of the energy windows (measured after the
+/// samples) as a solid one; power-capped samples as red rings. `Err` says in one
+/// line why there is no chart: the CPU, or no sample with a power reading.
+pub(super) fn power_plot(record: &RawRecord) -> Result<(Plot, String), String> {
+    if record.fingerprint.device.on_cpu() {
+        return Err("No power chart: the CPU device has no power reading.".into());
+    }
+    let r: Vec<(f64, bool)> = record
+        .measurements()
+        .flat_map(|m| &m.samples)
+        .filter_map(|s| s.clock)
+        .filter_map(|c| Some((c.power_w?, c.power_capped)))
+        .collect();
+    if r.is_empty() {
+        return Err(
+            "No power chart: no sample has a power reading (the GPU was not read, or the record is older than per-sample power)."
+                .into(),
+        );
+    }
+    let n = r.len();
+    let limit = record
+        .fingerprint
+        .gpu
+        .as_ref()
+        .and_then(|g| g.power_limit_w)
+        .or_else(|| {
+            record
+                .processes
+                .iter()
+                .filter_map(|p| p.telemetry.as_ref())
+                .find_map(|t| t.start.power_limit_w)
+        });
+    let windows =
+        gpubench_analysis::energy::EnergySummary::of(record.measurements()).map(|e| e.power_w);
+    let all = r.iter().map(|x| x.0).chain(limit).chain(windows);
+    let mut plot = Plot::new(
+        Axis::index("sample (in time order, process after process)", n),
+        Axis::linear(
+            "board power (W)",
+            charts::padded_range(all, 0.1, false),
+            AxisFormat::Index,
+        ),
+    );
+    if let Some(l) = limit {
+        plot.rules.push(Rule {
+            horizontal: true,
+            at: l,
+            color: palette::COLD,
+            dashed: true,
+            label: Some(format!("power limit ({l:.0} W)")),
+        });
+    }
+    if let Some(w) = windows {
+        plot.rules.push(Rule {
+            horizontal: true,
+            at: w,
+            color: palette::DEVICE,
+            dashed: false,
+            label: Some(format!("energy windows' average ({w:.0} W)")),
+        });
+    }
+    let points = |capped: bool| -> Vec<(f64, f64)> {
+        r.iter()
+            .enumerate()
+            .filter(|(_, x)| x.1 == capped)
+            .map(|(i, x)| (i as f64 + 1.0, x.0))
+            .collect()
+    };
+    plot.series.push(Series {
+        name: Some("power draw".into()),
+        color: palette::NEW,
+        points: points(false),
+        kind: SeriesKind::Markers {
+            size: 2,
+            hollow: false,
+        },
+    });
+    let capped = points(true);
+    let k = capped.len();
+    if !capped.is_empty() {
+        plot.series.push(Series {
+            name: Some("power-capped".into()),
+            color: palette::COLD,
+            points: capped,
+            kind: SeriesKind::Markers {
+                size: 4,
+                hollow: true,
+            },
+        });
+    }
+    let mut caption = String::from(
+        "The board's power draw read right after each sample, with the SM clock (NVML's figure, which averages over up to a second on recent boards), every sample of every process in time order. ",
+    );
+    if windows.is_some() {
+        caption.push_str(
+            "The solid line is the average power over the energy windows timed after the samples. ",
+        );
+    }
+    caption.push_str(&match k {
+        0 => "No sample ran power-capped.".to_string(),
+        k => format!(
+            "{k} of {n} samples ran power-capped (red rings): the power limit held the clock down, so their time is set by power."
+        ),
+    });
+    Ok((plot, caption))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +244,14 @@ mod tests {
     use gpubench_record::telemetry::GpuState;
     use rand::SeedableRng;
     use rand_pcg::Pcg64Mcg;
+
+    /// Gives the first process's sample `i` the reading `clock(i)`.
+    fn set_clocks(r: &mut RawRecord, clock: impl Fn(usize) -> SampleClock) {
+        let m = r.processes[0].measurement.as_mut().unwrap();
+        for (i, s) in m.samples.iter_mut().enumerate() {
+            s.clock = Some(clock(i));
+        }
+    }
 
     #[test]
     fn clocks_and_temperatures_are_drawn_with_throttled_samples_marked() {
@@ -145,21 +262,13 @@ mod tests {
             max_sm_clock_mhz: Some(1980),
             ..GpuState::default()
         });
-        for (i, s) in r.processes[0]
-            .measurement
-            .as_mut()
-            .unwrap()
-            .samples
-            .iter_mut()
-            .enumerate()
-        {
-            s.clock = Some(SampleClock {
-                sm_mhz: if i == 7 { 900 } else { 1980 },
-                temperature_c: Some(40 + i as u32),
-                throttled: i == 7,
-                power_capped: false,
-            });
-        }
+        set_clocks(&mut r, |i| SampleClock {
+            sm_mhz: if i == 7 { 900 } else { 1980 },
+            temperature_c: Some(40 + i as u32),
+            throttled: i == 7,
+            power_capped: false,
+            power_w: None,
+        });
         let (clock, temperature, caption) = clock_plots(&r).unwrap();
         assert_eq!(clock.series.len(), 2);
         assert_eq!(clock.series[1].points, vec![(8.0, 900.0)]);
@@ -172,5 +281,36 @@ mod tests {
             .to_svg()
             .unwrap()
             .contains("temperature"));
+    }
+
+    #[test]
+    fn power_is_drawn_against_the_limit_with_capped_samples_marked() {
+        let mut rng = Pcg64Mcg::seed_from_u64(6);
+        let mut r = GpuLikeSamples::default().record("mm", "NVIDIA H200", 20, &mut rng);
+        let why = power_plot(&r).unwrap_err();
+        assert!(why.contains("no sample has a power reading"), "{why}");
+        r.fingerprint.gpu = Some(GpuState {
+            power_limit_w: Some(700.0),
+            ..GpuState::default()
+        });
+        set_clocks(&mut r, |i| SampleClock {
+            sm_mhz: 1707,
+            temperature_c: None,
+            throttled: false,
+            power_capped: i >= 15,
+            power_w: Some(if i >= 15 { 700.0 } else { 640.0 + i as f64 }),
+        });
+        let (plot, caption) = power_plot(&r).unwrap();
+        assert_eq!(plot.series[0].points.len(), 15);
+        assert_eq!(plot.series[1].points[0], (16.0, 700.0));
+        assert_eq!(plot.rules[0].at, 700.0);
+        assert!(
+            caption.contains("5 of 20 samples ran power-capped"),
+            "{caption}"
+        );
+        let svg = plot.to_svg().unwrap();
+        assert!(svg.contains("board power (W)") && svg.contains("power limit (700 W)"));
+        r.fingerprint.device.kind = "cpu".into();
+        assert!(power_plot(&r).unwrap_err().contains("CPU"));
     }
 }

@@ -22,8 +22,9 @@ use super::charts::{palette, Axis, AxisFormat, Note, Plot, Rule, Series, SeriesK
 use super::input::ReportError;
 use super::{io_error, templates, HISTORY_DIR};
 use crate::format::{percent_change, time_unit};
-use crate::output::history::{change_size, day, drift_words};
+use crate::output::history::{change_size, day, drift_words, figure_text};
 use crate::store::history::{HistoryReport, SeriesHistory};
+use gpubench_analysis::history::SeriesMetric;
 
 /// The anchor of a benchmark on the page.
 pub fn anchor(id: &str) -> String {
@@ -274,6 +275,9 @@ fn caption(s: &SeriesHistory, clipped: usize) -> String {
             percent_change(s.threshold).trim_start_matches('+')
         ));
     }
+    if stretches(s).len() > 1 {
+        text.push_str("; the line breaks where versions were saved without the figure");
+    }
     if clipped > 0 {
         text.push_str(&format!(
             "; {clipped} interval{} reach{} beyond the chart, cut at its edge and marked with an arrow and {} end",
@@ -333,6 +337,31 @@ fn robust_range(points: &[gpubench_analysis::history::SeriesPoint]) -> (f64, f64
     ((lo - span).max(0.0), hi + span)
 }
 
+/// Whether versions missing from `s` break its line: energy and the share of peak,
+/// which versions saved before they were kept lack, so a line across them would
+/// draw figures nobody measured.
+fn gaps_break(s: &SeriesHistory) -> bool {
+    matches!(s.metric, SeriesMetric::Energy | SeriesMetric::PeakShare)
+}
+
+/// The runs of points (indices into `s.points`) its line joins: all of them, or for
+/// a figure whose gaps break the line ([`gaps_break`]), each run of consecutive
+/// versions.
+fn stretches(s: &SeriesHistory) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..s.points.len() {
+        if gaps_break(s) && s.points[i].version > s.points[i - 1].version + 1 {
+            out.push(start..i);
+            start = i;
+        }
+    }
+    if !s.points.is_empty() {
+        out.push(start..s.points.len());
+    }
+    out
+}
+
 /// The trend chart of one series: x is the version's number (1: the oldest).
 fn plot(report: &HistoryReport, s: &SeriesHistory) -> Drawn {
     use gpubench_analysis::history::SeriesPoint;
@@ -354,10 +383,28 @@ fn plot(report: &HistoryReport, s: &SeriesHistory) -> Drawn {
     let pad = ((hi - lo).abs() * 0.08).max(hi.abs() * 0.01).max(1e-9);
     let y_range = (lo - pad).max(0.0)..hi + pad;
     let unit = time_unit(hi);
-    let y = if s.exact {
-        Axis::linear(s.label.clone(), y_range, AxisFormat::Index)
-    } else {
-        Axis::time(&s.label, y_range, false, unit)
+    let y = match s.metric {
+        _ if s.exact => Axis::linear(s.label.clone(), y_range, AxisFormat::Index),
+        SeriesMetric::Energy => {
+            let (scale, symbol) = if hi >= 1.0 {
+                (1.0, "J")
+            } else if hi >= 1e-3 {
+                (1e-3, "mJ")
+            } else {
+                (1e-6, "µJ")
+            };
+            Axis::linear(
+                format!("{} ({symbol})", s.label),
+                y_range,
+                AxisFormat::Scaled(scale),
+            )
+        }
+        SeriesMetric::PeakShare => Axis::linear(
+            format!("{} at the measured clock (%)", s.label),
+            y_range,
+            AxisFormat::Scaled(0.01),
+        ),
+        _ => Axis::time(&s.label, y_range, false, unit),
     };
     let mut plot = Plot::new(
         Axis::index(
@@ -383,7 +430,7 @@ fn plot(report: &HistoryReport, s: &SeriesHistory) -> Drawn {
                     clipped += 1;
                     plot.notes.push(Note {
                         at: (*x + 0.06, if arrow == '↑' { hi } else { lo }),
-                        text: format!("{arrow} {}", crate::format::duration(end)),
+                        text: format!("{arrow} {}", figure_text(s.metric, end)),
                     });
                 }
             }
@@ -395,15 +442,17 @@ fn plot(report: &HistoryReport, s: &SeriesHistory) -> Drawn {
         });
     }
     let placed = |i: &usize| !s.unplaced.contains(i);
-    plot.series.push(Series {
-        name: None,
-        color: palette::NEW,
-        points: (0..xs.len())
-            .filter(placed)
-            .map(|i| (xs[i], raw[i].value))
-            .collect(),
-        kind: SeriesKind::LineMarkers,
-    });
+    for stretch in stretches(s) {
+        plot.series.push(Series {
+            name: None,
+            color: palette::NEW,
+            points: stretch
+                .filter(placed)
+                .map(|i| (xs[i], raw[i].value))
+                .collect(),
+            kind: SeriesKind::LineMarkers,
+        });
+    }
     key.push(KeyEntry {
         color: css_color(palette::NEW),
         dashed: false,

@@ -119,6 +119,10 @@ pub(crate) struct PageCharts {
     pub timeline: Option<ChartView>,
     /// The SM clock read after each sample, in time order.
     pub gpu_clock: Option<ChartView>,
+    /// The board's power draw read after each sample, in time order.
+    pub gpu_power: Option<ChartView>,
+    /// Why there is no power chart, in one line, when there is none.
+    pub gpu_power_absent: Option<String>,
     /// The GPU's temperature read after each sample, in time order.
     pub gpu_temperature: Option<ChartView>,
     /// Host-dispatch, device and synced wall time per sample.
@@ -140,6 +144,7 @@ impl PageCharts {
             &self.distribution,
             &self.timeline,
             &self.gpu_clock,
+            &self.gpu_power,
             &self.gpu_temperature,
             &self.host_device,
             &self.warmup,

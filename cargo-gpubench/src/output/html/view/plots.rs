@@ -42,6 +42,18 @@ pub(crate) fn fill_charts(
         out.gpu_clock = Some(clock);
         out.gpu_temperature = temperature;
     }
+    match crate::output::html::gpu::power_plot(&b.record) {
+        Ok((plot, caption)) => {
+            out.gpu_power = Some(chart(
+                stem,
+                "gpu-power.svg",
+                plot,
+                "The board's power draw after every sample, in time order, against its power limit",
+                &caption,
+            ))
+        }
+        Err(why) => out.gpu_power_absent = Some(why),
+    }
     // On the CPU host dispatch is wall time and there is no device time: the chart
     // would draw one line twice (the page says so in words instead).
     if !view.on_cpu {
