@@ -184,17 +184,6 @@ pub(crate) fn bytes(n: u64) -> String {
     gpubench_record::units::format_bytes(n)
 }
 
-/// Energy in the unit that fits it: `1.16 J`, `1.5 mJ`, `3.2 µJ`.
-pub(crate) fn joules(j: f64) -> String {
-    if j >= 1.0 {
-        format!("{j:.2} J")
-    } else if j >= 1e-3 {
-        format!("{:.1} mJ", j * 1e3)
-    } else {
-        format!("{:.1} µJ", j * 1e6)
-    }
-}
-
 /// A ratio such as a speedup, e.g. `1.32×`.
 pub(crate) fn ratio(x: f64) -> String {
     if !x.is_finite() {

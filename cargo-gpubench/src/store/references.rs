@@ -603,9 +603,9 @@ fn memory_clock_telemetry(s: &ProcessSamples, memory_mhz: u32) -> ProcessTelemet
             sm_clock_mhz: sm.copied().unwrap_or(0),
             temperature_c: None,
             slowdown: Vec::new(),
+            power_w: None,
         },
         memory_clock_mhz: Some(memory_mhz),
-        power_w: None,
         power_limit_w: None,
         processes: Vec::new(),
     };

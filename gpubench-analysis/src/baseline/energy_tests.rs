@@ -188,6 +188,7 @@ fn clock(r: &mut RawRecord, sm_mhz: u32, power_capped: bool) {
                 temperature_c: Some(70),
                 throttled: false,
                 power_capped,
+                power_w: None,
             });
         }
     }

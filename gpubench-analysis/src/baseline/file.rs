@@ -481,6 +481,27 @@ impl BaselineEntry {
         groups.filter(|g| !g.is_empty() && g.iter().all(|p| !p.is_empty()))
     }
 
+    /// Its rate as a share of the device's peak at the clock it ran (as the run
+    /// summary's `peak`): the declared work at the primary estimate, against the peak
+    /// scaled to the mean SM clock (a memory-bandwidth share to the processes' mean
+    /// memory clock, where kept); `None` without declared FLOPs or bytes, or on a
+    /// device or element type the peak table lacks.
+    pub fn peak_share(&self) -> Option<PeakShare> {
+        let memory: Vec<f64> = self
+            .processes
+            .iter()
+            .filter_map(|p| p.memory_clock_mhz.map(f64::from))
+            .collect();
+        PeakShare::of_id(
+            &self.fingerprint.device.name,
+            self.throughput?,
+            self.estimates.estimate_ns.point,
+            &self.id,
+            self.mean_sm_clock_mhz(),
+            (!memory.is_empty()).then(|| memory.iter().sum::<f64>() / memory.len() as f64),
+        )
+    }
+
     /// The times of timer `kind`, one group per process (empty where absent).
     pub fn groups(&self, kind: TimeKind) -> Vec<Vec<f64>> {
         self.processes

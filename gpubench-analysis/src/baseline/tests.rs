@@ -1122,6 +1122,7 @@ fn at_clock(seed: u64, sm_mhz: u32, throughput: Option<Throughput>) -> RawRecord
                 temperature_c: None,
                 throttled: false,
                 power_capped: false,
+                power_w: None,
             });
         }
     }
@@ -1289,9 +1290,9 @@ fn a_bytes_share_of_peak_is_put_at_each_process_memory_clock() {
                     sm_clock_mhz: 1980,
                     temperature_c: None,
                     slowdown: vec![],
+                    power_w: None,
                 },
                 memory_clock_mhz: mhz,
-                power_w: None,
                 power_limit_w: None,
                 processes: vec![],
             };

@@ -701,6 +701,7 @@ fn energy_gets_a_column_in_joules_a_verdict_and_the_power_cap_between_sides() {
                     temperature_c: None,
                     throttled: false,
                     power_capped,
+                    power_w: None,
                 });
             }
         }
@@ -794,6 +795,7 @@ fn share_of_peak_gets_a_column_and_a_verdict_only_under_a_gate_that_names_it() {
                     temperature_c: None,
                     throttled: false,
                     power_capped: false,
+                    power_w: None,
                 });
             }
         }

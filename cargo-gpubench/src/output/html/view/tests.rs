@@ -205,6 +205,7 @@ fn a_page_gives_the_share_of_peak_verdict_in_shares_under_a_gate_that_names_it()
                     temperature_c: None,
                     throttled: false,
                     power_capped: false,
+                    power_w: None,
                 });
             }
         }
