@@ -290,6 +290,7 @@ impl SyntheticKernels {
                     allocated_bytes: Some(self.allocations * calls * 4096),
                 }),
                 l2: None,
+                clock: None,
             });
         }
     }

@@ -14,7 +14,7 @@ use gpubench_analysis::stats::median;
 use gpubench_record::cache::L2State;
 use gpubench_record::measurement::{
     ColdCall, Flag, Measurement, MeasurementConfig, MemoryGrowth, MemoryStats, NaiveLoop, RunMode,
-    Sample, StopReason, Throughput, WarmupPoint,
+    Sample, SampleClock, StopReason, Throughput, WarmupPoint,
 };
 use gpubench_record::memory_snapshot::PeakMemory;
 
@@ -242,10 +242,15 @@ impl<'a> Engine<'a> {
     pub(crate) fn steady_sample(&self, workload: &mut dyn Workload, iters: u64) -> Sample {
         let mut sample = self.timed_sample(workload, iters);
         // Right after the closing sync, outside the timed region: tens of µs.
-        sample.clock = self
-            .telemetry
-            .and_then(|t| t.sample_clock(self.config.throttle_threshold));
+        sample.clock = self.read_clock();
         sample
+    }
+
+    /// The GPU's clock now, judged by the throttle rule; `None` without telemetry or
+    /// when the read failed.
+    fn read_clock(&self) -> Option<SampleClock> {
+        self.telemetry
+            .and_then(|t| t.sample_clock(self.config.throttle_threshold))
     }
 
     /// The last step: the diagnostics (naive loops, the hidden-sync probe), the flags,
@@ -402,9 +407,21 @@ impl<'a> Engine<'a> {
 
     /// `sync; t0; start event; run(); stop event; sync; t1`: `run` returns when its
     /// last call returned to the host.
-    fn bracket(&self, run: impl FnOnce() -> Instant) -> Bracketed {
+    ///
+    /// With `flush` the L2 flush is queued between the first sync and `t0`, as
+    /// Triton's `do_bench` does: the device is busy with it while the host launches
+    /// the calls, so the start event fires as the flush ends with the calls already
+    /// queued, and device time holds the calls' own work without the host's
+    /// dispatch of the first (about 10 µs of tch and cuBLAS on an H200: a flushed
+    /// 1024² matmul read 27 µs between events after a sync against 10 µs of
+    /// kernels). The wall time then holds what is left of the flush when the calls
+    /// were launched. On the CPU the flush is done before it returns, outside `t0`.
+    fn bracket(&self, flush: bool, run: impl FnOnce() -> Instant) -> Bracketed {
         let mut timer = self.timer.borrow_mut();
         self.device.synchronize();
+        if flush {
+            self.device.flush_cache();
+        }
         let t0 = Instant::now();
         if let Some(t) = timer.as_mut() {
             t.start();
@@ -423,7 +440,7 @@ impl<'a> Engine<'a> {
     }
 
     fn cold_call(&self, workload: &mut dyn Workload, which: usize, label: String) -> ColdCall {
-        let timed = self.bracket(|| workload.run_cold(which));
+        let timed = self.bracket(false, || workload.run_cold(which));
         workload.release();
         ColdCall {
             label,
@@ -451,10 +468,7 @@ impl<'a> Engine<'a> {
         while left > 0 {
             let n = batch.min(left);
             workload.prepare(n);
-            if self.config.flush_l2 {
-                self.device.flush_cache();
-            }
-            let timed = self.bracket(|| workload.run(n));
+            let timed = self.bracket(self.config.flush_l2, || workload.run(n));
             workload.release();
             total.wall_ns += timed.wall_ns;
             total.host_ns += timed.host_ns;
