@@ -450,7 +450,11 @@ impl KernelClock {
             return None;
         }
         let weighted = |f: &dyn Fn(&gpubench_record::kernels::ReplayClock) -> f64| {
-            clocks.iter().map(|c| f(c) * f64::from(c.reads)).sum::<f64>() / f64::from(reads)
+            clocks
+                .iter()
+                .map(|c| f(c) * f64::from(c.reads))
+                .sum::<f64>()
+                / f64::from(reads)
         };
         Some(KernelClock {
             reads,

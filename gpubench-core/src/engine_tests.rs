@@ -680,7 +680,10 @@ fn a_flushed_call_is_timed_without_the_hosts_dispatch_and_kernel_time_agrees() {
             })
         });
         let device = median(&m.device_per_iter().unwrap());
-        ensure!(within(device, 200e3, 0.1), "device {device} ns holds the dispatch");
+        ensure!(
+            within(device, 200e3, 0.1),
+            "device {device} ns holds the dispatch"
+        );
         let kernel = median(&m.kernel.as_ref().ok_or("no kernel time")?.samples_ns);
         ensure!(
             within(kernel / device, 1.0, 0.05),

@@ -359,7 +359,10 @@ fn flushed_replays_are_paced_like_the_samples_and_record_their_clock() {
     // sample has one flush between its clock reads (a new graph's capture and upload
     // flush nothing).
     let steps: Vec<u64> = flushes_at_reads.windows(2).map(|w| w[1] - w[0]).collect();
-    assert!(steps.iter().all(|&s| s == 1), "flushes between reads: {steps:?}");
+    assert!(
+        steps.iter().all(|&s| s == 1),
+        "flushes between reads: {steps:?}"
+    );
     // The clock the replays ran at, apart from the samples'.
     assert_eq!(
         (clock.sm_mhz_min, clock.sm_mhz_max, clock.sm_mhz_mean),

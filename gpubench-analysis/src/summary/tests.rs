@@ -405,7 +405,10 @@ fn the_kernel_replays_clock_is_summed_over_processes() {
     use gpubench_record::kernels::{KernelMeasurement, KernelMethod, ReplayClock};
     let mut rng = Pcg64Mcg::seed_from_u64(3);
     let mut r = GpuLikeSamples::default().record_processes("mm", "NVIDIA H200", 2, 20, &mut rng);
-    assert!(BenchmarkSummary::from_record(&r).conditions.kernel_clock.is_none());
+    assert!(BenchmarkSummary::from_record(&r)
+        .conditions
+        .kernel_clock
+        .is_none());
     let clocks = [(300, 1980.0, 0), (100, 1700.0, 100)];
     for (m, (reads, mhz, capped)) in r
         .processes
