@@ -283,7 +283,12 @@ impl<'a> Engine<'a> {
         } else {
             (Vec::new(), false)
         };
-        let mut flags = classify(&samples, self.device.is_async(), syncs_inside);
+        let mut flags = classify(
+            &samples,
+            self.device.is_async(),
+            syncs_inside,
+            self.config.flush_l2,
+        );
         if syncs_inside {
             flags.push(Flag::SyncsInsideRoutine);
         }
@@ -624,11 +629,15 @@ fn whole_cycles(calls: u64, cycle: u64) -> u64 {
 /// time. Device events alone cannot tell launch-bound from busy: a device waiting for
 /// launches still has its events ticking. Only meaningful on an asynchronous device,
 /// and a routine that syncs inside is reported as that instead.
-fn classify(samples: &[Sample], is_async: bool, syncs_inside: bool) -> Vec<Flag> {
+///
+/// With `flushed` (`--flush-l2`) a sample's wall time holds the tail of the flush,
+/// the device's work but no call's, so the call's device time stands in for it: the
+/// host's dispatch against the call's own work.
+fn classify(samples: &[Sample], is_async: bool, syncs_inside: bool, flushed: bool) -> Vec<Flag> {
     if !is_async || samples.is_empty() {
         return vec![];
     }
-    let w = median(
+    let wall = median(
         &samples
             .iter()
             .map(Sample::per_iter_wall)
@@ -640,10 +649,17 @@ fn classify(samples: &[Sample], is_async: bool, syncs_inside: bool) -> Vec<Flag>
             .map(Sample::per_iter_host)
             .collect::<Vec<_>>(),
     );
-    let device: Option<Vec<f64>> = samples.iter().map(Sample::per_iter_device).collect();
-    let idle_device = device
+    let device: Option<f64> = samples
+        .iter()
+        .map(Sample::per_iter_device)
+        .collect::<Option<Vec<f64>>>()
         .filter(|d| !d.is_empty())
-        .is_some_and(|d| median(&d) < 0.7 * w);
+        .map(|d| median(&d));
+    let w = match device {
+        Some(d) if flushed => d,
+        _ => wall,
+    };
+    let idle_device = device.is_some_and(|d| d < 0.7 * w);
     if h < 0.7 * w && !idle_device {
         vec![Flag::DeviceBound]
     } else if !syncs_inside && (idle_device || h >= 0.9 * w) {
