@@ -9,9 +9,9 @@
 //! `--flush-l2` a graph holds one call and each replay is timed on its own as a
 //! flushed sample is (a sync, the flush queued ahead of the start event, the clock
 //! read after it), so kernel time starts every call with a flushed L2 and at the
-//! clock the samples ran at: replays of a flushed 8192² matmul run back to back
-//! drew the board to its power limit and took 7–11% longer than the flushed samples,
-//! which rest between calls at the full clock (H200).
+//! clock the samples ran at: replays of a flushed 8192² matmul made back to back
+//! took 7–11% longer than the flushed samples, which rest between calls and read the
+//! full clock (H200, where that matmul back to back runs power-capped).
 
 use std::panic::{self, AssertUnwindSafe};
 use std::time::Instant;
@@ -43,9 +43,9 @@ pub(crate) const SAMPLES_PER_CAPTURE: usize = 5;
 /// Profiled stretches per process when the routine cannot be captured.
 const PROFILER_SAMPLES: usize = 5;
 /// Most replays one kernel-time sample makes with `--flush-l2`, each after a flush,
-/// timed on its own and followed by a clock read: at most 4 × (2 + 5 × 20) paced
-/// replays a process, as many as a flushed launch-bound routine's samples (about
-/// 200 a process for a 1024² matmul on an H200).
+/// timed on its own and followed by a clock read: at most 4 × (1 + 5 × 20) paced
+/// replays a process, of the order of a flushed launch-bound routine's samples
+/// (200 a process for a 1024² matmul on an H200).
 const FLUSHED_REPLAYS: u32 = 20;
 
 /// `calls` rounded up to whole cycles of `cycle` calls; as it is when a cycle is
