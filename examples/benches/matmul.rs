@@ -1,6 +1,8 @@
 //! Matrix-multiply sweep over sizes and dtypes, with TFLOP/s. On a GPU the sizes are
-//! 1024, 4096 and 8192; on the CPU, where those would take seconds a call, a
-//! sixteenth of each (64, 256, 512), and the ids say so (`matmul_f32/256`).
+//! 1024, 4096 and 8192, and 2048 for bf16 (the size between launch-bound and
+//! device-bound that `--flush-l2` is checked at); on the CPU, where those would take
+//! seconds a call, a sixteenth of each (64, 128, 256, 512), and the ids say so
+//! (`matmul_f32/256`).
 //!
 //! `GPUBENCH_EXAMPLE_SLOWDOWN=<factor>` (a number ≥ 1; absent means 1) plants a real
 //! regression for trying out baselines and CI gates: see [`slowdown`].
@@ -64,7 +66,7 @@ fn matmul_f32(b: &mut Bencher, n: i64) {
     matmul(b, n, Kind::Float);
 }
 
-#[gpu_bench(args = [size(1024), size(4096), size(8192)])]
+#[gpu_bench(args = [size(1024), size(2048), size(4096), size(8192)])]
 fn matmul_bf16(b: &mut Bencher, n: i64) {
     matmul(b, n, Kind::BFloat16);
 }

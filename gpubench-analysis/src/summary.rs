@@ -371,6 +371,10 @@ pub struct Conditions {
     /// GPU was read after the samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_capped: Option<PowerCapped>,
+    /// The clock the kernel timer's replays ran at, where they were paced and read
+    /// (`--flush-l2` with GPU telemetry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_clock: Option<KernelClock>,
     /// Why there is no energy per call, when there is none (the first process's
     /// reason: `no GPU telemetry`, a counter NVML does not have, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -417,6 +421,53 @@ impl PowerCapped {
                 .as_ref()
                 .and_then(|g| g.power_limit_w),
         })
+    }
+}
+
+/// The clock the kernel timer's paced replays ran at (`--flush-l2`), over every
+/// process: beside the samples' `sm_clock_mhz` and `power_capped`, whether kernel
+/// and device time ran in one clock regime.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelClock {
+    /// Clock reads, one after each replay, over every process.
+    pub reads: u32,
+    /// The mean SM clock over the reads, MHz.
+    pub sm_clock_mhz: f64,
+    /// The share of the reads with the power cap among the slowdown reasons.
+    pub power_capped_share: f64,
+}
+
+impl KernelClock {
+    /// The replays' clock of `record`'s processes; `None` when no process read it.
+    pub fn of(record: &RawRecord) -> Option<Self> {
+        let clocks: Vec<_> = record
+            .measurements()
+            .filter_map(|m| m.kernel.as_ref()?.clock)
+            .filter(|c| c.reads > 0)
+            .collect();
+        let reads: u32 = clocks.iter().map(|c| c.reads).sum();
+        if reads == 0 {
+            return None;
+        }
+        let weighted = |f: &dyn Fn(&gpubench_record::kernels::ReplayClock) -> f64| {
+            clocks
+                .iter()
+                .map(|c| f(c) * f64::from(c.reads))
+                .sum::<f64>()
+                / f64::from(reads)
+        };
+        Some(KernelClock {
+            reads,
+            sm_clock_mhz: weighted(&|c| c.sm_mhz_mean),
+            power_capped_share: weighted(&|c| c.power_capped_share()),
+        })
+    }
+
+    /// Whether the replays ran at a clearly different clock than the samples, whose
+    /// mean SM clock is `samples_mhz`
+    /// ([`gpubench_record::telemetry::clearly_different_clocks`]).
+    pub fn differs_from(&self, samples_mhz: f64) -> bool {
+        gpubench_record::telemetry::clearly_different_clocks(self.sm_clock_mhz, samples_mhz)
     }
 }
 
@@ -712,6 +763,7 @@ impl Conditions {
             other_processes: Vec::new(),
             telemetry_unavailable: record.telemetry_unavailable().map(str::to_string),
             power_capped: PowerCapped::of(record),
+            kernel_clock: KernelClock::of(record),
             energy_unavailable: record
                 .measurements()
                 .next()

@@ -291,6 +291,7 @@ impl SyntheticKernels {
                     allocated_bytes: Some(self.allocations * calls * 4096),
                 }),
                 l2: None,
+                clock: None,
             });
         }
     }

@@ -660,3 +660,67 @@ fn the_cpu_says_it_has_no_kernel_timing() {
         Some("no kernel timing on cpu")
     );
 }
+
+#[test]
+fn a_flushed_call_is_timed_without_the_hosts_dispatch_and_kernel_time_agrees() {
+    in_one_of_three(|| {
+        let dev = Rc::new(SimulatedDevice::new());
+        // The flush keeps the device busy while the host dispatches the call.
+        dev.set_flush_work(Duration::from_millis(1));
+        let d = Rc::clone(&dev);
+        let config = MeasurementConfig {
+            flush_l2: true,
+            ..fast_config()
+        };
+        let m = measure_on(dev.clone(), config, move |b| {
+            b.iter(|| {
+                // 300 µs of host dispatch before 200 µs of kernel.
+                spin(Duration::from_micros(300));
+                d.launch(Duration::from_micros(200));
+            })
+        });
+        let device = median(&m.device_per_iter().unwrap());
+        ensure!(
+            within(device, 200e3, 0.1),
+            "device {device} ns holds the dispatch"
+        );
+        let kernel = median(&m.kernel.as_ref().ok_or("no kernel time")?.samples_ns);
+        ensure!(
+            within(kernel / device, 1.0, 0.05),
+            "kernel {kernel} ns against device {device} ns"
+        );
+        // The dispatch outlasts the kernel: launch-bound, as calls back to back are.
+        ensure!(m.flags.contains(&Flag::LaunchBound), "{:?}", m.flags);
+        Ok(())
+    });
+}
+
+#[test]
+fn a_flushed_call_longer_than_its_dispatch_is_device_bound_though_the_flush_fills_its_wall_time() {
+    in_one_of_three(|| {
+        let dev = Rc::new(SimulatedDevice::new());
+        dev.set_flush_work(Duration::from_millis(1));
+        let d = Rc::clone(&dev);
+        let config = MeasurementConfig {
+            flush_l2: true,
+            ..fast_config()
+        };
+        let m = measure_on(dev.clone(), config, move |b| {
+            b.iter(|| {
+                spin(Duration::from_micros(30));
+                d.launch(Duration::from_micros(400));
+            })
+        });
+        let wall = median(
+            &m.samples
+                .iter()
+                .map(|s| s.per_iter_wall())
+                .collect::<Vec<_>>(),
+        );
+        let device = median(&m.device_per_iter().unwrap());
+        ensure!(within(device, 400e3, 0.1), "device {device} ns");
+        ensure!(wall > 2.0 * device, "wall {wall} ns holds the flush's tail");
+        ensure!(m.flags.contains(&Flag::DeviceBound), "{:?}", m.flags);
+        Ok(())
+    });
+}

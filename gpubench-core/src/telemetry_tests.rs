@@ -277,3 +277,106 @@ fn a_device_without_telemetry_says_why_in_a_few_words() {
         assert!(why.contains("NVML"), "{why}");
     }
 }
+
+/// A GPU that runs power-capped at 1700 MHz once a graph was captured (the kernel
+/// replays), at 1980 MHz before (the samples), and notes how many flushes the
+/// simulated device had made at each clock read during the replays.
+struct ReplayWatcher {
+    device: Rc<crate::device::SimulatedDevice>,
+    flushes_at_replay_reads: RefCell<Vec<u64>>,
+}
+
+impl TelemetrySource for ReplayWatcher {
+    fn state(&self) -> GpuState {
+        GpuState {
+            max_sm_clock_mhz: Some(1980),
+            default_sm_clock_mhz: Some(1980),
+            ..GpuState::default()
+        }
+    }
+
+    fn read(&self) -> Result<TelemetryReading, String> {
+        Err("not read here".into())
+    }
+
+    fn read_clock(&self) -> Result<ClockReading, String> {
+        let replaying = self.device.captures() > 0;
+        if replaying {
+            self.flushes_at_replay_reads
+                .borrow_mut()
+                .push(self.device.cache_flushes());
+        }
+        Ok(ClockReading {
+            sm_clock_mhz: if replaying { 1700 } else { 1980 },
+            temperature_c: None,
+            slowdown: if replaying {
+                vec![SlowdownReason::SwPowerCap]
+            } else {
+                vec![]
+            },
+        })
+    }
+}
+
+/// Kernel time of a 200 µs kernel on the simulated device, watched by a
+/// [`ReplayWatcher`]: the measurement and the flushes seen at its reads.
+fn watched_replays(flush_l2: bool) -> (gpubench_record::measurement::Measurement, Vec<u64>) {
+    let _serial = serial();
+    let dev = Rc::new(crate::device::SimulatedDevice::new());
+    let watcher = Rc::new(ReplayWatcher {
+        device: Rc::clone(&dev),
+        flushes_at_replay_reads: RefCell::new(Vec::new()),
+    });
+    let config = MeasurementConfig {
+        flush_l2,
+        max_samples: 20,
+        ..config()
+    };
+    let mut b = Bencher::new("paced", dev.clone(), config);
+    b.telemetry(Some(Telemetry::new(watcher.clone())));
+    let d = Rc::clone(&dev);
+    b.iter(|| d.launch(Duration::from_micros(200)));
+    let m = b.measurement.take().unwrap();
+    let reads = watcher.flushes_at_replay_reads.take();
+    (m, reads)
+}
+
+#[test]
+fn flushed_replays_are_paced_like_the_samples_and_record_their_clock() {
+    let (m, flushes_at_reads) = watched_replays(true);
+    let kernel = m.kernel.as_ref().expect("kernel time");
+    let clock = kernel.clock.expect("the replays' clock is recorded");
+    // One read after each replay: every replay timed, the one that says how long a
+    // replay takes and the sampled ones, in every captured graph.
+    let replays = flushes_at_reads.len() as u32;
+    assert_eq!(clock.reads, replays);
+    assert!(
+        replays as usize >= kernel.samples_ns.len() + crate::engine::kernels::CAPTURES,
+        "{replays} reads for {} kernel samples",
+        kernel.samples_ns.len()
+    );
+    // Paced: exactly one flush (and one replay) between two reads, as a flushed
+    // sample has one flush between its clock reads (a new graph's capture and upload
+    // flush nothing).
+    let steps: Vec<u64> = flushes_at_reads.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(
+        steps.iter().all(|&s| s == 1),
+        "flushes between reads: {steps:?}"
+    );
+    // The clock the replays ran at, apart from the samples'.
+    assert_eq!(
+        (clock.sm_mhz_min, clock.sm_mhz_max, clock.sm_mhz_mean),
+        (1700, 1700, 1700.0)
+    );
+    assert_eq!(clock.power_capped, replays);
+    assert_eq!(clock.power_capped_share(), 1.0);
+    assert!(m.samples.iter().all(|s| s.clock.unwrap().sm_mhz == 1980));
+}
+
+#[test]
+fn replays_without_the_flush_run_back_to_back_with_no_clock_read() {
+    let (m, flushes_at_reads) = watched_replays(false);
+    let kernel = m.kernel.as_ref().expect("kernel time");
+    assert_eq!(kernel.clock, None);
+    assert!(flushes_at_reads.is_empty(), "{flushes_at_reads:?}");
+}

@@ -196,6 +196,43 @@ pub struct KernelMeasurement {
     /// (warm there: graph replays ran back to back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub l2: Option<crate::cache::L2State>,
+    /// The GPU's clock read after each replay with `--flush-l2`, where the replays
+    /// are paced as the samples are (a sync, a flush and a clock read around each),
+    /// so a reader sees whether kernel and device time ran at the same clock; absent
+    /// without the flush (replays back to back), without GPU telemetry and in older
+    /// records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ReplayClock>,
+}
+
+/// The SM clock read after each paced replay of a kernel-time measurement, summed
+/// up: the regime the kernel timer ran in, beside the samples' own clocks.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ReplayClock {
+    /// Clock reads, one after each replay.
+    pub reads: u32,
+    /// Mean SM clock over the reads, MHz.
+    pub sm_mhz_mean: f64,
+    /// Lowest SM clock read, MHz.
+    pub sm_mhz_min: u32,
+    /// Highest SM clock read, MHz.
+    pub sm_mhz_max: u32,
+    /// Reads with NVML's software power cap among the slowdown reasons: replays the
+    /// board's power limit held down.
+    pub power_capped: u32,
+    /// Reads the throttle rule calls throttled (the samples leave such samples out;
+    /// the replays are kept, and this says how many ran so).
+    pub throttled: u32,
+}
+
+impl ReplayClock {
+    /// The share of the reads that ran power-capped, 0 to 1.
+    pub fn power_capped_share(&self) -> f64 {
+        if self.reads == 0 {
+            return 0.0;
+        }
+        f64::from(self.power_capped) / f64::from(self.reads)
+    }
 }
 
 /// A table of one call from `(name, kind, launches, total ns)` over `calls` calls:

@@ -519,6 +519,7 @@ pub fn record_of_entry(entry: &BaselineEntry) -> RawRecord {
                 },
                 counters: if p == 0 { entry.counters } else { None },
                 l2: None,
+                clock: None,
             });
             let samples = (0..s.wall_ns.len())
                 .map(|i| Sample {

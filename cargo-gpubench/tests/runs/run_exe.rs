@@ -685,6 +685,58 @@ fn energy_power_cap_and_peak_match_their_schemas() {
     assert!(!summary_schema.is_valid(&wrong));
 }
 
+/// The clock the paced replays of `--flush-l2` read, in the record's kernel section
+/// and summed in the summary, as the schemas describe them.
+#[test]
+fn the_kernel_replays_clock_matches_its_schemas() {
+    use gpubench_analysis::summary::KernelClock;
+    use gpubench_record::cache::L2State;
+    use gpubench_record::kernels::{KernelMeasurement, KernelMethod, ReplayClock};
+
+    let summary_schema = schema("run-summary.schema.json");
+    let record_schema = schema("record.schema.json");
+    let fake = Fake::new();
+    let ran = run(fake.command().args(["--format", "json", "passes"])).expect_code(0);
+    let mut doc: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let run_dir = std::path::PathBuf::from(doc["run_dir"].as_str().unwrap());
+    let file = doc["benchmarks"][0]["record"].as_str().unwrap().to_string();
+    let mut record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join(file)).unwrap()).unwrap();
+
+    let kernel = KernelMeasurement {
+        method: KernelMethod::GraphReplay,
+        not_capturable: None,
+        samples_ns: vec![1.4e6],
+        kernels: Vec::new(),
+        counters: None,
+        l2: Some(L2State::Flushed),
+        clock: Some(ReplayClock {
+            reads: 68,
+            sm_mhz_mean: 1975.5,
+            sm_mhz_min: 1950,
+            sm_mhz_max: 1980,
+            power_capped: 0,
+            throttled: 0,
+        }),
+    };
+    record["rounds"][0]["measurement"]["kernel"] = serde_json::to_value(&kernel).unwrap();
+    assert_valid(&record_schema, &record, "a record with the replays' clock");
+    let mut wrong = record.clone();
+    wrong["rounds"][0]["measurement"]["kernel"]["clock"]["reads"] = 0.into();
+    assert!(!record_schema.is_valid(&wrong));
+
+    doc["benchmarks"][0]["summary"]["kernel_clock"] = serde_json::to_value(KernelClock {
+        reads: 204,
+        sm_clock_mhz: 1975.5,
+        power_capped_share: 0.0,
+    })
+    .unwrap();
+    assert_valid(&summary_schema, &doc, "a summary with the replays' clock");
+    let mut wrong = doc.clone();
+    wrong["benchmarks"][0]["summary"]["kernel_clock"]["power_capped_share"] = 2.into();
+    assert!(!summary_schema.is_valid(&wrong));
+}
+
 #[test]
 fn partitions_split_the_selection_and_runs_record_their_part() {
     let mut ran_ids = Vec::new();

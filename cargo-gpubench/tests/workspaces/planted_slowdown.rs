@@ -157,9 +157,10 @@ fn the_examples_sweeps_are_named_by_what_they_run_on_the_cpu() {
         ran.stdout.lines().map(str::to_string).collect::<Vec<_>>()
     };
     let on_cpu = listed("cpu");
-    let expected: Vec<String> = ["matmul_bf16", "matmul_f32"]
-        .iter()
-        .flat_map(|m| [64, 256, 512].map(|n| format!("matmul/{m}/{n}")))
+    let expected: Vec<String> = [64, 128, 256, 512]
+        .map(|n| format!("matmul/matmul_bf16/{n}"))
+        .into_iter()
+        .chain([64, 256, 512].map(|n| format!("matmul/matmul_f32/{n}")))
         .chain([16, 64, 256, 1024].map(|n| format!("memory/mlp_forward_batch/{n}")))
         .chain(["memory/out_of_memory (ignored)".to_string()])
         .collect();

@@ -332,6 +332,7 @@ const WIRE_KEYS: &[&str] = &[
     "other_processes",
     "telemetry_unavailable",
     "power_capped",
+    "kernel_clock",
     "energy_unavailable",
     "host_cpus",
     "energy",
@@ -379,6 +380,9 @@ fn full_summary() -> BenchmarkSummary {
     s.conditions.power_capped = Some(part(serde_json::json!(
         {"share": 0.97, "samples": 40, "power_limit_w": 700.0}
     )));
+    s.conditions.kernel_clock = Some(part(serde_json::json!(
+        {"reads": 408, "sm_clock_mhz": 1980.0, "power_capped_share": 0.0}
+    )));
     s.conditions.energy_unavailable = Some("no GPU telemetry".into());
     s.energy = Some(part(serde_json::json!({
         "joules_per_call": 1.16, "per_process_joules": [1.16], "power_w": 709.0,
@@ -394,6 +398,51 @@ fn full_summary() -> BenchmarkSummary {
     );
     assert!(s.peak.is_some());
     s
+}
+
+/// The clock of the paced replays (`--flush-l2`), over every process, weighted by
+/// each process's reads; nothing where no process read it.
+#[test]
+fn the_kernel_replays_clock_is_summed_over_processes() {
+    use gpubench_record::kernels::{KernelMeasurement, KernelMethod, ReplayClock};
+    let mut rng = Pcg64Mcg::seed_from_u64(3);
+    let mut r = GpuLikeSamples::default().record_processes("mm", "NVIDIA H200", 2, 20, &mut rng);
+    assert!(BenchmarkSummary::from_record(&r)
+        .conditions
+        .kernel_clock
+        .is_none());
+    let clocks = [(300, 1980.0, 0), (100, 1700.0, 100)];
+    for (m, (reads, mhz, capped)) in r
+        .processes
+        .iter_mut()
+        .filter_map(|r| r.measurement.as_mut())
+        .zip(clocks)
+    {
+        m.kernel = Some(KernelMeasurement {
+            method: KernelMethod::GraphReplay,
+            not_capturable: None,
+            samples_ns: vec![1e6],
+            kernels: Vec::new(),
+            counters: None,
+            l2: Some(gpubench_record::cache::L2State::Flushed),
+            clock: Some(ReplayClock {
+                reads,
+                sm_mhz_mean: mhz,
+                sm_mhz_min: mhz as u32,
+                sm_mhz_max: mhz as u32,
+                power_capped: capped,
+                throttled: 0,
+            }),
+        });
+    }
+    let k = BenchmarkSummary::from_record(&r)
+        .conditions
+        .kernel_clock
+        .expect("the replays' clock was read");
+    assert_eq!(k.reads, 400);
+    assert!((k.sm_clock_mhz - 1910.0).abs() < 1e-9, "{k:?}");
+    assert!((k.power_capped_share - 0.25).abs() < 1e-12, "{k:?}");
+    assert!(k.differs_from(1700.0) && !k.differs_from(1980.0));
 }
 
 #[test]

@@ -30,6 +30,9 @@ struct Queue {
     busy_until: Instant,
     memory: SimAllocator,
     flushes: u64,
+    /// Device time one flush of the cache takes (none unless set): a GPU's flush
+    /// writes a buffer larger than its L2.
+    flush_work: Duration,
     /// Allocations (and bytes) since the counts were reset.
     allocations: (u64, u64),
     /// What ran while recording: kernels in launch order, and syncs.
@@ -155,6 +158,7 @@ impl SimulatedDevice {
                 busy_until: Instant::now(),
                 memory: SimAllocator::default(),
                 flushes: 0,
+                flush_work: Duration::ZERO,
                 allocations: (0, 0),
                 profile: None,
                 capturing: None,
@@ -350,6 +354,12 @@ impl SimulatedDevice {
         }
     }
 
+    /// Makes each flush of the cache queue `work` of device time, as writing a
+    /// buffer larger than a GPU's L2 does (no device time unless set).
+    pub fn set_flush_work(&self, work: Duration) {
+        self.queue().flush_work = work;
+    }
+
     /// How many times the cache was flushed (`--flush-l2`).
     pub fn cache_flushes(&self) -> u64 {
         self.queue().flushes
@@ -448,7 +458,15 @@ impl DeviceBackend for SimulatedDevice {
         true
     }
     fn flush_cache(&self) {
-        self.queue().flushes += 1;
+        let now = Instant::now();
+        let mut q = self.queue();
+        q.flushes += 1;
+        if !q.flush_work.is_zero() {
+            q.busy_until = q.busy_until.max(now) + q.flush_work;
+            let mut energy = self.energy.lock().expect("simulated energy poisoned");
+            energy.advance(now);
+            energy.busy_until = q.busy_until;
+        }
     }
     fn profile_start(&self) -> Result<(), String> {
         let mut q = self.queue();

@@ -6,15 +6,22 @@
 //!
 //! Triton's `do_bench_cudagraph` is the model for the replay: capture on a side stream
 //! after a warm-up there, replay between events, divide by the calls. With
-//! `--flush-l2` a graph holds one call and each replay is timed on its own after a
-//! flush, so kernel time starts every call with a flushed L2 as device time does.
+//! `--flush-l2` a graph holds one call and each replay is timed on its own as a
+//! flushed sample is (a sync, the flush queued ahead of the start event, the clock
+//! read after it), so kernel time starts every call with a flushed L2 and at the
+//! clock the samples ran at: replays of a flushed 8192² matmul made back to back
+//! took 7–11% longer than the flushed samples, which rest between calls and read the
+//! full clock (H200, where that matmul back to back runs power-capped).
 
 use std::panic::{self, AssertUnwindSafe};
 use std::time::Instant;
 
 use gpubench_record::cache::L2State;
 use gpubench_record::kernels;
-use gpubench_record::kernels::{ActivityKind, Counters, KernelMeasurement, KernelMethod};
+use gpubench_record::kernels::{
+    ActivityKind, Counters, KernelMeasurement, KernelMethod, ReplayClock,
+};
+use gpubench_record::measurement::SampleClock;
 
 use super::{Engine, Workload};
 use crate::device::DeviceProfile;
@@ -35,9 +42,11 @@ pub(crate) const CAPTURES: usize = 4;
 pub(crate) const SAMPLES_PER_CAPTURE: usize = 5;
 /// Profiled stretches per process when the routine cannot be captured.
 const PROFILER_SAMPLES: usize = 5;
-/// Most replays one kernel-time sample makes with `--flush-l2`, each after a flush
-/// and timed on its own.
-const FLUSHED_REPLAYS: u32 = 200;
+/// Most replays one kernel-time sample makes with `--flush-l2`, each after a flush,
+/// timed on its own and followed by a clock read: at most 4 × (1 + 5 × 20) paced
+/// replays a process, of the order of a flushed launch-bound routine's samples
+/// (200 a process for a 1024² matmul on an H200).
+const FLUSHED_REPLAYS: u32 = 20;
 
 /// `calls` rounded up to whole cycles of `cycle` calls; as it is when a cycle is
 /// longer than [`MAX_CYCLE`] calls, which would make the stretch too long.
@@ -81,7 +90,8 @@ impl Engine<'_> {
             )
         };
         // A device without kernel timing says so before any inputs are made.
-        let replayed = self.captured_samples(workload, k)?;
+        let mut clocks = Vec::new();
+        let replayed = self.captured_samples(workload, k, &mut clocks)?;
         let calls = capped_whole_cycles(
             ((PROFILE_WORK_NS / per_iter_ns.max(1.0)).ceil() as u64).clamp(3, 1000),
             cycle,
@@ -113,6 +123,7 @@ impl Engine<'_> {
                 kernels: table,
                 counters,
                 l2: Some(L2State::of(self.config.flush_l2)),
+                clock: replay_clock(&clocks),
             }),
             Err(why) => {
                 let mut samples = Vec::with_capacity(PROFILER_SAMPLES);
@@ -131,6 +142,7 @@ impl Engine<'_> {
                     counters,
                     // The profiled stretch runs its calls back to back.
                     l2: Some(L2State::Warm),
+                    clock: None,
                 })
             }
         }
@@ -156,19 +168,21 @@ impl Engine<'_> {
     }
 
     /// Kernel-time samples of [`CAPTURES`] graphs of `k` calls each, captured and
-    /// replayed one after the other. The inner `Err` says why the routine cannot be
-    /// captured; the outer one why the device has no kernel timing at all.
+    /// replayed one after the other, with the clock read after each paced replay
+    /// put in `clocks`. The inner `Err` says why the routine cannot be captured; the
+    /// outer one why the device has no kernel timing at all.
     fn captured_samples(
         &self,
         workload: &mut dyn Workload,
         k: u64,
+        clocks: &mut Vec<SampleClock>,
     ) -> Result<Result<Vec<f64>, String>, String> {
         let mut samples = Vec::with_capacity(CAPTURES * SAMPLES_PER_CAPTURE);
         for _ in 0..CAPTURES {
             self.device.capture_enter()?;
             let replayed = self
                 .capture(workload, k)
-                .and_then(|()| self.replay_samples(k));
+                .and_then(|()| self.replay_samples(k, clocks));
             self.device.capture_free();
             match replayed {
                 Ok(s) => samples.extend(s),
@@ -217,11 +231,11 @@ impl Engine<'_> {
 
     /// Kernel time per call from [`SAMPLES_PER_CAPTURE`] timed stretches of replays of a graph of
     /// `k` calls, each stretch about `SAMPLE_WORK_NS` long.
-    fn replay_samples(&self, k: u64) -> Result<Vec<f64>, String> {
+    fn replay_samples(&self, k: u64, clocks: &mut Vec<SampleClock>) -> Result<Vec<f64>, String> {
         // The first replay uploads the graph; the second says how long one takes.
         self.device.capture_replay(1)?;
         self.device.synchronize();
-        let one = self.timed_replays(1)?;
+        let one = self.timed_replays(1, clocks)?;
         let most = if self.config.flush_l2 {
             FLUSHED_REPLAYS
         } else {
@@ -230,30 +244,34 @@ impl Engine<'_> {
         let replays = ((SAMPLE_WORK_NS / one.max(1.0)).round() as u32).clamp(1, most);
         let mut samples = Vec::with_capacity(SAMPLES_PER_CAPTURE);
         for _ in 0..SAMPLES_PER_CAPTURE {
-            samples.push(self.timed_replays(replays)? / (replays as f64 * k as f64));
+            samples.push(self.timed_replays(replays, clocks)? / (replays as f64 * k as f64));
         }
         Ok(samples)
     }
 
     /// Device time of `replays` replays of the captured graph, ns: back to back, or
-    /// with `--flush-l2` one at a time after a flush with only the replays timed, so
-    /// kernel time starts each call with a cold L2 as the device timer does.
-    fn timed_replays(&self, replays: u32) -> Result<f64, String> {
+    /// with `--flush-l2` one at a time, each paced as a flushed sample is: a sync,
+    /// the flush queued ahead of the start event (so the replay's launch is hidden
+    /// as the call's dispatch is in the samples), and the clock read after it (put in
+    /// `clocks`), the rest the samples' calls have between them. Kernel time then
+    /// starts each call with a cold L2 at the clock the device timer saw.
+    fn timed_replays(&self, replays: u32, clocks: &mut Vec<SampleClock>) -> Result<f64, String> {
         if !self.config.flush_l2 {
-            return self.timed_replay_run(replays);
+            return self.timed_replay_run(replays, false);
         }
         let mut total = 0.0;
         for _ in 0..replays {
-            self.device.flush_cache();
-            total += self.timed_replay_run(1)?;
+            total += self.timed_replay_run(1, true)?;
+            clocks.extend(self.read_clock());
         }
         Ok(total)
     }
 
-    /// Device time of `replays` back-to-back replays of the captured graph, ns.
-    fn timed_replay_run(&self, replays: u32) -> Result<f64, String> {
+    /// Device time of `replays` back-to-back replays of the captured graph, after a
+    /// flush with `flush`, ns.
+    fn timed_replay_run(&self, replays: u32, flush: bool) -> Result<f64, String> {
         let mut result = Ok(());
-        let timed = self.bracket(|| {
+        let timed = self.bracket(flush, || {
             result = self.device.capture_replay(replays);
             Instant::now()
         });
@@ -262,6 +280,21 @@ impl Engine<'_> {
             .device_ns
             .ok_or_else(|| "the device has no timer to time graph replays".to_string())
     }
+}
+
+/// The clocks read after the paced replays, summed up; `None` when none was read
+/// (replays back to back, or no telemetry).
+fn replay_clock(clocks: &[SampleClock]) -> Option<ReplayClock> {
+    let reads = u32::try_from(clocks.len()).ok().filter(|&n| n > 0)?;
+    let count = |f: fn(&SampleClock) -> bool| clocks.iter().filter(|c| f(c)).count() as u32;
+    Some(ReplayClock {
+        reads,
+        sm_mhz_mean: clocks.iter().map(|c| f64::from(c.sm_mhz)).sum::<f64>() / f64::from(reads),
+        sm_mhz_min: clocks.iter().map(|c| c.sm_mhz).min()?,
+        sm_mhz_max: clocks.iter().map(|c| c.sm_mhz).max()?,
+        power_capped: count(|c| c.power_capped),
+        throttled: count(|c| c.throttled),
+    })
 }
 
 /// Characters of a capture failure kept in the record.

@@ -15,7 +15,7 @@ use gpubench_record::cache::L2State;
 use gpubench_record::energy::EnergyMeasurement;
 use gpubench_record::measurement::{
     ColdCall, Flag, Measurement, MeasurementConfig, MemoryGrowth, MemoryStats, NaiveLoop, RunMode,
-    Sample, StopReason, Throughput, WarmupPoint,
+    Sample, SampleClock, StopReason, Throughput, WarmupPoint,
 };
 use gpubench_record::memory_snapshot::PeakMemory;
 
@@ -263,10 +263,15 @@ impl<'a> Engine<'a> {
     pub(crate) fn steady_sample(&self, workload: &mut dyn Workload, iters: u64) -> Sample {
         let mut sample = self.timed_sample(workload, iters);
         // Right after the closing sync, outside the timed region: tens of µs.
-        sample.clock = self
-            .telemetry
-            .and_then(|t| t.sample_clock(self.config.throttle_threshold));
+        sample.clock = self.read_clock();
         sample
+    }
+
+    /// The GPU's clock now, judged by the throttle rule; `None` without telemetry or
+    /// when the read failed.
+    fn read_clock(&self) -> Option<SampleClock> {
+        self.telemetry
+            .and_then(|t| t.sample_clock(self.config.throttle_threshold))
     }
 
     /// The last step: the diagnostics (naive loops, the hidden-sync probe), the flags,
@@ -304,7 +309,12 @@ impl<'a> Engine<'a> {
         } else {
             (Vec::new(), false)
         };
-        let mut flags = classify(&samples, self.device.is_async(), syncs_inside);
+        let mut flags = classify(
+            &samples,
+            self.device.is_async(),
+            syncs_inside,
+            self.config.flush_l2,
+        );
         if syncs_inside {
             flags.push(Flag::SyncsInsideRoutine);
         }
@@ -429,9 +439,21 @@ impl<'a> Engine<'a> {
 
     /// `sync; t0; start event; run(); stop event; sync; t1`: `run` returns when its
     /// last call returned to the host.
-    fn bracket(&self, run: impl FnOnce() -> Instant) -> Bracketed {
+    ///
+    /// With `flush` the L2 flush is queued between the first sync and `t0`, as
+    /// Triton's `do_bench` does: the device is busy with it while the host launches
+    /// the calls, so the start event fires as the flush ends with the calls already
+    /// queued, and device time holds the calls' own work without the host's
+    /// dispatch of the first (about 10 µs of tch and cuBLAS on an H200: a flushed
+    /// 1024² matmul read 27 µs between events after a sync against 10 µs of
+    /// kernels). The wall time then holds what is left of the flush when the calls
+    /// were launched. On the CPU the flush is done before it returns, outside `t0`.
+    fn bracket(&self, flush: bool, run: impl FnOnce() -> Instant) -> Bracketed {
         let mut timer = self.timer.borrow_mut();
         self.device.synchronize();
+        if flush {
+            self.device.flush_cache();
+        }
         let t0 = Instant::now();
         if let Some(t) = timer.as_mut() {
             t.start();
@@ -450,7 +472,7 @@ impl<'a> Engine<'a> {
     }
 
     fn cold_call(&self, workload: &mut dyn Workload, which: usize, label: String) -> ColdCall {
-        let timed = self.bracket(|| workload.run_cold(which));
+        let timed = self.bracket(false, || workload.run_cold(which));
         workload.release();
         ColdCall {
             label,
@@ -478,10 +500,7 @@ impl<'a> Engine<'a> {
         while left > 0 {
             let n = batch.min(left);
             workload.prepare(n);
-            if self.config.flush_l2 {
-                self.device.flush_cache();
-            }
-            let timed = self.bracket(|| workload.run(n));
+            let timed = self.bracket(self.config.flush_l2, || workload.run(n));
             workload.release();
             total.wall_ns += timed.wall_ns;
             total.host_ns += timed.host_ns;
@@ -637,11 +656,15 @@ fn whole_cycles(calls: u64, cycle: u64) -> u64 {
 /// time. Device events alone cannot tell launch-bound from busy: a device waiting for
 /// launches still has its events ticking. Only meaningful on an asynchronous device,
 /// and a routine that syncs inside is reported as that instead.
-fn classify(samples: &[Sample], is_async: bool, syncs_inside: bool) -> Vec<Flag> {
+///
+/// With `flushed` (`--flush-l2`) a sample's wall time holds the tail of the flush,
+/// the device's work but no call's, so the call's device time stands in for it: the
+/// host's dispatch against the call's own work.
+fn classify(samples: &[Sample], is_async: bool, syncs_inside: bool, flushed: bool) -> Vec<Flag> {
     if !is_async || samples.is_empty() {
         return vec![];
     }
-    let w = median(
+    let wall = median(
         &samples
             .iter()
             .map(Sample::per_iter_wall)
@@ -653,10 +676,17 @@ fn classify(samples: &[Sample], is_async: bool, syncs_inside: bool) -> Vec<Flag>
             .map(Sample::per_iter_host)
             .collect::<Vec<_>>(),
     );
-    let device: Option<Vec<f64>> = samples.iter().map(Sample::per_iter_device).collect();
-    let idle_device = device
+    let device: Option<f64> = samples
+        .iter()
+        .map(Sample::per_iter_device)
+        .collect::<Option<Vec<f64>>>()
         .filter(|d| !d.is_empty())
-        .is_some_and(|d| median(&d) < 0.7 * w);
+        .map(|d| median(&d));
+    let w = match device {
+        Some(d) if flushed => d,
+        _ => wall,
+    };
+    let idle_device = device.is_some_and(|d| d < 0.7 * w);
     if h < 0.7 * w && !idle_device {
         vec![Flag::DeviceBound]
     } else if !syncs_inside && (idle_device || h >= 0.9 * w) {

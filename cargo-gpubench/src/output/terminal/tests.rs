@@ -318,6 +318,37 @@ fn long_messages_are_excerpted() {
 }
 
 #[test]
+fn kernel_time_at_another_clock_than_the_samples_is_named_under_the_table() {
+    use gpubench_analysis::summary::KernelClock;
+    let with_clocks = |replays_mhz: f64| {
+        let mut e = entry(&passed_record(), BenchStatus::Passed);
+        let s = e.summary.as_mut().unwrap();
+        s.conditions.sm_clock_mhz = Some(1980.0);
+        s.conditions.kernel_clock = Some(KernelClock {
+            reads: 408,
+            sm_clock_mhz: replays_mhz,
+            power_capped_share: 0.5,
+        });
+        render_table(
+            &SummaryView::build(std::slice::from_ref(&e), None),
+            Console::default(),
+        )
+    };
+    // The H200's flushed 8192² matmul: replays back to back drew the power limit.
+    let apart = with_clocks(1702.0);
+    assert!(
+        apart.contains(
+            "suite/matmul/4096: kernel time ran at 1702 MHz (50% power-capped), the samples \
+             at 1980 MHz\n"
+        ),
+        "{apart}"
+    );
+    // Within 5% of each other: one regime, nothing to say.
+    let together = with_clocks(1960.0);
+    assert!(!together.contains("kernel time ran"), "{together}");
+}
+
+#[test]
 fn power_cap_peak_share_and_energy_have_a_line_under_the_table() {
     let plain = entry(&passed_record(), BenchStatus::Passed);
     let mut e = plain.clone();

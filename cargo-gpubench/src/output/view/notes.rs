@@ -308,6 +308,7 @@ pub(crate) fn power_note(s: &BenchmarkSummary) -> Option<String> {
         ));
     }
     parts.extend(s.peak.as_ref().map(peak_text));
+    parts.extend(kernel_clock_text(s));
     if let Some(e) = &s.energy {
         let idle = e
             .idle_w
@@ -320,6 +321,22 @@ pub(crate) fn power_note(s: &BenchmarkSummary) -> Option<String> {
         ));
     }
     (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// `kernel time ran at 1702 MHz (100% power-capped), the samples at 1980 MHz`: the
+/// paced replays of `--flush-l2` ran at a clearly different clock than the samples,
+/// so kernel and device time are not one regime; `None` when they agree or either
+/// clock is unknown.
+fn kernel_clock_text(s: &BenchmarkSummary) -> Option<String> {
+    let k = s.conditions.kernel_clock.as_ref()?;
+    let samples = s.conditions.sm_clock_mhz?;
+    k.differs_from(samples).then(|| {
+        format!(
+            "kernel time ran at {:.0} MHz ({:.0}% power-capped), the samples at {samples:.0} MHz",
+            k.sm_clock_mhz,
+            k.power_capped_share * 100.0
+        )
+    })
 }
 
 /// `75.0% of the dense bf16 peak at 1672 MHz (681.6 TFLOP/s of 904.0 TFLOP/s)`, or
