@@ -314,6 +314,7 @@ impl TelemetrySource for ReplayWatcher {
             } else {
                 vec![]
             },
+            power_w: None,
         })
     }
 }
