@@ -106,6 +106,25 @@ def missing_energy(doc):
     return out
 
 
+def other_clocks(doc):
+    """The benchmarks whose two sides ran at other clocks, or of which one side ran
+    power-capped and the other did not, as the comparison names them."""
+    found = []
+
+    def walk(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k == "other_clocks" and isinstance(v, list):
+                    found.extend(v)
+                else:
+                    walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+    walk(doc.get("comparison") or {})
+    return found
+
+
 def describe(c):
     if not c:
         return "-"
@@ -173,13 +192,17 @@ for path in runs("plain") + runs("ab-plant") + runs("ab-self"):
 print("\n== A/A: energy verdicts on unchanged code")
 aa = {}
 for kind, paths in (("plain", runs("aa-plain")), ("ab", runs("ab-self"))):
-    tally = aa.setdefault(kind, {"compared": 0, "false": [], "verdicts": {}, "absent": []})
+    tally = aa.setdefault(kind, {"compared": 0, "false": [], "verdicts": {}, "absent": [],
+                                 "capped_sides": []})
     for path in paths:
         doc, why = load(path)
         if doc is None:
             print(f"{path.stem:14} {why}")
             continue
         gone = missing_energy(doc)
+        for o in other_clocks(doc):
+            if o.get("power_capped"):
+                tally["capped_sides"].append((path.stem, o.get("id"), o["power_capped"]))
         for b in doc.get("benchmarks", []):
             bid = b["id"]
             c = metric(b.get("comparison"), "energy")
@@ -219,16 +242,22 @@ for bid in INTERVAL_ASKED:
     fs = figures.get(bid, [])
     ok = [f for f in fs if f[4]]
     js = [f[1] for f in fs]
+    sd = (math.sqrt(sum((math.log(j) - sum(map(math.log, js)) / len(js)) ** 2 for j in js)
+                    / (len(js) - 1)) if len(js) > 1 else None)
     print(f"{bid}: J/call in {len(fs)} plain runs"
           + (f" {min(js):.4f}-{max(js):.4f}" if js else "")
+          + (f" (sd between runs {sd * 100:.2f}%)" if sd is not None else "")
           + f"; interval within ±3% in {len(ok)} of {len(fs)}")
 total_compared = total_false = 0
 for kind in ("plain", "ab"):
-    t = aa.get(kind, {"compared": 0, "false": [], "verdicts": {}, "absent": []})
+    t = aa.get(kind, {"compared": 0, "false": [], "verdicts": {}, "absent": [],
+                      "capped_sides": []})
     total_compared += t["compared"]
     total_false += len(t["false"])
     print(f"A/A {kind}: {t['compared']} energy comparisons {t['verdicts']}, false verdicts "
           f"{len(t['false'])} {t['false']}; energy absent in {len(t['absent'])}")
+    for name, bid, sides in t.get("capped_sides", []):
+        print(f"   {name} {bid}: one side power-capped, the other not {sides}")
 print(f"A/A plain and ab: {total_false} false energy verdicts in {total_compared} comparisons"
       f" ({'meets' if total_false == 0 and total_compared >= 30 else 'does NOT meet'}"
       " 0 in ≥ 30)")
