@@ -14,6 +14,8 @@
 #   QUICK=1   (default) every run with --quick: warm-up 0.2 s, 1 s of samples split
 #             over the processes; the energy windows (3 a process, each ≥ 3 steps of
 #             the 100 ms counter, about 0.45 s) are not shortened by it
+#             (GPUBENCH_WARM_UP_TIME, GPUBENCH_MEASUREMENT_TIME, when exported, shorten
+#             them further for every run alike)
 #   BUDGET_S  no run starts that its estimate says would end past this many seconds
 #             from the start (default 520); skipped runs are listed in times.txt
 #   DEVICE    cuda:0 (default), or cpu to shake the script out without a GPU
