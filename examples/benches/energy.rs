@@ -1,0 +1,86 @@
+//! Energy per call, as issue 38's acceptance judges it on a GPU: a large bf16 matmul
+//! that runs power-capped back to back, an MLP training step (forward, backward and
+//! an SGD step over micro-batches, device-bound), and a 4096² matmul beside them.
+//!
+//! `PLANTED` is the change a pull request would make: scripts/gpu/energy-accept-build.sh
+//! commits it set to `true`, which adds 10% more real work to each benchmark (the
+//! matmuls one more matmul over a tenth of the rows, the training step a tenth more
+//! micro-batches), and `ab --gate-on energy` must call each regressed on energy, while
+//! A/A runs of the unchanged suite must give no energy verdict.
+
+use gpubench_core::{gpu_bench, Bencher, Throughput};
+use gpubench_examples::mlp::Mlp;
+use tch::nn::{self, OptimizerConfig};
+use tch::{Kind, Tensor};
+
+/// Whether this revision carries the planted 10% more work.
+const PLANTED: bool = false;
+
+/// A square matmul of `n` (bf16 on a GPU; f32 of `cpu_n` on the CPU, where it runs in
+/// CI), planted with one more matmul over a tenth of the rows of the left operand.
+fn matmul(b: &mut Bencher, n: i64, cpu_n: i64) {
+    let (n, kind) = if b.device().is_cuda() {
+        (n, Kind::BFloat16)
+    } else {
+        (cpu_n, Kind::Float)
+    };
+    let extra_rows = n / 10;
+    let x = Tensor::randn([n, n], (kind, b.device()));
+    let y = Tensor::randn([n, n], (kind, b.device()));
+    let rows = if PLANTED { n + extra_rows } else { n };
+    b.throughput(Throughput::Flops(2.0 * (rows * n * n) as f64));
+    b.iter(|| {
+        let extra = PLANTED.then(|| x.narrow(0, 0, extra_rows).matmul(&y));
+        (x.matmul(&y), extra)
+    });
+}
+
+/// An 8192² bf16 matmul (1.6 ms on an H200): back to back it draws the board's power
+/// limit, so its samples run power-capped and its outputs must say so.
+#[gpu_bench]
+fn matmul_bf16_8192(b: &mut Bencher) {
+    matmul(b, 8192, 128);
+}
+
+/// A 4096² bf16 matmul (about 0.2 ms on an H200).
+#[gpu_bench]
+fn matmul_4096(b: &mut Bencher) {
+    matmul(b, 4096, 64);
+}
+
+/// One training step of a bf16 MLP (width 4096, two hidden layers) over 10
+/// micro-batches of 2048 rows, gradients accumulated, then one SGD step: 4.1 TFLOP
+/// and about 300 kernel launches a call, so device-bound (at the 507 TFLOP/s and 30
+/// launches per micro-batch of ml_code's `big_batch_step` on an H200, about 8 ms of
+/// device work). The planted head trains on 11 micro-batches: a tenth more of the
+/// same kernels.
+#[gpu_bench]
+fn mlp_step(b: &mut Bencher) {
+    let device = b.device();
+    let mut vs = nn::VarStore::new(device);
+    let (width, rows, kind) = if device.is_cuda() {
+        (4096, 2048, Kind::BFloat16)
+    } else {
+        (64, 32, Kind::Float)
+    };
+    let mlp = Mlp::new(&vs.root(), width, width, 2, 16);
+    if kind == Kind::BFloat16 {
+        vs.bfloat16();
+    }
+    let mut opt = nn::Sgd::default().build(&vs, 1e-3).expect("optimizer");
+    let micro_batches = if PLANTED { 11 } else { 10 };
+    let x = Tensor::randn([rows, width], (kind, device));
+    let y = Tensor::randint(16, [rows], (Kind::Int64, device));
+    b.throughput(Throughput::Flops(
+        6.0 * (micro_batches * rows) as f64 * (2.0 * (width * width) as f64 + (width * 16) as f64),
+    ));
+    b.iter(|| {
+        opt.zero_grad();
+        for _ in 0..micro_batches {
+            mlp.forward(&x).cross_entropy_for_logits(&y).backward();
+        }
+        opt.step();
+    });
+}
+
+gpubench_core::main!();
