@@ -12,8 +12,8 @@ use gpubench_record::failure::FailureKind;
 use gpubench_record::id::file_stem_for_id;
 use gpubench_record::kernels::Counter;
 use gpubench_record::measurement::MeasurementConfig;
+use gpubench_record::measurement::Throughput;
 use gpubench_record::measurement::TimeKind;
-use gpubench_record::measurement::{SampleClock, Throughput};
 use gpubench_record::record::RawRecord;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
@@ -1110,22 +1110,7 @@ fn at_clock(seed: u64, sm_mhz: u32, throughput: Option<Throughput>) -> RawRecord
             30,
             &mut Pcg64Mcg::seed_from_u64(seed),
         );
-    for m in r
-        .processes
-        .iter_mut()
-        .filter_map(|x| x.measurement.as_mut())
-    {
-        m.throughput = throughput;
-        for s in &mut m.samples {
-            s.clock = Some(SampleClock {
-                sm_mhz,
-                temperature_c: None,
-                throttled: false,
-                power_capped: false,
-                power_w: None,
-            });
-        }
-    }
+    crate::synthetic::set_clock_and_work(&mut r, sm_mhz, throughput);
     r
 }
 
@@ -1355,7 +1340,7 @@ fn a_share_of_peak_verdict_and_the_baseline_it_rests_on_read_back_as_they_were()
     let stored = serde_json::to_string(&gate).unwrap();
     assert_eq!(
         stored,
-        r#"{"time":true,"kernel":false,"counters":false,"memory":false,"peak":true,"explicit":true}"#
+        r#"{"time":true,"kernel":false,"counters":false,"memory":false,"energy":false,"peak":true,"explicit":true}"#
     );
     assert_eq!(serde_json::from_str::<Gate>(&stored).unwrap(), gate);
     // The baseline file keeps the work per call, and saves again byte for byte.

@@ -180,7 +180,7 @@ fn a_page_gives_the_share_of_peak_verdict_in_shares_under_a_gate_that_names_it()
         compare_with_baseline, BaselineCompareOptions, Metric, MetricSet,
     };
     use gpubench_analysis::synthetic::GpuLikeSamples;
-    use gpubench_record::measurement::{SampleClock, Throughput};
+    use gpubench_record::measurement::Throughput;
     use rand::SeedableRng;
     let id = "matmul_bf16/8192";
     // As fast on both sides, the head's GPU at 1800 MHz where the base's ran at 1500.
@@ -193,22 +193,11 @@ fn a_page_gives_the_share_of_peak_verdict_in_shares_under_a_gate_that_names_it()
             20,
             &mut rng,
         );
-        for m in r
-            .processes
-            .iter_mut()
-            .filter_map(|p| p.measurement.as_mut())
-        {
-            m.throughput = Some(Throughput::Flops(2.0 * 8192f64.powi(3)));
-            for s in &mut m.samples {
-                s.clock = Some(SampleClock {
-                    sm_mhz,
-                    temperature_c: None,
-                    throttled: false,
-                    power_capped: false,
-                    power_w: None,
-                });
-            }
-        }
+        gpubench_analysis::synthetic::set_clock_and_work(
+            &mut r,
+            sm_mhz,
+            Some(Throughput::Flops(2.0 * 8192f64.powi(3))),
+        );
         r
     };
     let entries = [BaselineEntry::from_record(&at(1500, 1)).unwrap()];
