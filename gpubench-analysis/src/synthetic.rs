@@ -378,6 +378,27 @@ fn standard_normal<R: Rng>(rng: &mut R) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
+/// Gives every sample of `record` the SM clock `sm_mhz` (read after it ran, not
+/// throttled nor power-capped) and every process the work per call `throughput`.
+pub fn set_clock_and_work(record: &mut RawRecord, sm_mhz: u32, throughput: Option<Throughput>) {
+    for m in record
+        .processes
+        .iter_mut()
+        .filter_map(|x| x.measurement.as_mut())
+    {
+        m.throughput = throughput;
+        for s in &mut m.samples {
+            s.clock = Some(gpubench_record::measurement::SampleClock {
+                sm_mhz,
+                temperature_c: None,
+                throttled: false,
+                power_capped: false,
+                power_w: None,
+            });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,26 +449,5 @@ mod tests {
         assert_eq!(r.processes.len(), 3);
         assert_eq!(r.config.processes, ProcessPolicy::fixed(3));
         assert_eq!(r.primary_groups().len(), 3);
-    }
-}
-
-/// Gives every sample of `record` the SM clock `sm_mhz` (read after it ran, not
-/// throttled nor power-capped) and every process the work per call `throughput`.
-pub fn set_clock_and_work(record: &mut RawRecord, sm_mhz: u32, throughput: Option<Throughput>) {
-    for m in record
-        .processes
-        .iter_mut()
-        .filter_map(|x| x.measurement.as_mut())
-    {
-        m.throughput = throughput;
-        for s in &mut m.samples {
-            s.clock = Some(gpubench_record::measurement::SampleClock {
-                sm_mhz,
-                temperature_c: None,
-                throttled: false,
-                power_capped: false,
-                power_w: None,
-            });
-        }
     }
 }
