@@ -9,8 +9,7 @@
 //! A/A runs of the unchanged suite must give no energy verdict.
 
 use gpubench_core::{gpu_bench, Bencher, Throughput};
-use gpubench_examples::mlp::Mlp;
-use tch::nn::{self, OptimizerConfig};
+use gpubench_examples::mlp::accumulated_step;
 use tch::{Kind, Tensor};
 
 /// Whether this revision carries the planted 10% more work.
@@ -56,31 +55,7 @@ fn matmul_4096(b: &mut Bencher) {
 /// same kernels.
 #[gpu_bench]
 fn mlp_step(b: &mut Bencher) {
-    let device = b.device();
-    let mut vs = nn::VarStore::new(device);
-    let (width, rows, kind) = if device.is_cuda() {
-        (4096, 2048, Kind::BFloat16)
-    } else {
-        (64, 32, Kind::Float)
-    };
-    let mlp = Mlp::new(&vs.root(), width, width, 2, 16);
-    if kind == Kind::BFloat16 {
-        vs.bfloat16();
-    }
-    let mut opt = nn::Sgd::default().build(&vs, 1e-3).expect("optimizer");
-    let micro_batches = if PLANTED { 11 } else { 10 };
-    let x = Tensor::randn([rows, width], (kind, device));
-    let y = Tensor::randint(16, [rows], (Kind::Int64, device));
-    b.throughput(Throughput::Flops(
-        6.0 * (micro_batches * rows) as f64 * (2.0 * (width * width) as f64 + (width * 16) as f64),
-    ));
-    b.iter(|| {
-        opt.zero_grad();
-        for _ in 0..micro_batches {
-            mlp.forward(&x).cross_entropy_for_logits(&y).backward();
-        }
-        opt.step();
-    });
+    accumulated_step(b, 2048, if PLANTED { 11 } else { 10 });
 }
 
 gpubench_core::main!();

@@ -12,7 +12,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 
 use gpubench_core::{gpu_bench, Bencher, Throughput};
-use gpubench_examples::mlp::Mlp;
+use gpubench_examples::mlp::{accumulated_step, Mlp};
 use tch::nn::{self, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
 
@@ -83,31 +83,7 @@ fn train_step(b: &mut Bencher) {
 /// GPU's 13 ms: launch-bound, its time ratios spread ±5-15% between processes.)
 #[gpu_bench]
 fn big_batch_step(b: &mut Bencher) {
-    let device = b.device();
-    let mut vs = nn::VarStore::new(device);
-    let (width, rows, kind) = if device.is_cuda() {
-        (4096, 4096, Kind::BFloat16)
-    } else {
-        (64, 32, Kind::Float)
-    };
-    let mlp = Mlp::new(&vs.root(), width, width, 2, 16);
-    if kind == Kind::BFloat16 {
-        vs.bfloat16();
-    }
-    let mut opt = nn::Sgd::default().build(&vs, 1e-3).expect("optimizer");
-    let micro_batches = if PLANTED { 33 } else { 32 };
-    let x = Tensor::randn([rows, width], (kind, device));
-    let y = Tensor::randint(16, [rows], (Kind::Int64, device));
-    b.throughput(Throughput::Flops(
-        6.0 * (micro_batches * rows) as f64 * (2.0 * (width * width) as f64 + (width * 16) as f64),
-    ));
-    b.iter(|| {
-        opt.zero_grad();
-        for _ in 0..micro_batches {
-            mlp.forward(&x).cross_entropy_for_logits(&y).backward();
-        }
-        opt.step();
-    });
+    accumulated_step(b, 4096, if PLANTED { 33 } else { 32 });
 }
 
 /// A serving routine (normalise a request's embedding); the planted head keeps each

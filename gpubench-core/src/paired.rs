@@ -340,6 +340,21 @@ mod tests {
         no_energy: Option<String>,
     }
 
+    impl Nest {
+        /// Four pairs of samples, then `energy_blocks` blocks of energy windows.
+        fn new(energy_blocks: usize) -> Self {
+            Nest {
+                inner: None,
+                inner_routine: None,
+                outer_side: std::ptr::null(),
+                pairs: 4,
+                energy_blocks,
+                energy: Vec::new(),
+                no_energy: None,
+            }
+        }
+    }
+
     unsafe extern "C" fn outer_ready(user: *mut c_void, side: *const AbiSide) {
         let nest = user.cast::<Nest>();
         // SAFETY: the test's `Nest`, alive for the call; no reference is held across
@@ -417,15 +432,7 @@ mod tests {
             .unwrap_or_else(|e| e.into_inner());
         let device = Rc::new(crate::device::SimulatedDevice::new());
         let shared: Rc<dyn DeviceBackend> = device.clone();
-        let mut nest = Nest {
-            inner: None,
-            inner_routine: None,
-            outer_side: std::ptr::null(),
-            pairs: 4,
-            energy_blocks: 0,
-            energy: Vec::new(),
-            no_energy: None,
-        };
+        let mut nest = Nest::new(0);
         let user: *mut c_void = (&mut nest as *mut Nest).cast();
         // The inner side, finished first, reads a value back in every call (as a
         // training step that logs `loss.item()` does): its capture fails.
@@ -550,15 +557,7 @@ mod tests {
         let shared: Rc<dyn DeviceBackend> = device.clone();
         let telemetry =
             crate::telemetry::Telemetry::new(Rc::new(SimulatedBoard(Rc::clone(&device))));
-        let mut nest = Nest {
-            inner: None,
-            inner_routine: None,
-            outer_side: std::ptr::null(),
-            pairs: 4,
-            energy_blocks: 2,
-            energy: Vec::new(),
-            no_energy: None,
-        };
+        let mut nest = Nest::new(2);
         let user: *mut c_void = (&mut nest as *mut Nest).cast();
         let mut inner = Bencher::new("head", Rc::clone(&shared), sim_config());
         inner.telemetry(Some(telemetry.clone()));
