@@ -48,14 +48,15 @@ fn matmul_4096(b: &mut Bencher) {
 }
 
 /// One training step of a bf16 MLP (width 4096, two hidden layers) over 10
-/// micro-batches of 2048 rows, gradients accumulated, then one SGD step: 4.1 TFLOP
-/// and about 300 kernel launches a call, so device-bound (at the 507 TFLOP/s and 30
-/// launches per micro-batch of ml_code's `big_batch_step` on an H200, about 8 ms of
-/// device work). The planted head trains on 11 micro-batches: a tenth more of the
-/// same kernels.
+/// micro-batches of 4096 rows, gradients accumulated, then one SGD step: 8.2 TFLOP
+/// and about 300 kernel launches a call, device-bound whatever the host's speed. With
+/// 2048 rows (6.7 ms at about 610 TFLOP/s on an H200) a process whose host dispatched
+/// slowly took 9.1 ms, the device waiting for launches, and spent 7% more energy a
+/// call: its energy followed the host's speed in that process. The planted head
+/// trains on 11 micro-batches: a tenth more of the same kernels.
 #[gpu_bench]
 fn mlp_step(b: &mut Bencher) {
-    accumulated_step(b, 2048, if PLANTED { 11 } else { 10 });
+    accumulated_step(b, 4096, if PLANTED { 11 } else { 10 });
 }
 
 gpubench_core::main!();

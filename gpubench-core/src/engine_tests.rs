@@ -426,6 +426,7 @@ fn flush_l2_times_one_call_per_sample_after_a_flush() {
         flush_l2: true,
         ..fast_config()
     };
+    let warmup_s = config.warmup_time_s;
     let m = measure_on(dev.clone(), config, move |b| {
         b.iter(|| d.launch(Duration::from_micros(50)))
     });
@@ -433,7 +434,15 @@ fn flush_l2_times_one_call_per_sample_after_a_flush() {
         m.samples.iter().all(|s| s.iters == 1),
         "a flushed sample holds one call"
     );
-    let timed_regions = (m.warmup.len() + m.samples.len()) as u64;
+    // The warm-up runs flushed calls for its whole time, so that the samples and the
+    // replays after them start from the clock the work holds.
+    let warm_calls: u64 = m.warmup.iter().map(|p| p.iters).sum();
+    let warm_ns: f64 = m.warmup.iter().map(|p| p.wall_ns).sum();
+    assert!(
+        warm_ns >= 0.5 * warmup_s * 1e9 && warm_calls > 3,
+        "{warm_calls} warm-up calls in {warm_ns} ns of a {warmup_s} s warm-up"
+    );
+    let timed_regions = warm_calls + m.samples.len() as u64;
     assert!(
         dev.cache_flushes() >= timed_regions,
         "{} flushes for {timed_regions} timed regions",

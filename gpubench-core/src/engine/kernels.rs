@@ -8,10 +8,11 @@
 //! after a warm-up there, replay between events, divide by the calls. With
 //! `--flush-l2` a graph holds one call and each replay is timed on its own as a
 //! flushed sample is (a sync, the flush queued ahead of the start event, the clock
-//! read after it), so kernel time starts every call with a flushed L2 and at the
-//! clock the samples ran at: replays of a flushed 8192² matmul made back to back
-//! took 7–11% longer than the flushed samples, which rest between calls and read the
-//! full clock (H200, where that matmul back to back runs power-capped).
+//! read after it), so kernel time starts every call with a flushed L2. The clock it
+//! runs at is the one the flushed warm-up settled (`Engine::warm_up`): on an H200 a
+//! flushed 8192² matmul's replays, power-capped, read 0.955 of its samples' time
+//! once both followed a whole warm-up time of flushed calls, and 1.14 when the
+//! samples followed three.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::time::Instant;

@@ -523,7 +523,8 @@ impl<'a> Engine<'a> {
     }
 
     /// Doubles the batch until one batch lasts a sample's target and the
-    /// per-iteration estimate is stable (three batches within 5%), or the time bound.
+    /// per-iteration estimate is stable (three batches within 5%), or the time bound;
+    /// with `--flush-l2`, flushed calls to the time bound.
     pub(crate) fn warm_up(&self, workload: &mut dyn Workload) -> (Vec<WarmupPoint>, f64) {
         let bound = Duration::from_secs_f64(self.config.warmup_time_s);
         let target_ns = self.config.sample_target_s * 1e9;
@@ -552,8 +553,29 @@ impl<'a> Engine<'a> {
                 iters = iters.saturating_mul(2);
             }
         }
+        if self.config.flush_l2 {
+            trace.extend(self.settle_flushed(workload, start + bound));
+        }
         let tail = &estimates[estimates.len().saturating_sub(3)..];
         (trace, median(tail))
+    }
+
+    /// Flushed calls, one a sample as the samples will run, until `until`: one point
+    /// of all of them, `None` when there was no time left. A flushed warm-up is
+    /// stable after three calls, which settle no clock: on an H200 the samples of a
+    /// flushed 8192² matmul that followed them read 1980 MHz, and the graph replays
+    /// timed after the samples 1530 MHz, power-capped, 14% slower. Run for the rest
+    /// of the warm-up time, both timers start from the clock the work holds.
+    fn settle_flushed(&self, workload: &mut dyn Workload, until: Instant) -> Option<WarmupPoint> {
+        let mut settled = WarmupPoint {
+            iters: 0,
+            wall_ns: 0.0,
+        };
+        while Instant::now() < until {
+            settled.iters += 1;
+            settled.wall_ns += self.timed_sample(workload, 1).wall_ns;
+        }
+        (settled.iters > 0).then_some(settled)
     }
 
     pub(crate) fn iters_per_sample(&self, estimate_ns: f64) -> u64 {
