@@ -41,7 +41,8 @@
 //! * a step is reported only when p ≤ [`HistoryOptions::max_p_value`] **and** the whole
 //!   interval of its size lies beyond the series' threshold: the larger of the
 //!   series' floor ([`HistoryOptions::min_change`], or for work on the CPU device
-//!   [`HistoryOptions::cpu_min_change`], the floor `compare` judges CPU work on) and
+//!   [`HistoryOptions::cpu_min_change`], the floor `compare` judges CPU work on, and
+//!   for energy at least [`HistoryOptions::energy_min_change`]) and
 //!   the median relative half-width of the points' intervals. A step smaller than
 //!   what one point's interval already allows is noise, as in a comparison with a
 //!   baseline.
@@ -88,6 +89,10 @@ pub struct HistoryOptions {
     /// Smallest relative step or drift reported of work on the CPU device (0.10).
     #[serde(default = "default_cpu_min_change")]
     pub cpu_min_change: f64,
+    /// Smallest relative step or drift of energy per call reported, where larger than
+    /// [`HistoryOptions::min_change`] (0.03).
+    #[serde(default = "default_energy_min_change")]
+    pub energy_min_change: f64,
     /// Largest p-value of a reported step (Welch's t-test of the two sides).
     pub max_p_value: f64,
     /// Fewest points on each side of a step.
@@ -104,11 +109,11 @@ pub const DEFAULT_MIN_CHANGE: f64 = crate::compare::DEFAULT_NOISE_THRESHOLD;
 /// work on the CPU device on, for the same reason (its figures move from run to run
 /// by more than a run's processes show; `compare`, "The CPU device").
 pub const DEFAULT_CPU_MIN_CHANGE: f64 = crate::compare::DEFAULT_CPU_NOISE_THRESHOLD;
-/// The smallest step or drift of energy per call reported: energy moves with power
-/// and temperature more than time does (windows of one process spread by up to 3%
-/// on an H200, where the matmul's time spread 0.3%), so a step under it is noise
-/// even where `--min-change` is lower.
-pub const ENERGY_MIN_CHANGE: f64 = 0.03;
+/// Default [`HistoryOptions::energy_min_change`]: energy moves with power and
+/// temperature more than time does (windows of one process spread by up to 3% on an
+/// H200, where the matmul's time spread 0.3%), so a step under it is noise even where
+/// `--min-change` is lower; `compare`'s energy noise threshold, for the same reason.
+pub const DEFAULT_ENERGY_MIN_CHANGE: f64 = crate::compare::DEFAULT_ENERGY_NOISE_THRESHOLD;
 /// A point whose interval is wider than this many times the series' median width (and
 /// wider than its threshold) takes no part in finding steps and drifts.
 pub const NOISY_POINT_WIDTH: f64 = 4.0;
@@ -129,6 +134,7 @@ impl Default for HistoryOptions {
         HistoryOptions {
             min_change: DEFAULT_MIN_CHANGE,
             cpu_min_change: DEFAULT_CPU_MIN_CHANGE,
+            energy_min_change: DEFAULT_ENERGY_MIN_CHANGE,
             max_p_value: DEFAULT_MAX_P_VALUE,
             min_segment: DEFAULT_MIN_SEGMENT,
             drift_window: DEFAULT_DRIFT_WINDOW,
@@ -139,6 +145,10 @@ impl Default for HistoryOptions {
 
 fn default_cpu_min_change() -> f64 {
     DEFAULT_CPU_MIN_CHANGE
+}
+
+fn default_energy_min_change() -> f64 {
+    DEFAULT_ENERGY_MIN_CHANGE
 }
 
 /// One commit's figure with its interval (same unit as the figure, e.g. ns).

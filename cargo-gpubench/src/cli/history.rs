@@ -4,7 +4,10 @@ use std::path::PathBuf;
 
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args};
-use gpubench_analysis::history::{DEFAULT_DRIFT_WINDOW, DEFAULT_MIN_CHANGE, MIN_DRIFT_POINTS};
+use gpubench_analysis::history::{
+    DEFAULT_CPU_MIN_CHANGE, DEFAULT_DRIFT_WINDOW, DEFAULT_ENERGY_MIN_CHANGE, DEFAULT_MIN_CHANGE,
+    MIN_DRIFT_POINTS,
+};
 
 use super::compare::{parse_baseline_name, parse_noise_threshold, StoreArgs};
 
@@ -85,6 +88,28 @@ pub struct HistoryArgs {
         value_parser = parse_noise_threshold
     )]
     pub min_change: f64,
+
+    /// Smallest step or drift of energy per call reported, where larger than
+    /// `--min-change`: energy moves with power and temperature more than time does.
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        env = "GPUBENCH_HISTORY_ENERGY_MIN_CHANGE",
+        default_value_t = DEFAULT_ENERGY_MIN_CHANGE,
+        value_parser = parse_noise_threshold
+    )]
+    pub energy_min_change: f64,
+
+    /// Smallest step or drift reported of work on the CPU device, in place of
+    /// `--min-change`: a CPU's figures move from run to run by more than a run shows.
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        env = "GPUBENCH_HISTORY_CPU_MIN_CHANGE",
+        default_value_t = DEFAULT_CPU_MIN_CHANGE,
+        value_parser = parse_noise_threshold
+    )]
+    pub cpu_min_change: f64,
 
     /// How many of the latest commits a drift is measured over.
     #[arg(

@@ -113,7 +113,35 @@ pub(crate) fn run(args: &HistoryArgs) -> Result<Exit> {
 fn options(args: &HistoryArgs) -> HistoryOptions {
     HistoryOptions {
         min_change: args.min_change,
+        cpu_min_change: args.cpu_min_change,
+        energy_min_change: args.energy_min_change,
         drift_window: args.drift_window as usize,
         ..HistoryOptions::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn options_of(argv: &[&str]) -> HistoryOptions {
+        let cli = Cli::parse_from_cargo(["cargo-gpubench", "history"].iter().chain(argv).copied())
+            .unwrap();
+        match &cli.command {
+            Some(Command::History(args)) => options(args),
+            other => panic!("not history: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_floors_of_energy_and_the_cpu_are_options() {
+        let default = options_of(&[]);
+        assert_eq!(default, HistoryOptions::default());
+        let set = options_of(&["--energy-min-change", "20%", "--cpu-min-change", "0.15"]);
+        assert_eq!(
+            (set.energy_min_change, set.cpu_min_change, set.min_change),
+            (0.2, 0.15, default.min_change)
+        );
     }
 }

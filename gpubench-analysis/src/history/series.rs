@@ -310,7 +310,7 @@ pub fn benchmark_series(
 /// figure to follow there).
 fn floor(b: &Building, options: &HistoryOptions) -> f64 {
     match (b.settings.cpu, b.metric) {
-        (_, SeriesMetric::Energy) => options.min_change.max(super::ENERGY_MIN_CHANGE),
+        (_, SeriesMetric::Energy) => options.min_change.max(options.energy_min_change),
         (true, SeriesMetric::Time(_)) if b.contended => options
             .cpu_min_change
             .max(crate::compare::DEFAULT_HOST_NOISE_THRESHOLD),
@@ -442,7 +442,7 @@ fn fastest_point(entry: &BaselineEntry) -> Option<SeriesPoint> {
 /// Energy per call, J: the median of the processes' median windows, with the 95%
 /// interval of the processes' log medians (Student's t over the processes); one
 /// process's from its windows the same way, and a single window's with
-/// [`super::ENERGY_MIN_CHANGE`] either side. `None` unless every process has energy:
+/// [`super::DEFAULT_ENERGY_MIN_CHANGE`] either side. `None` unless every process has energy:
 /// a mean over some of them would move with which ones ran.
 fn energy_point(entry: &BaselineEntry) -> Option<SeriesPoint> {
     let per_process = entry
@@ -457,7 +457,7 @@ fn energy_point(entry: &BaselineEntry) -> Option<SeriesPoint> {
     let value = median(&medians);
     let n = spread_of.len();
     let half = if n == 1 {
-        super::ENERGY_MIN_CHANGE.ln_1p()
+        super::DEFAULT_ENERGY_MIN_CHANGE.ln_1p()
     } else {
         let logs: Vec<f64> = spread_of.iter().map(|v| v.ln()).collect();
         let m = crate::stats::mean(&logs);
@@ -688,10 +688,30 @@ mod tests {
         assert_eq!(steps.len(), 1, "{steps:?}");
         assert_eq!(energy.points[steps[0].index].version, 7);
         assert!((steps[0].change - 0.10).abs() < 0.02, "{:?}", steps[0]);
-        assert!(steps[0].change_lower > super::super::ENERGY_MIN_CHANGE);
-        assert!(energy.analysis.threshold >= super::super::ENERGY_MIN_CHANGE);
+        assert!(steps[0].change_lower > super::super::DEFAULT_ENERGY_MIN_CHANGE);
+        assert!(energy.analysis.threshold >= super::super::DEFAULT_ENERGY_MIN_CHANGE);
         let time = series_of(b, SeriesMetric::Time(TimeKindKey::Device));
         assert!(time.analysis.change_points.is_empty(), "{time:?}");
+    }
+
+    /// The same 10% step under an energy floor of 20% is not reported, whatever the
+    /// floor of time.
+    #[test]
+    fn an_energy_step_under_the_energy_floor_is_not_reported() {
+        let joules: Vec<Option<f64>> = (0..14)
+            .map(|v| Some(if v >= 7 { 1.276 } else { 1.16 }))
+            .collect();
+        let entries = energy_entries(&joules, |_| 1.0);
+        let versions: Vec<Vec<&BaselineEntry>> = entries.iter().map(|e| vec![e]).collect();
+        let options = HistoryOptions {
+            energy_min_change: 0.2,
+            min_change: 0.01,
+            ..HistoryOptions::default()
+        };
+        let b = &benchmark_series(&versions, &options)[0];
+        let energy = series_of(b, SeriesMetric::Energy);
+        assert!(energy.analysis.threshold >= 0.2, "{:?}", energy.analysis);
+        assert!(energy.analysis.change_points.is_empty(), "{energy:?}");
     }
 
     /// Versions 4 to 6 were saved without energy (an older gpubench, or the counter
