@@ -120,8 +120,8 @@ pub struct HarnessArgs {
     )]
     pub cpu_threads: Option<u32>,
     /// Overwrite a buffer larger than the last-level cache before each timed call:
-    /// one call per sample, so the GPU idles and clocks up between calls (a rested
-    /// GPU's cold-cache time, often faster than calls back to back).
+    /// one call per sample, after a warm-up of such calls for the whole warm-up time
+    /// (a cold-cache time at the clock flushed calls settle at).
     #[arg(long, env = "GPUBENCH_FLUSH_L2", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub flush_l2: bool,
     /// Records where each device memory block is allocated (C++ stacks), so the

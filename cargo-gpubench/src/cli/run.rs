@@ -160,9 +160,9 @@ pub struct MeasureArgs {
     )]
     pub processes: Option<ProcessPolicy>,
 
-    /// Flush the GPU's L2 cache before every timed call: one call per sample, so the
-    /// GPU idles and clocks up between calls (a rested GPU's cold-cache time, often
-    /// faster than calls back to back).
+    /// Flush the GPU's L2 cache before every timed call: one call per sample, after a
+    /// warm-up of flushed calls for the whole warm-up time (a cold-cache time at the
+    /// clock flushed calls settle at).
     #[arg(long, env = "GPUBENCH_FLUSH_L2", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub flush_l2: bool,
 

@@ -693,7 +693,7 @@ pub(crate) fn config_rows(r: &RawRecord) -> Vec<(String, String)> {
 }
 
 /// Which regime a `--flush-l2` run measures, in words.
-pub(super) const FLUSH_L2_REGIME: &str = "yes: one call per sample after a flush, so the GPU idles between calls and clocks up; this is the cold-cache, rested-GPU figure, often faster than back to back (an 8192³ bf16 matmul on an H200: 1.39 ms here, 1.60–1.64 ms back to back)";
+pub(super) const FLUSH_L2_REGIME: &str = "yes: one call per sample after a flush, at the clock flushed calls settle at over the whole warm-up; this is the cold-cache figure (an 8192³ bf16 matmul on an H200, power-capped either way: 1.60 ms here, 1.56–1.58 ms back to back)";
 
 /// The processes that measured the benchmark (`ran`, its record's processes) with the
 /// policy they ran under, in words: `3`, `2 of 3`, `4 (3 to 6: more than 3 only for
