@@ -67,7 +67,12 @@ fn first_own_frame() -> Option<String> {
             let Some(name) = symbol.name() else { return };
             // `{:#}`: without legacy hashes or v0's crate disambiguators.
             let name = as_written(&without_hash(&format!("{name:#}")));
-            if !is_own(&name) {
+            // A library's function inlined into the user's code can carry a name
+            // without its crate (line tables only): its file still says whose it is.
+            let libraries = symbol.filename().is_some_and(|f| {
+                f.starts_with("/rustc/") || dependency_path(&f.to_string_lossy()).is_some()
+            });
+            if !is_own(&name) || libraries {
                 return;
             }
             let place = match (symbol.filename(), symbol.lineno()) {
@@ -124,7 +129,10 @@ fn is_own(name: &str) -> bool {
     let Some((krate, _)) = path.split_once("::") else {
         return false;
     };
-    !krate.is_empty() && !krate.starts_with('_') && !LIBRARY_CRATES.contains(&krate)
+    // A name without its crate's path (debug info of line tables only names an
+    // inlined function `trace_unsynchronized<gpubench_core::…>`) is no crate's.
+    let is_crate = krate.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    is_crate && !krate.is_empty() && !krate.starts_with('_') && !LIBRARY_CRATES.contains(&krate)
 }
 
 #[cfg(test)]
@@ -159,6 +167,9 @@ mod tests {
         assert!(!is_own("std::panicking::begin_panic_handler"));
         assert!(!is_own("__libc_start_main"));
         assert!(!is_own("main"));
+        assert!(!is_own(
+            "trace_unsynchronized<gpubench_core::panic_site::first_own_frame::{closure_env#0}>"
+        ));
         assert_eq!(
             without_hash("my_bench::f::h0123456789abcdef"),
             "my_bench::f".to_string()
