@@ -77,8 +77,8 @@ use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand};
         process took. A comparison notes when its two sides ran at clearly different \
         SM clocks. --flush-l2 measures one call per sample after a flush, at the clock \
         flushed calls settle at over the warm-up: a cold-cache figure, which can \
-        differ from calls back to back beyond the cache. A verdict (on time, kernel time or counts): regressed or \
-        improved: the whole 90% interval of the change lies beyond the threshold; no \
+        differ from calls back to back beyond the cache. A verdict (on time, kernel \
+        time or counts): regressed or improved: the whole 90% interval of the change lies beyond the threshold; no \
         change: it lies inside (certain, under the threshold when it also excludes 0: \
         a real change smaller than the threshold); could detect (ab): the smallest \
         change a verdict could have called, its threshold plus its interval's \

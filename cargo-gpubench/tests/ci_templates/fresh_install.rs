@@ -41,9 +41,7 @@ fn repo_root() -> PathBuf {
 
 /// The venv `scripts/env.sh` installed torch and the CUDA headers into.
 fn project_venv() -> PathBuf {
-    let venv = std::env::var_os("GPUBENCH_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join(".venv"));
+    let venv = crate::support::project_venv();
     let marker = venv.join(format!(".gpubench-torch-{LIBTORCH_VERSION}-crt"));
     assert!(
         marker.is_file(),

@@ -14,6 +14,8 @@ mod baselines_branch;
 mod fresh_install;
 mod revision;
 mod shell;
+#[path = "../support/mod.rs"]
+mod support;
 mod workflow;
 
 use std::process::{Command, Stdio};

@@ -25,6 +25,22 @@ pub fn cargo_gpubench() -> Command {
     cmd
 }
 
+/// The virtual environment scripts/env.sh installs torch into: `GPUBENCH_VENV`, else
+/// the repository's `.venv`.
+pub fn project_venv() -> PathBuf {
+    std::env::var_os("GPUBENCH_VENV")
+        .filter(|v| !v.is_empty())
+        .map_or_else(
+            || {
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .parent()
+                    .expect("cargo-gpubench is inside the workspace")
+                    .join(".venv")
+            },
+            PathBuf::from,
+        )
+}
+
 /// What a finished command printed, and its exit code.
 pub struct Ran {
     pub code: Option<i32>,

@@ -31,13 +31,10 @@ fn readme_block(readme: &str, heading: &str, lang: &str) -> String {
     section[start..end].to_string()
 }
 
-/// The `bin/` of the virtual environment scripts/env.sh uses (`GPUBENCH_VENV`, else
-/// the repository's `.venv`), holding a python3 with torch.
+/// The `bin/` of the virtual environment scripts/env.sh uses, holding a python3 with
+/// torch.
 fn python_with_torch() -> PathBuf {
-    let venv = std::env::var_os("GPUBENCH_VENV")
-        .filter(|v| !v.is_empty())
-        .map_or_else(|| repo_root().join(".venv"), PathBuf::from);
-    let bin = venv.join("bin");
+    let bin = crate::support::project_venv().join("bin");
     assert!(
         bin.join("python3").exists(),
         "{} has no python3: run `source scripts/env.sh` once to make the venv",

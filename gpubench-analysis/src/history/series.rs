@@ -671,14 +671,19 @@ mod tests {
             .unwrap_or_else(|| panic!("no {metric:?} series in {:?}", b.series))
     }
 
+    /// 1.16 J per call for seven versions, then 10% more for seven, at the same time.
+    fn ten_percent_more_energy_from_version_7() -> Vec<BaselineEntry> {
+        let joules: Vec<Option<f64>> = (0..14)
+            .map(|v| Some(if v >= 7 { 1.276 } else { 1.16 }))
+            .collect();
+        energy_entries(&joules, |_| 1.0)
+    }
+
     /// 1.16 J per call for seven versions, 10% more from the eighth on, at the same
     /// time: the energy series steps there, the time series does not.
     #[test]
     fn a_step_in_energy_is_found_at_its_commit() {
-        let joules: Vec<Option<f64>> = (0..14)
-            .map(|v| Some(if v >= 7 { 1.276 } else { 1.16 }))
-            .collect();
-        let entries = energy_entries(&joules, |_| 1.0);
+        let entries = ten_percent_more_energy_from_version_7();
         let versions: Vec<Vec<&BaselineEntry>> = entries.iter().map(|e| vec![e]).collect();
         let b = &benchmark_series(&versions, &HistoryOptions::default())[0];
         let energy = series_of(b, SeriesMetric::Energy);
@@ -698,10 +703,7 @@ mod tests {
     /// floor of time.
     #[test]
     fn an_energy_step_under_the_energy_floor_is_not_reported() {
-        let joules: Vec<Option<f64>> = (0..14)
-            .map(|v| Some(if v >= 7 { 1.276 } else { 1.16 }))
-            .collect();
-        let entries = energy_entries(&joules, |_| 1.0);
+        let entries = ten_percent_more_energy_from_version_7();
         let versions: Vec<Vec<&BaselineEntry>> = entries.iter().map(|e| vec![e]).collect();
         let options = HistoryOptions {
             energy_min_change: 0.2,
